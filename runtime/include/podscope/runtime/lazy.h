@@ -1,0 +1,171 @@
+#ifndef PODSCOPE_RUNTIME_LAZY_H_
+#define PODSCOPE_RUNTIME_LAZY_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "podscope/runtime/builder.h"
+#include "podscope/runtime/client.h"
+#include "podscope/runtime/literal.h"
+#include "podscope/runtime/shape.h"
+
+namespace podscope::runtime {
+
+class LazyContext;
+namespace internal {
+struct TensorImpl;
+}  // namespace internal
+
+// A value on a device, PyTorch/XLA style: ops on tensors are recorded into
+// the context's pending step graph and run at the step boundary
+// (LazyContext::Sync, the analogue of mark_step) or when a value is read.
+// Copies share the same value. Shape errors do not stop the program: the
+// resulting tensor carries the error in status(), and so does every tensor
+// computed from it.
+class Tensor {
+ public:
+  Tensor() = default;
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  absl::Status status() const;
+  // True while the value is recorded but not yet computed by a step.
+  bool is_pending() const;
+  LazyContext* context() const;
+
+  // Reads the value to the host; runs the pending step first if needed.
+  absl::StatusOr<Literal> ToLiteral() const;
+  template <typename T>
+  absl::StatusOr<std::vector<T>> ToVector() const {
+    absl::StatusOr<Literal> literal = ToLiteral();
+    if (!literal.ok()) return literal.status();
+    if (literal->shape().element_type() != ElementTypeOf<T>::value) {
+      return absl::InvalidArgumentError(
+          "Tensor::ToVector: element type mismatch with " +
+          literal->shape().ToString());
+    }
+    return literal->ToVector<T>();
+  }
+  // The single f32 element of a scalar tensor.
+  absl::StatusOr<float> Item() const;
+
+  explicit Tensor(std::shared_ptr<internal::TensorImpl> impl)
+      : impl_(std::move(impl)) {}
+  const std::shared_ptr<internal::TensorImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<internal::TensorImpl> impl_;
+};
+
+// Owns the pending step graph of one device. Not thread-safe: use one
+// context per thread, as with one PyTorch/XLA device per process thread.
+class LazyContext : public std::enable_shared_from_this<LazyContext> {
+ public:
+  static absl::StatusOr<std::shared_ptr<LazyContext>> Create(Client* client,
+                                                             Device* device);
+  ~LazyContext();
+
+  Client* client() const { return client_; }
+  Device* device() const { return device_; }
+
+  // Starts an asynchronous transfer; the tensor is usable at once.
+  Tensor FromLiteral(const Literal& literal);
+  template <typename T>
+  Tensor FromVector(std::vector<int64_t> dims, const std::vector<T>& values) {
+    absl::StatusOr<Literal> literal =
+        Literal::FromVector<T>(std::move(dims), values);
+    if (!literal.ok()) return ErrorTensor(literal.status());
+    return FromLiteral(*literal);
+  }
+  // A constant recorded into the step graph.
+  Tensor Full(const Shape& shape, float value);
+  Tensor ErrorTensor(absl::Status status);
+
+  // The step boundary: compiles (or reuses) the executable for everything
+  // recorded since the last step that a live tensor still refers to,
+  // dispatches it to the device and returns without waiting for it.
+  absl::Status Sync();
+  int64_t step_count() const { return step_count_; }
+  // Fingerprint of the graph run by the most recent Sync (0 if none).
+  uint64_t last_graph_fingerprint() const { return last_fingerprint_; }
+
+  // Recording interface used by the tensor ops.
+  GraphBuilder& builder() { return *builder_; }
+  // The value of `tensor` in the pending graph; materialized tensors become
+  // parameters bound to their buffers.
+  absl::StatusOr<Value> Lower(const Tensor& tensor);
+  // Wraps a freshly recorded value (or the builder's error) as a tensor.
+  Tensor Wrap(Value value);
+
+ private:
+  LazyContext(Client* client, Device* device);
+
+  Client* client_;
+  Device* device_;
+  std::unique_ptr<GraphBuilder> builder_;
+  int64_t generation_ = 0;
+  std::vector<std::weak_ptr<internal::TensorImpl>> pending_;
+  std::vector<BufferPtr> parameter_buffers_;
+  std::vector<std::pair<const Buffer*, Value>> parameter_of_buffer_;
+  int64_t step_count_ = 0;
+  uint64_t last_fingerprint_ = 0;
+};
+
+// Elementwise ops broadcast NumPy-style.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, float b);
+Tensor operator-(const Tensor& a, float b);
+Tensor operator*(const Tensor& a, float b);
+Tensor operator/(const Tensor& a, float b);
+Tensor operator*(float a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor Maximum(const Tensor& a, const Tensor& b);
+Tensor Exp(const Tensor& x);
+Tensor Log(const Tensor& x);
+Tensor Tanh(const Tensor& x);
+Tensor Relu(const Tensor& x);
+Tensor Compare(const Tensor& a, const Tensor& b, CompareDirection direction);
+Tensor Where(const Tensor& pred, const Tensor& on_true,
+             const Tensor& on_false);
+Tensor Cast(const Tensor& x, ElementType type);
+
+Tensor Reshape(const Tensor& x, std::vector<int64_t> dims);
+// Collapses dimensions [start_dim, rank) into one, like torch.flatten.
+Tensor Flatten(const Tensor& x, int64_t start_dim = 1);
+Tensor Transpose(const Tensor& x, std::vector<int64_t> permutation);
+Tensor Slice(const Tensor& x, std::vector<int64_t> starts,
+             std::vector<int64_t> limits);
+Tensor Concat(absl::Span<const Tensor> xs, int64_t axis);
+Tensor BroadcastTo(const Tensor& x, std::vector<int64_t> dims);
+
+Tensor Sum(const Tensor& x, std::vector<int64_t> axes, bool keep_dims = false);
+Tensor Mean(const Tensor& x, std::vector<int64_t> axes, bool keep_dims = false);
+Tensor ReduceMax(const Tensor& x, std::vector<int64_t> axes,
+                 bool keep_dims = false);
+Tensor ArgMax(const Tensor& x, int64_t axis, bool keep_dims = false);
+
+Tensor Matmul(const Tensor& a, const Tensor& b);
+Tensor Conv2D(const Tensor& input, const Tensor& weights, Hw stride = {1, 1},
+              Hw padding = {0, 0});
+Tensor MaxPool2D(const Tensor& input, Hw window, Hw stride = {0, 0},
+                 Hw padding = {0, 0});
+Tensor Softmax(const Tensor& x, int64_t axis = -1);
+Tensor LogSoftmax(const Tensor& x, int64_t axis = -1);
+Tensor NllLoss(const Tensor& log_probs, const Tensor& labels);
+Tensor CrossEntropyLoss(const Tensor& logits, const Tensor& labels);
+
+// Gradients of the scalar `loss` with respect to each of `wrt`, recorded
+// into the same pending step.
+absl::StatusOr<std::vector<Tensor>> Grad(const Tensor& loss,
+                                         absl::Span<const Tensor> wrt);
+
+}  // namespace podscope::runtime
+
+#endif  // PODSCOPE_RUNTIME_LAZY_H_

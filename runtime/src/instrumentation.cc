@@ -1,0 +1,36 @@
+#include "instrumentation.h"
+
+#include <time.h>
+
+namespace podscope::runtime::internal {
+namespace {
+
+RuntimeObserver& NoOpObserver() {
+  static RuntimeObserver* const observer = new RuntimeObserver();
+  return *observer;
+}
+
+std::atomic<RuntimeObserver*> g_observer{nullptr};
+
+}  // namespace
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void SetRuntimeObserver(RuntimeObserver* observer) {
+  g_observer.store(observer, std::memory_order_release);
+}
+
+RuntimeObserver& Observer() {
+  RuntimeObserver* observer = g_observer.load(std::memory_order_acquire);
+  return observer != nullptr ? *observer : NoOpObserver();
+}
+
+bool ObserverActive() {
+  return g_observer.load(std::memory_order_relaxed) != nullptr;
+}
+
+}  // namespace podscope::runtime::internal

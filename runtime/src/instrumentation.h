@@ -1,0 +1,92 @@
+#ifndef PODSCOPE_RUNTIME_SRC_INSTRUMENTATION_H_
+#define PODSCOPE_RUNTIME_SRC_INSTRUMENTATION_H_
+
+// The one seam through which the runtime reports what it does. The profiler
+// library will implement RuntimeObserver and install it with
+// SetRuntimeObserver(); until then the default observer does nothing.
+//
+// Callbacks run on the thread where the work happened (device work on the
+// device's stream thread), so a profiler can record them into that
+// thread's buffer. Times are CLOCK_MONOTONIC nanoseconds (NowNs()).
+// String views are valid only during the callback.
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "podscope/runtime/device.h"
+
+namespace podscope::runtime::internal {
+
+int64_t NowNs();
+
+struct TransferEvent {
+  const Device* device = nullptr;
+  bool to_device = true;
+  int64_t bytes = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  absl::Status status;
+};
+
+struct CompileEvent {
+  uint64_t graph_fingerprint = 0;
+  std::string_view graph_name;
+  bool cache_hit = false;
+  int num_nodes = 0;
+  int num_kernels = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+struct ExecuteEvent {
+  const Device* device = nullptr;
+  uint64_t graph_fingerprint = 0;
+  std::string_view graph_name;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  absl::Status status;
+};
+
+// One kernel on a device stream. `scope` is the ScopedName path active when
+// the kernel's (root) op was recorded; a trace names it "<scope>/<op_name>".
+struct OpEvent {
+  const Device* device = nullptr;
+  uint64_t graph_fingerprint = 0;
+  std::string_view op_name;  // "dot", or "fusion" for fused elementwise ops
+  std::string_view scope;
+  int num_fused_ops = 1;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// A lazy step boundary (LazyContext::Sync).
+struct StepEvent {
+  const Device* device = nullptr;
+  int64_t step = 0;
+  uint64_t graph_fingerprint = 0;  // 0 when the step had nothing to run
+  int64_t time_ns = 0;
+};
+
+class RuntimeObserver {
+ public:
+  virtual ~RuntimeObserver() = default;
+  virtual void OnTransfer(const TransferEvent& event) {}
+  virtual void OnCompile(const CompileEvent& event) {}
+  virtual void OnExecute(const ExecuteEvent& event) {}
+  virtual void OnOp(const OpEvent& event) {}
+  virtual void OnStep(const StepEvent& event) {}
+};
+
+// Installs `observer` (not owned; nullptr restores the no-op default). The
+// caller keeps it alive until it is replaced and device work has drained.
+void SetRuntimeObserver(RuntimeObserver* observer);
+// The installed observer, or a no-op one.
+RuntimeObserver& Observer();
+// True when an observer is installed: lets hot paths skip timestamps.
+bool ObserverActive();
+
+}  // namespace podscope::runtime::internal
+
+#endif  // PODSCOPE_RUNTIME_SRC_INSTRUMENTATION_H_

@@ -1,0 +1,32 @@
+// Converts the events of one track between the in-memory form and the
+// columnar protobuf form stored in chunks (see trace.proto, TrackEvents).
+#ifndef PODSCOPE_TRACE_FORMAT_CHUNK_CODEC_H_
+#define PODSCOPE_TRACE_FORMAT_CHUNK_CODEC_H_
+
+#include "absl/status/status.h"
+#include "podscope/trace_format/events.h"
+#include "podscope/trace_format/trace.pb.h"
+
+namespace podscope::trace_format {
+
+// Puts `events` in reader order (SliceOrder for slices, time order for the
+// rest, argument and flow indices remapped to match). Slices that arrive in
+// end order (as a recorder produces them: children before parents) are
+// reordered in linear time.
+void SortTrackEvents(TrackEvents* events);
+
+// Encodes `events`, which must be in reader order (see SortTrackEvents).
+void EncodeTrackEvents(const TrackEvents& events, proto::TrackEvents* out);
+
+// Decodes one track's columns. Slice depths are relative to the slices of
+// this chunk. Malformed columns (mismatched lengths, indices out of range)
+// are a DataLoss error naming the column.
+absl::Status DecodeTrackEvents(const proto::TrackEvents& in,
+                               TrackEvents* events);
+
+// Sets each slice's depth from nesting; `slices` must be in SliceOrder.
+void ComputeSliceDepths(std::vector<Slice>* slices);
+
+}  // namespace podscope::trace_format
+
+#endif  // PODSCOPE_TRACE_FORMAT_CHUNK_CODEC_H_

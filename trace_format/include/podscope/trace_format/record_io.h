@@ -1,0 +1,105 @@
+// Record framing: encoding records, appending them to a sink, and scanning
+// a possibly damaged file for every intact record.
+#ifndef PODSCOPE_TRACE_FORMAT_RECORD_IO_H_
+#define PODSCOPE_TRACE_FORMAT_RECORD_IO_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "podscope/trace_format/format.h"
+
+namespace podscope::trace_format {
+
+// The 16-byte file header for this library's version.
+std::string EncodeFileHeader();
+
+// Checks a file header: magic and major version. `what` names the file in
+// error messages.
+absl::Status CheckFileHeader(std::string_view data, std::string_view what);
+
+// One whole framed record: header and (possibly compressed) payload.
+std::string EncodeRecord(RecordType type, RecordEncoding encoding,
+                         std::string_view payload);
+// Compresses `payload` with zlib at `level` and frames it.
+std::string EncodeCompressedRecord(RecordType type, std::string_view payload,
+                                   int level);
+
+// Where records go: a file, a network stream, memory.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual absl::Status Append(std::string_view bytes) = 0;
+  // Makes appended bytes visible to other processes (and durable with
+  // `sync`).
+  virtual absl::Status Flush(bool sync) = 0;
+  virtual absl::Status Close() = 0;
+};
+
+// Creates (truncating) a file. Writes go straight to the kernel on Flush,
+// so a process killed after a Flush leaves every flushed record on disk.
+absl::StatusOr<std::unique_ptr<RecordSink>> OpenFileSink(
+    const std::string& path);
+
+// Appends to a string owned by the caller (tests, network streaming).
+std::unique_ptr<RecordSink> MakeStringSink(std::string* out);
+
+// A record as found in a file. `payload` points into the scanned buffer.
+struct RecordView {
+  uint64_t offset = 0;
+  RecordType type = RecordType::kMetadata;
+  RecordEncoding encoding = RecordEncoding::kRaw;
+  std::string_view payload;
+  uint64_t size() const { return kRecordHeaderSize + payload.size(); }
+};
+
+// Inflates a record's payload if it is compressed.
+absl::StatusOr<std::string> DecodePayload(const RecordView& record);
+
+// Reads and verifies the record at `offset` of `file` (which starts with
+// the file header).
+absl::StatusOr<RecordView> ReadRecordAt(std::string_view file,
+                                        uint64_t offset);
+
+// Why the record at `offset` of `file` is not intact, or an empty string
+// (and `record` filled in) if it is.
+std::string ValidateRecord(std::string_view file, uint64_t offset,
+                           RecordView* record);
+
+// A range of the file that did not hold an intact record.
+struct SkippedRange {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  std::string reason;
+};
+
+// Walks the records of a file in order. When a record is damaged (torn,
+// bad CRC, impossible header), the damage is reported as a SkippedRange and
+// the scan resynchronises at the next intact record.
+class RecordScanner {
+ public:
+  // `file` is the whole file, header included; the header must have been
+  // checked already.
+  explicit RecordScanner(std::string_view file);
+
+  // The next intact record, or false at the end.
+  bool Next(RecordView* record);
+
+  const std::vector<SkippedRange>& skipped() const { return skipped_; }
+  // True when the file ended exactly after an intact record.
+  bool clean_end() const { return clean_end_; }
+
+ private:
+  std::string_view file_;
+  uint64_t pos_;
+  std::vector<SkippedRange> skipped_;
+  bool clean_end_ = true;
+};
+
+}  // namespace podscope::trace_format
+
+#endif  // PODSCOPE_TRACE_FORMAT_RECORD_IO_H_

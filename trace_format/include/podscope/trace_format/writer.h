@@ -1,0 +1,143 @@
+// Writes a Podscope trace file as the capture goes: records are appended on
+// every Flush, so a process that dies loses only what it had not flushed;
+// Close appends the index that readers use for random access.
+//
+// A TraceWriter is not thread-safe: one thread (a session's writer thread,
+// say) owns it.
+#ifndef PODSCOPE_TRACE_FORMAT_WRITER_H_
+#define PODSCOPE_TRACE_FORMAT_WRITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "podscope/trace_format/events.h"
+#include "podscope/trace_format/record_io.h"
+#include "podscope/trace_format/trace.pb.h"
+
+namespace podscope::trace_format {
+
+struct WriterOptions {
+  // zlib level for chunks, 1 (fastest) to 9 (smallest).
+  int compression_level = 6;
+  // Pending events that make the writer encode a chunk on its own.
+  size_t chunk_events = 1 << 16;
+  // fdatasync on every Flush (durable against power loss, not only against
+  // the process dying).
+  bool sync_on_flush = false;
+};
+
+// Refers to an event just added, to attach flows to it.
+struct EventRef {
+  uint32_t track_id = 0;
+  EventKind kind = EventKind::kSlice;
+  uint32_t index = 0;  // position among the track's pending events
+};
+
+struct WriterStats {
+  uint64_t events = 0;
+  uint64_t chunks = 0;
+  uint64_t bytes = 0;  // written to the sink so far, header included
+};
+
+class TraceWriter {
+ public:
+  // Creates (truncates) the file at `path`.
+  static absl::StatusOr<std::unique_ptr<TraceWriter>> Create(
+      const std::string& path, const WriterOptions& options = {});
+  // Writes into any sink (memory, a network stream).
+  static absl::StatusOr<std::unique_ptr<TraceWriter>> Create(
+      std::unique_ptr<RecordSink> sink, const WriterOptions& options = {});
+
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Replaces the file's metadata; written at the next Flush. May be called
+  // again when facts change (a later record replaces an earlier one).
+  void SetMetadata(const proto::Metadata& metadata);
+
+  // Returns the id of `s`, interning it on first use. Id 0 is "".
+  uint32_t InternString(std::string_view s);
+
+  // Adds a track; the writer assigns and returns its id (ignoring
+  // track.id()).
+  uint32_t AddTrack(const proto::Track& track);
+
+  // Stack frames and stacks for samples; ids are assigned by the writer.
+  uint32_t AddFrame(const proto::Frame& frame);
+  uint32_t AddStack(std::span<const uint32_t> frame_ids_leaf_first);
+
+  void AddClockSnapshot(int64_t monotonic_ns, int64_t realtime_ns);
+  void AddClockOffset(const proto::ClockOffset& offset);
+
+  // Cumulative events dropped on `track_id` so far.
+  void SetDropCount(uint32_t track_id, uint64_t dropped_events);
+
+  // Events, in any order within a track (a recorder adds slices in end
+  // order). Negative durations are clamped to 0.
+  EventRef AddSlice(uint32_t track_id, int64_t start_ns, int64_t duration_ns,
+                    uint32_t name, std::span<const Arg> args = {});
+  EventRef AddInstant(uint32_t track_id, int64_t ts_ns, uint32_t name,
+                      std::span<const Arg> args = {});
+  void AddCounter(uint32_t track_id, int64_t ts_ns, double value);
+  void AddSample(uint32_t track_id, int64_t ts_ns, uint32_t stack_id);
+  void AddFlow(const EventRef& event, uint64_t flow_id, FlowPhase phase);
+
+  // Appends everything pending as records and hands them to the kernel.
+  absl::Status Flush();
+  // Flushes, then appends the index and the trailer. Idempotent.
+  absl::Status Close();
+
+  const WriterStats& stats() const { return stats_; }
+  bool closed() const { return closed_; }
+
+ private:
+  TraceWriter(std::unique_ptr<RecordSink> sink, const WriterOptions& options);
+
+  TrackEvents& Pending(uint32_t track_id);
+  absl::Status AppendRecord(RecordType type, const std::string& framed);
+  absl::Status AppendMessage(RecordType type,
+                             const google::protobuf::MessageLite& message,
+                             bool compress);
+  absl::Status WriteDictionaries();
+  absl::Status WriteChunk();
+  void MaybeWriteChunk();
+
+  std::unique_ptr<RecordSink> sink_;
+  WriterOptions options_;
+  absl::Status error_;  // the first failure; later calls report it
+  bool closed_ = false;
+  WriterStats stats_;
+
+  absl::flat_hash_map<std::string, uint32_t> string_ids_;
+  uint32_t next_string_id_ = 1;
+  proto::StringTable pending_strings_;
+
+  std::vector<proto::Track> tracks_;  // all tracks, by id - 1
+  size_t tracks_written_ = 0;
+  proto::StackTable pending_stacks_;
+  uint32_t next_frame_id_ = 1;
+  uint32_t next_stack_id_ = 1;
+  proto::ClockRecord pending_clock_;
+  proto::DropCounts pending_drops_;
+  std::unique_ptr<proto::Metadata> pending_metadata_;
+
+  std::vector<TrackEvents> pending_events_;  // by track id - 1
+  uint32_t track_zero_ = 0;  // holds events added with track id 0
+  size_t pending_event_count_ = 0;
+
+  proto::Index index_;
+  // Per track totals for the index, by track id - 1.
+  std::vector<proto::TrackRange> track_totals_;
+};
+
+}  // namespace podscope::trace_format
+
+#endif  // PODSCOPE_TRACE_FORMAT_WRITER_H_

@@ -1,0 +1,446 @@
+#include "podscope/trace_format/chunk_codec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "absl/strings/str_format.h"
+
+namespace podscope::trace_format {
+namespace {
+
+constexpr uint32_t kNone = ~0u;
+
+// Reorders slices given in end order (each slice after every slice nested
+// in it) into SliceOrder, in linear time: each slice adopts as children the
+// finished subtrees it contains, which sit on top of the stack in start
+// order. Returns false if the result is not in SliceOrder (the input was in
+// some other order); the caller then sorts.
+bool PostOrderToPreOrder(const std::vector<Slice>& slices,
+                         std::vector<uint32_t>* order) {
+  struct Subtree {
+    uint32_t head, tail;
+  };
+  const uint32_t n = static_cast<uint32_t>(slices.size());
+  std::vector<uint32_t> next(n, kNone);
+  std::vector<Subtree> stack;
+  for (uint32_t i = 0; i < n; ++i) {
+    const Slice& s = slices[i];
+    size_t first_child = stack.size();
+    while (first_child > 0) {
+      const Slice& root = slices[stack[first_child - 1].head];
+      if (root.start_ns < s.start_ns || root.end_ns() > s.end_ns()) break;
+      --first_child;
+    }
+    Subtree tree{i, i};
+    if (first_child < stack.size()) {
+      next[i] = stack[first_child].head;
+      for (size_t j = first_child; j + 1 < stack.size(); ++j) {
+        next[stack[j].tail] = stack[j + 1].head;
+      }
+      tree.tail = stack.back().tail;
+      stack.resize(first_child);
+    }
+    stack.push_back(tree);
+  }
+  for (size_t j = 0; j + 1 < stack.size(); ++j) {
+    next[stack[j].tail] = stack[j + 1].head;
+  }
+  order->clear();
+  order->reserve(n);
+  for (uint32_t i = stack.empty() ? kNone : stack.front().head; i != kNone;
+       i = next[i]) {
+    if (!order->empty() && SliceOrder(slices[i], slices[order->back()])) {
+      return false;
+    }
+    order->push_back(i);
+  }
+  return order->size() == n;
+}
+
+template <typename T>
+bool IsIdentity(const std::vector<T>& order) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] != i) return false;
+  }
+  return true;
+}
+
+// Applies `order` (new position -> old index) to `items` and to the indices
+// of `kind` in args and flows.
+template <typename Event>
+void ApplyOrder(const std::vector<uint32_t>& order, EventKind kind,
+                std::vector<Event>* items, TrackEvents* events) {
+  std::vector<Event> sorted;
+  sorted.reserve(items->size());
+  for (uint32_t old_index : order) sorted.push_back((*items)[old_index]);
+  items->swap(sorted);
+  if (events->args.empty() && events->flows.empty()) return;
+  std::vector<uint32_t> new_position(order.size());
+  for (uint32_t i = 0; i < order.size(); ++i) new_position[order[i]] = i;
+  for (EventArgs& a : events->args) {
+    if (a.kind == kind && a.index < new_position.size()) {
+      a.index = new_position[a.index];
+    }
+  }
+  for (FlowLink& f : events->flows) {
+    if (f.kind == kind && f.index < new_position.size()) {
+      f.index = new_position[f.index];
+    }
+  }
+}
+
+template <typename Event, typename Less>
+void SortColumn(EventKind kind, std::vector<Event>* items, TrackEvents* events,
+                Less less) {
+  if (std::is_sorted(items->begin(), items->end(), less)) return;
+  std::vector<uint32_t> order(items->size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return less((*items)[a], (*items)[b]);
+  });
+  ApplyOrder(order, kind, items, events);
+}
+
+bool EncodeNestedSlices(const std::vector<Slice>& slices,
+                        proto::TrackEvents* out) {
+  auto* deltas = out->mutable_slice_boundary_delta();
+  auto* pops = out->mutable_slice_pops();
+  deltas->Reserve(static_cast<int>(slices.size() * 2));
+  pops->Reserve(static_cast<int>(slices.size()));
+  std::vector<int64_t> open_ends;
+  int64_t previous = 0;
+  for (const Slice& s : slices) {
+    uint32_t closed = 0;
+    while (!open_ends.empty() && open_ends.back() < s.end_ns()) {
+      const int64_t end = open_ends.back();
+      if (end > s.start_ns) return false;  // overlaps without nesting
+      deltas->AddAlreadyReserved(static_cast<uint64_t>(end - previous));
+      previous = end;
+      open_ends.pop_back();
+      ++closed;
+    }
+    if (s.start_ns < previous) return false;
+    deltas->AddAlreadyReserved(static_cast<uint64_t>(s.start_ns - previous));
+    previous = s.start_ns;
+    open_ends.push_back(s.end_ns());
+    pops->AddAlreadyReserved(closed);
+  }
+  while (!open_ends.empty()) {
+    deltas->AddAlreadyReserved(
+        static_cast<uint64_t>(open_ends.back() - previous));
+    previous = open_ends.back();
+    open_ends.pop_back();
+  }
+  return true;
+}
+
+void EncodeFlatSlices(const std::vector<Slice>& slices,
+                      proto::TrackEvents* out) {
+  int64_t previous = 0;
+  for (const Slice& s : slices) {
+    out->add_slice_start_delta(s.start_ns - previous);
+    out->add_slice_duration(static_cast<uint64_t>(s.duration_ns));
+    previous = s.start_ns;
+  }
+}
+
+absl::Status ColumnError(uint32_t track, const char* what) {
+  return absl::DataLossError(
+      absl::StrFormat("track %d: malformed event columns: %s", track, what));
+}
+
+// Sums deltas with wrap-around: damaged data must not be undefined
+// behaviour.
+int64_t AddDelta(int64_t base, uint64_t delta) {
+  return static_cast<int64_t>(static_cast<uint64_t>(base) + delta);
+}
+
+absl::Status DecodeNestedSlices(const proto::TrackEvents& in,
+                                TrackEvents* events) {
+  const int n = in.slice_name_size();
+  if (in.slice_pops_size() != n) {
+    return ColumnError(in.track_id(), "slice_pops length != slice_name length");
+  }
+  if (in.slice_boundary_delta_size() != 2 * n) {
+    return ColumnError(in.track_id(),
+                       "slice_boundary_delta length != 2 x slices");
+  }
+  events->slices.resize(n);
+  std::vector<uint32_t> open;
+  int64_t time = 0;
+  int boundary = 0;
+  auto close_one = [&]() {
+    Slice& s = events->slices[open.back()];
+    time = AddDelta(time, in.slice_boundary_delta(boundary++));
+    s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
+                                         static_cast<uint64_t>(s.start_ns));
+    open.pop_back();
+  };
+  for (int i = 0; i < n; ++i) {
+    const uint32_t pops = in.slice_pops(i);
+    if (pops > open.size()) {
+      return ColumnError(in.track_id(), "slice_pops closes unopened slices");
+    }
+    for (uint32_t p = 0; p < pops; ++p) close_one();
+    time = AddDelta(time, in.slice_boundary_delta(boundary++));
+    Slice& s = events->slices[i];
+    s.start_ns = time;
+    s.name = in.slice_name(i);
+    s.depth = static_cast<uint32_t>(open.size());
+    open.push_back(static_cast<uint32_t>(i));
+  }
+  while (!open.empty()) close_one();
+  return absl::OkStatus();
+}
+
+absl::Status DecodeFlatSlices(const proto::TrackEvents& in,
+                              TrackEvents* events) {
+  const int n = in.slice_name_size();
+  if (in.slice_start_delta_size() != n || in.slice_duration_size() != n) {
+    return ColumnError(in.track_id(),
+                       "slice_start_delta/slice_duration length != slices");
+  }
+  events->slices.resize(n);
+  int64_t time = 0;
+  for (int i = 0; i < n; ++i) {
+    time = AddDelta(time, static_cast<uint64_t>(in.slice_start_delta(i)));
+    Slice& s = events->slices[i];
+    s.start_ns = time;
+    s.duration_ns = static_cast<int64_t>(in.slice_duration(i));
+    s.name = in.slice_name(i);
+  }
+  ComputeSliceDepths(&events->slices);
+  return absl::OkStatus();
+}
+
+bool AllIntegral(const std::vector<CounterSample>& counters) {
+  for (const CounterSample& c : counters) {
+    if (!(std::abs(c.value) < 9.0e15) || c.value != std::trunc(c.value)) {
+      return false;
+    }
+    if (c.value == 0 && std::signbit(c.value)) return false;  // keep -0.0
+  }
+  return true;
+}
+
+}  // namespace
+
+void ComputeSliceDepths(std::vector<Slice>* slices) {
+  std::vector<int64_t> open_ends;
+  for (Slice& s : *slices) {
+    while (!open_ends.empty() && open_ends.back() < s.end_ns()) {
+      // A slice that ends before this one starts is closed; one that
+      // overlaps without nesting is closed too, so depth stays bounded.
+      open_ends.pop_back();
+    }
+    s.depth = static_cast<uint32_t>(open_ends.size());
+    open_ends.push_back(s.end_ns());
+  }
+}
+
+void SortTrackEvents(TrackEvents* events) {
+  auto& slices = events->slices;
+  if (!std::is_sorted(slices.begin(), slices.end(), SliceOrder)) {
+    std::vector<uint32_t> order;
+    if (!PostOrderToPreOrder(slices, &order)) {
+      order.resize(slices.size());
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        return SliceOrder(slices[a], slices[b]);
+      });
+    }
+    if (!IsIdentity(order)) {
+      ApplyOrder(order, EventKind::kSlice, &slices, events);
+    }
+  }
+  SortColumn(EventKind::kInstant, &events->instants, events,
+             [](const Instant& a, const Instant& b) { return a.ts_ns < b.ts_ns; });
+  std::stable_sort(events->counters.begin(), events->counters.end(),
+                   [](const CounterSample& a, const CounterSample& b) {
+                     return a.ts_ns < b.ts_ns;
+                   });
+  std::stable_sort(events->samples.begin(), events->samples.end(),
+                   [](const StackSample& a, const StackSample& b) {
+                     return a.ts_ns < b.ts_ns;
+                   });
+  auto key = [](const auto& x) { return std::make_pair(x.kind, x.index); };
+  std::stable_sort(events->args.begin(), events->args.end(),
+                   [&](const EventArgs& a, const EventArgs& b) {
+                     return key(a) < key(b);
+                   });
+  std::stable_sort(events->flows.begin(), events->flows.end(),
+                   [&](const FlowLink& a, const FlowLink& b) {
+                     return key(a) < key(b);
+                   });
+}
+
+void EncodeTrackEvents(const TrackEvents& events, proto::TrackEvents* out) {
+  out->set_track_id(events.track_id);
+  const auto& slices = events.slices;
+  if (!slices.empty()) {
+    auto* names = out->mutable_slice_name();
+    names->Reserve(static_cast<int>(slices.size()));
+    for (const Slice& s : slices) names->AddAlreadyReserved(s.name);
+    if (!EncodeNestedSlices(slices, out)) {
+      out->clear_slice_boundary_delta();
+      out->clear_slice_pops();
+      EncodeFlatSlices(slices, out);
+    }
+  }
+  int64_t previous = 0;
+  for (const Instant& e : events.instants) {
+    out->add_instant_ts_delta(e.ts_ns - previous);
+    out->add_instant_name(e.name);
+    previous = e.ts_ns;
+  }
+  previous = 0;
+  for (const CounterSample& c : events.counters) {
+    out->add_counter_ts_delta(c.ts_ns - previous);
+    previous = c.ts_ns;
+  }
+  if (AllIntegral(events.counters)) {
+    int64_t previous_value = 0;
+    for (const CounterSample& c : events.counters) {
+      const int64_t v = static_cast<int64_t>(c.value);
+      out->add_counter_int_delta(v - previous_value);
+      previous_value = v;
+    }
+  } else {
+    for (const CounterSample& c : events.counters) {
+      out->add_counter_value(c.value);
+    }
+  }
+  previous = 0;
+  for (const StackSample& s : events.samples) {
+    out->add_sample_ts_delta(s.ts_ns - previous);
+    out->add_sample_stack(s.stack);
+    previous = s.ts_ns;
+  }
+  for (const EventArgs& a : events.args) {
+    proto::EventArgs* pa = out->add_args();
+    pa->set_kind(static_cast<proto::EventKind>(a.kind));
+    pa->set_event_index(a.index);
+    for (const Arg& arg : a.args) {
+      proto::Arg* p = pa->add_args();
+      p->set_key(arg.key);
+      if (const auto* i = std::get_if<int64_t>(&arg.value)) {
+        p->set_int_value(*i);
+      } else if (const auto* d = std::get_if<double>(&arg.value)) {
+        p->set_double_value(*d);
+      } else {
+        p->set_string_value(std::get<StringId>(arg.value).id);
+      }
+    }
+  }
+  for (const FlowLink& f : events.flows) {
+    proto::Flow* pf = out->add_flows();
+    pf->set_kind(static_cast<proto::EventKind>(f.kind));
+    pf->set_event_index(f.index);
+    pf->set_flow_id(f.flow_id);
+    pf->set_phase(static_cast<proto::FlowPhase>(f.phase));
+  }
+}
+
+absl::Status DecodeTrackEvents(const proto::TrackEvents& in,
+                               TrackEvents* events) {
+  *events = TrackEvents();
+  events->track_id = in.track_id();
+  if (in.slice_name_size() > 0) {
+    absl::Status s = in.slice_boundary_delta_size() > 0
+                         ? DecodeNestedSlices(in, events)
+                         : DecodeFlatSlices(in, events);
+    if (!s.ok()) return s;
+  } else if (in.slice_boundary_delta_size() > 0 ||
+             in.slice_start_delta_size() > 0) {
+    return ColumnError(in.track_id(), "slice times without slice names");
+  }
+
+  if (in.instant_ts_delta_size() != in.instant_name_size()) {
+    return ColumnError(in.track_id(), "instant columns differ in length");
+  }
+  events->instants.resize(in.instant_name_size());
+  int64_t time = 0;
+  for (int i = 0; i < in.instant_name_size(); ++i) {
+    time = AddDelta(time, static_cast<uint64_t>(in.instant_ts_delta(i)));
+    events->instants[i] = {time, in.instant_name(i)};
+  }
+
+  const int counters = in.counter_ts_delta_size();
+  const bool integral = in.counter_int_delta_size() > 0;
+  if ((integral ? in.counter_int_delta_size() : in.counter_value_size()) !=
+          counters ||
+      (integral && in.counter_value_size() > 0)) {
+    return ColumnError(in.track_id(), "counter columns differ in length");
+  }
+  events->counters.resize(counters);
+  time = 0;
+  int64_t value = 0;
+  for (int i = 0; i < counters; ++i) {
+    time = AddDelta(time, static_cast<uint64_t>(in.counter_ts_delta(i)));
+    CounterSample& c = events->counters[i];
+    c.ts_ns = time;
+    if (integral) {
+      value = AddDelta(value, static_cast<uint64_t>(in.counter_int_delta(i)));
+      c.value = static_cast<double>(value);
+    } else {
+      c.value = in.counter_value(i);
+    }
+  }
+
+  if (in.sample_ts_delta_size() != in.sample_stack_size()) {
+    return ColumnError(in.track_id(), "sample columns differ in length");
+  }
+  events->samples.resize(in.sample_stack_size());
+  time = 0;
+  for (int i = 0; i < in.sample_stack_size(); ++i) {
+    time = AddDelta(time, static_cast<uint64_t>(in.sample_ts_delta(i)));
+    events->samples[i] = {time, in.sample_stack(i)};
+  }
+
+  auto check_ref = [&](proto::EventKind kind, uint32_t index) {
+    if (kind == proto::EVENT_KIND_SLICE) return index < events->slices.size();
+    if (kind == proto::EVENT_KIND_INSTANT) {
+      return index < events->instants.size();
+    }
+    return false;
+  };
+  events->args.reserve(in.args_size());
+  for (const proto::EventArgs& pa : in.args()) {
+    if (!check_ref(pa.kind(), pa.event_index())) {
+      return ColumnError(in.track_id(), "args refer to a missing event");
+    }
+    EventArgs& a = events->args.emplace_back();
+    a.kind = static_cast<EventKind>(pa.kind());
+    a.index = pa.event_index();
+    a.args.reserve(pa.args_size());
+    for (const proto::Arg& p : pa.args()) {
+      Arg& arg = a.args.emplace_back();
+      arg.key = p.key();
+      switch (p.value_case()) {
+        case proto::Arg::kIntValue: arg.value = p.int_value(); break;
+        case proto::Arg::kDoubleValue: arg.value = p.double_value(); break;
+        case proto::Arg::kStringValue:
+          arg.value = StringId{p.string_value()};
+          break;
+        case proto::Arg::VALUE_NOT_SET: arg.value = int64_t{0}; break;
+      }
+    }
+  }
+  events->flows.reserve(in.flows_size());
+  for (const proto::Flow& pf : in.flows()) {
+    if (!check_ref(pf.kind(), pf.event_index())) {
+      return ColumnError(in.track_id(), "a flow refers to a missing event");
+    }
+    if (pf.phase() < proto::FLOW_PHASE_BEGIN ||
+        pf.phase() > proto::FLOW_PHASE_END) {
+      return ColumnError(in.track_id(), "unknown flow phase");
+    }
+    events->flows.push_back({static_cast<EventKind>(pf.kind()),
+                             pf.event_index(), pf.flow_id(),
+                             static_cast<FlowPhase>(pf.phase())});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace podscope::trace_format

@@ -1,0 +1,557 @@
+#include "podscope/trace_format/reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "podscope/trace_format/chunk_codec.h"
+
+namespace podscope::trace_format {
+namespace {
+
+template <typename Message>
+absl::Status ParsePayload(const RecordView& record, Message* message) {
+  auto payload = DecodePayload(record);
+  if (!payload.ok()) return payload.status();
+  if (!message->ParseFromString(*payload)) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s record at offset %d: payload is not a valid %s message",
+        RecordTypeName(record.type), record.offset,
+        message->GetTypeName()));
+  }
+  return absl::OkStatus();
+}
+
+int ThreadCount(int requested, size_t work) {
+  int n = requested > 0 ? requested
+                        : static_cast<int>(std::thread::hardware_concurrency());
+  n = std::max(n, 1);
+  return static_cast<int>(std::min<size_t>(n, std::max<size_t>(work, 1)));
+}
+
+// Runs fn(i) for i in [0, count) on `threads` threads.
+void ParallelFor(int threads, size_t count,
+                 const std::function<void(size_t)>& fn) {
+  threads = ThreadCount(threads, count);
+  if (threads <= 1) {
+    for (size_t i = 0; i < count; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
+uint64_t RecoveryReport::skipped_bytes() const {
+  uint64_t total = 0;
+  for (const SkippedRange& r : skipped) total += r.bytes;
+  return total;
+}
+
+absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(
+    const std::string& path, const ReaderOptions& options) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    std::string msg = absl::StrCat("cannot open ", path, ": ",
+                                   std::strerror(err));
+    return err == ENOENT ? absl::NotFoundError(msg)
+                         : absl::PermissionDeniedError(msg);
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a regular file"));
+  }
+  std::unique_ptr<TraceReader> reader(new TraceReader());
+  reader->name_ = path;
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size > 0) {
+    void* m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return absl::InternalError(
+          absl::StrCat("cannot map ", path, ": ", std::strerror(err)));
+    }
+    reader->mapping_ = m;
+    reader->mapping_size_ = size;
+    reader->data_ = std::string_view(static_cast<const char*>(m), size);
+  }
+  ::close(fd);
+  if (auto s = reader->Load(options); !s.ok()) return s;
+  return reader;
+}
+
+absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::OpenBuffer(
+    std::string data, std::string name, const ReaderOptions& options) {
+  std::unique_ptr<TraceReader> reader(new TraceReader());
+  reader->name_ = std::move(name);
+  reader->owned_ = std::move(data);
+  reader->data_ = reader->owned_;
+  if (auto s = reader->Load(options); !s.ok()) return s;
+  return reader;
+}
+
+TraceReader::~TraceReader() {
+  if (mapping_ != nullptr) munmap(mapping_, mapping_size_);
+}
+
+absl::Status TraceReader::Load(const ReaderOptions& options) {
+  if (auto s = CheckFileHeader(data_, name_); !s.ok()) return s;
+  report_.file_bytes = data_.size();
+  strings_.push_back("");
+  string_known_.push_back(true);
+  metadata_.set_process_index(-1);
+  std::string problem;
+  if (!options.verify_all && LoadFromIndex(&problem)) {
+    report_.has_index = true;
+    report_.index_used = true;
+  } else {
+    report_.index_problem = problem;
+    LoadByScanning();
+  }
+  chunk_failed_.assign(chunks_.size(), false);
+  return absl::OkStatus();
+}
+
+bool TraceReader::LoadFromIndex(std::string* problem) {
+  if (data_.size() < kFileHeaderSize + kTrailerRecordSize) return false;
+  RecordView trailer;
+  const uint64_t trailer_offset = data_.size() - kTrailerRecordSize;
+  if (!ValidateRecord(data_, trailer_offset, &trailer).empty() ||
+      trailer.type != RecordType::kTrailer ||
+      trailer.payload.size() != kTrailerPayloadSize) {
+    return false;  // no trailer: the writer did not close the file
+  }
+  uint64_t index_offset = 0;
+  for (int i = kTrailerPayloadSize - 1; i >= 0; --i) {
+    index_offset = (index_offset << 8) | static_cast<uint8_t>(trailer.payload[i]);
+  }
+  auto index_record = ReadRecordAt(data_, index_offset);
+  proto::Index index;
+  absl::Status s = index_record.status();
+  if (s.ok() && index_record->type != RecordType::kIndex) {
+    s = absl::DataLossError("the trailer does not point at an index record");
+  }
+  if (s.ok()) s = ParsePayload(*index_record, &index);
+  for (const proto::RecordEntry& entry : index.records()) {
+    if (!s.ok()) break;
+    auto record = ReadRecordAt(data_, entry.offset());
+    s = record.status();
+    if (s.ok()) s = ApplyRecord(*record);
+  }
+  if (!s.ok()) {
+    *problem = std::string(s.message());
+    // Start over from a clean state for the scan.
+    metadata_ = proto::Metadata();
+    metadata_.set_process_index(-1);
+    tracks_.clear();
+    track_by_id_.clear();
+    strings_.assign(1, "");
+    string_known_.assign(1, true);
+    clock_.Clear();
+    frames_.clear();
+    stacks_.clear();
+    drops_.clear();
+    return false;
+  }
+  report_.records = index.records_size() + index.chunks_size() + 2;
+  for (const proto::ChunkEntry& entry : index.chunks()) {
+    ChunkInfo& c = chunks_.emplace_back();
+    c.offset = entry.offset();
+    c.length = entry.length();
+    c.ranges_known = true;
+    c.min_ns = entry.min_ns();
+    c.max_ns = entry.max_ns();
+    c.event_count = entry.event_count();
+    c.tracks.assign(entry.tracks().begin(), entry.tracks().end());
+  }
+  return true;
+}
+
+void TraceReader::LoadByScanning() {
+  RecordScanner scanner(data_);
+  RecordView record;
+  while (scanner.Next(&record)) {
+    ++report_.records;
+    if (record.type == RecordType::kChunk) {
+      ChunkInfo& c = chunks_.emplace_back();
+      c.offset = record.offset;
+      c.length = record.size();
+      continue;
+    }
+    if (record.type == RecordType::kIndex) {
+      report_.has_index = true;
+      continue;
+    }
+    if (record.type == RecordType::kTrailer) continue;
+    if (absl::Status s = ApplyRecord(record); !s.ok()) {
+      report_.skipped.push_back(
+          {record.offset, record.size(), std::string(s.message())});
+    }
+  }
+  for (const SkippedRange& r : scanner.skipped()) report_.skipped.push_back(r);
+  std::sort(report_.skipped.begin(), report_.skipped.end(),
+            [](const SkippedRange& a, const SkippedRange& b) {
+              return a.offset < b.offset;
+            });
+}
+
+absl::Status TraceReader::ApplyRecord(const RecordView& record) {
+  switch (record.type) {
+    case RecordType::kMetadata: {
+      proto::Metadata m;
+      if (auto s = ParsePayload(record, &m); !s.ok()) return s;
+      metadata_ = std::move(m);
+      return absl::OkStatus();
+    }
+    case RecordType::kStrings: {
+      proto::StringTable table;
+      if (auto s = ParsePayload(record, &table); !s.ok()) return s;
+      if (table.first_id() == 0) {
+        return absl::DataLossError(absl::StrFormat(
+            "strings record at offset %d starts at id 0", record.offset));
+      }
+      const uint64_t end = uint64_t{table.first_id()} + table.strings_size();
+      if (end > (1u << 31)) {
+        return absl::DataLossError(absl::StrFormat(
+            "strings record at offset %d: ids up to %d are implausible",
+            record.offset, end));
+      }
+      if (strings_.size() < end) {
+        strings_.resize(end);
+        string_known_.resize(end, false);
+      }
+      for (int i = 0; i < table.strings_size(); ++i) {
+        strings_[table.first_id() + i] = table.strings(i);
+        string_known_[table.first_id() + i] = true;
+      }
+      return absl::OkStatus();
+    }
+    case RecordType::kTracks: {
+      proto::TrackTable table;
+      if (auto s = ParsePayload(record, &table); !s.ok()) return s;
+      for (proto::Track& t : *table.mutable_tracks()) {
+        auto it = track_by_id_.find(t.id());
+        if (it != track_by_id_.end()) {
+          tracks_[it->second] = std::move(t);
+        } else {
+          track_by_id_[t.id()] = tracks_.size();
+          tracks_.push_back(std::move(t));
+        }
+      }
+      return absl::OkStatus();
+    }
+    case RecordType::kStacks: {
+      proto::StackTable table;
+      if (auto s = ParsePayload(record, &table); !s.ok()) return s;
+      for (proto::Frame& f : *table.mutable_frames()) {
+        frames_[f.id()] = std::move(f);
+      }
+      for (proto::Stack& st : *table.mutable_stacks()) {
+        stacks_[st.id()] = std::move(st);
+      }
+      return absl::OkStatus();
+    }
+    case RecordType::kClock: {
+      proto::ClockRecord c;
+      if (auto s = ParsePayload(record, &c); !s.ok()) return s;
+      clock_.MergeFrom(c);
+      return absl::OkStatus();
+    }
+    case RecordType::kDropCounts: {
+      proto::DropCounts d;
+      if (auto s = ParsePayload(record, &d); !s.ok()) return s;
+      for (const proto::DropCount& c : d.counts()) {
+        uint64_t& v = drops_[c.track_id()];
+        v = std::max(v, c.dropped_events());
+      }
+      return absl::OkStatus();
+    }
+    default:
+      return absl::DataLossError(absl::StrFormat(
+          "record at offset %d: a %s record is not expected here",
+          record.offset, RecordTypeName(record.type)));
+  }
+}
+
+const proto::Track* TraceReader::FindTrack(uint32_t id) const {
+  auto it = track_by_id_.find(id);
+  return it == track_by_id_.end() ? nullptr : &tracks_[it->second];
+}
+
+std::string_view TraceReader::GetString(uint32_t id) const {
+  if (id < strings_.size() && string_known_[id]) return strings_[id];
+  return "<lost string>";
+}
+
+const proto::Frame* TraceReader::FindFrame(uint32_t id) const {
+  auto it = frames_.find(id);
+  return it == frames_.end() ? nullptr : &it->second;
+}
+
+const proto::Stack* TraceReader::FindStack(uint32_t id) const {
+  auto it = stacks_.find(id);
+  return it == stacks_.end() ? nullptr : &it->second;
+}
+
+uint64_t TraceReader::total_dropped() const {
+  uint64_t total = 0;
+  for (const auto& [track, n] : drops_) total += n;
+  return total;
+}
+
+uint64_t TraceReader::known_event_count() const {
+  uint64_t total = 0;
+  for (const ChunkInfo& c : chunks_) total += c.event_count;
+  return total;
+}
+
+RecoveryReport TraceReader::report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return report_;
+}
+
+void TraceReader::AddSkipped(SkippedRange range) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& skipped = report_.skipped;
+  auto pos = std::lower_bound(skipped.begin(), skipped.end(), range.offset,
+                              [](const SkippedRange& r, uint64_t offset) {
+                                return r.offset < offset;
+                              });
+  skipped.insert(pos, std::move(range));
+}
+
+absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
+    size_t i) const {
+  if (i >= chunks_.size()) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "%s: chunk %d does not exist (%d chunks)", name_, i, chunks_.size()));
+  }
+  const ChunkInfo& info = chunks_[i];
+  auto fail = [&](const absl::Status& s) -> absl::Status {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (chunk_failed_[i]) return s;
+      chunk_failed_[i] = true;
+    }
+    AddSkipped({info.offset, info.length,
+                absl::StrCat("chunk ", i, ": ", s.message())});
+    return s;
+  };
+  auto record = ReadRecordAt(data_, info.offset);
+  if (!record.ok()) return fail(record.status());
+  if (record->type != RecordType::kChunk) {
+    return fail(absl::DataLossError("the index points at a non-chunk record"));
+  }
+  proto::Chunk chunk;
+  if (auto s = ParsePayload(*record, &chunk); !s.ok()) return fail(s);
+  std::vector<TrackEvents> out(chunk.tracks_size());
+  for (int t = 0; t < chunk.tracks_size(); ++t) {
+    if (auto s = DecodeTrackEvents(chunk.tracks(t), &out[t]); !s.ok()) {
+      return fail(s);
+    }
+  }
+  return out;
+}
+
+void TraceReader::ForEachChunk(
+    int threads,
+    const std::function<void(size_t, std::vector<TrackEvents>&)>& fn) const {
+  ParallelFor(threads, chunks_.size(), [&](size_t i) {
+    auto decoded = DecodeChunk(i);
+    if (decoded.ok()) fn(i, *decoded);
+  });
+}
+
+TrackEvents TraceReader::ReadTrack(uint32_t track_id, int64_t t0_ns,
+                                   int64_t t1_ns) const {
+  std::vector<TrackEvents> parts;
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    const ChunkInfo& info = chunks_[i];
+    if (info.ranges_known) {
+      auto it = std::find_if(
+          info.tracks.begin(), info.tracks.end(),
+          [&](const proto::TrackRange& r) { return r.track_id() == track_id; });
+      if (it == info.tracks.end() || it->max_ns() < t0_ns ||
+          it->min_ns() > t1_ns) {
+        continue;
+      }
+    }
+    auto decoded = DecodeChunk(i);
+    if (!decoded.ok()) continue;
+    for (TrackEvents& e : *decoded) {
+      if (e.track_id == track_id) parts.push_back(std::move(e));
+    }
+  }
+  TrackEvents merged = MergeTrackEvents(std::move(parts));
+  merged.track_id = track_id;
+  if (t0_ns == std::numeric_limits<int64_t>::min() &&
+      t1_ns == std::numeric_limits<int64_t>::max()) {
+    return merged;
+  }
+  return FilterTrackEvents(merged, t0_ns, t1_ns);
+}
+
+std::vector<TrackEvents> TraceReader::ReadAllTracks(int threads) const {
+  std::vector<std::vector<TrackEvents>> decoded(chunks_.size());
+  ForEachChunk(threads, [&](size_t i, std::vector<TrackEvents>& tracks) {
+    decoded[i] = std::move(tracks);
+  });
+  absl::flat_hash_map<uint32_t, std::vector<TrackEvents>> by_track;
+  for (auto& chunk : decoded) {
+    for (TrackEvents& e : chunk) by_track[e.track_id].push_back(std::move(e));
+  }
+  std::vector<uint32_t> ids;
+  for (const proto::Track& t : tracks_) ids.push_back(t.id());
+  for (const auto& [id, parts] : by_track) {
+    if (!track_by_id_.contains(id)) ids.push_back(id);
+  }
+  std::vector<TrackEvents> out(ids.size());
+  ParallelFor(threads, ids.size(), [&](size_t i) {
+    auto it = by_track.find(ids[i]);
+    if (it != by_track.end()) out[i] = MergeTrackEvents(std::move(it->second));
+    out[i].track_id = ids[i];
+  });
+  return out;
+}
+
+TrackEvents MergeTrackEvents(std::vector<TrackEvents> parts) {
+  if (parts.empty()) return {};
+  if (parts.size() == 1) {
+    ComputeSliceDepths(&parts[0].slices);
+    return std::move(parts[0]);
+  }
+  TrackEvents out;
+  out.track_id = parts[0].track_id;
+  for (TrackEvents& p : parts) {
+    const uint32_t slice_base = static_cast<uint32_t>(out.slices.size());
+    const uint32_t instant_base = static_cast<uint32_t>(out.instants.size());
+    auto base = [&](EventKind k) {
+      return k == EventKind::kSlice ? slice_base : instant_base;
+    };
+    for (EventArgs& a : p.args) {
+      a.index += base(a.kind);
+      out.args.push_back(std::move(a));
+    }
+    for (FlowLink& f : p.flows) {
+      f.index += base(f.kind);
+      out.flows.push_back(f);
+    }
+    out.slices.insert(out.slices.end(), p.slices.begin(), p.slices.end());
+    out.instants.insert(out.instants.end(), p.instants.begin(),
+                        p.instants.end());
+    out.counters.insert(out.counters.end(), p.counters.begin(),
+                        p.counters.end());
+    out.samples.insert(out.samples.end(), p.samples.begin(), p.samples.end());
+  }
+  SortTrackEvents(&out);
+  ComputeSliceDepths(&out.slices);
+  return out;
+}
+
+TrackEvents FilterTrackEvents(const TrackEvents& events, int64_t t0_ns,
+                              int64_t t1_ns) {
+  TrackEvents out;
+  out.track_id = events.track_id;
+  std::vector<uint32_t> slice_map(events.slices.size(), ~0u);
+  std::vector<uint32_t> instant_map(events.instants.size(), ~0u);
+  for (size_t i = 0; i < events.slices.size(); ++i) {
+    const Slice& s = events.slices[i];
+    if (s.end_ns() < t0_ns || s.start_ns > t1_ns) continue;
+    slice_map[i] = static_cast<uint32_t>(out.slices.size());
+    out.slices.push_back(s);
+  }
+  for (size_t i = 0; i < events.instants.size(); ++i) {
+    const Instant& e = events.instants[i];
+    if (e.ts_ns < t0_ns || e.ts_ns > t1_ns) continue;
+    instant_map[i] = static_cast<uint32_t>(out.instants.size());
+    out.instants.push_back(e);
+  }
+  for (const CounterSample& c : events.counters) {
+    if (c.ts_ns >= t0_ns && c.ts_ns <= t1_ns) out.counters.push_back(c);
+  }
+  for (const StackSample& s : events.samples) {
+    if (s.ts_ns >= t0_ns && s.ts_ns <= t1_ns) out.samples.push_back(s);
+  }
+  auto mapped = [&](EventKind kind, uint32_t index) {
+    const auto& map = kind == EventKind::kSlice ? slice_map : instant_map;
+    return index < map.size() ? map[index] : ~0u;
+  };
+  for (const EventArgs& a : events.args) {
+    const uint32_t index = mapped(a.kind, a.index);
+    if (index == ~0u) continue;
+    EventArgs copy = a;
+    copy.index = index;
+    out.args.push_back(std::move(copy));
+  }
+  for (const FlowLink& f : events.flows) {
+    const uint32_t index = mapped(f.kind, f.index);
+    if (index == ~0u) continue;
+    FlowLink copy = f;
+    copy.index = index;
+    out.flows.push_back(copy);
+  }
+  return out;
+}
+
+absl::StatusOr<OpenedTraces> OpenTraces(const std::string& path,
+                                        const ReaderOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> files;
+  if (fs::is_directory(path, ec)) {
+    for (auto it = fs::recursive_directory_iterator(
+             path, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file(ec) &&
+          it->path().extension() == kFileExtension) {
+        files.push_back(it->path().string());
+      }
+    }
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot list ", path, ": ", ec.message()));
+    }
+    if (files.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("no *", std::string(kFileExtension), " files under ", path));
+    }
+  } else if (fs::exists(path, ec)) {
+    files.push_back(path);
+  } else {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file or folder"));
+  }
+  std::sort(files.begin(), files.end());
+  OpenedTraces opened;
+  for (const std::string& f : files) {
+    auto reader = TraceReader::Open(f, options);
+    if (reader.ok()) {
+      opened.readers.push_back(*std::move(reader));
+    } else {
+      opened.failures.emplace_back(f, reader.status());
+    }
+  }
+  return opened;
+}
+
+}  // namespace podscope::trace_format

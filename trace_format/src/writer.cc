@@ -1,0 +1,395 @@
+#include "podscope/trace_format/writer.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "podscope/trace_format/chunk_codec.h"
+
+namespace podscope::trace_format {
+namespace {
+
+// Dictionary records smaller than this are not worth compressing.
+constexpr size_t kCompressThreshold = 256;
+
+void Widen(proto::TrackRange* range, int64_t min_ns, int64_t max_ns,
+           uint64_t count) {
+  if (range->event_count() == 0) {
+    range->set_min_ns(min_ns);
+    range->set_max_ns(max_ns);
+  } else {
+    range->set_min_ns(std::min(range->min_ns(), min_ns));
+    range->set_max_ns(std::max(range->max_ns(), max_ns));
+  }
+  range->set_event_count(range->event_count() + count);
+}
+
+// The time range an encoded track covers: slices to their ends.
+std::pair<int64_t, int64_t> TimeRange(const TrackEvents& e) {
+  int64_t lo = std::numeric_limits<int64_t>::max();
+  int64_t hi = std::numeric_limits<int64_t>::min();
+  auto cover = [&](int64_t a, int64_t b) {
+    lo = std::min(lo, a);
+    hi = std::max(hi, b);
+  };
+  if (!e.slices.empty()) {
+    cover(e.slices.front().start_ns, e.slices.front().start_ns);
+    for (const Slice& s : e.slices) hi = std::max(hi, s.end_ns());
+  }
+  if (!e.instants.empty()) {
+    cover(e.instants.front().ts_ns, e.instants.back().ts_ns);
+  }
+  if (!e.counters.empty()) {
+    cover(e.counters.front().ts_ns, e.counters.back().ts_ns);
+  }
+  if (!e.samples.empty()) {
+    cover(e.samples.front().ts_ns, e.samples.back().ts_ns);
+  }
+  return {lo, hi};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(
+    const std::string& path, const WriterOptions& options) {
+  auto sink = OpenFileSink(path);
+  if (!sink.ok()) return sink.status();
+  return Create(*std::move(sink), options);
+}
+
+absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(
+    std::unique_ptr<RecordSink> sink, const WriterOptions& options) {
+  if (options.compression_level < 1 || options.compression_level > 9) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compression_level must be 1..9, got ",
+                     options.compression_level));
+  }
+  std::unique_ptr<TraceWriter> writer(
+      new TraceWriter(std::move(sink), options));
+  std::string header = EncodeFileHeader();
+  if (auto s = writer->sink_->Append(header); !s.ok()) return s;
+  writer->stats_.bytes = header.size();
+  return writer;
+}
+
+TraceWriter::TraceWriter(std::unique_ptr<RecordSink> sink,
+                         const WriterOptions& options)
+    : sink_(std::move(sink)), options_(options) {
+  string_ids_.emplace("", 0);
+  pending_strings_.set_first_id(1);
+  if (options_.chunk_events == 0) options_.chunk_events = 1;
+}
+
+TraceWriter::~TraceWriter() { (void)Close(); }
+
+void TraceWriter::SetMetadata(const proto::Metadata& metadata) {
+  pending_metadata_ = std::make_unique<proto::Metadata>(metadata);
+}
+
+uint32_t TraceWriter::InternString(std::string_view s) {
+  auto it = string_ids_.find(absl::string_view(s.data(), s.size()));
+  if (it != string_ids_.end()) return it->second;
+  const uint32_t id = next_string_id_++;
+  string_ids_.emplace(std::string(s), id);
+  pending_strings_.add_strings(std::string(s));
+  return id;
+}
+
+uint32_t TraceWriter::AddTrack(const proto::Track& track) {
+  const uint32_t id = static_cast<uint32_t>(tracks_.size() + 1);
+  tracks_.push_back(track);
+  tracks_.back().set_id(id);
+  pending_events_.emplace_back().track_id = id;
+  proto::TrackRange& total = track_totals_.emplace_back();
+  total.set_track_id(id);
+  return id;
+}
+
+uint32_t TraceWriter::AddFrame(const proto::Frame& frame) {
+  proto::Frame* f = pending_stacks_.add_frames();
+  *f = frame;
+  f->set_id(next_frame_id_++);
+  return f->id();
+}
+
+uint32_t TraceWriter::AddStack(std::span<const uint32_t> frame_ids) {
+  proto::Stack* s = pending_stacks_.add_stacks();
+  s->set_id(next_stack_id_++);
+  s->mutable_frame_ids()->Add(frame_ids.begin(), frame_ids.end());
+  return s->id();
+}
+
+void TraceWriter::AddClockSnapshot(int64_t monotonic_ns, int64_t realtime_ns) {
+  proto::ClockSnapshot* s = pending_clock_.add_snapshots();
+  s->set_monotonic_ns(monotonic_ns);
+  s->set_realtime_ns(realtime_ns);
+}
+
+void TraceWriter::AddClockOffset(const proto::ClockOffset& offset) {
+  *pending_clock_.add_offsets() = offset;
+}
+
+void TraceWriter::SetDropCount(uint32_t track_id, uint64_t dropped_events) {
+  for (proto::DropCount& d : *pending_drops_.mutable_counts()) {
+    if (d.track_id() == track_id) {
+      d.set_dropped_events(dropped_events);
+      return;
+    }
+  }
+  proto::DropCount* d = pending_drops_.add_counts();
+  d->set_track_id(track_id);
+  d->set_dropped_events(dropped_events);
+}
+
+TrackEvents& TraceWriter::Pending(uint32_t track_id) {
+  if (track_id == 0 || track_id > pending_events_.size()) {
+    // An id AddTrack never returned is a caller's bug; keep the events, on
+    // tracks whose names say so, rather than lose them or crash.
+    proto::Track t;
+    t.set_kind(proto::TRACK_KIND_THREAD);
+    if (track_id == 0) {
+      if (track_zero_ == 0) {
+        t.set_name("events recorded on track id 0");
+        track_zero_ = AddTrack(t);
+      }
+      return pending_events_[track_zero_ - 1];
+    }
+    while (pending_events_.size() < track_id) {
+      t.set_name(absl::StrCat("unknown track ", pending_events_.size() + 1));
+      AddTrack(t);
+    }
+  }
+  return pending_events_[track_id - 1];
+}
+
+EventRef TraceWriter::AddSlice(uint32_t track_id, int64_t start_ns,
+                               int64_t duration_ns, uint32_t name,
+                               std::span<const Arg> args) {
+  MaybeWriteChunk();
+  TrackEvents& e = Pending(track_id);
+  const uint32_t index = static_cast<uint32_t>(e.slices.size());
+  e.slices.push_back({start_ns, std::max<int64_t>(duration_ns, 0), name, 0});
+  if (!args.empty()) {
+    e.args.push_back({EventKind::kSlice, index, {args.begin(), args.end()}});
+  }
+  ++pending_event_count_;
+  return {e.track_id, EventKind::kSlice, index};
+}
+
+EventRef TraceWriter::AddInstant(uint32_t track_id, int64_t ts_ns,
+                                 uint32_t name, std::span<const Arg> args) {
+  MaybeWriteChunk();
+  TrackEvents& e = Pending(track_id);
+  const uint32_t index = static_cast<uint32_t>(e.instants.size());
+  e.instants.push_back({ts_ns, name});
+  if (!args.empty()) {
+    e.args.push_back({EventKind::kInstant, index, {args.begin(), args.end()}});
+  }
+  ++pending_event_count_;
+  return {e.track_id, EventKind::kInstant, index};
+}
+
+void TraceWriter::AddCounter(uint32_t track_id, int64_t ts_ns, double value) {
+  MaybeWriteChunk();
+  Pending(track_id).counters.push_back({ts_ns, value});
+  ++pending_event_count_;
+}
+
+void TraceWriter::AddSample(uint32_t track_id, int64_t ts_ns,
+                            uint32_t stack_id) {
+  MaybeWriteChunk();
+  Pending(track_id).samples.push_back({ts_ns, stack_id});
+  ++pending_event_count_;
+}
+
+void TraceWriter::AddFlow(const EventRef& event, uint64_t flow_id,
+                          FlowPhase phase) {
+  TrackEvents& e = Pending(event.track_id);
+  const size_t count = event.kind == EventKind::kSlice ? e.slices.size()
+                                                       : e.instants.size();
+  if (event.index >= count) return;  // stale ref: the event is in a chunk
+  e.flows.push_back({event.kind, event.index, flow_id, phase});
+}
+
+void TraceWriter::MaybeWriteChunk() {
+  // Called before an event is added, so that the EventRef of the previous
+  // event stays valid for AddFlow until the next Add call.
+  if (pending_event_count_ < options_.chunk_events) return;
+  if (!error_.ok()) return;
+  error_ = WriteDictionaries();
+  if (error_.ok()) error_ = WriteChunk();
+}
+
+absl::Status TraceWriter::AppendRecord(RecordType type,
+                                       const std::string& framed) {
+  if (auto s = sink_->Append(framed); !s.ok()) return s;
+  if (type != RecordType::kChunk && type != RecordType::kIndex &&
+      type != RecordType::kTrailer) {
+    proto::RecordEntry* r = index_.add_records();
+    r->set_type(static_cast<uint32_t>(type));
+    r->set_offset(stats_.bytes);
+    r->set_length(framed.size());
+  }
+  stats_.bytes += framed.size();
+  return absl::OkStatus();
+}
+
+absl::Status TraceWriter::AppendMessage(
+    RecordType type, const google::protobuf::MessageLite& message,
+    bool compress) {
+  std::string payload;
+  if (!message.SerializeToString(&payload)) {
+    return absl::InternalError(
+        absl::StrCat("cannot serialise the ", std::string(RecordTypeName(type)),
+                     " record"));
+  }
+  std::string framed =
+      compress && payload.size() >= kCompressThreshold
+          ? EncodeCompressedRecord(type, payload, options_.compression_level)
+          : EncodeRecord(type, RecordEncoding::kRaw, payload);
+  return AppendRecord(type, framed);
+}
+
+absl::Status TraceWriter::WriteDictionaries() {
+  if (pending_metadata_) {
+    if (auto s = AppendMessage(RecordType::kMetadata, *pending_metadata_,
+                               /*compress=*/true);
+        !s.ok()) {
+      return s;
+    }
+    pending_metadata_.reset();
+  }
+  if (pending_strings_.strings_size() > 0) {
+    if (auto s = AppendMessage(RecordType::kStrings, pending_strings_, true);
+        !s.ok()) {
+      return s;
+    }
+    pending_strings_.Clear();
+    pending_strings_.set_first_id(next_string_id_);
+  }
+  if (tracks_written_ < tracks_.size()) {
+    proto::TrackTable table;
+    for (size_t i = tracks_written_; i < tracks_.size(); ++i) {
+      *table.add_tracks() = tracks_[i];
+    }
+    if (auto s = AppendMessage(RecordType::kTracks, table, true); !s.ok()) {
+      return s;
+    }
+    tracks_written_ = tracks_.size();
+  }
+  if (pending_stacks_.frames_size() > 0 || pending_stacks_.stacks_size() > 0) {
+    if (auto s = AppendMessage(RecordType::kStacks, pending_stacks_, true);
+        !s.ok()) {
+      return s;
+    }
+    pending_stacks_.Clear();
+  }
+  if (pending_clock_.snapshots_size() > 0 ||
+      pending_clock_.offsets_size() > 0) {
+    if (auto s = AppendMessage(RecordType::kClock, pending_clock_, true);
+        !s.ok()) {
+      return s;
+    }
+    pending_clock_.Clear();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TraceWriter::WriteChunk() {
+  if (pending_event_count_ == 0) return absl::OkStatus();
+  proto::Chunk chunk;
+  proto::ChunkEntry entry;
+  int64_t chunk_min = std::numeric_limits<int64_t>::max();
+  int64_t chunk_max = std::numeric_limits<int64_t>::min();
+  for (TrackEvents& e : pending_events_) {
+    if (e.empty()) {
+      e.flows.clear();
+      e.args.clear();
+      continue;
+    }
+    SortTrackEvents(&e);
+    EncodeTrackEvents(e, chunk.add_tracks());
+    const auto [lo, hi] = TimeRange(e);
+    const uint64_t count = e.event_count();
+    proto::TrackRange* range = entry.add_tracks();
+    range->set_track_id(e.track_id);
+    Widen(range, lo, hi, count);
+    Widen(&track_totals_[e.track_id - 1], lo, hi, count);
+    chunk_min = std::min(chunk_min, lo);
+    chunk_max = std::max(chunk_max, hi);
+    const uint32_t id = e.track_id;
+    // Keep the vectors' capacity for the next chunk.
+    e.slices.clear();
+    e.instants.clear();
+    e.counters.clear();
+    e.samples.clear();
+    e.args.clear();
+    e.flows.clear();
+    e.track_id = id;
+  }
+  std::string payload;
+  chunk.SerializeToString(&payload);
+  std::string framed = EncodeCompressedRecord(RecordType::kChunk, payload,
+                                              options_.compression_level);
+  entry.set_offset(stats_.bytes);
+  entry.set_length(framed.size());
+  entry.set_min_ns(chunk_min);
+  entry.set_max_ns(chunk_max);
+  entry.set_event_count(pending_event_count_);
+  if (auto s = AppendRecord(RecordType::kChunk, framed); !s.ok()) return s;
+  *index_.add_chunks() = std::move(entry);
+  stats_.events += pending_event_count_;
+  stats_.chunks += 1;
+  pending_event_count_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status TraceWriter::Flush() {
+  if (closed_) {
+    return absl::FailedPreconditionError("the trace writer is closed");
+  }
+  if (!error_.ok()) return error_;
+  if (auto s = WriteDictionaries(); !s.ok()) return error_ = s;
+  if (auto s = WriteChunk(); !s.ok()) return error_ = s;
+  if (pending_drops_.counts_size() > 0) {
+    if (auto s = AppendMessage(RecordType::kDropCounts, pending_drops_, false);
+        !s.ok()) {
+      return error_ = s;
+    }
+    pending_drops_.Clear();
+  }
+  if (auto s = sink_->Flush(options_.sync_on_flush); !s.ok()) {
+    return error_ = s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TraceWriter::Close() {
+  if (closed_) return error_;
+  absl::Status s = Flush();
+  closed_ = true;
+  if (s.ok()) {
+    for (const proto::TrackRange& t : track_totals_) {
+      if (t.event_count() > 0) *index_.add_tracks() = t;
+    }
+    index_.set_event_count(stats_.events);
+    const uint64_t index_offset = stats_.bytes;
+    s = AppendMessage(RecordType::kIndex, index_, /*compress=*/true);
+    if (s.ok()) {
+      std::string offset(kTrailerPayloadSize, '\0');
+      for (size_t i = 0; i < kTrailerPayloadSize; ++i) {
+        offset[i] = static_cast<char>(index_offset >> (8 * i));
+      }
+      s = AppendRecord(RecordType::kTrailer,
+                       EncodeRecord(RecordType::kTrailer, RecordEncoding::kRaw,
+                                    offset));
+    }
+    if (s.ok()) s = sink_->Flush(options_.sync_on_flush);
+  }
+  absl::Status c = sink_->Close();
+  if (s.ok()) s = c;
+  error_ = s;
+  return s;
+}
+
+}  // namespace podscope::trace_format
