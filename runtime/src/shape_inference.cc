@@ -126,6 +126,8 @@ absl::StatusOr<Shape> InferDataMovement(OpKind op, Operands operands,
                                         const OpAttrs& attrs) {
   if (op != OpKind::kConcat) {
     if (auto s = CheckArity(op, operands, 1); !s.ok()) return s;
+  } else if (operands.empty()) {
+    return ShapeError(op, operands, "needs at least one operand");
   }
   const Shape& x = *operands[0];
   switch (op) {
@@ -206,7 +208,6 @@ absl::StatusOr<Shape> InferDataMovement(OpKind op, Operands operands,
       return Shape(x.element_type(), std::move(dims));
     }
     case OpKind::kConcat: {
-      if (operands.empty()) return ShapeError(op, operands, "needs operands");
       if (attrs.axis < 0 || attrs.axis >= x.rank()) {
         return ShapeError(op, operands,
                           absl::StrCat("axis ", attrs.axis,
