@@ -21,7 +21,7 @@ struct BufferAccess;
 // An array in a device's memory. A buffer exists as soon as the work that
 // defines it (a transfer or an execution) has been enqueued; ready()
 // completes when that work has run, with its error if it failed.
-class Buffer {
+class Buffer : public std::enable_shared_from_this<Buffer> {
  public:
   ~Buffer();
   Buffer(const Buffer&) = delete;

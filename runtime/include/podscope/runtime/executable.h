@@ -49,11 +49,12 @@ class Executable {
       absl::Span<const BufferPtr> arguments, Device* device) const;
 
   // Constructed by Client::Compile.
-  Executable(std::unique_ptr<internal::CompiledProgram> program,
+  Executable(std::shared_ptr<const internal::CompiledProgram> program,
              std::shared_ptr<internal::IntraOpPool> pool);
 
  private:
-  std::unique_ptr<internal::CompiledProgram> program_;
+  // Shared with queued executions, which may outlive the executable.
+  std::shared_ptr<const internal::CompiledProgram> program_;
   std::shared_ptr<internal::IntraOpPool> pool_;
 };
 

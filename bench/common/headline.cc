@@ -1,0 +1,55 @@
+#include "headline.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
+#include <vector>
+
+namespace podscope::bench {
+namespace {
+
+std::map<std::string, std::string>& Units() {
+  static auto* units = new std::map<std::string, std::string>();
+  return *units;
+}
+
+// Keeps the last value of every headline counter while the console
+// reporter prints as usual.
+class HeadlineReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.error_occurred) continue;
+      for (const auto& [name, counter] : run.counters) {
+        if (Units().count(name)) values_[name] = counter.value;
+      }
+    }
+  }
+  const std::map<std::string, double>& values() const { return values_; }
+
+ private:
+  std::map<std::string, double> values_;
+};
+
+}  // namespace
+
+void RegisterHeadline(const std::string& name, const std::string& unit) {
+  Units()[name] = unit;
+}
+
+int RunBenchmarksWithHeadlines(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  HeadlineReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  std::fflush(stdout);
+  for (const auto& [name, value] : reporter.values()) {
+    std::printf("%s %.6g %s\n", name.c_str(), value, Units()[name].c_str());
+  }
+  return 0;
+}
+
+}  // namespace podscope::bench

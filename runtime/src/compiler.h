@@ -1,0 +1,50 @@
+#ifndef PODSCOPE_RUNTIME_SRC_COMPILER_H_
+#define PODSCOPE_RUNTIME_SRC_COMPILER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fusion.h"
+#include "podscope/runtime/executable.h"
+#include "podscope/runtime/ir.h"
+
+namespace podscope::runtime::internal {
+
+// Where a node's value lives during an execution.
+struct ValueLocation {
+  enum Kind { kNone, kParameter, kConstant, kArena, kOutput };
+  Kind kind = kNone;
+  int64_t index = 0;  // parameter or output index, or arena offset
+};
+
+// One kernel launch: a fused elementwise tree or a single op.
+struct Step {
+  int node = 0;  // the node whose value the step produces
+  std::vector<int> inputs;  // node ids read
+  int fusion = -1;          // index into CompiledProgram::fusions, or -1
+  std::string op_name;      // as traced: "dot", "fusion", ...
+  int num_ops = 1;
+};
+
+struct CompiledProgram {
+  Graph graph;
+  CompileStats stats;
+  std::vector<FusedProgram> fusions;
+  std::vector<Step> steps;
+  std::vector<ValueLocation> locations;  // per node
+  int64_t arena_bytes = 0;
+  // Outputs whose value is not written by a step into that output's own
+  // buffer (parameters, constants, repeated outputs) are copied at the end.
+  std::vector<bool> output_is_copy;
+};
+
+// Verifies the graph (topological order, operand shapes, parameters),
+// fuses elementwise trees, orders the kernels and plans the intermediates.
+absl::StatusOr<std::unique_ptr<CompiledProgram>> CompileGraph(
+    const Graph& graph);
+
+}  // namespace podscope::runtime::internal
+
+#endif  // PODSCOPE_RUNTIME_SRC_COMPILER_H_

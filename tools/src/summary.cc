@@ -1,0 +1,268 @@
+#include "summary.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "podscope/trace_format/clock_model.h"
+
+namespace podscope::tools {
+namespace {
+
+using trace_format::ClockModel;
+using trace_format::Slice;
+using trace_format::TraceReader;
+using trace_format::TrackEvents;
+
+// The local time range of a track's events, if it has any.
+struct LocalRange {
+  bool any = false;
+  int64_t min_ns = std::numeric_limits<int64_t>::max();
+  int64_t max_ns = std::numeric_limits<int64_t>::min();
+  void Add(int64_t lo, int64_t hi) {
+    any = true;
+    min_ns = std::min(min_ns, lo);
+    max_ns = std::max(max_ns, hi);
+  }
+};
+
+LocalRange RangeOf(const TrackEvents& e) {
+  LocalRange r;
+  // Slices are sorted by start, but any of them may end last.
+  for (const Slice& s : e.slices) r.Add(s.start_ns, s.end_ns());
+  if (!e.instants.empty()) {
+    r.Add(e.instants.front().ts_ns, e.instants.back().ts_ns);
+  }
+  if (!e.counters.empty()) {
+    r.Add(e.counters.front().ts_ns, e.counters.back().ts_ns);
+  }
+  if (!e.samples.empty()) r.Add(e.samples.front().ts_ns, e.samples.back().ts_ns);
+  return r;
+}
+
+TrackSummary DescribeTrack(const TraceReader& reader, uint32_t id) {
+  TrackSummary t;
+  t.id = id;
+  if (const auto* track = reader.FindTrack(id)) {
+    t.kind = track->kind();
+    t.name = track->name();
+  }
+  if (t.name.empty()) t.name = "track " + std::to_string(id);
+  auto it = reader.drop_counts().find(id);
+  if (it != reader.drop_counts().end()) t.dropped = it->second;
+  return t;
+}
+
+// Summarises one file, adding its slices to `names`. Returns the track
+// ranges through `local` so the caller can place the file in time.
+ProcessSummary SummarizeFile(const TraceReader& reader,
+                             const SummaryOptions& options,
+                             NameStatsTable* names, LocalRange* local) {
+  ProcessSummary p;
+  p.path = reader.name();
+  const auto& m = reader.metadata();
+  p.host = m.host();
+  p.pid = m.pid();
+  p.process_index = m.process_index();
+  p.process_count = m.process_count();
+  p.session_id = m.session_id();
+  p.command_line.assign(m.command_line().begin(), m.command_line().end());
+  p.dropped = reader.total_dropped();
+  for (const auto& offset : reader.clock().offsets()) {
+    p.has_clock_offsets = true;
+    if (p.reference_clock.empty()) p.reference_clock = offset.reference();
+  }
+
+  std::vector<TrackEvents> tracks = reader.ReadAllTracks(options.threads);
+  absl::flat_hash_map<uint32_t, size_t> summary_of;
+  for (TrackEvents& e : tracks) {
+    summary_of[e.track_id] = p.tracks.size();
+    TrackSummary t = DescribeTrack(reader, e.track_id);
+    t.slices = e.slices.size();
+    t.instants = e.instants.size();
+    t.counters = e.counters.size();
+    t.samples = e.samples.size();
+    p.events += t.events();
+    p.tracks.push_back(std::move(t));
+    const LocalRange r = RangeOf(e);
+    if (r.any) local->Add(r.min_ns, r.max_ns);
+    names->AddTrack(e.slices, [&](uint32_t id) { return reader.GetString(id); });
+    // Free each track's events as soon as they are counted.
+    e = TrackEvents();
+  }
+  // Drops on a track that never got an event (or no track at all) still
+  // belong in the report.
+  for (const auto& [id, dropped] : reader.drop_counts()) {
+    if (dropped == 0 || summary_of.contains(id)) continue;
+    p.tracks.push_back(DescribeTrack(reader, id));
+  }
+  // Reading every chunk is what finds damaged ones, so the report is taken
+  // after it.
+  p.recovery = reader.report();
+  return p;
+}
+
+}  // namespace
+
+int64_t SliceNameStats::mean_ns() const {
+  if (count == 0) return 0;
+  // Rounded to the nearest nanosecond.
+  return static_cast<int64_t>(
+      (static_cast<long double>(total_ns) / static_cast<long double>(count)) +
+      0.5L);
+}
+
+std::vector<int64_t> SelfTimes(std::span<const Slice> slices) {
+  std::vector<int64_t> self(slices.size());
+  // covered_until[i]: the end of the union of i's children seen so far.
+  std::vector<int64_t> covered_until(slices.size());
+  std::vector<size_t> open;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const Slice& s = slices[i];
+    self[i] = s.duration_ns;
+    covered_until[i] = s.start_ns;
+    // Same rule as trace_format::ComputeSliceDepths: a slice that ends
+    // before this one ends is closed (it either ended before this one
+    // started or overlaps it without enclosing it).
+    while (!open.empty() && slices[open.back()].end_ns() < s.end_ns()) {
+      open.pop_back();
+    }
+    if (!open.empty()) {
+      const size_t parent = open.back();
+      const int64_t from = std::max(s.start_ns, covered_until[parent]);
+      if (s.end_ns() > from) {
+        self[parent] -= s.end_ns() - from;
+        covered_until[parent] = s.end_ns();
+      }
+    }
+    open.push_back(i);
+  }
+  return self;
+}
+
+void NameStatsTable::AddTrack(
+    std::span<const Slice> slices,
+    const std::function<std::string_view(uint32_t)>& name_of) {
+  if (slices.empty()) return;
+  const std::vector<int64_t> self = SelfTimes(slices);
+  // Aggregate by id first: one string lookup per name and track instead of
+  // one per slice.
+  absl::flat_hash_map<uint32_t, SliceNameStats> by_id;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    SliceNameStats& st = by_id[slices[i].name];
+    ++st.count;
+    st.total_ns += slices[i].duration_ns;
+    st.self_ns += self[i];
+    st.max_ns = std::max(st.max_ns, slices[i].duration_ns);
+  }
+  for (const auto& [id, st] : by_id) {
+    std::string name(name_of(id));
+    SliceNameStats& into = by_name_[name];
+    if (into.count == 0) into.name = name;
+    into.count += st.count;
+    into.total_ns += st.total_ns;
+    into.self_ns += st.self_ns;
+    into.max_ns = std::max(into.max_ns, st.max_ns);
+  }
+}
+
+std::vector<SliceNameStats> NameStatsTable::Top(size_t limit) const {
+  std::vector<SliceNameStats> out;
+  out.reserve(by_name_.size());
+  for (const auto& [name, st] : by_name_) out.push_back(st);
+  auto longer = [](const SliceNameStats& a, const SliceNameStats& b) {
+    if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+    return a.name < b.name;
+  };
+  if (limit != 0 && limit < out.size()) {
+    std::partial_sort(out.begin(), out.begin() + limit, out.end(), longer);
+    out.resize(limit);
+  } else {
+    std::sort(out.begin(), out.end(), longer);
+  }
+  return out;
+}
+
+std::string_view TrackKindName(trace_format::proto::TrackKind kind) {
+  switch (kind) {
+    case trace_format::proto::TRACK_KIND_THREAD:
+      return "thread";
+    case trace_format::proto::TRACK_KIND_DEVICE_STREAM:
+      return "device stream";
+    case trace_format::proto::TRACK_KIND_COUNTER:
+      return "counter";
+    default:
+      return "unspecified";
+  }
+}
+
+TraceSummary Summarize(std::span<const TraceReader* const> readers,
+                       std::vector<UnreadableFile> unreadable,
+                       const SummaryOptions& options) {
+  TraceSummary summary;
+  summary.unreadable = std::move(unreadable);
+  summary.clocks.requested = options.align_clocks;
+  summary.clocks.files = readers.size();
+  NameStatsTable names;
+  std::set<std::string> references;
+  std::map<std::string, size_t> hosts;
+  for (size_t i = 0; i < readers.size(); ++i) {
+    const TraceReader& reader = *readers[i];
+    LocalRange local;
+    ProcessSummary p = SummarizeFile(reader, options, &names, &local);
+    if (p.has_clock_offsets) {
+      ++summary.clocks.files_with_offsets;
+      if (!p.reference_clock.empty()) references.insert(p.reference_clock);
+    }
+    if (local.any) {
+      const ClockModel clock = options.align_clocks
+                                   ? ClockModel(reader.clock())
+                                   : ClockModel();
+      p.has_events = true;
+      p.first_ns = clock.ToReference(local.min_ns);
+      p.last_ns = clock.ToReference(local.max_ns);
+      if (!summary.has_events || p.first_ns < summary.first_ns) {
+        summary.first_ns = p.first_ns;
+        summary.first_realtime_ns =
+            ClockModel(reader.clock()).ToRealtime(local.min_ns);
+      }
+      summary.last_ns =
+          summary.has_events ? std::max(summary.last_ns, p.last_ns) : p.last_ns;
+      summary.has_events = true;
+    }
+    summary.total_events += p.events;
+    summary.total_dropped += p.dropped;
+    ++hosts[p.host];
+    summary.processes.push_back(std::move(p));
+    if (options.progress) options.progress(i + 1, readers.size());
+  }
+  summary.clocks.references.assign(references.begin(), references.end());
+  for (const auto& [name, count] : hosts) {
+    summary.hosts.push_back({name, count});
+  }
+  std::sort(summary.processes.begin(), summary.processes.end(),
+            [](const ProcessSummary& a, const ProcessSummary& b) {
+              return a.path < b.path;
+            });
+  summary.top_names = names.Top(options.top_names);
+  summary.distinct_names = names.size();
+  return summary;
+}
+
+absl::StatusOr<TraceSummary> SummarizePath(const std::string& path,
+                                           const SummaryOptions& options) {
+  auto opened = trace_format::OpenTraces(path);
+  if (!opened.ok()) return opened.status();
+  std::vector<const TraceReader*> readers;
+  for (const auto& r : opened->readers) readers.push_back(r.get());
+  std::vector<UnreadableFile> unreadable;
+  for (const auto& [file, status] : opened->failures) {
+    unreadable.push_back({file, std::string(status.message())});
+  }
+  return Summarize(readers, std::move(unreadable), options);
+}
+
+}  // namespace podscope::tools

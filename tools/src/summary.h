@@ -1,0 +1,171 @@
+// The facts `podscope summary` prints about a capture: its hosts, processes
+// and tracks, the time it spans on the (aligned) reference clock, dropped
+// events, and which event names took the most time. Kept free of Qt and of
+// any output format so that the viewer and other tools compute exactly the
+// same numbers.
+#ifndef PODSCOPE_TOOLS_SUMMARY_H_
+#define PODSCOPE_TOOLS_SUMMARY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "podscope/trace_format/events.h"
+#include "podscope/trace_format/reader.h"
+#include "podscope/trace_format/trace.pb.h"
+
+namespace podscope::tools {
+
+// Time statistics of all slices that share a name.
+struct SliceNameStats {
+  std::string name;
+  uint64_t count = 0;
+  // Sum of durations. A name nested in itself counts each level, as in
+  // Perfetto's and Chrome's tables.
+  int64_t total_ns = 0;
+  // Sum of durations minus the time covered by each slice's direct children
+  // on the same track.
+  int64_t self_ns = 0;
+  int64_t max_ns = 0;
+  int64_t mean_ns() const;
+};
+
+// The self time of each slice of one track. `slices` must be in reader
+// order (trace_format::SliceOrder). A slice's direct children are the
+// slices it encloses with nothing else in between, by the same rule the
+// reader uses for depths; children that overlap each other are counted
+// once (their union).
+std::vector<int64_t> SelfTimes(std::span<const trace_format::Slice> slices);
+
+// Accumulates SliceNameStats over tracks of any number of files.
+class NameStatsTable {
+ public:
+  // Adds the slices of one track (in reader order); `name_of` resolves the
+  // file's string ids.
+  void AddTrack(std::span<const trace_format::Slice> slices,
+                const std::function<std::string_view(uint32_t)>& name_of);
+
+  // By total time, longest first (ties by name); at most `limit` entries,
+  // all when `limit` is 0.
+  std::vector<SliceNameStats> Top(size_t limit) const;
+  size_t size() const { return by_name_.size(); }
+
+ private:
+  absl::flat_hash_map<std::string, SliceNameStats> by_name_;
+};
+
+struct TrackSummary {
+  uint32_t id = 0;
+  trace_format::proto::TrackKind kind =
+      trace_format::proto::TRACK_KIND_UNSPECIFIED;
+  std::string name;
+  uint64_t slices = 0;
+  uint64_t instants = 0;
+  uint64_t counters = 0;
+  uint64_t samples = 0;
+  uint64_t dropped = 0;
+  uint64_t events() const { return slices + instants + counters + samples; }
+};
+
+// "thread", "device stream", "counter" or "unspecified".
+std::string_view TrackKindName(trace_format::proto::TrackKind kind);
+
+// One file, which is one process of the capture.
+struct ProcessSummary {
+  std::string path;
+  std::string host;
+  int64_t pid = 0;
+  int32_t process_index = -1;  // -1: unknown
+  int32_t process_count = 0;   // 0: unknown
+  std::string session_id;
+  std::vector<std::string> command_line;
+  std::vector<TrackSummary> tracks;  // in the file's order
+  uint64_t events = 0;
+  uint64_t dropped = 0;
+  // The file has offsets to a reference clock (and they were applied unless
+  // alignment was turned off).
+  bool has_clock_offsets = false;
+  std::string reference_clock;  // as named by the offsets, may be empty
+  // First and last event, on the reference clock when aligned.
+  bool has_events = false;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  // What the reader could not use (a file whose writer died or that was
+  // damaged is summarised from what was recovered).
+  trace_format::RecoveryReport recovery;
+  bool recovered() const { return !recovery.intact(); }
+};
+
+struct UnreadableFile {
+  std::string path;
+  std::string message;
+};
+
+struct HostSummary {
+  std::string name;
+  size_t processes = 0;
+};
+
+struct ClockAlignment {
+  bool requested = true;
+  size_t files = 0;
+  size_t files_with_offsets = 0;
+  // Distinct non-empty reference clock names over all files.
+  std::vector<std::string> references;
+  // Every file was put on one reference clock, so hosts line up.
+  bool aligned() const {
+    return requested && files > 0 && files_with_offsets == files &&
+           references.size() <= 1;
+  }
+};
+
+struct TraceSummary {
+  std::vector<ProcessSummary> processes;  // sorted by path
+  std::vector<UnreadableFile> unreadable;
+  std::vector<HostSummary> hosts;  // sorted by name
+  uint64_t total_events = 0;
+  uint64_t total_dropped = 0;
+  bool has_events = false;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  // Wall-clock time of the first event, when its file has clock snapshots.
+  std::optional<int64_t> first_realtime_ns;
+  ClockAlignment clocks;
+  std::vector<SliceNameStats> top_names;
+  size_t distinct_names = 0;
+  int64_t duration_ns() const { return has_events ? last_ns - first_ns : 0; }
+};
+
+struct SummaryOptions {
+  // Apply each file's clock offsets (as the Chrome export does).
+  bool align_clocks = true;
+  // How many names to keep in top_names; 0 keeps all.
+  size_t top_names = 15;
+  // Threads to decode chunks on (0: all cores).
+  int threads = 0;
+  // Called after each file with (files done, files in all).
+  std::function<void(size_t, size_t)> progress;
+};
+
+// Summarises files already opened; `unreadable` lists those that could not
+// be opened, to report them beside the rest.
+TraceSummary Summarize(std::span<const trace_format::TraceReader* const> readers,
+                       std::vector<UnreadableFile> unreadable,
+                       const SummaryOptions& options = {});
+
+// Opens every trace under `path` (a file, or a folder searched recursively)
+// and summarises them. An error when `path` does not exist or holds no
+// trace file; files that cannot be opened are listed in `unreadable`.
+absl::StatusOr<TraceSummary> SummarizePath(const std::string& path,
+                                           const SummaryOptions& options = {});
+
+}  // namespace podscope::tools
+
+#endif  // PODSCOPE_TOOLS_SUMMARY_H_
