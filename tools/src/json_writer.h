@@ -43,6 +43,9 @@ class JsonWriter {
   JsonWriter& Field(std::string_view key, int32_t value) {
     return Key(key).Int(value);
   }
+  JsonWriter& Field(std::string_view key, uint32_t value) {
+    return Key(key).Uint(value);
+  }
   JsonWriter& Field(std::string_view key, uint64_t value) {
     return Key(key).Uint(value);
   }

@@ -1,0 +1,27 @@
+#ifndef PODSCOPE_RUNTIME_SRC_LAZY_INTERNAL_H_
+#define PODSCOPE_RUNTIME_SRC_LAZY_INTERNAL_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "podscope/runtime/buffer.h"
+#include "podscope/runtime/builder.h"
+#include "podscope/runtime/lazy.h"
+
+namespace podscope::runtime::internal {
+
+struct TensorImpl {
+  std::shared_ptr<LazyContext> context;
+  Shape shape;
+  absl::Status status;
+  // Set once a step has computed the value (or it was transferred).
+  BufferPtr buffer;
+  // While pending: the node in the context's step graph of `generation`.
+  int64_t generation = -1;
+  Value value;
+};
+
+}  // namespace podscope::runtime::internal
+
+#endif  // PODSCOPE_RUNTIME_SRC_LAZY_INTERNAL_H_

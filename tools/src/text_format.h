@@ -1,0 +1,53 @@
+// Numbers as people read them in the podscope command's output: durations
+// and sizes with a unit chosen by magnitude, counts with digit grouping,
+// progress on a terminal.
+#ifndef PODSCOPE_TOOLS_TEXT_FORMAT_H_
+#define PODSCOPE_TOOLS_TEXT_FORMAT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "command.h"
+
+namespace podscope::tools {
+
+// "850 ns", "12.3 µs", "1.50 ms", "2.25 s": three significant digits, the
+// largest unit that keeps the number at least 1.
+std::string FormatDuration(int64_t ns);
+
+// "512 B", "1.5 KiB", "12.0 MiB".
+std::string FormatBytes(uint64_t bytes);
+
+// "1,234,567".
+std::string FormatCount(uint64_t n);
+
+// "2024-05-01 10:00:00.123 UTC" for nanoseconds since the Unix epoch.
+std::string FormatUtc(int64_t realtime_ns);
+
+// `n` followed by `word`, pluralised with an "s" unless n is 1:
+// "1 file", "3 files".
+std::string Plural(uint64_t n, std::string_view word);
+
+// A line on stderr that redraws itself ("exporting: 12/40 tracks (30%)"),
+// only when stderr is a terminal and at most ten times a second.
+class ProgressLine {
+ public:
+  ProgressLine(const CommandIo& io, std::string label, std::string unit);
+  ~ProgressLine() { Finish(); }
+  void Update(size_t done, size_t total);
+  // Erases the line so that the next output starts on a clean line.
+  void Finish();
+
+ private:
+  const CommandIo& io_;
+  std::string label_;
+  std::string unit_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_draw_{};
+};
+
+}  // namespace podscope::tools
+
+#endif  // PODSCOPE_TOOLS_TEXT_FORMAT_H_
