@@ -18,6 +18,7 @@ std::map<std::string, std::string>& Units() {
 // reporter prints as usual.
 class HeadlineReporter : public benchmark::ConsoleReporter {
  public:
+  HeadlineReporter() : ConsoleReporter(OO_Tabular) {}
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {

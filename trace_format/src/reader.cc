@@ -21,9 +21,10 @@ namespace {
 
 template <typename Message>
 absl::Status ParsePayload(const RecordView& record, Message* message) {
-  auto payload = DecodePayload(record);
+  auto payload = OpenPayload(record);
   if (!payload.ok()) return payload.status();
-  if (!message->ParseFromString(*payload)) {
+  const std::string_view bytes = payload->view();
+  if (!message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::DataLossError(absl::StrFormat(
         "%s record at offset %d: payload is not a valid %s message",
         RecordTypeName(record.type), record.offset,

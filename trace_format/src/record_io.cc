@@ -177,16 +177,55 @@ std::string EncodeRecord(RecordType type, RecordEncoding encoding,
   return out;
 }
 
+// A compressed payload is the uncompressed size (u32) followed by a raw
+// deflate stream (RFC 1951): the record's CRC already guards the bytes, so
+// zlib's own header and Adler-32 would only cost time, and the size lets a
+// reader inflate into an exact buffer in one call.
 std::string EncodeCompressedRecord(RecordType type, std::string_view payload,
                                    int level) {
-  uLongf bound = compressBound(static_cast<uLong>(payload.size()));
-  std::string compressed(bound, '\0');
-  int rc = compress2(reinterpret_cast<Bytef*>(compressed.data()), &bound,
-                     reinterpret_cast<const Bytef*>(payload.data()),
-                     static_cast<uLong>(payload.size()), level);
-  if (rc != Z_OK) return EncodeRecord(type, RecordEncoding::kRaw, payload);
-  compressed.resize(bound);
-  return EncodeRecord(type, RecordEncoding::kZlib, compressed);
+  // One deflater per thread, reset between records: initialising one
+  // allocates and clears its window each time.
+  struct Deflater {
+    z_stream zs;
+    int level = -1;
+    Deflater() { std::memset(&zs, 0, sizeof(zs)); }
+    ~Deflater() {
+      if (level >= 0) deflateEnd(&zs);
+    }
+  };
+  thread_local Deflater d;
+  if (d.level != level) {
+    if (d.level >= 0) deflateEnd(&d.zs);
+    std::memset(&d.zs, 0, sizeof(d.zs));
+    if (deflateInit2(&d.zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
+        Z_OK) {
+      d.level = -1;
+      return EncodeRecord(type, RecordEncoding::kRaw, payload);
+    }
+    d.level = level;
+  } else {
+    deflateReset(&d.zs);
+  }
+  const uLong bound = deflateBound(&d.zs, static_cast<uLong>(payload.size()));
+  std::string out(kRecordHeaderSize + 4 + bound, '\0');
+  PutU32(out.data() + kRecordHeaderSize, static_cast<uint32_t>(payload.size()));
+  d.zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(payload.data()));
+  d.zs.avail_in = static_cast<uInt>(payload.size());
+  d.zs.next_out = reinterpret_cast<Bytef*>(out.data() + kRecordHeaderSize + 4);
+  d.zs.avail_out = static_cast<uInt>(bound);
+  if (deflate(&d.zs, Z_FINISH) != Z_STREAM_END) {
+    return EncodeRecord(type, RecordEncoding::kRaw, payload);
+  }
+  const size_t length = 4 + d.zs.total_out;
+  out.resize(kRecordHeaderSize + length);
+  PutU32(out.data(), static_cast<uint32_t>(length));
+  out[8] = static_cast<char>(type);
+  out[9] = static_cast<char>(RecordEncoding::kZlib);
+  PutU32(out.data() + 4,
+         RecordCrc(out.data(), static_cast<uint8_t>(type),
+                   static_cast<uint8_t>(RecordEncoding::kZlib),
+                   std::string_view(out.data() + kRecordHeaderSize, length)));
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<RecordSink>> OpenFileSink(
@@ -203,52 +242,51 @@ std::unique_ptr<RecordSink> MakeStringSink(std::string* out) {
   return std::make_unique<StringSink>(out);
 }
 
-absl::StatusOr<std::string> DecodePayload(const RecordView& record) {
-  if (record.encoding == RecordEncoding::kRaw) {
-    return std::string(record.payload);
+absl::StatusOr<Payload> OpenPayload(const RecordView& record) {
+  if (record.encoding == RecordEncoding::kRaw) return Payload(record.payload);
+  auto damaged = [&](std::string_view why) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s record at offset %d: compressed payload is damaged (%s)",
+        RecordTypeName(record.type), record.offset, why));
+  };
+  if (record.payload.size() < 4) return damaged("no size prefix");
+  const uint32_t size = GetU32(record.payload.data());
+  if (size > kMaxRecordPayload * size_t{4}) {
+    return damaged(absl::StrFormat("claims %d bytes inflated", size));
   }
+  auto out = std::make_unique_for_overwrite<char[]>(size + 1);
   z_stream zs;
   std::memset(&zs, 0, sizeof(zs));
-  if (inflateInit(&zs) != Z_OK) {
+  if (inflateInit2(&zs, -15) != Z_OK) {
     return absl::InternalError("zlib inflateInit failed");
   }
-  std::string out;
-  out.resize(record.payload.size() * 4 + 1024);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(record.payload.data()));
-  zs.avail_in = static_cast<uInt>(record.payload.size());
-  size_t produced = 0;
-  int rc = Z_OK;
-  while (true) {
-    if (produced == out.size()) {
-      if (out.size() >= kMaxRecordPayload * size_t{4}) {
-        inflateEnd(&zs);
-        return absl::DataLossError(absl::StrFormat(
-            "%s record at offset %d inflates beyond %d bytes",
-            RecordTypeName(record.type), record.offset, out.size()));
-      }
-      out.resize(out.size() * 2);
-    }
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
-    zs.avail_out = static_cast<uInt>(out.size() - produced);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    produced = out.size() - zs.avail_out;
-    if (rc == Z_STREAM_END) break;
-    if (rc == Z_BUF_ERROR && zs.avail_out != 0) break;  // input exhausted
-    if (rc != Z_OK && rc != Z_BUF_ERROR) break;
-  }
+  zs.next_in =
+      reinterpret_cast<Bytef*>(const_cast<char*>(record.payload.data() + 4));
+  zs.avail_in = static_cast<uInt>(record.payload.size() - 4);
+  // One spare byte: a stream that inflates to more than it claims shows up
+  // as output past `size`.
+  zs.next_out = reinterpret_cast<Bytef*>(out.get());
+  zs.avail_out = size + 1;
+  const int rc = inflate(&zs, Z_FINISH);
+  const size_t produced = zs.total_out;
+  const std::string msg = zs.msg ? zs.msg : "";
   inflateEnd(&zs);
   if (rc != Z_STREAM_END) {
-    return absl::DataLossError(absl::StrFormat(
-        "%s record at offset %d: compressed payload is damaged (zlib: %s)",
-        RecordTypeName(record.type), record.offset,
-        zs.msg ? zs.msg : "unexpected end of stream"));
+    return damaged(msg.empty() ? absl::StrFormat("zlib error %d", rc)
+                               : "zlib: " + msg);
   }
-  out.resize(produced);
-  return out;
+  if (produced != size) {
+    return damaged(absl::StrFormat("inflates to %d bytes, not the %d it claims",
+                                   produced, size));
+  }
+  return Payload(std::move(out), size);
 }
 
-RecordScanner::RecordScanner(std::string_view file)
-    : file_(file), pos_(kFileHeaderSize) {}
+absl::StatusOr<std::string> DecodePayload(const RecordView& record) {
+  auto payload = OpenPayload(record);
+  if (!payload.ok()) return payload.status();
+  return std::string(payload->view());
+}
 
 std::string ValidateRecord(std::string_view file, uint64_t offset,
                            RecordView* record) {
@@ -286,6 +324,9 @@ std::string ValidateRecord(std::string_view file, uint64_t offset,
   record->payload = payload;
   return {};
 }
+
+RecordScanner::RecordScanner(std::string_view file)
+    : file_(file), pos_(kFileHeaderSize) {}
 
 bool RecordScanner::Next(RecordView* record) {
   if (pos_ >= file_.size()) return false;

@@ -57,7 +57,24 @@ struct RecordView {
   uint64_t size() const { return kRecordHeaderSize + payload.size(); }
 };
 
+// A record's payload ready to parse: a view of the record itself when it is
+// raw, inflated bytes owned by this object when it is compressed.
+class Payload {
+ public:
+  Payload() = default;
+  explicit Payload(std::string_view view) : view_(view) {}
+  Payload(std::unique_ptr<char[]> owned, size_t size)
+      : owned_(std::move(owned)), view_(owned_.get(), size) {}
+  std::string_view view() const { return view_; }
+
+ private:
+  std::unique_ptr<char[]> owned_;
+  std::string_view view_;
+};
+
 // Inflates a record's payload if it is compressed.
+absl::StatusOr<Payload> OpenPayload(const RecordView& record);
+// The same, as a copy.
 absl::StatusOr<std::string> DecodePayload(const RecordView& record);
 
 // Reads and verifies the record at `offset` of `file` (which starts with
