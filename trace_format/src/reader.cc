@@ -33,6 +33,15 @@ absl::Status ParsePayload(const RecordView& record, Message* message) {
   return absl::OkStatus();
 }
 
+// The index offset a trailer record (of kTrailerPayloadSize bytes) holds.
+uint64_t TrailerIndexOffset(const RecordView& trailer) {
+  uint64_t offset = 0;
+  for (int i = kTrailerPayloadSize - 1; i >= 0; --i) {
+    offset = (offset << 8) | static_cast<uint8_t>(trailer.payload[i]);
+  }
+  return offset;
+}
+
 int ThreadCount(int requested, size_t work) {
   int n = requested > 0 ? requested
                         : static_cast<int>(std::thread::hardware_concurrency());
@@ -143,10 +152,7 @@ bool TraceReader::LoadFromIndex(std::string* problem) {
       trailer.payload.size() != kTrailerPayloadSize) {
     return false;  // no trailer: the writer did not close the file
   }
-  uint64_t index_offset = 0;
-  for (int i = kTrailerPayloadSize - 1; i >= 0; --i) {
-    index_offset = (index_offset << 8) | static_cast<uint8_t>(trailer.payload[i]);
-  }
+  const uint64_t index_offset = TrailerIndexOffset(trailer);
   auto index_record = ReadRecordAt(data_, index_offset);
   proto::Index index;
   absl::Status s = index_record.status();
@@ -192,6 +198,11 @@ bool TraceReader::LoadFromIndex(std::string* problem) {
 void TraceReader::LoadByScanning() {
   RecordScanner scanner(data_);
   RecordView record;
+  // An index alone does not make a closed file: a file cut between the
+  // index and the trailer, or whose trailer is damaged, was not closed
+  // properly, so has_index waits for a trailer at the end that points at
+  // an index seen in the scan.
+  uint64_t index_offset = ~uint64_t{0};
   while (scanner.Next(&record)) {
     ++report_.records;
     if (record.type == RecordType::kChunk) {
@@ -201,10 +212,17 @@ void TraceReader::LoadByScanning() {
       continue;
     }
     if (record.type == RecordType::kIndex) {
-      report_.has_index = true;
+      index_offset = record.offset;
       continue;
     }
-    if (record.type == RecordType::kTrailer) continue;
+    if (record.type == RecordType::kTrailer) {
+      if (record.payload.size() == kTrailerPayloadSize &&
+          record.offset + record.size() == data_.size() &&
+          TrailerIndexOffset(record) == index_offset) {
+        report_.has_index = true;
+      }
+      continue;
+    }
     if (absl::Status s = ApplyRecord(record); !s.ok()) {
       report_.skipped.push_back(
           {record.offset, record.size(), std::string(s.message())});
@@ -364,13 +382,11 @@ absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
   if (record->type != RecordType::kChunk) {
     return fail(absl::DataLossError("the index points at a non-chunk record"));
   }
-  proto::Chunk chunk;
-  if (auto s = ParsePayload(*record, &chunk); !s.ok()) return fail(s);
-  std::vector<TrackEvents> out(chunk.tracks_size());
-  for (int t = 0; t < chunk.tracks_size(); ++t) {
-    if (auto s = DecodeTrackEvents(chunk.tracks(t), &out[t]); !s.ok()) {
-      return fail(s);
-    }
+  auto payload = OpenPayload(*record);
+  if (!payload.ok()) return fail(payload.status());
+  std::vector<TrackEvents> out;
+  if (auto s = DecodeChunkBytes(payload->view(), &out); !s.ok()) {
+    return fail(s);
   }
   return out;
 }

@@ -3,6 +3,9 @@
 #ifndef PODSCOPE_TRACE_FORMAT_CHUNK_CODEC_H_
 #define PODSCOPE_TRACE_FORMAT_CHUNK_CODEC_H_
 
+#include <string_view>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "podscope/trace_format/events.h"
 #include "podscope/trace_format/trace.pb.h"
@@ -23,6 +26,15 @@ void EncodeTrackEvents(const TrackEvents& events, proto::TrackEvents* out);
 // are a DataLoss error naming the column.
 absl::Status DecodeTrackEvents(const proto::TrackEvents& in,
                                TrackEvents* events);
+
+// The same from a serialised TrackEvents, reading the packed columns in
+// place (the reader's fast path); any valid encoding is accepted.
+absl::Status DecodeTrackEventsBytes(std::string_view bytes,
+                                    TrackEvents* events);
+
+// Decodes a serialised Chunk: one TrackEvents per track.
+absl::Status DecodeChunkBytes(std::string_view bytes,
+                              std::vector<TrackEvents>* out);
 
 // Sets each slice's depth from nesting; `slices` must be in SliceOrder.
 void ComputeSliceDepths(std::vector<Slice>* slices);
