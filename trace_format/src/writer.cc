@@ -105,6 +105,13 @@ uint32_t TraceWriter::AddTrack(const proto::Track& track) {
   return id;
 }
 
+void TraceWriter::UpdateTrack(uint32_t id, const proto::Track& track) {
+  if (id == 0 || id > tracks_.size()) return;
+  tracks_[id - 1] = track;
+  tracks_[id - 1].set_id(id);
+  if (id <= tracks_written_) tracks_updated_.push_back(id);
+}
+
 uint32_t TraceWriter::AddFrame(const proto::Frame& frame) {
   proto::Frame* f = pending_stacks_.add_frames();
   *f = frame;
@@ -267,8 +274,10 @@ absl::Status TraceWriter::WriteDictionaries() {
     pending_strings_.Clear();
     pending_strings_.set_first_id(next_string_id_);
   }
-  if (tracks_written_ < tracks_.size()) {
+  if (tracks_written_ < tracks_.size() || !tracks_updated_.empty()) {
     proto::TrackTable table;
+    for (uint32_t id : tracks_updated_) *table.add_tracks() = tracks_[id - 1];
+    tracks_updated_.clear();
     for (size_t i = tracks_written_; i < tracks_.size(); ++i) {
       *table.add_tracks() = tracks_[i];
     }

@@ -70,6 +70,9 @@ class TraceWriter {
   // Adds a track; the writer assigns and returns its id (ignoring
   // track.id()).
   uint32_t AddTrack(const proto::Track& track);
+  // Replaces track `id`'s description (a thread renamed, say); written at
+  // the next Flush, and readers keep the latest.
+  void UpdateTrack(uint32_t id, const proto::Track& track);
 
   // Stack frames and stacks for samples; ids are assigned by the writer.
   uint32_t AddFrame(const proto::Frame& frame);
@@ -123,6 +126,7 @@ class TraceWriter {
 
   std::vector<proto::Track> tracks_;  // all tracks, by id - 1
   size_t tracks_written_ = 0;
+  std::vector<uint32_t> tracks_updated_;
   proto::StackTable pending_stacks_;
   uint32_t next_frame_id_ = 1;
   uint32_t next_stack_id_ = 1;

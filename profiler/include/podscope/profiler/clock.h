@@ -1,0 +1,65 @@
+// The profiler's clock: CPU timestamp counter ticks on the hot path,
+// converted to CLOCK_MONOTONIC nanoseconds off it. Where the TSC is not
+// invariant (or not x86), ticks are CLOCK_MONOTONIC nanoseconds themselves.
+#ifndef PODSCOPE_PROFILER_CLOCK_H_
+#define PODSCOPE_PROFILER_CLOCK_H_
+
+#include <time.h>
+
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+namespace podscope::profiler {
+
+namespace internal {
+// True when ticks come from the TSC; set once by the clock's calibration.
+extern bool g_use_tsc;
+}  // namespace internal
+
+// CLOCK_MONOTONIC in nanoseconds.
+inline int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// A raw timestamp for the hot path.
+inline uint64_t Ticks() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__builtin_expect(internal::g_use_tsc, true)) return __rdtsc();
+#endif
+  return static_cast<uint64_t>(MonotonicNs());
+}
+
+// Converts ticks to monotonic nanoseconds: a linear map fitted by
+// calibration against CLOCK_MONOTONIC.
+struct TickCalibration {
+  bool tsc = false;
+  uint64_t tick_base = 0;
+  int64_t ns_base = 0;
+  double ns_per_tick = 1.0;
+  int64_t ToNs(uint64_t ticks) const {
+    const double delta = static_cast<double>(static_cast<int64_t>(ticks - tick_base));
+    return ns_base + static_cast<int64_t>(delta * ns_per_tick);
+  }
+};
+
+// Whether this CPU's TSC runs at a constant rate across P/C-states
+// (CPUID 0x80000007 EDX bit 8).
+bool CpuHasInvariantTsc();
+
+// Measures the tick rate against CLOCK_MONOTONIC over `sample_ms`
+// (more time: more precision). Without an invariant TSC the map is the
+// identity.
+TickCalibration CalibrateTicks(int sample_ms = 20);
+
+// Refines `start` with a second measurement taken now, so that the map
+// is exact at both ends of a capture.
+TickCalibration RefineCalibration(const TickCalibration& start);
+
+}  // namespace podscope::profiler
+
+#endif  // PODSCOPE_PROFILER_CLOCK_H_

@@ -1,0 +1,73 @@
+// Recording sessions: StartTrace(dir) / StopTrace(), the seed's
+// start_trace / stop_trace. A session streams this process's events into
+// `<dir>/<host>.<pid>.podtrace`, flushing at least every flush_interval, so
+// a process killed at any moment leaves a file readable up to its last
+// flush.
+#ifndef PODSCOPE_PROFILER_SESSION_H_
+#define PODSCOPE_PROFILER_SESSION_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "podscope/profiler/trace.h"
+#include "podscope/trace_format/trace.pb.h"
+
+namespace podscope::profiler {
+
+struct TraceOptions {
+  // Events above this level are not recorded.
+  Level level = Level::kInfo;
+  // Write into <dir>/proc_<N>/ (N: the process index when known, else the
+  // pid), as the seed does to keep workers from racing on one folder.
+  bool per_process_subdir = false;
+  // How often the writer thread drains thread buffers into the file.
+  std::chrono::milliseconds flush_interval{100};
+  // Per-thread memory bound: blocks of 2048 events (48 KiB each). When a
+  // thread has used them all and the writer has not recycled one yet, its
+  // events are dropped and counted, never blocking it.
+  uint32_t max_blocks_per_thread = 256;
+  // CPU stack samples per second of each thread's CPU time; 0 turns the
+  // sampler off.
+  int sampling_hz = 0;
+  // Process counters (resident memory, CPU use) are sampled at each flush
+  // when true.
+  bool process_counters = true;
+  // zlib level of the file's chunks.
+  int compression_level = 1;
+  // Identifies the capture across processes; defaults to $PODSCOPE_SESSION.
+  std::string session_id;
+};
+
+// Starts recording into `dir` (created if missing). FailedPrecondition if a
+// session is already recording.
+absl::Status StartTrace(const std::string& dir, const TraceOptions& options = {});
+
+// Stops recording, writes the rest and the index, and returns the file's
+// path.
+absl::StatusOr<std::string> StopTrace();
+
+bool IsTracing();
+
+// The path of the file being written, empty when not tracing.
+std::string CurrentTracePath();
+
+struct SessionStats {
+  uint64_t events = 0;   // written to the file so far
+  uint64_t dropped = 0;  // dropped by full thread buffers this session
+  uint64_t bytes = 0;
+  uint64_t flushes = 0;
+};
+SessionStats CurrentSessionStats();
+
+// Facts about this process that the runtime and the capture client know;
+// they go into the metadata of the current and later sessions.
+void SetProcessInfo(int process_index, int process_count);
+void SetSessionId(const std::string& session_id);
+void AddDevice(const trace_format::proto::Device& device);
+
+}  // namespace podscope::profiler
+
+#endif  // PODSCOPE_PROFILER_SESSION_H_

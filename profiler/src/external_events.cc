@@ -1,0 +1,108 @@
+#include "src/external_events.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "src/string_registry.h"
+
+namespace podscope::profiler {
+namespace internal {
+
+ExternalEvents& ExternalEvents::Get() {
+  static auto* events = new ExternalEvents();
+  return *events;
+}
+
+uint32_t ExternalEvents::AddTrack(const trace_format::proto::Track& track) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  tracks_.push_back(track);
+  return static_cast<uint32_t>(tracks_.size());
+}
+
+void ExternalEvents::Add(ExternalEvent event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pending_.size() >= kMaxPending) {
+    ++dropped_;
+    return;
+  }
+  pending_.push_back(std::move(event));
+}
+
+void ExternalEvents::Take(std::vector<ExternalEvent>* events,
+                          std::vector<trace_format::proto::Track>* tracks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events->clear();
+  events->swap(pending_);
+  *tracks = tracks_;
+}
+
+uint64_t ExternalEvents::dropped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_;
+}
+
+void ExternalEvents::Clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.clear();
+}
+
+}  // namespace internal
+
+TrackHandle RegisterDeviceStreamTrack(int device_id, int stream_id,
+                                      std::string_view name) {
+  trace_format::proto::Track t;
+  t.set_kind(trace_format::proto::TRACK_KIND_DEVICE_STREAM);
+  t.set_name(std::string(name));
+  t.set_device_id(device_id);
+  t.set_stream_id(stream_id);
+  // Device streams after host threads, in device order.
+  t.set_sort_index(1000000 + device_id * 100 + stream_id);
+  return {internal::ExternalEvents::Get().AddTrack(t)};
+}
+
+TrackHandle RegisterCounterTrack(std::string_view name, std::string_view unit) {
+  trace_format::proto::Track t;
+  t.set_kind(trace_format::proto::TRACK_KIND_COUNTER);
+  t.set_name(std::string(name));
+  t.set_unit(std::string(unit));
+  return {internal::ExternalEvents::Get().AddTrack(t)};
+}
+
+int64_t NowNs() { return MonotonicNs(); }
+
+uint64_t NewFlowId() {
+  // High bit set: never collides with small ids chosen by hand.
+  static std::atomic<uint64_t> next{(uint64_t{1} << 63) + 1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void RecordSlice(TrackHandle track, int64_t start_ns, int64_t end_ns,
+                 std::string_view name, uint64_t flow_in,
+                 std::initializer_list<EventArg> args) {
+  if (!track.valid() || !internal::Enabled(Level::kCritical)) return;
+  internal::ExternalEvent e{track.id, false, start_ns, end_ns,
+                            internal::InternDynamic(name), flow_in, 0, {}};
+  for (const EventArg& a : args) {
+    internal::StoredArg s{internal::InternDynamic(a.key), 0, 0};
+    if (const auto* i = std::get_if<int64_t>(&a.value)) {
+      s.kind = internal::kRecordArgInt;
+      s.bits = static_cast<uint64_t>(*i);
+    } else if (const auto* d = std::get_if<double>(&a.value)) {
+      s.kind = internal::kRecordArgDouble;
+      std::memcpy(&s.bits, d, sizeof s.bits);
+    } else {
+      s.kind = internal::kRecordArgString;
+      s.bits = internal::InternDynamic(std::get<std::string_view>(a.value));
+    }
+    e.args.push_back(s);
+  }
+  internal::ExternalEvents::Get().Add(std::move(e));
+}
+
+void RecordCounterValue(TrackHandle track, int64_t ts_ns, double value) {
+  if (!track.valid() || !internal::Enabled(Level::kCritical)) return;
+  internal::ExternalEvents::Get().Add(
+      {track.id, true, ts_ns, ts_ns, 0, 0, value, {}});
+}
+
+}  // namespace podscope::profiler

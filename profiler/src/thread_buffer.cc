@@ -1,0 +1,243 @@
+#include "src/thread_buffer.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "absl/container/flat_hash_map.h"
+#include "src/string_registry.h"
+
+namespace podscope::profiler {
+namespace internal {
+
+std::atomic<int> g_level{0};
+thread_local ThreadCursor t_cursor __attribute__((tls_model("initial-exec")));
+
+namespace {
+
+// Set once the thread's buffer was handed back at thread exit: events from
+// later thread-exit code are dropped rather than written into a buffer the
+// writer may release.
+thread_local bool t_exited = false;
+
+// Owns the thread's buffer pointer; marks the buffer exited when the
+// thread ends so the writer can release it after draining.
+struct ThreadOwner {
+  ThreadBuffer* buffer = nullptr;
+  ~ThreadOwner() {
+    t_exited = true;
+    t_cursor = ThreadCursor();
+    if (buffer != nullptr) {
+      buffer->exited.store(true, std::memory_order_release);
+    }
+  }
+};
+thread_local ThreadOwner t_owner;
+
+void Push(std::atomic<Block*>* list, Block* block) {
+  Block* head = list->load(std::memory_order_relaxed);
+  do {
+    block->next = head;
+  } while (!list->compare_exchange_weak(head, block, std::memory_order_release,
+                                        std::memory_order_relaxed));
+}
+
+// Points the cursor at `block` and publishes it as the current block.
+void Install(ThreadBuffer* buffer, Block* block) {
+  t_cursor.base = block->slots;
+  t_cursor.next = block->slots;
+  t_cursor.end = block->slots + Block::kSlots;
+  t_cursor.committed = &block->committed;
+  buffer->current.store(block, std::memory_order_release);
+}
+
+Block* NextBlock(ThreadBuffer* buffer) {
+  if (buffer->spare == nullptr) {
+    buffer->spare = buffer->free.exchange(nullptr, std::memory_order_acquire);
+  }
+  if (buffer->spare != nullptr) {
+    Block* b = buffer->spare;
+    buffer->spare = b->next;
+    b->next = nullptr;
+    return b;
+  }
+  const uint32_t budget = BufferRegistry::Get().max_blocks_per_thread();
+  if (buffer->allocated.load(std::memory_order_relaxed) < budget) {
+    buffer->allocated.fetch_add(1, std::memory_order_relaxed);
+    return new Block();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+pid_t CurrentTid() {
+  thread_local pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  return tid;
+}
+
+BufferRegistry& BufferRegistry::Get() {
+  static auto* registry = new BufferRegistry();
+  return *registry;
+}
+
+ThreadBuffer* BufferRegistry::ForThisThread() {
+  if (t_owner.buffer != nullptr) return t_owner.buffer;
+  // A buffer for a thread past its own exit would never be released.
+  if (t_exited) return nullptr;
+  auto* buffer = new ThreadBuffer();
+  buffer->tid = CurrentTid();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    buffers_.push_back(buffer);
+  }
+  t_owner.buffer = buffer;
+  return buffer;
+}
+
+void BufferRegistry::ForEach(const std::function<void(ThreadBuffer*)>& fn) {
+  std::vector<ThreadBuffer*> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    snapshot = buffers_;
+  }
+  for (ThreadBuffer* b : snapshot) fn(b);
+}
+
+void BufferRegistry::ReleaseExited() {
+  std::vector<ThreadBuffer*> dead;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(buffers_, [&](ThreadBuffer* b) {
+      if (!b->exited.load(std::memory_order_acquire)) return false;
+      dead.push_back(b);
+      return true;
+    });
+  }
+  auto free_list = [](Block* b) {
+    while (b != nullptr) {
+      Block* next = b->next;
+      delete b;
+      b = next;
+    }
+  };
+  for (ThreadBuffer* b : dead) {
+    free_list(b->full.exchange(nullptr));
+    free_list(b->free.exchange(nullptr));
+    free_list(b->spare);
+    delete b->current.load();
+    delete b;
+  }
+}
+
+RawEvent* ReserveSlow(uint32_t n) {
+  if (t_exited || n > Block::kSlots) return nullptr;
+  ThreadBuffer* buffer = BufferRegistry::Get().ForThisThread();
+  // The current block (if any) cannot hold n more slots: hand it over.
+  Block* old = buffer->current.load(std::memory_order_relaxed);
+  if (old != nullptr && t_cursor.next != nullptr) {
+    Push(&buffer->full, old);
+    buffer->current.store(nullptr, std::memory_order_release);
+    t_cursor = ThreadCursor();
+  }
+  Block* fresh = NextBlock(buffer);
+  if (fresh == nullptr) {
+    buffer->dropped.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  Install(buffer, fresh);
+  RawEvent* e = t_cursor.next;
+  t_cursor.next += n;
+  return e;
+}
+
+void DrainBuffer(ThreadBuffer* buffer,
+                 const std::function<void(const RawEvent*)>& fn) {
+  auto drain_block = [&](Block* b, uint32_t limit) {
+    uint32_t i = b->consumed;
+    while (i < limit) {
+      const RawEvent* e = &b->slots[i];
+      const uint32_t span = 1u + ((e->kind == kRecordSlice ||
+                                   e->kind == kRecordInstant)
+                                      ? e->attachments
+                                      : 0u);
+      if (i + span > limit) break;  // never happens: records commit whole
+      fn(e);
+      i += span;
+    }
+    b->consumed = i;
+  };
+  Block* full = buffer->full.exchange(nullptr, std::memory_order_acquire);
+  // The stack holds the newest block first; drain oldest first.
+  Block* reversed = nullptr;
+  while (full != nullptr) {
+    Block* next = full->next;
+    full->next = reversed;
+    reversed = full;
+    full = next;
+  }
+  while (reversed != nullptr) {
+    Block* b = reversed;
+    reversed = b->next;
+    drain_block(b, b->committed.load(std::memory_order_acquire));
+    b->consumed = 0;
+    b->committed.store(0, std::memory_order_relaxed);
+    Push(&buffer->free, b);
+  }
+  if (Block* current = buffer->current.load(std::memory_order_acquire)) {
+    drain_block(current, current->committed.load(std::memory_order_acquire));
+  }
+}
+
+uint32_t InternSite(NameSite* site) {
+  const uint32_t id = StringRegistry::Get().Intern(site->name);
+  site->id.store(id, std::memory_order_relaxed);
+  return id;
+}
+
+uint32_t InternDynamic(std::string_view name) {
+  // Most dynamic names repeat; a per-thread cache keeps the registry's lock
+  // off the common path.
+  thread_local absl::flat_hash_map<std::string, uint32_t> cache;
+  const absl::string_view key(name.data(), name.size());
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const uint32_t id = StringRegistry::Get().Intern(name);
+  if (cache.size() < 65536) cache.emplace(std::string(name), id);
+  return id;
+}
+
+void RecordInstant(uint32_t name, Level level) {
+  RawEvent* e = Reserve(1);
+  if (e == nullptr) return;
+  *e = {Ticks(), 0, name, kRecordInstant, 0, 0};
+  Commit();
+}
+
+void RecordCounter(uint32_t name, double value) {
+  RawEvent* e = Reserve(1);
+  if (e == nullptr) return;
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  *e = {Ticks(), bits, name, kRecordCounter, 0, 0};
+  Commit();
+}
+
+}  // namespace internal
+
+void SetThreadName(std::string_view name) {
+  internal::ThreadBuffer* b = internal::BufferRegistry::Get().ForThisThread();
+  if (b == nullptr) return;
+  std::lock_guard<std::mutex> lock(b->name_mutex);
+  b->name = std::string(name);
+}
+
+void SetLevel(Level level) {
+  // Only while a session records: a stopped profiler stays off.
+  int current = internal::g_level.load(std::memory_order_relaxed);
+  while (current != 0 &&
+         !internal::g_level.compare_exchange_weak(
+             current, static_cast<int>(level), std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace podscope::profiler

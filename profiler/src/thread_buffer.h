@@ -1,0 +1,93 @@
+// Per-thread event blocks and how they travel between a recording thread
+// (the owner) and the session's writer thread, without locks:
+//
+//   owner:  writes events into `current`, publishing `committed`; when the
+//           block is full it pushes it on `full` and takes a block from its
+//           private spares, else from `free` (taking the whole list), else
+//           allocates one if under the budget, else drops and counts.
+//   writer: drains `current` up to `committed` as it goes; takes the whole
+//           `full` list, drains each block and pushes it on `free`.
+//
+// Both lists are stacks whose consumer takes everything at once with an
+// exchange, so no pop races with a push (no ABA). Buffers outlive their
+// threads, so events of threads that exit are kept.
+#ifndef PODSCOPE_PROFILER_SRC_THREAD_BUFFER_H_
+#define PODSCOPE_PROFILER_SRC_THREAD_BUFFER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "podscope/profiler/trace.h"
+
+namespace podscope::profiler::internal {
+
+struct ThreadBuffer;
+
+struct Block {
+  static constexpr uint32_t kSlots = 2048;
+  std::atomic<uint32_t> committed{0};
+  uint32_t consumed = 0;  // writer thread only
+  Block* next = nullptr;  // link in whichever list holds the block
+  RawEvent slots[kSlots];
+};
+
+struct ThreadBuffer {
+  pid_t tid = 0;
+  std::atomic<Block*> current{nullptr};
+  std::atomic<Block*> full{nullptr};
+  std::atomic<Block*> free{nullptr};
+  Block* spare = nullptr;  // owner only
+  std::atomic<uint32_t> allocated{0};
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<bool> exited{false};
+
+  std::mutex name_mutex;
+  std::string name;  // guarded by name_mutex
+};
+
+// The process's thread buffers and the budget new blocks come from.
+class BufferRegistry {
+ public:
+  static BufferRegistry& Get();
+
+  // The calling thread's buffer, created on first use.
+  ThreadBuffer* ForThisThread();
+
+  // Blocks each thread may allocate (a session sets it at start).
+  void set_max_blocks_per_thread(uint32_t n) {
+    max_blocks_.store(n, std::memory_order_relaxed);
+  }
+  uint32_t max_blocks_per_thread() const {
+    return max_blocks_.load(std::memory_order_relaxed);
+  }
+
+  // Calls fn for every buffer (the writer thread's view).
+  void ForEach(const std::function<void(ThreadBuffer*)>& fn);
+
+  // Frees the buffers of threads that exited, once drained (writer thread,
+  // between captures).
+  void ReleaseExited();
+
+ private:
+  std::mutex mutex_;
+  std::vector<ThreadBuffer*> buffers_;
+  std::atomic<uint32_t> max_blocks_{256};
+};
+
+// Drains what `buffer` has committed: calls fn on each event record (a
+// slice or instant with its attachments following it) and recycles full
+// blocks. Writer thread only.
+void DrainBuffer(ThreadBuffer* buffer,
+                 const std::function<void(const RawEvent*)>& fn);
+
+pid_t CurrentTid();
+
+}  // namespace podscope::profiler::internal
+
+#endif  // PODSCOPE_PROFILER_SRC_THREAD_BUFFER_H_
