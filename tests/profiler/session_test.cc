@@ -1,0 +1,194 @@
+// Sessions: files, metadata, bounded memory with counted drops, and what a
+// killed process leaves behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "podscope/profiler/session.h"
+#include "podscope/profiler/trace.h"
+#include "trace_file.h"
+
+extern char** environ;
+
+namespace podscope::profiler {
+namespace {
+
+using testing::FreshDir;
+using testing::ReadTraceFile;
+
+TEST(Session, WritesHostPidFileWithMetadata) {
+  const std::string dir = FreshDir("metadata");
+  SetProcessInfo(2, 4);
+  TraceOptions options;
+  options.session_id = "job-42";
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  EXPECT_TRUE(IsTracing());
+  { PODSCOPE_TRACE("one"); }
+  auto path = StopTrace();
+  SetProcessInfo(-1, 0);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_FALSE(IsTracing());
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  EXPECT_EQ(std::filesystem::path(*path).filename().string(),
+            std::string(host) + "." + std::to_string(getpid()) + ".podtrace");
+  EXPECT_EQ(std::filesystem::path(*path).parent_path().string(), dir);
+  const auto file = ReadTraceFile(*path);
+  ASSERT_NE(file.reader, nullptr);
+  const auto& m = file.reader->metadata();
+  EXPECT_EQ(m.host(), host);
+  EXPECT_EQ(m.pid(), getpid());
+  EXPECT_EQ(m.process_index(), 2);
+  EXPECT_EQ(m.process_count(), 4);
+  EXPECT_EQ(m.session_id(), "job-42");
+  ASSERT_FALSE(m.command_line().empty());
+  EXPECT_NE(m.command_line(0).find("profiler"), std::string::npos);
+  EXPECT_GT(m.start_realtime_ns(), 0);
+  EXPECT_GT(m.tsc().ns_per_tick(), 0);
+  EXPECT_EQ(m.capture_options().at("level"), "2");
+  EXPECT_GE(file.reader->clock().snapshots_size(), 2);
+  EXPECT_EQ(file.SlicesNamed("one").size(), 1u);
+  // Process counters are sampled at each flush.
+  EXPECT_EQ(file.TracksNamed("process resident memory").size(), 1u);
+}
+
+TEST(Session, PerProcessSubfolderAndSessionFromEnvironment) {
+  const std::string dir = FreshDir("subdir");
+  setenv("PODSCOPE_SESSION", "from-env", 1);
+  TraceOptions options;
+  options.per_process_subdir = true;
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  auto path = StopTrace();
+  unsetenv("PODSCOPE_SESSION");
+  ASSERT_TRUE(path.ok());
+  EXPECT_EQ(std::filesystem::path(*path).parent_path().filename().string(),
+            "proc_" + std::to_string(getpid()));
+  const auto file = ReadTraceFile(*path);
+  EXPECT_EQ(file.reader->metadata().session_id(), "from-env");
+}
+
+TEST(Session, MisuseIsAClearError) {
+  auto stopped = StopTrace();
+  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string dir = FreshDir("twice");
+  ASSERT_TRUE(StartTrace(dir).ok());
+  absl::Status again = StartTrace(dir);
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.message().find("already being recorded"),
+            absl::string_view::npos);
+  ASSERT_TRUE(StopTrace().ok());
+  EXPECT_EQ(StartTrace("").code(), absl::StatusCode::kInvalidArgument);
+  // A path under a regular file cannot be created.
+  const std::string file = FreshDir("blocker") + "/file";
+  { std::FILE* f = std::fopen(file.c_str(), "w"); std::fclose(f); }
+  absl::Status bad = StartTrace(file + "/sub");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find(file), absl::string_view::npos);
+  EXPECT_FALSE(IsTracing());
+}
+
+TEST(Session, FullBuffersDropAndCountExactlyWithoutBlocking) {
+  const std::string dir = FreshDir("overflow");
+  TraceOptions options;
+  options.max_blocks_per_thread = 1;               // 2048 slots
+  options.flush_interval = std::chrono::hours(1);  // the writer never drains
+  options.process_counters = false;
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  constexpr int kAttempts = 100000;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread([&] {
+    SetThreadName("overflowing");
+    for (int i = 0; i < kAttempts; ++i) PODSCOPE_TRACE("tiny");
+  }).join();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  const SessionStats live = CurrentSessionStats();
+  auto path = StopTrace();
+  ASSERT_TRUE(path.ok());
+  // Dropping is as cheap as recording: nothing waited for the writer.
+  EXPECT_LT(elapsed, std::chrono::seconds(2));
+  (void)live;
+  const auto file = ReadTraceFile(*path);
+  auto tracks = file.TracksNamed("overflowing");
+  ASSERT_EQ(tracks.size(), 1u);
+  const uint64_t recorded = tracks[0]->events.slices.size();
+  const auto& drops = file.reader->drop_counts();
+  ASSERT_TRUE(drops.contains(tracks[0]->track.id()));
+  const uint64_t dropped = drops.at(tracks[0]->track.id());
+  EXPECT_EQ(recorded, 2048u);
+  EXPECT_EQ(recorded + dropped, static_cast<uint64_t>(kAttempts));
+}
+
+TEST(Session, WriterRecyclesBlocksSoABusyThreadLosesNothing) {
+  const std::string dir = FreshDir("recycle");
+  TraceOptions options;
+  options.max_blocks_per_thread = 8;
+  options.flush_interval = std::chrono::milliseconds(5);
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  constexpr int kEvents = 200000;
+  std::thread([&] {
+    SetThreadName("paced");
+    for (int i = 0; i < kEvents; ++i) {
+      PODSCOPE_TRACE("paced_event");
+      // Leave the writer time to keep up: 8 blocks = 16k events of slack.
+      if (i % 2048 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }).join();
+  auto path = StopTrace();
+  ASSERT_TRUE(path.ok());
+  const auto file = ReadTraceFile(*path);
+  EXPECT_EQ(file.SlicesNamed("paced_event").size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(file.reader->total_dropped(), 0u);
+}
+
+// The child (tests/profiler/crash_child.cc) records one "tick" slice per
+// millisecond with its sequence number and is killed with SIGKILL.
+TEST(Session, KilledProcessLeavesAFileReadableToItsLastFlush) {
+  const std::string dir = FreshDir("killed");
+  pid_t pid;
+  std::string child = PODSCOPE_CRASH_CHILD;
+  char* argv[] = {child.data(), const_cast<char*>(dir.c_str()), nullptr};
+  ASSERT_EQ(posix_spawn(&pid, child.c_str(), nullptr, nullptr, argv, environ), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  std::string path;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    path = e.path().string();
+  }
+  ASSERT_FALSE(path.empty()) << "the child wrote no file";
+  const auto file = ReadTraceFile(path);
+  ASSERT_NE(file.reader, nullptr);
+  const auto report = file.reader->report();
+  EXPECT_FALSE(report.has_index);
+  // At most a torn tail; nothing in the middle.
+  for (const auto& r : report.skipped) {
+    EXPECT_EQ(r.offset + r.bytes, report.file_bytes) << r.reason;
+  }
+  // The ticks form an unbroken prefix 0..n-1 and cover most of the run:
+  // the child flushes every 50 ms and started ~700 ms before the kill.
+  std::vector<int64_t> seq;
+  for (const auto& t : file.tracks) {
+    for (uint32_t i = 0; i < t.events.slices.size(); ++i) {
+      if (file.Name(t.events.slices[i].name) != "tick") continue;
+      const auto* args = t.events.FindArgs(trace_format::EventKind::kSlice, i);
+      ASSERT_NE(args, nullptr);
+      seq.push_back(std::get<int64_t>(args->args[0].value));
+    }
+  }
+  std::sort(seq.begin(), seq.end());
+  ASSERT_GT(seq.size(), 100u);
+  for (size_t i = 0; i < seq.size(); ++i) ASSERT_EQ(seq[i], static_cast<int64_t>(i));
+}
+
+}  // namespace
+}  // namespace podscope::profiler
