@@ -10,7 +10,8 @@ namespace podscope::profiler {
 namespace internal {
 
 std::atomic<int> g_level{0};
-thread_local ThreadCursor t_cursor __attribute__((tls_model("initial-exec")));
+thread_local constinit ThreadCursor t_cursor
+    __attribute__((tls_model("initial-exec")));
 
 namespace {
 
@@ -43,10 +44,10 @@ void Push(std::atomic<Block*>* list, Block* block) {
 
 // Points the cursor at `block` and publishes it as the current block.
 void Install(ThreadBuffer* buffer, Block* block) {
-  t_cursor.base = block->slots;
   t_cursor.next = block->slots;
   t_cursor.end = block->slots + Block::kSlots;
   t_cursor.committed = &block->committed;
+  t_cursor.index = 0;
   buffer->current.store(block, std::memory_order_release);
 }
 
@@ -134,7 +135,7 @@ RawEvent* ReserveSlow(uint32_t n) {
   ThreadBuffer* buffer = BufferRegistry::Get().ForThisThread();
   // The current block (if any) cannot hold n more slots: hand it over.
   Block* old = buffer->current.load(std::memory_order_relaxed);
-  if (old != nullptr && t_cursor.next != nullptr) {
+  if (old != nullptr) {
     Push(&buffer->full, old);
     buffer->current.store(nullptr, std::memory_order_release);
     t_cursor = ThreadCursor();
@@ -147,7 +148,15 @@ RawEvent* ReserveSlow(uint32_t n) {
   Install(buffer, fresh);
   RawEvent* e = t_cursor.next;
   t_cursor.next += n;
+  t_cursor.index += n;
   return e;
+}
+
+void RecordSliceSlow(uint64_t start, uint64_t end, uint32_t name) {
+  RawEvent* e = ReserveSlow(1);
+  if (e == nullptr) return;
+  *e = {start, end, name, kRecordSlice, 0, 0};
+  Commit();
 }
 
 void DrainBuffer(ThreadBuffer* buffer,

@@ -72,25 +72,30 @@ struct RawEvent {
 };
 static_assert(sizeof(RawEvent) == 24);
 
-// The calling thread's position in its current block.
+// The calling thread's position in its current block. Constant-initialised
+// so that reaching it is a plain %fs-relative access, with no TLS wrapper
+// call on the hot path.
 struct ThreadCursor {
   RawEvent* next = nullptr;
   RawEvent* end = nullptr;
   std::atomic<uint32_t>* committed = nullptr;
-  RawEvent* base = nullptr;
+  uint32_t index = 0;  // slots reserved in the block so far
 };
-extern thread_local ThreadCursor t_cursor
+extern thread_local constinit ThreadCursor t_cursor
     __attribute__((tls_model("initial-exec")));
 
 // Reserves `n` contiguous slots in a fresh block; nullptr when events are
 // being dropped (counted).
 RawEvent* ReserveSlow(uint32_t n);
+void RecordSliceSlow(uint64_t start, uint64_t end, uint32_t name);
 
 inline RawEvent* Reserve(uint32_t n) {
   ThreadCursor& c = t_cursor;
-  if (__builtin_expect(c.next + n <= c.end && c.next != nullptr, true)) {
+  // With no block, next == end == nullptr and the test fails.
+  if (__builtin_expect(static_cast<size_t>(c.end - c.next) >= n, true)) {
     RawEvent* e = c.next;
     c.next += n;
+    c.index += n;
     return e;
   }
   return ReserveSlow(n);
@@ -99,8 +104,22 @@ inline RawEvent* Reserve(uint32_t n) {
 // Makes the slots reserved so far visible to the session's writer thread.
 inline void Commit() {
   ThreadCursor& c = t_cursor;
-  c.committed->store(static_cast<uint32_t>(c.next - c.base),
-                     std::memory_order_release);
+  c.committed->store(c.index, std::memory_order_release);
+}
+
+// The hot path of a scope without arguments or flows.
+__attribute__((always_inline)) inline void RecordSlice(uint64_t start,
+                                                       uint64_t end,
+                                                       uint32_t name) {
+  ThreadCursor& c = t_cursor;
+  RawEvent* e = c.next;
+  if (__builtin_expect(e != c.end, true)) {
+    *e = {start, end, name, kRecordSlice, 0, 0};
+    c.next = e + 1;
+    c.committed->store(++c.index, std::memory_order_release);
+    return;
+  }
+  RecordSliceSlow(start, end, name);
 }
 
 // A call site's name, interned on first use.
@@ -176,9 +195,13 @@ class Trace {
   }
 
   ~Trace() {
-    if (__builtin_expect(start_ == 0, true)) return;
+    if (start_ == 0) return;
     const uint64_t end = Ticks();
-    Emit(end);
+    if (__builtin_expect((num_args_ | flow_out_ | flow_in_) == 0, true)) {
+      internal::RecordSlice(start_, end, name_);
+    } else {
+      EmitWithAttachments(end);
+    }
   }
 
   Trace(const Trace&) = delete;
@@ -209,24 +232,18 @@ class Trace {
      ...);
   }
 
-  void Emit(uint64_t end) {
+  __attribute__((noinline)) void EmitWithAttachments(uint64_t end) {
     const uint32_t extra = num_args_ + (flow_out_ != 0) + (flow_in_ != 0);
     internal::RawEvent* e = internal::Reserve(1 + extra);
     if (e == nullptr) return;
-    e->a = start_;
-    e->b = end;
-    e->name = name_;
-    e->kind = internal::kRecordSlice;
-    e->attachments = static_cast<uint8_t>(extra);
-    if (__builtin_expect(extra != 0, false)) EmitAttachments(e + 1);
-    internal::Commit();
-  }
-  void EmitAttachments(internal::RawEvent* e) {
+    *e++ = {start_, end, name_, internal::kRecordSlice,
+            static_cast<uint8_t>(extra), 0};
     for (int i = 0; i < num_args_; ++i, ++e) {
       *e = {args_[i].bits, 0, args_[i].key, args_[i].kind, 0, 0};
     }
     if (flow_out_ != 0) *e++ = {flow_out_, 0, 0, internal::kRecordFlowOut, 0, 0};
     if (flow_in_ != 0) *e++ = {flow_in_, 0, 0, internal::kRecordFlowIn, 0, 0};
+    internal::Commit();
   }
 
   uint64_t start_ = 0;
