@@ -159,42 +159,23 @@ void RecordSliceSlow(uint64_t start, uint64_t end, uint32_t name) {
   Commit();
 }
 
-void DrainBuffer(ThreadBuffer* buffer,
-                 const std::function<void(const RawEvent*)>& fn) {
-  auto drain_block = [&](Block* b, uint32_t limit) {
-    uint32_t i = b->consumed;
-    while (i < limit) {
-      const RawEvent* e = &b->slots[i];
-      const uint32_t span = 1u + ((e->kind == kRecordSlice ||
-                                   e->kind == kRecordInstant)
-                                      ? e->attachments
-                                      : 0u);
-      if (i + span > limit) break;  // never happens: records commit whole
-      fn(e);
-      i += span;
-    }
-    b->consumed = i;
-  };
+Block* TakeFullBlocks(ThreadBuffer* buffer) {
   Block* full = buffer->full.exchange(nullptr, std::memory_order_acquire);
-  // The stack holds the newest block first; drain oldest first.
-  Block* reversed = nullptr;
+  // The stack holds the newest block first.
+  Block* oldest_first = nullptr;
   while (full != nullptr) {
     Block* next = full->next;
-    full->next = reversed;
-    reversed = full;
+    full->next = oldest_first;
+    oldest_first = full;
     full = next;
   }
-  while (reversed != nullptr) {
-    Block* b = reversed;
-    reversed = b->next;
-    drain_block(b, b->committed.load(std::memory_order_acquire));
-    b->consumed = 0;
-    b->committed.store(0, std::memory_order_relaxed);
-    Push(&buffer->free, b);
-  }
-  if (Block* current = buffer->current.load(std::memory_order_acquire)) {
-    drain_block(current, current->committed.load(std::memory_order_acquire));
-  }
+  return oldest_first;
+}
+
+void RecycleBlock(ThreadBuffer* buffer, Block* block) {
+  block->consumed = 0;
+  block->committed.store(0, std::memory_order_relaxed);
+  Push(&buffer->free, block);
 }
 
 uint32_t InternSite(NameSite* site) {

@@ -80,11 +80,46 @@ class BufferRegistry {
   std::atomic<uint32_t> max_blocks_{256};
 };
 
+// Slots a record takes: slices and instants carry their attachments.
+inline uint32_t RecordSpan(const RawEvent& e) {
+  return 1u + ((e.kind == kRecordSlice || e.kind == kRecordInstant)
+                   ? e.attachments
+                   : 0u);
+}
+
+// Calls fn on each record of `block` from `consumed` to `limit`.
+template <typename Fn>
+void DrainBlock(Block* block, uint32_t limit, Fn& fn) {
+  uint32_t i = block->consumed;
+  while (i < limit) {
+    const RawEvent* e = &block->slots[i];
+    fn(e);
+    i += RecordSpan(*e);
+  }
+  block->consumed = i;
+}
+
+// Takes the blocks `buffer` has filled, oldest first.
+Block* TakeFullBlocks(ThreadBuffer* buffer);
+// Hands a drained block back to its owner thread.
+void RecycleBlock(ThreadBuffer* buffer, Block* block);
+
 // Drains what `buffer` has committed: calls fn on each event record (a
 // slice or instant with its attachments following it) and recycles full
 // blocks. Writer thread only.
-void DrainBuffer(ThreadBuffer* buffer,
-                 const std::function<void(const RawEvent*)>& fn);
+template <typename Fn>
+void DrainBuffer(ThreadBuffer* buffer, Fn&& fn) {
+  for (Block* b = TakeFullBlocks(buffer); b != nullptr;) {
+    Block* next = b->next;
+    DrainBlock(b, b->committed.load(std::memory_order_acquire), fn);
+    RecycleBlock(buffer, b);
+    b = next;
+  }
+  if (Block* current = buffer->current.load(std::memory_order_acquire)) {
+    DrainBlock(current, current->committed.load(std::memory_order_acquire),
+               fn);
+  }
+}
 
 pid_t CurrentTid();
 

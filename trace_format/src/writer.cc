@@ -59,9 +59,9 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(
 
 absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(
     std::unique_ptr<RecordSink> sink, const WriterOptions& options) {
-  if (options.compression_level < 1 || options.compression_level > 9) {
+  if (options.compression_level < 0 || options.compression_level > 9) {
     return absl::InvalidArgumentError(
-        absl::StrCat("compression_level must be 1..9, got ",
+        absl::StrCat("compression_level must be 0..9, got ",
                      options.compression_level));
   }
   std::unique_ptr<TraceWriter> writer(
@@ -241,6 +241,14 @@ absl::Status TraceWriter::AppendRecord(RecordType type,
   return absl::OkStatus();
 }
 
+std::string TraceWriter::Frame(RecordType type,
+                               std::string_view payload) const {
+  if (options_.compression_level == 0) {
+    return EncodeRecord(type, RecordEncoding::kRaw, payload);
+  }
+  return EncodeCompressedRecord(type, payload, options_.compression_level);
+}
+
 absl::Status TraceWriter::AppendMessage(
     RecordType type, const google::protobuf::MessageLite& message,
     bool compress) {
@@ -252,7 +260,7 @@ absl::Status TraceWriter::AppendMessage(
   }
   std::string framed =
       compress && payload.size() >= kCompressThreshold
-          ? EncodeCompressedRecord(type, payload, options_.compression_level)
+          ? Frame(type, payload)
           : EncodeRecord(type, RecordEncoding::kRaw, payload);
   return AppendRecord(type, framed);
 }
@@ -338,8 +346,7 @@ absl::Status TraceWriter::WriteChunk() {
   }
   std::string payload;
   chunk.SerializeToString(&payload);
-  std::string framed = EncodeCompressedRecord(RecordType::kChunk, payload,
-                                              options_.compression_level);
+  std::string framed = Frame(RecordType::kChunk, payload);
   entry.set_offset(stats_.bytes);
   entry.set_length(framed.size());
   entry.set_min_ns(chunk_min);

@@ -35,7 +35,8 @@ struct TraceOptions {
   // Process counters (resident memory, CPU use) are sampled at each flush
   // when true.
   bool process_counters = true;
-  // zlib level of the file's chunks.
+  // zlib level of the file's chunks; 0 writes them uncompressed, for event
+  // rates beyond what compression keeps up with on one core.
   int compression_level = 1;
   // Identifies the capture across processes; defaults to $PODSCOPE_SESSION.
   std::string session_id;

@@ -24,8 +24,9 @@
 namespace podscope::trace_format {
 
 struct WriterOptions {
-  // zlib level for chunks, 1 (fastest) to 9 (smallest). Level 6 saves
-  // about 2% of the bytes of level 1 for a third more time.
+  // zlib level for chunks, 1 (fastest) to 9 (smallest); 0 stores records
+  // uncompressed (for captures whose event rate outruns compression). Level
+  // 6 saves about 2% of the bytes of level 1 for a third more time.
   int compression_level = 1;
   // Pending events that make the writer encode a chunk on its own.
   size_t chunk_events = 1 << 16;
@@ -106,6 +107,7 @@ class TraceWriter {
   TraceWriter(std::unique_ptr<RecordSink> sink, const WriterOptions& options);
 
   TrackEvents& Pending(uint32_t track_id);
+  std::string Frame(RecordType type, std::string_view payload) const;
   absl::Status AppendRecord(RecordType type, const std::string& framed);
   absl::Status AppendMessage(RecordType type,
                              const google::protobuf::MessageLite& message,
