@@ -148,6 +148,54 @@ TEST(Session, WriterRecyclesBlocksSoABusyThreadLosesNothing) {
   EXPECT_EQ(file.reader->total_dropped(), 0u);
 }
 
+// Threads record while the writer drains their current blocks and recycles
+// full ones every millisecond: every attempt is either in the file or
+// counted as dropped (also run under ThreadSanitizer).
+TEST(Session, ConcurrentRecordingWhileTheWriterDrains) {
+  const std::string dir = FreshDir("concurrent");
+  TraceOptions options;
+  options.max_blocks_per_thread = 2;
+  options.flush_interval = std::chrono::milliseconds(1);
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 60000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t] {
+      SetThreadName("stress " + std::to_string(t));
+      for (int i = 0; i < kPerThread; ++i) {
+        if (i % 3 == 0) {
+          PODSCOPE_TRACE("stress_args", "i", i);
+        } else {
+          PODSCOPE_TRACE("stress");
+        }
+        if (i % 5000 == 0) std::this_thread::yield();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  auto path = StopTrace();
+  ASSERT_TRUE(path.ok());
+  const auto file = ReadTraceFile(*path);
+  for (int t = 0; t < kThreads; ++t) {
+    auto tracks = file.TracksNamed("stress " + std::to_string(t));
+    ASSERT_EQ(tracks.size(), 1u);
+    const uint64_t recorded = tracks[0]->events.slices.size();
+    const auto& drops = file.reader->drop_counts();
+    const auto it = drops.find(tracks[0]->track.id());
+    const uint64_t dropped = it == drops.end() ? 0 : it->second;
+    EXPECT_EQ(recorded + dropped, static_cast<uint64_t>(kPerThread)) << t;
+    // Arguments stay with their events.
+    for (uint32_t i = 0; i < tracks[0]->events.slices.size(); ++i) {
+      const bool has_args =
+          file.Name(tracks[0]->events.slices[i].name) == "stress_args";
+      EXPECT_EQ(tracks[0]->events.FindArgs(trace_format::EventKind::kSlice, i) !=
+                    nullptr,
+                has_args);
+    }
+  }
+}
+
 // The child (tests/profiler/crash_child.cc) records one "tick" slice per
 // millisecond with its sequence number and is killed with SIGKILL.
 TEST(Session, KilledProcessLeavesAFileReadableToItsLastFlush) {
