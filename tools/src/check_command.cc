@@ -76,12 +76,13 @@ FileCheck CheckReader(const TraceReader& reader) {
   c.tracks = reader.tracks().size();
   std::atomic<uint64_t> events{0};
   std::atomic<uint64_t> decoded{0};
-  reader.ForEachChunk(0, [&](size_t, std::vector<trace_format::TrackEvents>& e) {
-    uint64_t n = 0;
-    for (const auto& track : e) n += track.event_count();
-    events += n;
-    ++decoded;
-  });
+  reader.ForEachChunk(0,
+                      [&](size_t, std::vector<trace_format::TrackEvents>& e) {
+                        uint64_t n = 0;
+                        for (const auto& track : e) n += track.event_count();
+                        events += n;
+                        ++decoded;
+                      });
   c.events = events;
   c.chunks_decoded = decoded;
   // Decoding is what finds damaged chunks, so the report comes after it.
@@ -112,10 +113,9 @@ std::vector<FileCheck> CheckPaths(const std::vector<std::string>& paths) {
       c.path = file;
       c.error = std::string(status.message());
     }
-    std::stable_sort(found.begin(), found.end(),
-                     [](const FileCheck& a, const FileCheck& b) {
-                       return a.path < b.path;
-                     });
+    std::stable_sort(
+        found.begin(), found.end(),
+        [](const FileCheck& a, const FileCheck& b) { return a.path < b.path; });
     for (FileCheck& c : found) out.push_back(std::move(c));
   }
   return out;
@@ -124,7 +124,7 @@ std::vector<FileCheck> CheckPaths(const std::vector<std::string>& paths) {
 std::string WhyRecovered(const FileCheck& c) {
   std::vector<std::string> why;
   if (!c.report.has_index) {
-    why.push_back("not closed (no index: the writer stopped before closing it)");
+    why.push_back("not closed: no index");
   }
   if (!c.report.skipped.empty()) why.push_back("damaged");
   std::string out;
@@ -138,31 +138,35 @@ std::string WhyRecovered(const FileCheck& c) {
 void PrintHuman(const std::vector<FileCheck>& checks, const CommandIo& io) {
   size_t counts[3] = {0, 0, 0};
   for (const FileCheck& c : checks) {
+    // A blank line between files' blocks.
+    std::string b = counts[0] + counts[1] + counts[2] == 0 ? "" : "\n";
     ++counts[static_cast<int>(c.status)];
-    std::string b = absl::StrCat(c.path, ": ", std::string(StatusName(c.status)));
+    absl::StrAppend(&b, c.path, ": ", std::string(StatusName(c.status)));
     if (c.status == Status::kUnreadable) {
-      absl::StrAppend(&b, "\n  ", c.error, "\n");
+      absl::StrAppend(&b, "\n  ", WithoutPathPrefix(c.error, c.path), "\n");
       std::fputs(b.c_str(), io.out);
       continue;
     }
     const std::string size = FormatBytes(c.report.file_bytes);
     if (c.status == Status::kIntact) {
       absl::StrAppend(&b, "\n  ", FormatCount(c.events), " events in ",
-                      Plural(c.chunks, "chunk"), ", ", Plural(c.tracks, "track"),
-                      ", ", size, "; closed with an index\n");
+                      Plural(c.chunks, "chunk"), ", ",
+                      Plural(c.tracks, "track"), ", ", size,
+                      "; closed with an index\n");
     } else {
-      absl::StrAppend(&b, " (", WhyRecovered(c), ")\n  ",
-                      FormatCount(c.events), " events recovered from ",
-                      FormatCount(c.chunks_decoded), " of ",
-                      Plural(c.chunks, "chunk"), ", ", Plural(c.tracks, "track"),
-                      ", ", size, "\n");
+      absl::StrAppend(&b, " (", WhyRecovered(c), ")\n  ", FormatCount(c.events),
+                      " events recovered from ", FormatCount(c.chunks_decoded),
+                      " of ", Plural(c.chunks, "chunk"), ", ",
+                      Plural(c.tracks, "track"), ", ", size, "\n");
       const uint64_t skipped = c.report.skipped_bytes();
       if (c.report.skipped.empty()) {
         absl::StrAppend(&b, "  no bytes skipped\n");
       } else {
-        absl::StrAppend(&b, "  ", FormatCount(skipped), " bytes skipped (",
-                        FormatBytes(skipped), ") in ",
-                        Plural(c.report.skipped.size(), "range"), ":\n");
+        absl::StrAppend(&b, "  ", FormatCount(skipped), " bytes skipped");
+        if (skipped >= 1024)
+          absl::StrAppend(&b, " (", FormatBytes(skipped), ")");
+        absl::StrAppend(&b, " in ", Plural(c.report.skipped.size(), "range"),
+                        ":\n");
       }
       size_t shown = 0;
       for (const auto& r : c.report.skipped) {
@@ -179,9 +183,9 @@ void PrintHuman(const std::vector<FileCheck>& checks, const CommandIo& io) {
     std::fputs(b.c_str(), io.out);
   }
   if (checks.size() > 1) {
-    std::fprintf(io.out, "\n%s checked: %zu intact, %zu recovered, %zu unreadable\n",
-                 Plural(checks.size(), "file").c_str(), counts[0], counts[1],
-                 counts[2]);
+    std::fprintf(
+        io.out, "\n%s checked: %zu intact, %zu recovered, %zu unreadable\n",
+        Plural(checks.size(), "file").c_str(), counts[0], counts[1], counts[2]);
   }
 }
 

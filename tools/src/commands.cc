@@ -69,8 +69,7 @@ int RunHelp(std::span<const std::string> args, const CommandIo& io) {
   }
   const Command* command = FindCommand(args[0]);
   if (command == nullptr) {
-    return UsageError(io, "help",
-                      "unknown command '" + args[0] + "'");
+    return UsageError(io, "help", "unknown command '" + args[0] + "'");
   }
   return PrintCommandHelp(io, *command);
 }
@@ -114,9 +113,8 @@ int RunPodscope(std::span<const std::string> args, const CommandIo& io) {
     return kExitOk;
   }
   if (first == "--version") {
-    std::fprintf(io.out, "podscope %s (trace format %d.%d)\n",
-                 PODSCOPE_VERSION, trace_format::kMajorVersion,
-                 trace_format::kMinorVersion);
+    std::fprintf(io.out, "podscope %s (trace format %d.%d)\n", PODSCOPE_VERSION,
+                 trace_format::kMajorVersion, trace_format::kMinorVersion);
     return kExitOk;
   }
   if (first == "help") return RunHelp(args.subspan(1), io);
@@ -130,9 +128,9 @@ int RunPodscope(std::span<const std::string> args, const CommandIo& io) {
       names += names.empty() ? "" : ", ";
       names += c->name;
     }
-    return UsageError(io, "",
-                      "unknown command '" + first + "' (commands: " + names +
-                          ", help)");
+    return UsageError(
+        io, "",
+        "unknown command '" + first + "' (commands: " + names + ", help)");
   }
   return command->run(args.subspan(1), io);
 }

@@ -53,9 +53,9 @@ absl::Status FlagParser::Set(const Flag& flag, std::string_view spelled,
                          std::string(value), "'"));
       }
       if (n < flag.min || n > flag.max) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            std::string(spelled), " expects a number from ", flag.min, " to ",
-            flag.max, ", got ", n));
+        return absl::InvalidArgumentError(
+            absl::StrCat(std::string(spelled), " expects a number from ",
+                         flag.min, " to ", flag.max, ", got ", n));
       }
       *static_cast<int64_t*>(flag.value) = n;
       return absl::OkStatus();
@@ -102,9 +102,8 @@ absl::Status FlagParser::Parse(std::span<const std::string> args,
       flag = FindShort(arg[1]);
     }
     if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '", has_inline_value ? spelled : arg,
-                       "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown flag '", has_inline_value ? spelled : arg, "'"));
     }
     if (flag->kind == Kind::kBool) {
       if (has_inline_value) {

@@ -24,8 +24,7 @@ class FlagParser {
   void AddString(std::string_view name, std::string* value,
                  char short_name = 0);
   // A whole number in [min, max].
-  void AddInt(std::string_view name, int64_t* value, int64_t min,
-              int64_t max);
+  void AddInt(std::string_view name, int64_t* value, int64_t min, int64_t max);
 
   // Parses `args`: flags may come before, between or after the positional
   // arguments, which are appended to `positional`. `*help` is set when -h

@@ -39,7 +39,8 @@ LocalRange RangeOf(const TrackEvents& e) {
   if (!e.counters.empty()) {
     r.Add(e.counters.front().ts_ns, e.counters.back().ts_ns);
   }
-  if (!e.samples.empty()) r.Add(e.samples.front().ts_ns, e.samples.back().ts_ns);
+  if (!e.samples.empty())
+    r.Add(e.samples.front().ts_ns, e.samples.back().ts_ns);
   return r;
 }
 
@@ -89,7 +90,8 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
     p.tracks.push_back(std::move(t));
     const LocalRange r = RangeOf(e);
     if (r.any) local->Add(r.min_ns, r.max_ns);
-    names->AddTrack(e.slices, [&](uint32_t id) { return reader.GetString(id); });
+    names->AddTrack(e.slices,
+                    [&](uint32_t id) { return reader.GetString(id); });
     // Free each track's events as soon as they are counted.
     e = TrackEvents();
   }
@@ -218,9 +220,8 @@ TraceSummary Summarize(std::span<const TraceReader* const> readers,
       if (!p.reference_clock.empty()) references.insert(p.reference_clock);
     }
     if (local.any) {
-      const ClockModel clock = options.align_clocks
-                                   ? ClockModel(reader.clock())
-                                   : ClockModel();
+      const ClockModel clock =
+          options.align_clocks ? ClockModel(reader.clock()) : ClockModel();
       p.has_events = true;
       p.first_ns = clock.ToReference(local.min_ns);
       p.last_ns = clock.ToReference(local.max_ns);

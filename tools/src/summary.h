@@ -156,9 +156,9 @@ struct SummaryOptions {
 
 // Summarises files already opened; `unreadable` lists those that could not
 // be opened, to report them beside the rest.
-TraceSummary Summarize(std::span<const trace_format::TraceReader* const> readers,
-                       std::vector<UnreadableFile> unreadable,
-                       const SummaryOptions& options = {});
+TraceSummary Summarize(
+    std::span<const trace_format::TraceReader* const> readers,
+    std::vector<UnreadableFile> unreadable, const SummaryOptions& options = {});
 
 // Opens every trace under `path` (a file, or a folder searched recursively)
 // and summarises them. An error when `path` does not exist or holds no

@@ -80,9 +80,20 @@ std::string FormatUtc(int64_t realtime_ns) {
   return absl::StrFormat("%s.%03d UTC", date, nanos / 1000000);
 }
 
-std::string Plural(uint64_t n, std::string_view word) {
-  return absl::StrCat(FormatCount(n), " ", std::string(word),
-                      n == 1 ? "" : "s");
+std::string Plural(uint64_t n, std::string_view word, std::string_view plural) {
+  if (n == 1) return absl::StrCat("1 ", std::string(word));
+  if (plural.empty()) {
+    return absl::StrCat(FormatCount(n), " ", std::string(word), "s");
+  }
+  return absl::StrCat(FormatCount(n), " ", std::string(plural));
+}
+
+std::string WithoutPathPrefix(std::string_view message, std::string_view path) {
+  if (!path.empty() && message.size() > path.size() + 2 &&
+      message.starts_with(path) && message.substr(path.size(), 2) == ": ") {
+    message.remove_prefix(path.size() + 2);
+  }
+  return std::string(message);
 }
 
 ProgressLine::ProgressLine(const CommandIo& io, std::string label,
@@ -98,9 +109,10 @@ void ProgressLine::Update(size_t done, size_t total) {
   }
   last_draw_ = now;
   drawn_ = true;
-  const int percent =
-      total == 0 ? 100 : static_cast<int>(100.0 * static_cast<double>(done) /
-                                          static_cast<double>(total));
+  const int percent = total == 0
+                          ? 100
+                          : static_cast<int>(100.0 * static_cast<double>(done) /
+                                             static_cast<double>(total));
   // \r and "erase line" redraw in place.
   std::fprintf(io_.err, "\r\x1b[2K%s: %zu/%zu %s (%d%%)", label_.c_str(), done,
                total, unit_.c_str(), percent);

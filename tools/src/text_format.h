@@ -26,9 +26,14 @@ std::string FormatCount(uint64_t n);
 // "2024-05-01 10:00:00.123 UTC" for nanoseconds since the Unix epoch.
 std::string FormatUtc(int64_t realtime_ns);
 
-// `n` followed by `word`, pluralised with an "s" unless n is 1:
-// "1 file", "3 files".
-std::string Plural(uint64_t n, std::string_view word);
+// `n` followed by `word`, or by `plural` (default: `word` + "s") unless n
+// is 1: "1 file", "3 files", "2 processes".
+std::string Plural(uint64_t n, std::string_view word,
+                   std::string_view plural = {});
+
+// `message` without a leading "<path>: ", for output that already names
+// the file (the trace reader's messages start with the path).
+std::string WithoutPathPrefix(std::string_view message, std::string_view path);
 
 // A line on stderr that redraws itself ("exporting: 12/40 tracks (30%)"),
 // only when stderr is a terminal and at most ten times a second.

@@ -1,0 +1,142 @@
+// `podscope export`: converts a capture to a format other tools open.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "command.h"
+#include "flags.h"
+#include "podscope/trace_format/chrome_export.h"
+#include "podscope/trace_format/reader.h"
+#include "text_format.h"
+
+namespace podscope::tools {
+namespace {
+
+constexpr std::string_view kHelp =
+    R"(Usage: podscope export --format chrome PATH -o OUT [--gzip] [--no-align-clocks]
+
+Converts traces to Chrome trace JSON (the Trace Event Format), which
+Perfetto UI (ui.perfetto.dev) and chrome://tracing open. PATH is a trace
+file or a folder, searched recursively for *.podtrace files; all of them go
+into one document, one process per file and one thread per track. Each
+file's clock offsets are applied so that hosts line up.
+
+Flags:
+  --format FORMAT    The output format; one of: chrome
+  -o, --output OUT   The file to write (replaced if it exists)
+  --gzip             Compress the output with gzip (implied when OUT ends
+                     in .gz)
+  --no-align-clocks  Keep every file on its own host's monotonic clock
+  -h, --help         Show this help
+
+Exit codes: 0 success, 2 usage error, 3 PATH not found or no file in it
+readable, 4 OUT cannot be written. Unreadable or recovered files beside
+readable ones are reported as warnings.
+)";
+
+constexpr std::string_view kFormats[] = {"chrome"};
+
+int RunExport(std::span<const std::string> args, const CommandIo& io) {
+  std::string format;
+  std::string out_path;
+  bool gzip = false;
+  bool no_align = false;
+  FlagParser flags;
+  flags.AddString("format", &format);
+  flags.AddString("output", &out_path, 'o');
+  flags.AddBool("gzip", &gzip);
+  flags.AddBool("no-align-clocks", &no_align);
+  std::vector<std::string> paths;
+  bool help = false;
+  if (auto s = flags.Parse(args, &paths, &help); !s.ok()) {
+    return UsageError(io, "export", std::string(s.message()));
+  }
+  if (help) return PrintCommandHelp(io, kExportCommand);
+  if (format.empty()) {
+    return UsageError(io, "export", "--format is required (one of: chrome)");
+  }
+  bool known = false;
+  for (std::string_view f : kFormats) known = known || f == format;
+  if (!known) {
+    return UsageError(io, "export",
+                      "unknown --format '" + format + "' (one of: chrome)");
+  }
+  if (paths.size() != 1) {
+    return UsageError(io, "export",
+                      paths.empty() ? "expects a PATH (a trace file or folder)"
+                                    : "expects one PATH");
+  }
+  if (out_path.empty()) {
+    return UsageError(io, "export", "-o OUT is required");
+  }
+
+  auto opened = trace_format::OpenTraces(paths[0]);
+  if (!opened.ok()) {
+    std::fprintf(io.err, "podscope export: %s\n",
+                 std::string(opened.status().message()).c_str());
+    return opened.status().code() == absl::StatusCode::kNotFound
+               ? kExitUnreadable
+               : kExitInternal;
+  }
+  for (const auto& [file, status] : opened->failures) {
+    std::fprintf(
+        io.err, "podscope export: warning: skipping %s: %s\n", file.c_str(),
+        WithoutPathPrefix(std::string(status.message()), file).c_str());
+  }
+  if (opened->readers.empty()) {
+    std::fprintf(io.err, "podscope export: no readable trace at %s\n",
+                 paths[0].c_str());
+    return kExitUnreadable;
+  }
+  std::vector<const trace_format::TraceReader*> readers;
+  for (const auto& r : opened->readers) readers.push_back(r.get());
+
+  ProgressLine progress(io, "exporting", "tracks");
+  trace_format::ChromeExportOptions options;
+  options.gzip = gzip || out_path.ends_with(".gz");
+  options.align_clocks = !no_align;
+  options.progress = [&](size_t done, size_t total) {
+    progress.Update(done, total);
+  };
+  auto stats = trace_format::ExportChrome(readers, out_path, options);
+  progress.Finish();
+  if (!stats.ok()) {
+    std::fprintf(io.err, "podscope export: %s\n",
+                 std::string(stats.status().message()).c_str());
+    return kExitInternal;
+  }
+  // Damaged chunks are found while exporting, so report them afterwards.
+  for (const auto* r : readers) {
+    const trace_format::RecoveryReport report = r->report();
+    if (report.intact()) continue;
+    std::string why = report.has_index ? "" : "not closed: no index";
+    if (!report.skipped.empty()) {
+      absl::StrAppend(&why, why.empty() ? "" : ", ",
+                      FormatCount(report.skipped_bytes()),
+                      " damaged bytes skipped");
+    }
+    std::fprintf(io.err,
+                 "podscope export: warning: %s was recovered (%s); exported "
+                 "what could be read\n",
+                 r->name().c_str(), why.c_str());
+  }
+  std::string size = absl::StrCat(FormatCount(stats->bytes), " bytes");
+  if (stats->bytes >= 1024)
+    absl::StrAppend(&size, ", ", FormatBytes(stats->bytes));
+  if (options.gzip) absl::StrAppend(&size, ", gzip");
+  std::fprintf(io.out, "wrote %s events (%s) from %s to %s\n",
+               FormatCount(stats->events).c_str(), size.c_str(),
+               Plural(readers.size(), "file").c_str(), out_path.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+const Command kExportCommand = {
+    "export",
+    "Convert traces to Chrome trace JSON (Perfetto UI, chrome://tracing)",
+    kHelp,
+    RunExport,
+};
+
+}  // namespace podscope::tools
