@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <limits>
 
 #include "podscope/trace_format/events.h"
 
@@ -14,6 +15,20 @@ const EventArgs* TrackEvents::FindArgs(EventKind kind, uint32_t index) const {
     return nullptr;
   }
   return &*it;
+}
+
+std::pair<int64_t, int64_t> TrackEvents::time_range() const {
+  int64_t lo = std::numeric_limits<int64_t>::max();
+  int64_t hi = std::numeric_limits<int64_t>::min();
+  auto cover = [&](int64_t a, int64_t b) {
+    lo = std::min(lo, a);
+    hi = std::max(hi, b);
+  };
+  for (const Slice& s : slices) cover(s.start_ns, s.end_ns());
+  for (const Instant& e : instants) cover(e.ts_ns, e.ts_ns);
+  for (const CounterSample& c : counters) cover(c.ts_ns, c.ts_ns);
+  for (const StackSample& s : samples) cover(s.ts_ns, s.ts_ns);
+  return {lo, hi};
 }
 
 }  // namespace podscope::trace_format

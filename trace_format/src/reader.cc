@@ -140,6 +140,8 @@ absl::Status TraceReader::Load(const ReaderOptions& options) {
     LoadByScanning();
   }
   chunk_failed_.assign(chunks_.size(), false);
+  learned_ranges_.resize(chunks_.size());
+  ranges_learned_.assign(chunks_.size(), false);
   return absl::OkStatus();
 }
 
@@ -251,7 +253,10 @@ absl::Status TraceReader::ApplyRecord(const RecordView& record) {
             "strings record at offset %d starts at id 0", record.offset));
       }
       const uint64_t end = uint64_t{table.first_id()} + table.strings_size();
-      if (end > (1u << 31)) {
+      // Every id was written in this file, and distinct strings cost more
+      // than a bit each even compressed: a larger id is damage, and must
+      // not make the reader allocate a table for it.
+      if (end > (1u << 31) || end > 8 * uint64_t{data_.size()} + 1024) {
         return absl::DataLossError(absl::StrFormat(
             "strings record at offset %d: ids up to %d are implausible",
             record.offset, end));
@@ -388,6 +393,21 @@ absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
   if (auto s = DecodeChunkBytes(payload->view(), &out); !s.ok()) {
     return fail(s);
   }
+  if (!info.ranges_known) {
+    std::vector<proto::TrackRange> ranges;
+    for (const TrackEvents& e : out) {
+      if (e.empty()) continue;
+      const auto [lo, hi] = e.time_range();
+      proto::TrackRange& r = ranges.emplace_back();
+      r.set_track_id(e.track_id);
+      r.set_min_ns(lo);
+      r.set_max_ns(hi);
+      r.set_event_count(e.event_count());
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    learned_ranges_[i] = std::move(ranges);
+    ranges_learned_[i] = true;
+  }
   return out;
 }
 
@@ -400,20 +420,26 @@ void TraceReader::ForEachChunk(
   });
 }
 
+bool TraceReader::ChunkMayHold(size_t i, uint32_t track_id, int64_t t0,
+                               int64_t t1) const {
+  const std::vector<proto::TrackRange>* ranges = &chunks_[i].tracks;
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+  if (!chunks_[i].ranges_known) {
+    lock.lock();
+    if (!ranges_learned_[i]) return true;
+    ranges = &learned_ranges_[i];
+  }
+  for (const proto::TrackRange& r : *ranges) {
+    if (r.track_id() == track_id) return r.max_ns() >= t0 && r.min_ns() <= t1;
+  }
+  return false;
+}
+
 TrackEvents TraceReader::ReadTrack(uint32_t track_id, int64_t t0_ns,
                                    int64_t t1_ns) const {
   std::vector<TrackEvents> parts;
   for (size_t i = 0; i < chunks_.size(); ++i) {
-    const ChunkInfo& info = chunks_[i];
-    if (info.ranges_known) {
-      auto it = std::find_if(
-          info.tracks.begin(), info.tracks.end(),
-          [&](const proto::TrackRange& r) { return r.track_id() == track_id; });
-      if (it == info.tracks.end() || it->max_ns() < t0_ns ||
-          it->min_ns() > t1_ns) {
-        continue;
-      }
-    }
+    if (!ChunkMayHold(i, track_id, t0_ns, t1_ns)) continue;
     auto decoded = DecodeChunk(i);
     if (!decoded.ok()) continue;
     for (TrackEvents& e : *decoded) {

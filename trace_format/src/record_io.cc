@@ -251,7 +251,10 @@ absl::StatusOr<Payload> OpenPayload(const RecordView& record) {
   };
   if (record.payload.size() < 4) return damaged("no size prefix");
   const uint32_t size = GetU32(record.payload.data());
-  if (size > kMaxRecordPayload * size_t{4}) {
+  // Deflate expands at most 1032:1 (two bits per 258-byte match), so a
+  // larger claim is damage; it must not make the reader allocate it.
+  const uint64_t most = (record.payload.size() - 4) * uint64_t{1032} + 1024;
+  if (size > kMaxRecordPayload * size_t{4} || size > most) {
     return damaged(absl::StrFormat("claims %d bytes inflated", size));
   }
   auto out = std::make_unique_for_overwrite<char[]>(size + 1);

@@ -24,30 +24,6 @@ void Widen(proto::TrackRange* range, int64_t min_ns, int64_t max_ns,
   range->set_event_count(range->event_count() + count);
 }
 
-// The time range an encoded track covers: slices to their ends.
-std::pair<int64_t, int64_t> TimeRange(const TrackEvents& e) {
-  int64_t lo = std::numeric_limits<int64_t>::max();
-  int64_t hi = std::numeric_limits<int64_t>::min();
-  auto cover = [&](int64_t a, int64_t b) {
-    lo = std::min(lo, a);
-    hi = std::max(hi, b);
-  };
-  if (!e.slices.empty()) {
-    cover(e.slices.front().start_ns, e.slices.front().start_ns);
-    for (const Slice& s : e.slices) hi = std::max(hi, s.end_ns());
-  }
-  if (!e.instants.empty()) {
-    cover(e.instants.front().ts_ns, e.instants.back().ts_ns);
-  }
-  if (!e.counters.empty()) {
-    cover(e.counters.front().ts_ns, e.counters.back().ts_ns);
-  }
-  if (!e.samples.empty()) {
-    cover(e.samples.front().ts_ns, e.samples.back().ts_ns);
-  }
-  return {lo, hi};
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(
@@ -326,7 +302,7 @@ absl::Status TraceWriter::WriteChunk() {
     }
     SortTrackEvents(&e);
     EncodeTrackEvents(e, chunk.add_tracks());
-    const auto [lo, hi] = TimeRange(e);
+    const auto [lo, hi] = e.time_range();
     const uint64_t count = e.event_count();
     proto::TrackRange* range = entry.add_tracks();
     range->set_track_id(e.track_id);

@@ -33,8 +33,8 @@ bool ReadAt(std::string_view data, uint64_t offset, T* out) {
 }
 
 absl::Status Corrupt(const std::string& name, std::string_view what) {
-  return absl::DataLossError(
-      absl::StrCat("corrupt or truncated ELF file ", name, ": ", std::string(what)));
+  return absl::DataLossError(absl::StrCat("corrupt or truncated ELF file ",
+                                          name, ": ", std::string(what)));
 }
 
 // Candidate symbol before aliases at one address are merged.
@@ -207,9 +207,9 @@ absl::StatusOr<ElfSymbolTable> ParseElfSymbolsFromBuffer(
                                       ") extends past the end of the file"));
   }
   if (chosen->sh_link >= sections->size()) {
-    return Corrupt(name, absl::StrCat(kind, " links to string table ",
-                                      chosen->sh_link, " of ",
-                                      sections->size(), " sections"));
+    return Corrupt(
+        name, absl::StrCat(kind, " links to string table ", chosen->sh_link,
+                           " of ", sections->size(), " sections"));
   }
   const Elf64_Shdr& strtab = (*sections)[chosen->sh_link];
   if (strtab.sh_type != SHT_STRTAB ||
@@ -233,10 +233,10 @@ absl::StatusOr<ElfSymbolTable> ParseElfSymbolsFromBuffer(
     if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
     if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
     if (sym.st_name >= strtab.sh_size) {
-      return Corrupt(name, absl::StrCat("symbol ", i, " of ", kind,
-                                        " has name offset ", sym.st_name,
-                                        " past the string table (",
-                                        strtab.sh_size, " bytes)"));
+      return Corrupt(
+          name, absl::StrCat("symbol ", i, " of ", kind, " has name offset ",
+                             sym.st_name, " past the string table (",
+                             strtab.sh_size, " bytes)"));
     }
     const std::string_view symbol_name(table.strtab_.c_str() + sym.st_name);
     if (symbol_name.empty()) continue;

@@ -3,7 +3,6 @@
 #define UNW_LOCAL_ONLY  // before libunwind.h, or the local-only API won't link
 #include <libunwind.h>
 #include <sched.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -79,10 +78,11 @@ uint64_t SignalValue(int slot, uint32_t generation) {
          static_cast<uint64_t>(slot);
 }
 
-// Unwinds the interrupted stack into `ips`, leaf first. Async-signal-safe:
-// libunwind's local unwinder with a per-thread cache takes no locks and does
-// not allocate (it does call dl_iterate_phdr, which takes the loader's
-// recursive lock; see the limitations in the report).
+// Unwinds the interrupted stack into `ips`, leaf first. Async-signal-safe
+// in practice: libunwind's local unwinder with a per-thread cache takes none
+// of its own locks and does not allocate. On a cache miss it does call
+// dl_iterate_phdr, which takes the loader's recursive lock: a sample taken
+// while another thread is inside dlopen() waits for it, never deadlocks.
 uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth) {
   unw_cursor_t cursor;
   uint32_t depth = 0;
@@ -124,8 +124,8 @@ uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth) {
 // one, which is then ignored), false when it belongs to someone else.
 bool HandleTimerSignal(siginfo_t* info, void* ucontext) {
   if (info == nullptr || info->si_code != SI_TIMER) return false;
-  const auto value =
-      static_cast<uint64_t>(reinterpret_cast<uintptr_t>(info->si_value.sival_ptr));
+  const auto value = static_cast<uint64_t>(
+      reinterpret_cast<uintptr_t>(info->si_value.sival_ptr));
   if ((value >> 48) != kSignalMagic) return false;
   const uint64_t index = value & 0xffff;
   const auto generation = static_cast<uint32_t>(value >> 16);
@@ -133,10 +133,9 @@ bool HandleTimerSignal(siginfo_t* info, void* ucontext) {
 
   Slot& slot = g_slots[index];
   uint64_t expected = SlotWord(generation, kActive);
-  if (!slot.word.compare_exchange_strong(expected,
-                                         SlotWord(generation, kInHandler),
-                                         std::memory_order_acquire,
-                                         std::memory_order_relaxed)) {
+  if (!slot.word.compare_exchange_strong(
+          expected, SlotWord(generation, kInHandler), std::memory_order_acquire,
+          std::memory_order_relaxed)) {
     return true;  // stale, unregistered, or already inside the handler
   }
   SampleRing* ring = slot.ring;
@@ -149,8 +148,8 @@ bool HandleTimerSignal(siginfo_t* info, void* ucontext) {
       sample->tid = slot.tid;
       sample->monotonic_ns =
           static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-      sample->weight =
-          1 + static_cast<uint32_t>(info->si_overrun > 0 ? info->si_overrun : 0);
+      sample->weight = 1 + static_cast<uint32_t>(
+                               info->si_overrun > 0 ? info->si_overrun : 0);
       sample->depth = CaptureStack(ucontext, sample->ips, kMaxStackDepth);
       ring->Commit();
     }
@@ -212,15 +211,15 @@ void WarmUpUnwinder() {
 absl::StatusOr<std::unique_ptr<StackSampler>> StackSampler::Create(
     const SamplerOptions& options) {
   if (options.rate_hz < 1 || options.rate_hz > 100'000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "SamplerOptions.rate_hz must be in [1, 100000], got ",
-        options.rate_hz));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SamplerOptions.rate_hz must be in [1, 100000], got ",
+                     options.rate_hz));
   }
   const int signal = options.signal == 0 ? SIGRTMIN + 3 : options.signal;
   if (!IsAllowedSignal(signal)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "SamplerOptions.signal must be a real-time signal in [", SIGRTMIN,
-        ", ", SIGRTMAX, "], SIGPROF, SIGUSR1 or SIGUSR2, got ", signal));
+        "SamplerOptions.signal must be a real-time signal in [", SIGRTMIN, ", ",
+        SIGRTMAX, "], SIGPROF, SIGUSR1 or SIGUSR2, got ", signal));
   }
   if (options.ring_samples < 1 || options.ring_samples > (size_t{1} << 20)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -280,7 +279,7 @@ StackSampler::StackSampler(const SamplerOptions& options, int signal,
 StackSampler::~StackSampler() { Stop(); }
 
 absl::Status StackSampler::RegisterThread(pid_t tid) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) {
     return absl::FailedPreconditionError(
         absl::StrCat("RegisterThread(", tid, "): the sampler is stopped"));
@@ -332,8 +331,8 @@ absl::Status StackSampler::RegisterThread(pid_t tid) {
       return absl::InvalidArgumentError(absl::StrCat(
           "RegisterThread: ", tid, " is not a live thread of this process"));
     }
-    return absl::ErrnoToStatus(
-        error, absl::StrCat("timer_create for thread ", tid));
+    return absl::ErrnoToStatus(error,
+                               absl::StrCat("timer_create for thread ", tid));
   }
   const int64_t period_ns = 1'000'000'000 / options_.rate_hz;
   struct itimerspec spec;
@@ -345,8 +344,8 @@ absl::Status StackSampler::RegisterThread(pid_t tid) {
     timer_delete(registration.timer);
     slot.word.store(SlotWord(registration.generation, kFree),
                     std::memory_order_release);
-    return absl::ErrnoToStatus(
-        error, absl::StrCat("timer_settime for thread ", tid));
+    return absl::ErrnoToStatus(error,
+                               absl::StrCat("timer_settime for thread ", tid));
   }
   free_slots_.pop_back();
   threads_.emplace(tid, std::move(registration));
@@ -377,7 +376,7 @@ void StackSampler::RetireLocked(Registration& registration) {
 }
 
 void StackSampler::UnregisterThread(pid_t tid) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = threads_.find(tid);
   if (it == threads_.end()) return;
   RetireLocked(it->second);
@@ -401,10 +400,10 @@ void StackSampler::ReapExitedThreadsLocked() {
 }
 
 size_t StackSampler::Drain(const std::function<void(const Sample&)>& fn) {
-  absl::MutexLock drain_lock(&drain_mu_);
+  std::lock_guard<std::mutex> drain_lock(drain_mu_);
   std::vector<std::shared_ptr<SampleRing>> rings;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     ReapExitedThreadsLocked();
     rings.reserve(threads_.size() + retired_rings_.size());
     for (auto& [tid, registration] : threads_) {
@@ -431,7 +430,7 @@ size_t StackSampler::Drain(const std::function<void(const Sample&)>& fn) {
 }
 
 uint64_t StackSampler::dropped() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   uint64_t total = retired_dropped_;
   for (const auto& [tid, registration] : threads_) {
     total += registration.ring->dropped();
@@ -441,12 +440,12 @@ uint64_t StackSampler::dropped() const {
 }
 
 size_t StackSampler::registered_threads() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return threads_.size();
 }
 
 void StackSampler::Stop() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   stopped_ = true;
   for (auto& [tid, registration] : threads_) RetireLocked(registration);

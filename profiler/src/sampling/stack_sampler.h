@@ -30,13 +30,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "src/sampling/sample_ring.h"
 
 namespace podscope::profiler::sampling {
@@ -55,6 +55,9 @@ struct SamplerOptions {
   size_t ring_samples = 4096;
 };
 
+// Thread-safety: every method may be called from any thread (Drain() calls
+// are serialised internally). The signal handler never takes the sampler's
+// locks, so a registered thread may itself call any method.
 class StackSampler {
  public:
   using Sample = StackSample;
@@ -125,8 +128,10 @@ class StackSampler {
   const int signal_;
   const struct sigaction previous_action_;
 
-  absl::Mutex drain_mu_;  // serialises Drain(); taken before mu_
-  mutable absl::Mutex mu_;
+  // std::mutex, not absl::Mutex: Debian's prebuilt abseil is not built with
+  // ThreadSanitizer, which then cannot see absl::Mutex's synchronisation.
+  std::mutex drain_mu_;  // serialises Drain(); taken before mu_
+  mutable std::mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<pid_t, Registration> threads_ ABSL_GUARDED_BY(mu_);
   std::vector<int> free_slots_ ABSL_GUARDED_BY(mu_);

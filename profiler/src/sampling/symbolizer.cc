@@ -11,7 +11,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 
 namespace podscope::profiler::sampling {
 namespace {
@@ -74,8 +74,7 @@ absl::Status BadMapsLine(size_t line_number, std::string_view line,
                          std::string_view what) {
   return absl::InvalidArgumentError(
       absl::StrCat("/proc/self/maps line ", line_number, ": expected ",
-                   std::string(what),
-                   " in \"", std::string(line), "\""));
+                   std::string(what), " in \"", std::string(line), "\""));
 }
 
 }  // namespace
@@ -145,25 +144,24 @@ std::string Demangle(std::string_view name) {
   int status = 0;
   char* demangled =
       abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  std::string result = (status == 0 && demangled != nullptr)
-                           ? std::string(demangled)
-                           : mangled;
+  std::string result =
+      (status == 0 && demangled != nullptr) ? std::string(demangled) : mangled;
   std::free(demangled);
   return result;
 }
 
 Frame Symbolizer::Symbolize(uint64_t address) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return SymbolizeLocked(address, address);
 }
 
 Frame Symbolizer::SymbolizeReturnAddress(uint64_t address) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return SymbolizeLocked(address, address == 0 ? 0 : address - 1);
 }
 
 absl::Status Symbolizer::Refresh() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return RefreshLocked();
 }
 
@@ -183,8 +181,8 @@ Frame Symbolizer::SymbolizeLocked(uint64_t address, uint64_t lookup_address) {
   }
   Module& module = *region->module;
   frame.module = module.path;
-  const uint64_t file_offset = lookup_address - region->start +
-                               region->file_offset;
+  const uint64_t file_offset =
+      lookup_address - region->start + region->file_offset;
   const ElfSymbolTable* table = region->executable ? TableOf(module) : nullptr;
   if (table == nullptr) {
     frame.module_offset = file_offset + (address - lookup_address);
@@ -202,9 +200,9 @@ Frame Symbolizer::SymbolizeLocked(uint64_t address, uint64_t lookup_address) {
 }
 
 const Symbolizer::Region* Symbolizer::FindRegion(uint64_t address) const {
-  auto it = std::upper_bound(
-      regions_.begin(), regions_.end(), address,
-      [](uint64_t a, const Region& r) { return a < r.start; });
+  auto it =
+      std::upper_bound(regions_.begin(), regions_.end(), address,
+                       [](uint64_t a, const Region& r) { return a < r.start; });
   if (it == regions_.begin()) return nullptr;
   --it;
   return address < it->end ? &*it : nullptr;
@@ -235,8 +233,7 @@ absl::Status Symbolizer::RefreshLocked() {
 
   std::vector<Region> regions;
   regions.reserve(mappings->size());
-  absl::flat_hash_map<std::pair<std::string, uint64_t>,
-                      std::unique_ptr<Module>>
+  absl::flat_hash_map<std::pair<std::string, uint64_t>, std::unique_ptr<Module>>
       modules;
   for (MemoryMapping& mapping : *mappings) {
     Region region{mapping.start, mapping.end, mapping.file_offset,
@@ -256,8 +253,9 @@ absl::Status Symbolizer::RefreshLocked() {
           slot = std::make_unique<Module>();
           slot->path = mapping.path;
           slot->inode = mapping.inode;
-          slot->mapped_file_path = absl::StrFormat(
-              "/proc/self/map_files/%x-%x", mapping.start, mapping.end);
+          slot->mapped_file_path =
+              absl::StrCat("/proc/self/map_files/", absl::Hex(mapping.start),
+                           "-", absl::Hex(mapping.end));
         }
       }
       region.module = slot.get();

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +22,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/sampling/elf_symbols.h"
 
@@ -94,7 +94,8 @@ class Symbolizer {
 
   // How often Symbolize() may re-read the maps on a miss: bounded so that a
   // stream of garbage addresses cannot turn into a stream of file reads.
-  static constexpr absl::Duration kAutoRefreshInterval = absl::Milliseconds(100);
+  static constexpr absl::Duration kAutoRefreshInterval =
+      absl::Milliseconds(100);
 
  private:
   struct Module {
@@ -124,12 +125,13 @@ class Symbolizer {
   const ElfSymbolTable* TableOf(Module& module)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  absl::Mutex mu_;
+  // std::mutex, not absl::Mutex: Debian's prebuilt abseil is not built with
+  // ThreadSanitizer, which then cannot see absl::Mutex's synchronisation.
+  std::mutex mu_;
   absl::Time last_refresh_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::vector<Region> regions_ ABSL_GUARDED_BY(mu_);  // sorted by start
   // Keyed by (path, inode): a file replaced on disk is a new module.
-  absl::flat_hash_map<std::pair<std::string, uint64_t>,
-                      std::unique_ptr<Module>>
+  absl::flat_hash_map<std::pair<std::string, uint64_t>, std::unique_ptr<Module>>
       modules_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -29,7 +29,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 std::string WriteTempFile(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + "/elf_symbols_test_" +
+  const std::string path = ::testing::TempDir() + "elf_symbols_test_" +
                            std::to_string(getpid()) + "_" + name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -109,7 +109,8 @@ TEST_F(ElfSymbolsTest, TranslatesFileOffsetsThroughLoadSegments) {
   auto table = ParseElfSymbols("/proc/self/exe");
   ASSERT_TRUE(table.ok()) << table.status();
   for (int i = 0; i < ehdr_.e_phnum; ++i) {
-    const auto phdr = Get<Elf64_Phdr>(exe_, ehdr_.e_phoff + i * ehdr_.e_phentsize);
+    const auto phdr =
+        Get<Elf64_Phdr>(exe_, ehdr_.e_phoff + i * ehdr_.e_phentsize);
     if (phdr.p_type != PT_LOAD || !(phdr.p_flags & PF_X)) continue;
     EXPECT_EQ(table->FileOffsetToVaddr(phdr.p_offset + 16), phdr.p_vaddr + 16);
   }
@@ -133,6 +134,8 @@ TEST_F(ElfSymbolsTest, NonElfAndEmptyFilesAreErrorsNamingThePath) {
   EXPECT_FALSE(ParseElfSymbols(empty).ok());
 
   EXPECT_FALSE(ParseElfSymbols("/proc/self").ok());  // a directory
+  unlink(text.c_str());
+  unlink(empty.c_str());
 }
 
 TEST_F(ElfSymbolsTest, TruncatedFileIsAnErrorNotACrash) {
@@ -145,8 +148,11 @@ TEST_F(ElfSymbolsTest, TruncatedFileIsAnErrorNotACrash) {
   EXPECT_NE(table.status().message().find(header_only), std::string::npos);
 
   // Cut inside the section header table, which linkers put at the end.
-  const std::string cut = WriteTempFile("cut", exe_.substr(0, ehdr_.e_shoff + 10));
+  const std::string cut =
+      WriteTempFile("cut", exe_.substr(0, ehdr_.e_shoff + 10));
   EXPECT_EQ(ParseElfSymbols(cut).status().code(), absl::StatusCode::kDataLoss);
+  unlink(header_only.c_str());
+  unlink(cut.c_str());
 }
 
 TEST_F(ElfSymbolsTest, WrongClassIsRejected) {
@@ -235,9 +241,15 @@ TEST_F(ElfSymbolsTest, RandomTruncationsAndCorruptionsNeverCrash) {
     for (int flips = 0; flips < 4; ++flips) {
       uint64_t offset = 0;
       switch (random() % 3) {
-        case 0: offset = random() % sizeof(Elf64_Ehdr); break;
-        case 1: offset = ehdr_.e_shoff + random() % shdr_table_size; break;
-        default: offset = symtab.sh_offset + random() % symtab.sh_size; break;
+        case 0:
+          offset = random() % sizeof(Elf64_Ehdr);
+          break;
+        case 1:
+          offset = ehdr_.e_shoff + random() % shdr_table_size;
+          break;
+        default:
+          offset = symtab.sh_offset + random() % symtab.sh_size;
+          break;
       }
       saved.emplace_back(offset, bytes[offset]);
       bytes[offset] = static_cast<char>(random());

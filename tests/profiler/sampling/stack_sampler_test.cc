@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "src/sampling/symbolizer.h"
 
@@ -128,8 +129,9 @@ struct Collected {
 bool StackContains(Symbolizer& symbolizer, const Sample& sample,
                    const std::string& needle) {
   for (uint32_t i = 0; i < sample.depth; ++i) {
-    const Frame frame = i == 0 ? symbolizer.Symbolize(sample.ips[i])
-                               : symbolizer.SymbolizeReturnAddress(sample.ips[i]);
+    const Frame frame = i == 0
+                            ? symbolizer.Symbolize(sample.ips[i])
+                            : symbolizer.SymbolizeReturnAddress(sample.ips[i]);
     if (frame.function.find(needle) != std::string::npos) return true;
   }
   return false;
@@ -141,16 +143,40 @@ uint64_t TotalWeight(const std::vector<Sample>& samples) {
   return total;
 }
 
+// Linux checks CPU-time timers on the scheduler tick, and only for the task
+// that is running then: on a machine overloaded by other builds, a thread may
+// use a lot of CPU between two signals (the overrun weights account for it).
+// So the tests spin until they have what they need instead of for a fixed
+// time; kPatience is only reached if sampling is broken.
+constexpr absl::Duration kPatience = absl::Seconds(60);
+
+// Spins in SpinInHotFunction, 10 ms of CPU at a time, until `enough()`.
+// Returns the CPU time spent.
+int64_t SpinUntil(const std::function<bool()>& enough) {
+  const int64_t start = ThreadCpuNs();
+  const absl::Time deadline = absl::Now() + kPatience;
+  do {
+    SpinInHotFunction(10'000'000);
+  } while (!enough() && absl::Now() < deadline);
+  return ThreadCpuNs() - start;
+}
+
 TEST(StackSamplerTest, SpinningThreadIsSampledInItsHotFunctionIdleOneIsNot) {
   auto sampler = StackSampler::Create({});
   ASSERT_TRUE(sampler.ok()) << sampler.status();
   const int64_t start_ns = MonotonicNs();
 
-  std::atomic<int64_t> hot_cpu_ns{0};
+  Collected collected;
+  std::atomic<bool> enough_samples{false};
+  std::atomic<int64_t> hot_cpu_ns{-1};
   TestThread hot([&] {
-    const int64_t before = ThreadCpuNs();
-    SpinInHotFunction(300'000'000);
-    hot_cpu_ns.store(ThreadCpuNs() - before);
+    // At least 300 ms of CPU, longer if the machine is too busy to have
+    // produced 20 samples by then.
+    const int64_t start = ThreadCpuNs();
+    const int64_t spent = SpinUntil([&] {
+      return ThreadCpuNs() - start >= 300'000'000 && enough_samples.load();
+    });
+    hot_cpu_ns.store(spent);
   });
   Notification hot_done;
   TestThread idle([&] { hot_done.WaitForNotification(); });
@@ -158,13 +184,16 @@ TEST(StackSamplerTest, SpinningThreadIsSampledInItsHotFunctionIdleOneIsNot) {
   ASSERT_TRUE((*sampler)->RegisterThread(idle.tid()).ok());
   idle.Start();
   hot.Start();
+  while (hot_cpu_ns.load() < 0) {
+    (*sampler)->Drain(collected.Sink());
+    if (collected.For(hot.tid()).size() >= 20) enough_samples.store(true);
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   hot.Join();
   hot_done.Notify();
   idle.Join();
   // The thread has exited: unregistering it now must be harmless.
   (*sampler)->UnregisterThread(hot.tid());
-
-  Collected collected;
   (*sampler)->Drain(collected.Sink());
   const int64_t end_ns = MonotonicNs();
   const std::vector<Sample> hot_samples = collected.For(hot.tid());
@@ -185,10 +214,11 @@ TEST(StackSamplerTest, SpinningThreadIsSampledInItsHotFunctionIdleOneIsNot) {
   EXPECT_GT(in_hot_function * 2, hot_samples.size())
       << in_hot_function << " of " << hot_samples.size()
       << " samples contain SpinInHotFunction";
-  // Weighted by the overruns, the samples add up to the CPU time used.
+  // Weighted by the overruns, the samples add up to the CPU time used (less
+  // the stretch since the last signal).
   const double expected_periods = hot_cpu_ns.load() * 997.0 / 1e9;
-  EXPECT_GT(TotalWeight(hot_samples), expected_periods * 0.6);
-  EXPECT_LT(TotalWeight(hot_samples), expected_periods * 1.4);
+  EXPECT_GT(TotalWeight(hot_samples), expected_periods * 0.5);
+  EXPECT_LT(TotalWeight(hot_samples), expected_periods * 1.3);
 
   EXPECT_LE(idle_samples.size(), 1u);
   EXPECT_EQ((*sampler)->dropped(), 0u);
@@ -197,48 +227,49 @@ TEST(StackSamplerTest, SpinningThreadIsSampledInItsHotFunctionIdleOneIsNot) {
 TEST(StackSamplerTest, DrainingConcurrentlyLosesNothingButCountedDrops) {
   auto sampler = StackSampler::Create({});
   ASSERT_TRUE(sampler.ok()) << sampler.status();
-  std::atomic<int64_t> hot_cpu_ns{0};
+  Collected collected;
+  std::atomic<size_t> drained_while_sampling{0};
+  std::atomic<int64_t> hot_cpu_ns{-1};
   TestThread hot([&] {
-    const int64_t before = ThreadCpuNs();
-    SpinInHotFunction(300'000'000);
-    hot_cpu_ns.store(ThreadCpuNs() - before);
+    const int64_t start = ThreadCpuNs();
+    hot_cpu_ns.store(SpinUntil([&] {
+      return ThreadCpuNs() - start >= 300'000'000 &&
+             drained_while_sampling.load() >= 20;
+    }));
   });
   ASSERT_TRUE((*sampler)->RegisterThread(hot.tid()).ok());
 
-  Collected collected;
-  std::atomic<bool> hot_finished{false};
-  size_t drained_while_sampling = 0;
   std::thread drainer([&] {
-    while (!hot_finished.load()) {
+    while (hot_cpu_ns.load() < 0) {
       drained_while_sampling += (*sampler)->Drain(collected.Sink());
       absl::SleepFor(absl::Milliseconds(2));
     }
   });
   hot.Start();
   hot.Join();
-  hot_finished.store(true);
   drainer.join();
   (*sampler)->Stop();
   (*sampler)->Drain(collected.Sink());
 
   const std::vector<Sample> samples = collected.For(hot.tid());
-  EXPECT_GT(drained_while_sampling, 0u);
+  EXPECT_GT(drained_while_sampling.load(), 0u);
   ASSERT_GE(samples.size(), 10u);
   // Each sample exactly once, in the order taken.
   for (size_t i = 1; i < samples.size(); ++i) {
     EXPECT_LT(samples[i - 1].monotonic_ns, samples[i].monotonic_ns);
   }
-  // Nothing missing: with no drops, the weights account for all CPU time.
+  // Nothing missing: with no drops, the weights account for the CPU time.
   EXPECT_EQ((*sampler)->dropped(), 0u);
   const double expected_periods = hot_cpu_ns.load() * 997.0 / 1e9;
-  EXPECT_GT(TotalWeight(samples), expected_periods * 0.6);
-  EXPECT_LT(TotalWeight(samples), expected_periods * 1.4);
+  EXPECT_GT(TotalWeight(samples), expected_periods * 0.5);
+  EXPECT_LT(TotalWeight(samples), expected_periods * 1.3);
 }
 
 TEST(StackSamplerTest, OverflowingATinyRingCountsDrops) {
   auto sampler = StackSampler::Create({.ring_samples = 2});
   ASSERT_TRUE(sampler.ok()) << sampler.status();
-  TestThread hot([] { SpinInHotFunction(200'000'000); });
+  TestThread hot(
+      [&] { SpinUntil([&] { return (*sampler)->dropped() >= 5; }); });
   ASSERT_TRUE((*sampler)->RegisterThread(hot.tid()).ok());
   hot.Start();
   hot.Join();
@@ -246,10 +277,12 @@ TEST(StackSamplerTest, OverflowingATinyRingCountsDrops) {
   Collected collected;
   EXPECT_EQ((*sampler)->Drain(collected.Sink()), 2u);  // the two oldest
   EXPECT_GE((*sampler)->dropped(), 5u);
-  // Draining made room again, and the counter only grows.
+  ASSERT_EQ(collected.samples.size(), 2u);
+  EXPECT_LT(collected.samples[0].monotonic_ns,
+            collected.samples[1].monotonic_ns);
   const uint64_t dropped = (*sampler)->dropped();
   (*sampler)->Stop();
-  EXPECT_EQ((*sampler)->dropped(), dropped);
+  EXPECT_EQ((*sampler)->dropped(), dropped);  // the count is kept
 }
 
 std::atomic<int> g_custom_handler_calls{0};
@@ -274,16 +307,19 @@ TEST(StackSamplerTest, StopRestoresThePreviousHandlerWhichGetsForeignSignals) {
   ASSERT_EQ(sigaction(signal, nullptr, &current), 0);
   EXPECT_NE(current.sa_sigaction, CustomHandler);
 
-  // The sampler's own timer signals do not reach the previous handler...
-  TestThread hot([] { SpinInHotFunction(50'000'000); });
+  // The sampler's own timer signals do not reach the previous handler. (The
+  // sampled thread drains its own samples: allowed from any thread.)
+  Collected collected;
+  TestThread hot([&] {
+    SpinUntil([&] { return (*sampler)->Drain(collected.Sink()) > 0; });
+  });
   ASSERT_TRUE((*sampler)->RegisterThread(hot.tid()).ok());
   hot.Start();
   hot.Join();
+  EXPECT_GT(collected.For(hot.tid()).size(), 0u);
   EXPECT_EQ(g_custom_handler_calls.load(), 0);
-  Collected collected;
-  EXPECT_GT((*sampler)->Drain(collected.Sink()), 0u);
 
-  // ...but someone else's signal does, with its payload.
+  // Someone else's signal does reach it, with its payload.
   union sigval value;
   value.sival_int = 42;
   ASSERT_EQ(pthread_sigqueue(pthread_self(), signal, value), 0);
@@ -330,6 +366,32 @@ TEST(StackSamplerTest, StopWhileThreadsSpinLeavesTheProcessAlive) {
   }
 }
 
+// A timer signal may still be in flight when Stop() runs (older kernels keep
+// signals of deleted timers pending). Simulated here with a signal queued
+// while blocked: after Stop() it must be gone, not delivered under the
+// restored default action, which would terminate the process.
+TEST(StackSamplerTest, SignalPendingAtStopIsDiscardedNotFatal) {
+  auto sampler = StackSampler::Create({});
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  const int signal = (*sampler)->signal_number();
+  sigset_t block, old_mask, pending;
+  sigemptyset(&block);
+  sigaddset(&block, signal);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, &old_mask), 0);
+  siginfo_t info{};
+  info.si_signo = signal;
+  info.si_code = SI_TIMER;
+  ASSERT_EQ(syscall(SYS_rt_tgsigqueueinfo, getpid(), Gettid(), signal, &info),
+            0);
+  ASSERT_EQ(sigpending(&pending), 0);
+  ASSERT_TRUE(sigismember(&pending, signal));
+
+  (*sampler)->Stop();
+  ASSERT_EQ(sigpending(&pending), 0);
+  EXPECT_FALSE(sigismember(&pending, signal));
+  ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &old_mask, nullptr), 0);  // alive
+}
+
 TEST(StackSamplerTest, OnlyOneSamplerIsActiveAtATime) {
   auto first = StackSampler::Create({});
   ASSERT_TRUE(first.ok()) << first.status();
@@ -374,42 +436,44 @@ TEST(StackSamplerTest, ThreadsExitingWhileRegisteredAreHandledSafely) {
   auto sampler = StackSampler::Create({});
   ASSERT_TRUE(sampler.ok()) << sampler.status();
   Collected collected;
+  // Each thread spins until one of its own samples has been drained.
+  auto spin_until_sampled = [&] {
+    const pid_t self = Gettid();
+    SpinUntil([&] {
+      (*sampler)->Drain(collected.Sink());
+      return !collected.For(self).empty();
+    });
+  };
 
   // Exits while registered, then is unregistered explicitly.
-  auto first = std::make_unique<TestThread>([] {
-    SpinInHotFunction(100'000'000);
-  });
+  auto first = std::make_unique<TestThread>(spin_until_sampled);
   const pid_t first_tid = first->tid();
   ASSERT_TRUE((*sampler)->RegisterThread(first_tid).ok());
   first->Start();
   first.reset();  // joined: the thread is gone
   (*sampler)->UnregisterThread(first_tid);
 
-  // Exits while registered and is never unregistered: Drain notices.
-  auto second = std::make_unique<TestThread>([] {
-    SpinInHotFunction(100'000'000);
-  });
+  // Exits while registered and is never unregistered: Drain() notices.
+  auto second = std::make_unique<TestThread>(spin_until_sampled);
   const pid_t second_tid = second->tid();
   ASSERT_TRUE((*sampler)->RegisterThread(second_tid).ok());
-  second->Start();
   // Sample the main thread as well, so sampling carries on meanwhile.
   ASSERT_TRUE((*sampler)->RegisterThread(Gettid()).ok());
+  second->Start();
   second.reset();
   SpinInHotFunction(20'000'000);
   (*sampler)->Drain(collected.Sink());
   EXPECT_EQ((*sampler)->registered_threads(), 1u);  // only the main thread
   (*sampler)->UnregisterThread(second_tid);         // harmless now
 
-  // Samples of both exited threads were kept and delivered.
   EXPECT_GT(collected.For(first_tid).size(), 0u);
   EXPECT_GT(collected.For(second_tid).size(), 0u);
 
   // New threads (which may reuse a tid) register and are sampled normally.
-  TestThread third([] { SpinInHotFunction(50'000'000); });
+  TestThread third(spin_until_sampled);
   ASSERT_TRUE((*sampler)->RegisterThread(third.tid()).ok());
   third.Start();
   third.Join();
-  (*sampler)->Drain(collected.Sink());
   EXPECT_GT(collected.For(third.tid()).size(), 0u);
   EXPECT_EQ((*sampler)->dropped(), 0u);
 }
@@ -420,10 +484,11 @@ TEST(StackSamplerTest, RegistrationChurnDuringSamplingIsSafe) {
   auto sampler = StackSampler::Create({.rate_hz = 5'000});
   ASSERT_TRUE(sampler.ok()) << sampler.status();
   Collected collected;
+  std::atomic<size_t> drained{0};
   std::atomic<bool> done{false};
   std::thread drainer([&] {
     while (!done.load()) {
-      (*sampler)->Drain(collected.Sink());
+      drained += (*sampler)->Drain(collected.Sink());
       absl::SleepFor(absl::Milliseconds(1));
     }
   });
@@ -437,10 +502,13 @@ TEST(StackSamplerTest, RegistrationChurnDuringSamplingIsSafe) {
         std::lock_guard<std::mutex> lock(tids_mu);
         tids.insert(tid);
       }
-      for (int round = 0; round < 20; ++round) {
+      int rounds = 0;
+      const absl::Time deadline = absl::Now() + kPatience;
+      while ((rounds < 20 || drained.load() == 0) && absl::Now() < deadline) {
         ASSERT_TRUE((*sampler)->RegisterThread(tid).ok());
         SpinInHotFunction(3'000'000);
         (*sampler)->UnregisterThread(tid);
+        ++rounds;
       }
     });
   }

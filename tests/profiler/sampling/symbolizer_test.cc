@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -121,9 +122,8 @@ TEST(SymbolizerTest, NamesTheTestBodyFromAReturnAddress) {
 
 TEST(SymbolizerTest, GarbageAddressesAreUnknown) {
   Symbolizer symbolizer;
-  for (uint64_t address :
-       {uint64_t{0}, uint64_t{1}, uint64_t{0xdead0000},
-        uint64_t{0x00007ffffffff000}, ~uint64_t{0}}) {
+  for (uint64_t address : {uint64_t{0}, uint64_t{1}, uint64_t{0xdead0000},
+                           uint64_t{0x00007ffffffff000}, ~uint64_t{0}}) {
     const Frame frame = symbolizer.Symbolize(address);
     EXPECT_EQ(frame.function, kUnknownFunction) << std::hex << address;
     EXPECT_EQ(frame.address, address);
@@ -151,8 +151,9 @@ TEST(SymbolizerTest, FindsALibraryLoadedAfterTheFirstLookup) {
   }
   Symbolizer symbolizer;
   // Reads the maps before the library exists.
-  EXPECT_EQ(symbolizer.Symbolize(Address(
-                reinterpret_cast<const void*>(&symbolizer_test_static_function)))
+  EXPECT_EQ(symbolizer
+                .Symbolize(Address(reinterpret_cast<const void*>(
+                    &symbolizer_test_static_function)))
                 .function,
             "symbolizer_test_static_function(int)");
   void* handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
@@ -168,10 +169,39 @@ TEST(SymbolizerTest, FindsALibraryLoadedAfterTheFirstLookup) {
   ASSERT_TRUE(symbolizer.Refresh().ok());
 }
 
+// A library whose file is deleted (or replaced by an upgrade) after it was
+// loaded is still named, from the file that is really mapped.
+TEST(SymbolizerTest, NamesFunctionsOfALibraryDeletedAfterLoading) {
+  void* system_zlib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (system_zlib == nullptr) GTEST_SKIP() << dlerror();
+  Dl_info info{};
+  ASSERT_NE(dladdr(dlsym(system_zlib, "crc32"), &info), 0);
+  const std::string copy = ::testing::TempDir() + "symbolizer_test_libz_" +
+                           std::to_string(getpid()) + ".so";
+  {
+    std::ifstream in(info.dli_fname, std::ios::binary);
+    std::ofstream out(copy, std::ios::binary | std::ios::trunc);
+    out << in.rdbuf();
+  }
+  void* handle = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  void* crc32 = dlsym(handle, "crc32");
+  ASSERT_NE(crc32, nullptr);
+  ASSERT_EQ(unlink(copy.c_str()), 0);
+
+  Symbolizer symbolizer;
+  ASSERT_TRUE(symbolizer.Refresh().ok());
+  const Frame frame = symbolizer.Symbolize(Address(crc32));
+  EXPECT_EQ(frame.module, copy);
+  EXPECT_EQ(frame.function, "crc32");
+  dlclose(handle);
+  dlclose(system_zlib);
+}
+
 TEST(SymbolizerTest, SafeToShareBetweenThreads) {
   Symbolizer symbolizer;
-  const uint64_t address = Address(
-      reinterpret_cast<const void*>(&symbolizer_test_static_function));
+  const uint64_t address =
+      Address(reinterpret_cast<const void*>(&symbolizer_test_static_function));
   std::thread other([&] {
     for (int i = 0; i < 200; ++i) {
       EXPECT_EQ(symbolizer.Symbolize(address).function,

@@ -5,6 +5,7 @@
 #define PODSCOPE_TRACE_FORMAT_EVENTS_H_
 
 #include <cstdint>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -86,6 +87,9 @@ struct TrackEvents {
     return slices.size() + instants.size() + counters.size() + samples.size();
   }
   bool empty() const { return event_count() == 0; }
+  // The first and last time the events cover (slices to their ends);
+  // {INT64_MAX, INT64_MIN} when empty.
+  std::pair<int64_t, int64_t> time_range() const;
   // The arguments of an event, or nullptr.
   const EventArgs* FindArgs(EventKind kind, uint32_t index) const;
 };

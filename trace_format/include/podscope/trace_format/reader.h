@@ -145,6 +145,12 @@ class TraceReader {
   mutable std::mutex mutex_;
   mutable RecoveryReport report_;  // guarded by mutex_ after Open
   mutable std::vector<bool> chunk_failed_;  // guarded by mutex_
+  // Per-track ranges of chunks of an unindexed file, learned when they are
+  // first decoded, so later time-range reads skip them.
+  mutable std::vector<std::vector<proto::TrackRange>> learned_ranges_;
+  mutable std::vector<bool> ranges_learned_;  // both guarded by mutex_
+  // Whether chunk i may hold events of `track_id` in [t0, t1].
+  bool ChunkMayHold(size_t i, uint32_t track_id, int64_t t0, int64_t t1) const;
 };
 
 // Concatenates parts of one track (e.g. from several chunks) into reader
