@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "podscope/trace_format/writer.h"
 #include "src/external_events.h"
+#include "src/sampling_collector.h"
 #include "src/string_registry.h"
 #include "src/thread_buffer.h"
 
@@ -67,7 +68,17 @@ class Session {
 
   const std::string& path() const { return path_; }
 
-  void Start() {
+  absl::Status Start() {
+    if (options_.sampling_hz > 0) {
+      auto collector = internal::SamplingCollector::Start(options_.sampling_hz);
+      if (!collector.ok()) return collector.status();
+      sampling_ = *std::move(collector);
+      internal::BufferRegistry::Get().ForEach([&](internal::ThreadBuffer* b) {
+        if (!b->exited.load(std::memory_order_acquire)) {
+          sampling_->RegisterThread(b->tid);
+        }
+      });
+    }
     calibration_ = CalibrateTicks(10);
     start_ticks_ = Ticks();
     start_ns_ = calibration_.ToNs(start_ticks_);
@@ -85,6 +96,7 @@ class Session {
     internal::g_level.store(static_cast<int>(options_.level),
                             std::memory_order_release);
     thread_ = std::thread([this] { Run(); });
+    return absl::OkStatus();
   }
 
   absl::Status Stop() {
@@ -95,6 +107,7 @@ class Session {
     }
     cv_.notify_all();
     thread_.join();
+    sampling_.reset();
     // Scopes still open when recording stopped were not recorded; what the
     // threads committed until now is drained by the final pass in Run.
     writer_->AddClockSnapshot(MonotonicNs(), RealtimeNs());
@@ -274,6 +287,7 @@ class Session {
             break;
         }
       });
+      if (track != 0) track_of_tid_[b->tid] = track;
       const uint64_t dropped =
           b->dropped.load(std::memory_order_relaxed) - drop_base_[b];
       if (dropped != 0) {
@@ -355,6 +369,19 @@ class Session {
     calibration_ = RefineCalibration(calibration_);
     DrainThreads();
     DrainExternal();
+    if (sampling_) {
+      sampling_->Drain(writer_.get(), [&](pid_t tid) -> uint32_t {
+        auto it = track_of_tid_.find(tid);
+        if (it != track_of_tid_.end() && it->second != 0) return it->second;
+        // A thread sampled before it recorded any event.
+        uint32_t track = 0;
+        internal::BufferRegistry::Get().ForEach([&](internal::ThreadBuffer* b) {
+          if (b->tid == tid && track == 0) track = TrackFor(b);
+        });
+        track_of_tid_[tid] = track;
+        return track;
+      });
+    }
     SampleProcessCounters();
     {
       std::lock_guard<std::mutex> lock(Facts().mutex);
@@ -380,6 +407,8 @@ class Session {
   const std::string path_;
   const TraceOptions options_;
   std::unique_ptr<tf::TraceWriter> writer_;
+  std::unique_ptr<internal::SamplingCollector> sampling_;
+  absl::flat_hash_map<pid_t, uint32_t> track_of_tid_;
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -450,8 +479,12 @@ absl::Status StartTrace(const std::string& dir, const TraceOptions& options) {
   wo.compression_level = o.compression_level;
   auto writer = tf::TraceWriter::Create(path, wo);
   if (!writer.ok()) return writer.status();
-  g_session = std::make_unique<Session>(path, o, *std::move(writer));
-  g_session->Start();
+  auto session = std::make_unique<Session>(path, o, *std::move(writer));
+  if (absl::Status s = session->Start(); !s.ok()) {
+    std::filesystem::remove(path, ec);
+    return s;
+  }
+  g_session = std::move(session);
   return absl::OkStatus();
 }
 

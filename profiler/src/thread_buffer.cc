@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "absl/container/flat_hash_map.h"
+#include "src/sampling_collector.h"
 #include "src/string_registry.h"
 
 namespace podscope::profiler {
@@ -92,6 +93,7 @@ ThreadBuffer* BufferRegistry::ForThisThread() {
     buffers_.push_back(buffer);
   }
   t_owner.buffer = buffer;
+  SamplingCollector::RegisterWithActive(buffer->tid);
   return buffer;
 }
 

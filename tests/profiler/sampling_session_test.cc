@@ -1,0 +1,73 @@
+// Stack sampling through a session: the file's samples, stacks and frames
+// name the function a thread spends its time in.
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <cmath>
+#include <thread>
+
+#include "podscope/profiler/session.h"
+#include "podscope/profiler/trace.h"
+#include "trace_file.h"
+
+namespace podscope::profiler {
+namespace {
+
+using testing::FreshDir;
+using testing::ReadTraceFile;
+
+int64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Not inlined, not exported: the sampler must find it through the
+// executable's symbol table.
+__attribute__((noinline)) double PodscopeHotSpinForSampling(int64_t cpu_ns) {
+  double x = 1;
+  const int64_t until = ThreadCpuNs() + cpu_ns;
+  while (ThreadCpuNs() < until) {
+    for (int i = 0; i < 10000; ++i) x = std::sqrt(x + i);
+  }
+  return x;
+}
+
+TEST(SamplingSession, SamplesNameTheHotFunction) {
+  const std::string dir = FreshDir("sampling");
+  TraceOptions options;
+  options.sampling_hz = 997;
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  double sink = 0;
+  std::thread([&] {
+    SetThreadName("hot thread");
+    PODSCOPE_TRACE("spin");
+    sink = PodscopeHotSpinForSampling(600'000'000);
+  }).join();
+  auto path = StopTrace();
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_GT(sink, 0);
+  const auto file = ReadTraceFile(*path);
+  auto tracks = file.TracksNamed("hot thread");
+  ASSERT_EQ(tracks.size(), 1u);
+  const auto& samples = tracks[0]->events.samples;
+  ASSERT_GE(samples.size(), 10u);
+  size_t hits = 0;
+  for (const auto& s : samples) {
+    const auto* stack = file.reader->FindStack(s.stack);
+    ASSERT_NE(stack, nullptr);
+    for (uint32_t frame_id : stack->frame_ids()) {
+      const auto* frame = file.reader->FindFrame(frame_id);
+      ASSERT_NE(frame, nullptr);
+      if (file.Name(frame->function_name()).find("PodscopeHotSpinForSampling") !=
+          std::string::npos) {
+        ++hits;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(hits * 2, samples.size()) << hits << " of " << samples.size();
+}
+
+}  // namespace
+}  // namespace podscope::profiler
