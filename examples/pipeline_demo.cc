@@ -95,7 +95,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   namespace prof = podscope::profiler;
-  if (auto s = prof::StartTrace(argv[1]); !s.ok()) {
+  prof::TraceOptions options;
+  options.sampling_hz = 997;  // CPU stack samples for flame graphs
+  if (auto s = prof::StartTrace(argv[1], options); !s.ok()) {
     std::fprintf(stderr, "pipeline_demo: %s\n", std::string(s.message()).c_str());
     return 1;
   }
