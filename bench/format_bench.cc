@@ -60,6 +60,11 @@ void BM_FormatWrite(benchmark::State& state) {
   state.counters["bytes_per_event"] = static_cast<double>(bytes) / events;
   state.counters["events_per_s"] = benchmark::Counter(
       events * state.iterations(), benchmark::Counter::kIsRate);
+  if (level == 0) {
+    state.counters["format.write_uncompressed_events_per_s"] =
+        benchmark::Counter(events * state.iterations(),
+                           benchmark::Counter::kIsRate);
+  }
   if (level == trace_format::WriterOptions().compression_level) {
     state.counters["format.bytes_per_event"] =
         static_cast<double>(bytes) / events;
@@ -68,6 +73,7 @@ void BM_FormatWrite(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_FormatWrite)
+    ->Arg(0)
     ->Arg(1)
     ->Arg(6)
     ->Unit(benchmark::kMillisecond)
@@ -134,6 +140,7 @@ BENCHMARK(BM_FormatReadMerged)->Unit(benchmark::kMillisecond)->UseRealTime()
 const bool kHeadlines = [] {
   RegisterHeadline("format.bytes_per_event", "bytes/event");
   RegisterHeadline("format.write_events_per_s", "events/s");
+  RegisterHeadline("format.write_uncompressed_events_per_s", "events/s");
   RegisterHeadline("format.read_events_per_s", "events/s");
   RegisterHeadline("format.read_merged_events_per_s", "events/s");
   return true;
