@@ -216,6 +216,31 @@ std::unique_ptr<TraceReader> OpenOrDie(std::string data,
   return reader.ok() ? *std::move(reader) : nullptr;
 }
 
+std::vector<std::unique_ptr<TraceReader>> OpenBothWays(
+    const std::string& data) {
+  std::vector<std::unique_ptr<TraceReader>> readers;
+  readers.push_back(OpenOrDie(data));
+  readers.push_back(OpenOrDie(data, ReaderOptions{.verify_all = true}));
+  EXPECT_TRUE(readers[0]->report().index_used);
+  EXPECT_FALSE(readers[1]->report().index_used);
+  for (const auto& r : readers) EXPECT_TRUE(r->report().intact());
+  return readers;
+}
+
+std::unique_ptr<TraceWriter> NewWriter(std::string* data,
+                                       WriterOptions options) {
+  auto writer = TraceWriter::Create(MakeStringSink(data), options);
+  EXPECT_TRUE(writer.ok()) << writer.status();
+  return writer.ok() ? *std::move(writer) : nullptr;
+}
+
+uint32_t ThreadTrack(TraceWriter& w, const std::string& name) {
+  proto::Track t;
+  t.set_kind(proto::TRACK_KIND_THREAD);
+  t.set_name(name);
+  return w.AddTrack(t);
+}
+
 bool ReadIndex(const std::string& file, proto::Index* index) {
   if (file.size() < kFileHeaderSize + kTrailerRecordSize) return false;
   auto trailer = ReadRecordAt(file, file.size() - kTrailerRecordSize);

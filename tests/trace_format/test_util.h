@@ -77,6 +77,17 @@ class EventLog {
 std::unique_ptr<TraceReader> OpenOrDie(std::string data,
                                        const ReaderOptions& options = {});
 
+// Opens `data` both through its index and by scanning every record, and
+// checks that both see an intact file.
+std::vector<std::unique_ptr<TraceReader>> OpenBothWays(const std::string& data);
+
+// A writer into `data`; fails the test (returning null) if it cannot.
+std::unique_ptr<TraceWriter> NewWriter(std::string* data,
+                                       WriterOptions options = {});
+
+// Adds a thread track named `name`.
+uint32_t ThreadTrack(TraceWriter& w, const std::string& name);
+
 // The index of a closed file, parsed by hand through the trailer.
 bool ReadIndex(const std::string& file, proto::Index* index);
 

@@ -11,6 +11,14 @@ namespace {
 
 constexpr uint32_t kNone = ~0u;
 
+// a - b with wrap-around. Readers add deltas with wrap-around, so this
+// decodes exactly, where a plain subtraction would be undefined behaviour
+// for times more than 2^63 ns apart.
+int64_t WrappingDelta(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) -
+                              static_cast<uint64_t>(b));
+}
+
 // Reorders slices given in end order (each slice after every slice nested
 // in it) into SliceOrder, in linear time: each slice adopts as children the
 // finished subtrees it contains, which sit on top of the stack in start
@@ -139,7 +147,7 @@ void EncodeFlatSlices(const std::vector<Slice>& slices,
                       proto::TrackEvents* out) {
   int64_t previous = 0;
   for (const Slice& s : slices) {
-    out->add_slice_start_delta(s.start_ns - previous);
+    out->add_slice_start_delta(WrappingDelta(s.start_ns, previous));
     out->add_slice_duration(static_cast<uint64_t>(s.duration_ns));
     previous = s.start_ns;
   }
@@ -221,13 +229,13 @@ void EncodeTrackEvents(const TrackEvents& events, proto::TrackEvents* out) {
   }
   int64_t previous = 0;
   for (const Instant& e : events.instants) {
-    out->add_instant_ts_delta(e.ts_ns - previous);
+    out->add_instant_ts_delta(WrappingDelta(e.ts_ns, previous));
     out->add_instant_name(e.name);
     previous = e.ts_ns;
   }
   previous = 0;
   for (const CounterSample& c : events.counters) {
-    out->add_counter_ts_delta(c.ts_ns - previous);
+    out->add_counter_ts_delta(WrappingDelta(c.ts_ns, previous));
     previous = c.ts_ns;
   }
   if (AllIntegral(events.counters)) {
@@ -244,7 +252,7 @@ void EncodeTrackEvents(const TrackEvents& events, proto::TrackEvents* out) {
   }
   previous = 0;
   for (const StackSample& s : events.samples) {
-    out->add_sample_ts_delta(s.ts_ns - previous);
+    out->add_sample_ts_delta(WrappingDelta(s.ts_ns, previous));
     out->add_sample_stack(s.stack);
     previous = s.ts_ns;
   }

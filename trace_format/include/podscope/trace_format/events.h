@@ -5,6 +5,7 @@
 #define PODSCOPE_TRACE_FORMAT_EVENTS_H_
 
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -33,7 +34,16 @@ struct Slice {
   uint32_t name = 0;
   // Nesting depth on its track; computed by readers (0 = outermost).
   uint32_t depth = 0;
-  int64_t end_ns() const { return start_ns + duration_ns; }
+  // Saturates at the ends of int64: a damaged file or a broken clock can
+  // hold any times, and an overflowing sum would be undefined behaviour.
+  int64_t end_ns() const {
+    int64_t end;
+    if (__builtin_add_overflow(start_ns, duration_ns, &end)) {
+      return duration_ns > 0 ? std::numeric_limits<int64_t>::max()
+                             : std::numeric_limits<int64_t>::min();
+    }
+    return end;
+  }
   friend bool operator==(const Slice&, const Slice&) = default;
 };
 

@@ -1,0 +1,120 @@
+// ClockModel: mapping local monotonic time to the capture's reference clock
+// (with drift) and to wall-clock time.
+#include "podscope/trace_format/clock_model.h"
+
+#include <gtest/gtest.h>
+
+#include "podscope/trace_format/writer.h"
+#include "test_util.h"
+
+namespace podscope::trace_format {
+namespace {
+
+proto::ClockRecord Offsets(
+    std::initializer_list<std::tuple<int64_t, int64_t, int64_t>> points) {
+  proto::ClockRecord record;
+  for (const auto& [local, offset, uncertainty] : points) {
+    proto::ClockOffset* o = record.add_offsets();
+    o->set_local_monotonic_ns(local);
+    o->set_offset_ns(offset);
+    o->set_uncertainty_ns(uncertainty);
+  }
+  return record;
+}
+
+TEST(ClockModel, WithoutOffsetsLocalTimeIsReferenceTime) {
+  ClockModel model;
+  EXPECT_FALSE(model.has_reference());
+  EXPECT_EQ(model.ToReference(123'456), 123'456);
+  EXPECT_EQ(model.UncertaintyAt(5), 0);
+  EXPECT_EQ(model.DriftPpm(), 0);
+  EXPECT_FALSE(model.ToRealtime(5).has_value());
+  EXPECT_FALSE(ClockModel(proto::ClockRecord()).has_reference());
+}
+
+TEST(ClockModel, SingleOffsetShiftsEveryTime) {
+  ClockModel model(Offsets({{1'000, -250, 30}}));
+  EXPECT_TRUE(model.has_reference());
+  EXPECT_EQ(model.ToReference(1'000), 750);
+  EXPECT_EQ(model.ToReference(0), -250);
+  EXPECT_EQ(model.ToReference(1'000'000'000'000), 999'999'999'750);
+  EXPECT_EQ(model.UncertaintyAt(7), 30);
+  EXPECT_EQ(model.DriftPpm(), 0);
+}
+
+TEST(ClockModel, InterpolatesDriftBetweenMeasurements) {
+  // The local clock runs 1 ppm slow: 1000 ns more offset per second.
+  ClockModel model(Offsets({{1'000'000'000, 500, 10}, {3'000'000'000, 2'500, 40}}));
+  EXPECT_EQ(model.ToReference(1'000'000'000), 1'000'000'500);
+  EXPECT_EQ(model.ToReference(3'000'000'000), 3'000'002'500);
+  EXPECT_EQ(model.ToReference(2'000'000'000), 2'000'001'500);
+  EXPECT_EQ(model.ToReference(1'500'000'000), 1'500'001'000);
+  EXPECT_DOUBLE_EQ(model.DriftPpm(), 1.0);
+  EXPECT_EQ(model.UncertaintyAt(1'100'000'000), 10) << "nearest measurement";
+  EXPECT_EQ(model.UncertaintyAt(2'900'000'000), 40);
+}
+
+TEST(ClockModel, ExtrapolatesWithTheNearestSlope) {
+  ClockModel model(Offsets({{1'000'000'000, 500, 0}, {3'000'000'000, 2'500, 0}}));
+  EXPECT_EQ(model.ToReference(5'000'000'000), 5'000'004'500);
+  EXPECT_EQ(model.ToReference(0), -500);
+  // Three measurements with different slopes: each side uses its own pair.
+  ClockModel bent(Offsets({{0, 0, 0}, {1'000, 100, 0}, {2'000, 100, 0}}));
+  EXPECT_EQ(bent.ToReference(500), 550);
+  EXPECT_EQ(bent.ToReference(1'500), 1'600);
+  EXPECT_EQ(bent.ToReference(-1'000), -1'100);
+  EXPECT_EQ(bent.ToReference(10'000), 10'100);
+}
+
+TEST(ClockModel, OrderOfRecordsDoesNotMatterAndTheMostCertainWins) {
+  ClockModel model(Offsets({{3'000, 300, 5},
+                            {1'000, 999, 80},  // less certain, same instant
+                            {1'000, 100, 2}}));
+  EXPECT_EQ(model.ToReference(1'000), 1'100);
+  EXPECT_EQ(model.ToReference(2'000), 2'200);
+  EXPECT_EQ(model.UncertaintyAt(1'000), 2);
+}
+
+TEST(ClockModel, NegativeUncertaintyReadsAsZero) {
+  ClockModel model(Offsets({{0, 1, -5}}));
+  EXPECT_EQ(model.UncertaintyAt(0), 0);
+}
+
+TEST(ClockModel, RealtimeFromTheNearestSnapshot) {
+  proto::ClockRecord record;
+  auto* a = record.add_snapshots();
+  a->set_monotonic_ns(10'000);
+  a->set_realtime_ns(1'700'000'000'000'010'000);
+  auto* b = record.add_snapshots();  // wall clock stepped by +5 µs since
+  b->set_monotonic_ns(100);
+  b->set_realtime_ns(1'700'000'000'000'005'100 - 10'000);
+  ClockModel model(record);
+  EXPECT_FALSE(model.has_reference()) << "snapshots are not offsets";
+  EXPECT_EQ(model.ToReference(42), 42);
+  EXPECT_EQ(model.ToRealtime(150), 1'700'000'000'000'005'150 - 10'000);
+  EXPECT_EQ(model.ToRealtime(9'000), 1'700'000'000'000'009'000);
+  EXPECT_EQ(model.ToRealtime(20'000), 1'700'000'000'000'020'000);
+}
+
+TEST(ClockModel, BuiltFromAFilesClockRecords) {
+  std::string data;
+  auto w = *TraceWriter::Create(MakeStringSink(&data));
+  proto::ClockOffset o;
+  o.set_local_monotonic_ns(0);
+  o.set_offset_ns(1'000);
+  w->AddClockOffset(o);
+  ASSERT_TRUE(w->Flush().ok());
+  o.set_local_monotonic_ns(1'000'000);
+  o.set_offset_ns(2'000);
+  w->AddClockOffset(o);
+  w->AddClockSnapshot(0, 555);
+  ASSERT_TRUE(w->Close().ok());
+  auto reader = testing::OpenOrDie(data);
+  ClockModel model(reader->clock());
+  EXPECT_EQ(model.ToReference(500'000), 501'500);
+  EXPECT_DOUBLE_EQ(model.DriftPpm(), 1'000.0);
+  EXPECT_EQ(model.ToRealtime(10), 565);
+}
+
+}  // namespace
+}  // namespace podscope::trace_format
