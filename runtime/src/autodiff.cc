@@ -25,7 +25,7 @@ class Rules {
   // Broadcasts a value that has the dimensions of `dims` with some of them
   // reduced to 1 (or a scalar) back to `dims`.
   Value Expand(Value v, const std::vector<int64_t>& dims) {
-    const Shape& s = b_.shape(v);
+    const Shape s = b_.shape(v);
     if (s.dims() == dims) return v;
     if (s.rank() == 0) return b_.Broadcast(v, dims, {});
     return b_.Broadcast(v, dims, Iota(s.rank()));
@@ -46,8 +46,7 @@ class Rules {
 
   // Gradient contributions (operand index, gradient) of node `y` given its
   // adjoint `g`, or an error for an op without a gradient rule.
-  absl::StatusOr<Grads> Apply(const Node& node,
-                                                           Value y, Value g) {
+  absl::StatusOr<Grads> Apply(const Node& node, Value y, Value g) {
     auto x = [&](int i) { return Value{node.operands[i]}; };
     auto zeros = [&] { return b_.ZerosLike(g); };
     const OpAttrs& a = node.attrs;
@@ -66,7 +65,7 @@ class Rules {
         return Grads{{0, b_.Mul(g, x(1))}, {1, b_.Mul(g, x(0))}};
       case OpKind::kDiv:
         return Grads{{0, b_.Div(g, x(1))},
-                 {1, b_.Neg(b_.Div(b_.Mul(g, y), x(1)))}};
+                     {1, b_.Neg(b_.Div(b_.Mul(g, y), x(1)))}};
       case OpKind::kMax: {
         // Ties send the gradient to the first operand.
         Value first = b_.Compare(x(0), x(1), CompareDirection::kGe);
@@ -80,13 +79,13 @@ class Rules {
       case OpKind::kLog:
         return Grads{{0, b_.Div(g, x(0))}};
       case OpKind::kTanh: {
-        Value one = b_.Full(b_.shape(y), 1.0f);
+        Value one = b_.Full(node.shape, 1.0f);
         return Grads{{0, b_.Mul(g, b_.Sub(one, b_.Mul(y, y)))}};
       }
       case OpKind::kRelu: {
         Value z = zeros();
-        return Grads{{0, b_.Select(b_.Compare(x(0), z, CompareDirection::kGt), g,
-                               z)}};
+        return Grads{
+            {0, b_.Select(b_.Compare(x(0), z, CompareDirection::kGt), g, z)}};
       }
       case OpKind::kSelect: {
         Value z = zeros();
@@ -96,7 +95,7 @@ class Rules {
         if (b_.shape(x(0)).element_type() != ElementType::kF32) return Grads{};
         return Grads{{0, g}};
       case OpKind::kBroadcast: {
-        const Shape& in = b_.shape(x(0));
+        const Shape in = b_.shape(x(0));
         std::vector<int64_t> sum_axes;
         std::vector<bool> mapped(node.shape.rank(), false);
         for (int i = 0; i < in.rank(); ++i) {
@@ -120,14 +119,15 @@ class Rules {
         return Grads{{0, b_.Transpose(g, inverse)}};
       }
       case OpKind::kSlice: {
-        const auto& dims = b_.shape(x(0)).dims();
+        const std::vector<int64_t> dims = b_.shape(x(0)).dims();
         std::vector<int64_t> high(dims.size());
-        for (size_t i = 0; i < dims.size(); ++i) high[i] = dims[i] - a.limits[i];
+        for (size_t i = 0; i < dims.size(); ++i)
+          high[i] = dims[i] - a.limits[i];
         return Grads{{0, b_.Pad(g, a.starts, high)}};
       }
       case OpKind::kPad: {
         std::vector<int64_t> limits = a.starts;
-        const auto& dims = b_.shape(x(0)).dims();
+        const std::vector<int64_t> dims = b_.shape(x(0)).dims();
         for (size_t i = 0; i < dims.size(); ++i) limits[i] += dims[i];
         return Grads{{0, b_.Slice(g, a.starts, limits)}};
       }
@@ -135,7 +135,7 @@ class Rules {
         Grads grads;
         int64_t offset = 0;
         for (size_t i = 0; i < node.operands.size(); ++i) {
-          const auto& dims = b_.shape(x(i)).dims();
+          const std::vector<int64_t> dims = b_.shape(x(i)).dims();
           std::vector<int64_t> starts(dims.size(), 0);
           std::vector<int64_t> limits = node.shape.dims();
           starts[a.axis] = offset;
@@ -147,7 +147,7 @@ class Rules {
       }
       case OpKind::kReduceSum:
       case OpKind::kReduceMean: {
-        const auto& dims = b_.shape(x(0)).dims();
+        const std::vector<int64_t> dims = b_.shape(x(0)).dims();
         Value r = Expand(KeepDims(g, dims, a.axes, a.keep_dims), dims);
         if (node.op == OpKind::kReduceMean) {
           int64_t count = 1;
@@ -158,29 +158,29 @@ class Rules {
       }
       case OpKind::kReduceMax: {
         // The gradient is shared equally among tied maxima.
-        const auto& dims = b_.shape(x(0)).dims();
+        const std::vector<int64_t> dims = b_.shape(x(0)).dims();
         Value y_full = Expand(KeepDims(y, dims, a.axes, a.keep_dims), dims);
-        Value mask = b_.Convert(
-            b_.Compare(x(0), y_full, CompareDirection::kEq), ElementType::kF32);
+        Value mask = b_.Convert(b_.Compare(x(0), y_full, CompareDirection::kEq),
+                                ElementType::kF32);
         Value count = Expand(b_.ReduceSum(mask, a.axes, true), dims);
         Value g_full = Expand(KeepDims(g, dims, a.axes, a.keep_dims), dims);
         return Grads{{0, b_.Div(b_.Mul(g_full, mask), count)}};
       }
       case OpKind::kDot: {
-        const std::vector<int64_t> swap =
-            node.shape.rank() == 3 ? std::vector<int64_t>{0, 2, 1}
-                                   : std::vector<int64_t>{1, 0};
+        const std::vector<int64_t> swap = node.shape.rank() == 3
+                                              ? std::vector<int64_t>{0, 2, 1}
+                                              : std::vector<int64_t>{1, 0};
         return Grads{{0, b_.Dot(g, b_.Transpose(x(1), swap))},
-                 {1, b_.Dot(b_.Transpose(x(0), swap), g)}};
+                     {1, b_.Dot(b_.Transpose(x(0), swap), g)}};
       }
       case OpKind::kConv2D:
-        return Grads{{0, b_.Conv2DBackpropInput(g, x(1), b_.shape(x(0)), a.stride,
-                                            a.padding)},
-                 {1, b_.Conv2DBackpropFilter(x(0), g, b_.shape(x(1)),
-                                             a.stride, a.padding)}};
+        return Grads{{0, b_.Conv2DBackpropInput(g, x(1), b_.shape(x(0)),
+                                                a.stride, a.padding)},
+                     {1, b_.Conv2DBackpropFilter(x(0), g, b_.shape(x(1)),
+                                                 a.stride, a.padding)}};
       case OpKind::kMaxPool2D:
-        return Grads{{0, b_.MaxPool2DGrad(x(0), g, a.window, a.stride,
-                                      a.padding)}};
+        return Grads{
+            {0, b_.MaxPool2DGrad(x(0), g, a.window, a.stride, a.padding)}};
       case OpKind::kSoftmax: {
         Value s = b_.ReduceSum(b_.Mul(g, y), {a.axis}, true);
         return Grads{{0, b_.Mul(y, b_.Sub(g, Expand(s, node.shape.dims())))}};
@@ -191,7 +191,7 @@ class Rules {
       }
       case OpKind::kNllLoss:
       case OpKind::kCrossEntropyLoss: {
-        const auto& dims = b_.shape(x(0)).dims();
+        const std::vector<int64_t> dims = b_.shape(x(0)).dims();
         const float inv_rows = dims[0] == 0 ? 0.0f : 1.0f / dims[0];
         Value one_hot = b_.OneHot(x(1), dims[1]);
         Value scale = Expand(Scale(g, inv_rows), dims);
@@ -259,9 +259,8 @@ absl::StatusOr<std::vector<Value>> Grad(GraphBuilder& builder, Value loss,
     for (const auto& [index, grad] : *grads) {
       const int operand = node.operands[index];
       if (!from_wrt[operand]) continue;
-      adjoint[operand] = adjoint[operand].valid()
-                             ? builder.Add(adjoint[operand], grad)
-                             : grad;
+      adjoint[operand] =
+          adjoint[operand].valid() ? builder.Add(adjoint[operand], grad) : grad;
     }
     if (!builder.status().ok()) return builder.status();
   }

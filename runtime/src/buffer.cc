@@ -19,30 +19,30 @@ Buffer::~Buffer() = default;
 
 Event Buffer::ToHost(void* dst, int64_t dst_bytes) {
   if (dst_bytes < shape_.byte_size()) {
-    return Event::Ready(absl::InvalidArgumentError(absl::StrCat(
-        "ToHost: destination holds ", dst_bytes, " bytes but ",
-        shape_.ToString(), " on ", device_->ToString(), " needs ",
-        shape_.byte_size())));
+    return Event::Ready(absl::InvalidArgumentError(
+        absl::StrCat("ToHost: destination holds ", dst_bytes, " bytes but ",
+                     shape_.ToString(), " on ", device_->ToString(), " needs ",
+                     shape_.byte_size())));
   }
   Event done;
   // The captured reference keeps the buffer alive until the copy has run.
-  device_->runtime()->stream().Enqueue([self = shared_from_this(), this, dst,
-                                        done] {
-    // Work on one stream runs in order, so the defining work has run; a
-    // buffer defined on another stream is awaited.
-    absl::Status status = ready_.Await();
-    const int64_t start = internal::NowNs();
-    if (status.ok()) {
-      std::memcpy(dst, BufferAccess::Data(*this), shape_.byte_size());
-    }
-    const int64_t end = internal::NowNs();
-    internal::RecordTime(internal::kTransferFromDeviceTime, end - start);
-    if (internal::ObserverActive()) {
-      internal::Observer().OnTransfer(
-          {device_, false, shape_.byte_size(), start, end, status});
-    }
-    done.Set(status);
-  });
+  device_->runtime()->stream().Enqueue(
+      [self = shared_from_this(), this, dst, done] {
+        // Work on one stream runs in order, so the defining work has run; a
+        // buffer defined on another stream is awaited.
+        absl::Status status = ready_.Await();
+        const int64_t start = internal::NowNs();
+        if (status.ok()) {
+          std::memcpy(dst, BufferAccess::Data(*this), shape_.byte_size());
+        }
+        const int64_t end = internal::NowNs();
+        internal::RecordTime(internal::kTransferFromDeviceTime, end - start);
+        if (internal::ObserverActive()) {
+          internal::Observer().OnTransfer(
+              {device_, false, shape_.byte_size(), start, end, status});
+        }
+        done.Set(status);
+      });
   return done;
 }
 
@@ -71,21 +71,21 @@ absl::StatusOr<std::shared_ptr<Buffer>> Buffer::CopyToDevice(Device* dst) {
   const int64_t bytes = shape_.byte_size();
   // The source's storage is read only after its ready event, which is
   // completed after the storage is set.
-  dst->runtime()->stream().Enqueue([copy, source_ready, bytes,
-                                    self = shared_from_this(), this] {
-    absl::Status status = source_ready.Await();
-    if (!status.ok()) {
-      BufferAccess::Define(*copy, nullptr, status);
-      return;
-    }
-    auto storage = copy->device()->runtime()->memory().Allocate(bytes);
-    if (!storage.ok()) {
-      BufferAccess::Define(*copy, nullptr, storage.status());
-      return;
-    }
-    std::memcpy((*storage)->data(), BufferAccess::Data(*this), bytes);
-    BufferAccess::Define(*copy, *std::move(storage), absl::OkStatus());
-  });
+  dst->runtime()->stream().Enqueue(
+      [copy, source_ready, bytes, self = shared_from_this(), this] {
+        absl::Status status = source_ready.Await();
+        if (!status.ok()) {
+          BufferAccess::Define(*copy, nullptr, status);
+          return;
+        }
+        auto storage = copy->device()->runtime()->memory().Allocate(bytes);
+        if (!storage.ok()) {
+          BufferAccess::Define(*copy, nullptr, storage.status());
+          return;
+        }
+        std::memcpy((*storage)->data(), BufferAccess::Data(*this), bytes);
+        BufferAccess::Define(*copy, *std::move(storage), absl::OkStatus());
+      });
   return copy;
 }
 

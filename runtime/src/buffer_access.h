@@ -15,8 +15,7 @@ struct BufferAccess {
     return BufferPtr(new Buffer(std::move(shape), device));
   }
   // Completes the buffer's ready() event; storage is null on error.
-  static void Define(Buffer& buffer,
-                     std::shared_ptr<DeviceAllocation> storage,
+  static void Define(Buffer& buffer, std::shared_ptr<DeviceAllocation> storage,
                      absl::Status status) {
     buffer.storage_ = std::move(storage);
     buffer.ready_.Set(std::move(status));

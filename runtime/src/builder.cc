@@ -44,22 +44,22 @@ Value GraphBuilder::Record(OpKind op, std::vector<Value> operands,
   }
   absl::StatusOr<Shape> shape = InferShape(op, shapes, attrs);
   if (!shape.ok()) return Fail(shape.status());
-  nodes_.push_back(Node{op, *std::move(shape), std::move(ids),
-                        std::move(attrs), CurrentScope()});
+  nodes_.push_back(Node{op, *std::move(shape), std::move(ids), std::move(attrs),
+                        CurrentScope()});
   return Value{static_cast<int>(nodes_.size()) - 1};
 }
 
 Value GraphBuilder::Parameter(const Shape& shape) {
   for (int64_t d : shape.dims()) {
     if (d < 0) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat(
-          "parameter: negative dimension in ", shape.ToString())));
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("parameter: negative dimension in ", shape.ToString())));
     }
   }
   OpAttrs attrs;
   attrs.parameter_index = num_parameters();
-  nodes_.push_back(Node{OpKind::kParameter, shape, {}, std::move(attrs),
-                        CurrentScope()});
+  nodes_.push_back(
+      Node{OpKind::kParameter, shape, {}, std::move(attrs), CurrentScope()});
   parameters_.push_back(static_cast<int>(nodes_.size()) - 1);
   return Value{parameters_.back()};
 }
@@ -68,9 +68,11 @@ Value GraphBuilder::Constant(Literal literal) {
   OpAttrs attrs;
   Shape shape = literal.shape();
   attrs.literal = std::make_shared<const Literal>(std::move(literal));
-  nodes_.push_back(
-      Node{OpKind::kConstant, std::move(shape), {}, std::move(attrs),
-           CurrentScope()});
+  nodes_.push_back(Node{OpKind::kConstant,
+                        std::move(shape),
+                        {},
+                        std::move(attrs),
+                        CurrentScope()});
   return Value{static_cast<int>(nodes_.size()) - 1};
 }
 
@@ -81,10 +83,24 @@ Value GraphBuilder::ScalarI32(int32_t value) {
   return Constant(Literal::ScalarI32(value));
 }
 
-Value GraphBuilder::Full(const Shape& shape, float value) {
-  Value scalar = shape.element_type() == ElementType::kI32
-                     ? ScalarI32(static_cast<int32_t>(value))
-                     : ScalarF32(value);
+Value GraphBuilder::Full(const Shape& shape_ref, float value) {
+  // Copied: `shape_ref` may refer to a node, and recording may move nodes.
+  const Shape shape = shape_ref;
+  Value scalar;
+  switch (shape.element_type()) {
+    case ElementType::kF32:
+      scalar = ScalarF32(value);
+      break;
+    case ElementType::kI32:
+      scalar = ScalarI32(static_cast<int32_t>(value));
+      break;
+    case ElementType::kPred: {
+      Literal literal(PredShape({}));
+      literal.mutable_data<uint8_t>()[0] = value != 0.0f ? 1 : 0;
+      scalar = Constant(std::move(literal));
+      break;
+    }
+  }
   if (shape.rank() == 0) return scalar;
   return Broadcast(scalar, shape.dims(), {});
 }
@@ -94,11 +110,21 @@ Value GraphBuilder::ZerosLike(Value x) {
   return Full(shape(x), 0.0f);
 }
 
-Value GraphBuilder::Add(Value a, Value b) { return Record(OpKind::kAdd, {a, b}, {}); }
-Value GraphBuilder::Sub(Value a, Value b) { return Record(OpKind::kSub, {a, b}, {}); }
-Value GraphBuilder::Mul(Value a, Value b) { return Record(OpKind::kMul, {a, b}, {}); }
-Value GraphBuilder::Div(Value a, Value b) { return Record(OpKind::kDiv, {a, b}, {}); }
-Value GraphBuilder::Max(Value a, Value b) { return Record(OpKind::kMax, {a, b}, {}); }
+Value GraphBuilder::Add(Value a, Value b) {
+  return Record(OpKind::kAdd, {a, b}, {});
+}
+Value GraphBuilder::Sub(Value a, Value b) {
+  return Record(OpKind::kSub, {a, b}, {});
+}
+Value GraphBuilder::Mul(Value a, Value b) {
+  return Record(OpKind::kMul, {a, b}, {});
+}
+Value GraphBuilder::Div(Value a, Value b) {
+  return Record(OpKind::kDiv, {a, b}, {});
+}
+Value GraphBuilder::Max(Value a, Value b) {
+  return Record(OpKind::kMax, {a, b}, {});
+}
 Value GraphBuilder::Neg(Value x) { return Record(OpKind::kNeg, {x}, {}); }
 Value GraphBuilder::Exp(Value x) { return Record(OpKind::kExp, {x}, {}); }
 Value GraphBuilder::Log(Value x) { return Record(OpKind::kLog, {x}, {}); }
@@ -134,9 +160,9 @@ Value GraphBuilder::BroadcastTo(Value x, std::vector<int64_t> out_dims) {
   const int rank = shape(x).rank();
   const int out_rank = static_cast<int>(out_dims.size());
   if (rank > out_rank) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "broadcast: cannot broadcast ", shape(x).ToString(), " to [",
-        absl::StrJoin(out_dims, ","), "]")));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("broadcast: cannot broadcast ", shape(x).ToString(),
+                     " to [", absl::StrJoin(out_dims, ","), "]")));
   }
   if (shape(x).dims() == out_dims) return x;
   std::vector<int64_t> map(rank);
@@ -184,7 +210,8 @@ Value GraphBuilder::Pad(Value x, std::vector<int64_t> low,
 Value GraphBuilder::Concat(absl::Span<const Value> values, int64_t axis) {
   OpAttrs attrs;
   attrs.axis = axis;
-  return Record(OpKind::kConcat, std::vector<Value>(values.begin(), values.end()),
+  return Record(OpKind::kConcat,
+                std::vector<Value>(values.begin(), values.end()),
                 std::move(attrs));
 }
 
@@ -222,7 +249,9 @@ Value GraphBuilder::ArgMax(Value x, int64_t axis, bool keep_dims) {
   return Record(OpKind::kArgMax, {x}, std::move(attrs));
 }
 
-Value GraphBuilder::Dot(Value a, Value b) { return Record(OpKind::kDot, {a, b}, {}); }
+Value GraphBuilder::Dot(Value a, Value b) {
+  return Record(OpKind::kDot, {a, b}, {});
+}
 
 Value GraphBuilder::Conv2D(Value input, Value weights, Hw stride, Hw padding) {
   OpAttrs attrs;
@@ -278,8 +307,8 @@ Value GraphBuilder::Conv2DBackpropInput(Value grad_out, Value weights,
 }
 
 Value GraphBuilder::Conv2DBackpropFilter(Value input, Value grad_out,
-                                         const Shape& weights_shape,
-                                         Hw stride, Hw padding) {
+                                         const Shape& weights_shape, Hw stride,
+                                         Hw padding) {
   OpAttrs attrs;
   attrs.dims = weights_shape.dims();
   attrs.stride = stride;

@@ -54,13 +54,14 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(
     if (device->addressable()) client->addressable_devices_.push_back(device);
   }
   if (client->addressable_devices_.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Topology: process ", topology.process_index,
-        " has no devices of its own"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Topology: process ", topology.process_index,
+                     " has no devices of its own"));
   }
-  const int threads = options.intra_op_threads > 0
-                          ? options.intra_op_threads
-                          : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads =
+      options.intra_op_threads > 0
+          ? options.intra_op_threads
+          : static_cast<int>(std::thread::hardware_concurrency());
   client->pool_ = std::make_shared<internal::IntraOpPool>(threads);
   return client;
 }
@@ -73,9 +74,9 @@ Client::~Client() {
 
 absl::StatusOr<Device*> Client::LookupDevice(int global_id) const {
   if (global_id < 0 || global_id >= device_count()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("No device with global id ", global_id, "; the job has ",
-                     device_count(), " devices"));
+    return absl::InvalidArgumentError(absl::StrCat("No device with global id ",
+                                                   global_id, "; the job has ",
+                                                   device_count(), " devices"));
   }
   return devices_[global_id];
 }
@@ -94,14 +95,14 @@ absl::StatusOr<BufferPtr> Client::BufferFromHost(
     const void* data, const Shape& shape, Device* device,
     HostBufferSemantics semantics) {
   if (device == nullptr || !device->addressable()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "BufferFromHost: device ",
-        device == nullptr ? "null" : device->ToString(),
-        " is not addressable by this process"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("BufferFromHost: device ",
+                     device == nullptr ? "null" : device->ToString(),
+                     " is not addressable by this process"));
   }
   if (data == nullptr && shape.byte_size() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "BufferFromHost: null data for ", shape.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("BufferFromHost: null data for ", shape.ToString()));
   }
   // kImmutableOnlyDuringCall: stage a private copy now so the caller may
   // reuse its memory as soon as we return.
@@ -150,27 +151,21 @@ absl::StatusOr<BufferPtr> Client::BufferFromLiteral(Literal literal,
 absl::StatusOr<std::shared_ptr<Executable>> Client::Compile(
     const Graph& graph) {
   const int64_t start = internal::NowNs();
-  std::shared_ptr<Executable> executable;
-  bool hit = false;
-  {
-    absl::MutexLock lock(&cache_mu_);
-    auto it = cache_.find(graph.structural_key());
-    if (it != cache_.end()) {
-      executable = it->second;
-      hit = true;
-      ++cache_hits_;
-    }
-  }
+  std::shared_ptr<Executable> executable = LookupCompiled(graph);
+  bool hit = executable != nullptr;
   if (!hit) {
-    PODSCOPE_ASSIGN_OR_RETURN(std::shared_ptr<const internal::CompiledProgram>
-                                  program,
-                              internal::CompileGraph(graph));
-    auto compiled = std::make_shared<Executable>(std::move(program), pool_);
-    absl::MutexLock lock(&cache_mu_);
-    // Another thread may have compiled the same graph meanwhile; keep one.
-    auto [it, inserted] = cache_.emplace(graph.structural_key(), compiled);
-    executable = it->second;
-    ++cache_misses_;
+    std::lock_guard<std::mutex> compiling(compile_mu_);
+    executable = LookupCompiled(graph);  // compiled while we waited?
+    hit = executable != nullptr;
+    if (!hit) {
+      PODSCOPE_ASSIGN_OR_RETURN(
+          std::shared_ptr<const internal::CompiledProgram> program,
+          internal::CompileGraph(graph));
+      executable = std::make_shared<Executable>(std::move(program), pool_);
+      std::lock_guard<std::mutex> lock(cache_mu_);
+      cache_.emplace(graph.structural_key(), executable);
+      ++cache_misses_;
+    }
   }
   const int64_t end = internal::NowNs();
   internal::IncrementCounter(hit ? internal::kCachedCompile
@@ -178,15 +173,22 @@ absl::StatusOr<std::shared_ptr<Executable>> Client::Compile(
   if (!hit) internal::RecordTime(internal::kCompileTime, end - start);
   if (internal::ObserverActive()) {
     internal::Observer().OnCompile(
-        {graph.fingerprint(), graph.name(), hit,
-         executable->stats().num_nodes, executable->stats().num_kernels,
-         start, end});
+        {graph.fingerprint(), graph.name(), hit, executable->stats().num_nodes,
+         executable->stats().num_kernels, start, end});
   }
   return executable;
 }
 
+std::shared_ptr<Executable> Client::LookupCompiled(const Graph& graph) {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  auto it = cache_.find(graph.structural_key());
+  if (it == cache_.end()) return nullptr;
+  ++cache_hits_;
+  return it->second;
+}
+
 CompileCacheStats Client::compile_cache_stats() const {
-  absl::MutexLock lock(&cache_mu_);
+  std::lock_guard<std::mutex> lock(cache_mu_);
   return {cache_hits_, cache_misses_, static_cast<int64_t>(cache_.size())};
 }
 

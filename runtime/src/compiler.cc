@@ -16,10 +16,9 @@ absl::Status Verify(const Graph& graph) {
     std::vector<const Shape*> shapes;
     for (int operand : node.operands) {
       if (operand < 0 || operand >= static_cast<int>(id)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("compile ", graph.name(), ": node %", id, " (",
-                         OpName(node.op), ") uses %", operand,
-                         ", which is not an earlier node"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "compile ", graph.name(), ": node %", id, " (", OpName(node.op),
+            ") uses %", operand, ", which is not an earlier node"));
       }
       shapes.push_back(&nodes[operand].shape);
     }
@@ -37,23 +36,23 @@ absl::Status Verify(const Graph& graph) {
     if (node.op == OpKind::kConstant) {
       if (node.attrs.literal == nullptr ||
           node.attrs.literal->shape() != node.shape) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "compile ", graph.name(), ": constant %", id,
-            " has no literal of shape ", node.shape.ToString()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("compile ", graph.name(), ": constant %", id,
+                         " has no literal of shape ", node.shape.ToString()));
       }
       continue;
     }
     absl::StatusOr<Shape> shape = InferShape(node.op, shapes, node.attrs);
     if (!shape.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "compile ", graph.name(), ": node %", id, ": ",
-          shape.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat("compile ", graph.name(),
+                                                     ": node %", id, ": ",
+                                                     shape.status().message()));
     }
     if (*shape != node.shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "compile ", graph.name(), ": node %", id, " (", OpName(node.op),
-          ") declares ", node.shape.ToString(), " but computes ",
-          shape->ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("compile ", graph.name(), ": node %", id, " (",
+                       OpName(node.op), ") declares ", node.shape.ToString(),
+                       " but computes ", shape->ToString()));
     }
   }
   if (next_parameter != static_cast<int>(graph.parameters().size())) {

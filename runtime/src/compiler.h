@@ -21,7 +21,7 @@ struct ValueLocation {
 
 // One kernel launch: a fused elementwise tree or a single op.
 struct Step {
-  int node = 0;  // the node whose value the step produces
+  int node = 0;             // the node whose value the step produces
   std::vector<int> inputs;  // node ids read
   int fusion = -1;          // index into CompiledProgram::fusions, or -1
   std::string op_name;      // as traced: "dot", "fusion", ...

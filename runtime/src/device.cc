@@ -35,4 +35,14 @@ absl::StatusOr<MemoryStats> Device::GetMemoryStats() const {
   return runtime_->memory().stats();
 }
 
+absl::Status Device::WaitUntilIdle() const {
+  if (runtime_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Device ", ToString(), " is not addressable"));
+  }
+  // The stream destroys each task before taking the next, so the marker
+  // completes only after earlier tasks released their buffers.
+  return runtime_->stream().Marker().Await();
+}
+
 }  // namespace podscope::runtime

@@ -31,19 +31,18 @@ absl::StatusOr<std::shared_ptr<DeviceAllocation>> DeviceMemory::Allocate(
     std::lock_guard<std::mutex> lock(mu_);
     if (stats_.bytes_limit > 0 &&
         stats_.bytes_in_use + bytes > stats_.bytes_limit) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "Out of memory on ", device_name_, ": allocating ", bytes,
-          " bytes with ", stats_.bytes_in_use, " of ", stats_.bytes_limit,
-          " bytes in use"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("Out of memory on ", device_name_, ": allocating ",
+                       bytes, " bytes with ", stats_.bytes_in_use, " of ",
+                       stats_.bytes_limit, " bytes in use"));
     }
     stats_.bytes_in_use += bytes;
     stats_.peak_bytes_in_use =
         std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
     ++stats_.num_allocs;
   }
-  const int64_t rounded =
-      std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment *
-                                        kAlignment);
+  const int64_t rounded = std::max<int64_t>(
+      kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   void* data = std::aligned_alloc(kAlignment, rounded);
   if (data == nullptr) {
     Release(bytes);

@@ -22,8 +22,8 @@ namespace {
 
 // Runs every step of `program` on the calling (stream) thread.
 absl::Status RunSteps(const CompiledProgram& program,
-                      const std::vector<BufferPtr>& arguments,
-                      void* arena, const std::vector<void*>& outputs,
+                      const std::vector<BufferPtr>& arguments, void* arena,
+                      const std::vector<void*>& outputs,
                       const internal::IntraOpPool& pool, const Device* device) {
   const Graph& graph = program.graph;
   const int n = static_cast<int>(graph.nodes().size());
@@ -36,8 +36,8 @@ absl::Status RunSteps(const CompiledProgram& program,
         break;
       case ValueLocation::kConstant:
         // Host memory is device memory on this platform.
-        data[id] = const_cast<void*>(
-            graph.node(id).attrs.literal->untyped_data());
+        data[id] =
+            const_cast<void*>(graph.node(id).attrs.literal->untyped_data());
         break;
       case ValueLocation::kArena:
         data[id] = static_cast<char*>(arena) + location.index;
@@ -62,11 +62,10 @@ absl::Status RunSteps(const CompiledProgram& program,
     }
     const Node& node = graph.node(step.node);
     absl::Status status =
-        step.fusion >= 0
-            ? internal::RunFused(program.fusions[step.fusion], inputs,
-                                 data[step.node], pool)
-            : internal::RunKernel(
-                  {node, shapes, inputs, data[step.node], pool});
+        step.fusion >= 0 ? internal::RunFused(program.fusions[step.fusion],
+                                              inputs, data[step.node], pool)
+                         : internal::RunKernel(
+                               {node, shapes, inputs, data[step.node], pool});
     if (!status.ok()) return status;
     if (traced) {
       internal::Observer().OnOp({device, graph.fingerprint(), step.op_name,
@@ -111,10 +110,10 @@ absl::StatusOr<std::vector<BufferPtr>> Executable::Execute(
     absl::Span<const BufferPtr> arguments, Device* device) const {
   const Graph& g = graph();
   if (device == nullptr || !device->addressable()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Execute(", g.name(), "): device ",
-        device == nullptr ? "null" : device->ToString(),
-        " is not addressable by this process"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Execute(", g.name(), "): device ",
+                     device == nullptr ? "null" : device->ToString(),
+                     " is not addressable by this process"));
   }
   if (arguments.size() != g.parameters().size()) {
     return absl::InvalidArgumentError(
@@ -124,20 +123,20 @@ absl::StatusOr<std::vector<BufferPtr>> Executable::Execute(
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Shape& expected = g.node(g.parameters()[i]).shape;
     if (arguments[i] == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Execute(", g.name(), "): argument ", i, " is null"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Execute(", g.name(), "): argument ", i, " is null"));
     }
     if (arguments[i]->shape() != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Execute(", g.name(), "): argument ", i, " has shape ",
-          arguments[i]->shape().ToString(), " but parameter ", i,
-          " expects ", expected.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Execute(", g.name(), "): argument ", i, " has shape ",
+                       arguments[i]->shape().ToString(), " but parameter ", i,
+                       " expects ", expected.ToString()));
     }
     if (arguments[i]->device() != device) {
       return absl::InvalidArgumentError(absl::StrCat(
           "Execute(", g.name(), "): argument ", i, " lives on ",
-          arguments[i]->device()->ToString(), ", not on ",
-          device->ToString(), "; copy it with Buffer::CopyToDevice"));
+          arguments[i]->device()->ToString(), ", not on ", device->ToString(),
+          "; copy it with Buffer::CopyToDevice"));
     }
   }
   std::vector<BufferPtr> outputs;
@@ -176,15 +175,15 @@ absl::StatusOr<std::vector<BufferPtr>> Executable::Execute(
         }
         arena.reset();  // scratch is free before anyone sees the outputs
         for (size_t i = 0; i < outputs.size(); ++i) {
-          BufferAccess::Define(*outputs[i],
-                               status.ok() ? storage[i] : nullptr, status);
+          BufferAccess::Define(*outputs[i], status.ok() ? storage[i] : nullptr,
+                               status);
         }
         const int64_t end = internal::NowNs();
         internal::RecordTime(internal::kExecuteTime, end - start);
         if (internal::ObserverActive()) {
-          internal::Observer().OnExecute(
-              {device, program->graph.fingerprint(), program->graph.name(),
-               start, end, status});
+          internal::Observer().OnExecute({device, program->graph.fingerprint(),
+                                          program->graph.name(), start, end,
+                                          status});
         }
       });
   return outputs;

@@ -89,8 +89,7 @@ std::vector<FusedProgram> FormFusions(const Graph& graph) {
       const int id = candidates.top();
       candidates.pop();
       const bool joins =
-          !is_output[id] &&
-          graph.node(id).shape.num_elements() == elements &&
+          !is_output[id] && graph.node(id).shape.num_elements() == elements &&
           std::all_of(users[id].begin(), users[id].end(),
                       [&](int user) { return cluster_of[user] == cluster; });
       if (!joins) continue;

@@ -28,7 +28,7 @@ struct FusedInstr {
 // inputs are read once and only the root is written to memory, while the
 // intermediates live in small per-thread tiles.
 struct FusedProgram {
-  std::vector<int> inputs;  // graph node ids
+  std::vector<int> inputs;         // graph node ids
   std::vector<FusedInstr> instrs;  // topological; the last is the root
   std::vector<int> members;        // graph node ids, parallel to instrs
   int64_t num_elements = 0;

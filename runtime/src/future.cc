@@ -14,14 +14,20 @@ void Event::Set(absl::Status status) const {
   std::vector<std::function<void(const absl::Status&)>> callbacks;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
-    if (state_->ready) return;
-    state_->ready = true;
+    if (state_->has_status) return;
+    state_->has_status = true;
     state_->status = std::move(status);
     callbacks.swap(state_->callbacks);
   }
-  state_->cv.notify_all();
-  // The status is immutable once ready, so callbacks may read it unlocked.
+  // The status is immutable from here on, so callbacks read it unlocked.
+  // Waiters are woken only after the callbacks ran, so whoever awaits the
+  // event also sees their effects.
   for (auto& callback : callbacks) callback(state_->status);
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->ready = true;
+  }
+  state_->cv.notify_all();
 }
 
 bool Event::IsReady() const {
@@ -38,7 +44,7 @@ absl::Status Event::Await() const {
 void Event::OnReady(std::function<void(const absl::Status&)> callback) const {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
-    if (!state_->ready) {
+    if (!state_->has_status) {
       state_->callbacks.push_back(std::move(callback));
       return;
     }

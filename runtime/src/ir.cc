@@ -5,44 +5,80 @@
 
 namespace podscope::runtime {
 
-std::string_view OpName(OpKind op) {
+absl::string_view OpName(OpKind op) {
   switch (op) {
-    case OpKind::kParameter: return "parameter";
-    case OpKind::kConstant: return "constant";
-    case OpKind::kAdd: return "add";
-    case OpKind::kSub: return "sub";
-    case OpKind::kMul: return "mul";
-    case OpKind::kDiv: return "div";
-    case OpKind::kMax: return "max";
-    case OpKind::kNeg: return "neg";
-    case OpKind::kExp: return "exp";
-    case OpKind::kLog: return "log";
-    case OpKind::kTanh: return "tanh";
-    case OpKind::kRelu: return "relu";
-    case OpKind::kCompare: return "compare";
-    case OpKind::kSelect: return "select";
-    case OpKind::kConvert: return "convert";
-    case OpKind::kBroadcast: return "broadcast";
-    case OpKind::kReshape: return "reshape";
-    case OpKind::kTranspose: return "transpose";
-    case OpKind::kSlice: return "slice";
-    case OpKind::kPad: return "pad";
-    case OpKind::kConcat: return "concat";
-    case OpKind::kReduceSum: return "reduce_sum";
-    case OpKind::kReduceMax: return "reduce_max";
-    case OpKind::kReduceMean: return "reduce_mean";
-    case OpKind::kArgMax: return "argmax";
-    case OpKind::kDot: return "dot";
-    case OpKind::kConv2D: return "conv2d";
-    case OpKind::kConv2DBackpropInput: return "conv2d_backprop_input";
-    case OpKind::kConv2DBackpropFilter: return "conv2d_backprop_filter";
-    case OpKind::kMaxPool2D: return "max_pool2d";
-    case OpKind::kMaxPool2DGrad: return "max_pool2d_grad";
-    case OpKind::kSoftmax: return "softmax";
-    case OpKind::kLogSoftmax: return "log_softmax";
-    case OpKind::kOneHot: return "one_hot";
-    case OpKind::kNllLoss: return "nll_loss";
-    case OpKind::kCrossEntropyLoss: return "cross_entropy_loss";
+    case OpKind::kParameter:
+      return "parameter";
+    case OpKind::kConstant:
+      return "constant";
+    case OpKind::kAdd:
+      return "add";
+    case OpKind::kSub:
+      return "sub";
+    case OpKind::kMul:
+      return "mul";
+    case OpKind::kDiv:
+      return "div";
+    case OpKind::kMax:
+      return "max";
+    case OpKind::kNeg:
+      return "neg";
+    case OpKind::kExp:
+      return "exp";
+    case OpKind::kLog:
+      return "log";
+    case OpKind::kTanh:
+      return "tanh";
+    case OpKind::kRelu:
+      return "relu";
+    case OpKind::kCompare:
+      return "compare";
+    case OpKind::kSelect:
+      return "select";
+    case OpKind::kConvert:
+      return "convert";
+    case OpKind::kBroadcast:
+      return "broadcast";
+    case OpKind::kReshape:
+      return "reshape";
+    case OpKind::kTranspose:
+      return "transpose";
+    case OpKind::kSlice:
+      return "slice";
+    case OpKind::kPad:
+      return "pad";
+    case OpKind::kConcat:
+      return "concat";
+    case OpKind::kReduceSum:
+      return "reduce_sum";
+    case OpKind::kReduceMax:
+      return "reduce_max";
+    case OpKind::kReduceMean:
+      return "reduce_mean";
+    case OpKind::kArgMax:
+      return "argmax";
+    case OpKind::kDot:
+      return "dot";
+    case OpKind::kConv2D:
+      return "conv2d";
+    case OpKind::kConv2DBackpropInput:
+      return "conv2d_backprop_input";
+    case OpKind::kConv2DBackpropFilter:
+      return "conv2d_backprop_filter";
+    case OpKind::kMaxPool2D:
+      return "max_pool2d";
+    case OpKind::kMaxPool2DGrad:
+      return "max_pool2d_grad";
+    case OpKind::kSoftmax:
+      return "softmax";
+    case OpKind::kLogSoftmax:
+      return "log_softmax";
+    case OpKind::kOneHot:
+      return "one_hot";
+    case OpKind::kNllLoss:
+      return "nll_loss";
+    case OpKind::kCrossEntropyLoss:
+      return "cross_entropy_loss";
   }
   return "unknown";
 }
@@ -68,19 +104,25 @@ bool IsElementwise(OpKind op) {
   }
 }
 
-std::string_view CompareDirectionName(CompareDirection direction) {
+absl::string_view CompareDirectionName(CompareDirection direction) {
   switch (direction) {
-    case CompareDirection::kEq: return "eq";
-    case CompareDirection::kNe: return "ne";
-    case CompareDirection::kLt: return "lt";
-    case CompareDirection::kLe: return "le";
-    case CompareDirection::kGt: return "gt";
-    case CompareDirection::kGe: return "ge";
+    case CompareDirection::kEq:
+      return "eq";
+    case CompareDirection::kNe:
+      return "ne";
+    case CompareDirection::kLt:
+      return "lt";
+    case CompareDirection::kLe:
+      return "le";
+    case CompareDirection::kGt:
+      return "gt";
+    case CompareDirection::kGe:
+      return "ge";
   }
   return "?";
 }
 
-uint64_t StableHash64(std::string_view bytes) {
+uint64_t StableHash64(absl::string_view bytes) {
   uint64_t hash = 14695981039346656037ull;
   for (unsigned char c : bytes) {
     hash ^= c;
@@ -92,17 +134,16 @@ uint64_t StableHash64(std::string_view bytes) {
 namespace {
 
 void AppendAttrs(const OpAttrs& a, std::string* out) {
-  absl::StrAppend(out, " axes=", absl::StrJoin(a.axes, ","),
-                  " dims=", absl::StrJoin(a.dims, ","),
-                  " starts=", absl::StrJoin(a.starts, ","),
-                  " limits=", absl::StrJoin(a.limits, ","), " axis=", a.axis,
-                  " keep=", a.keep_dims ? 1 : 0,
-                  " type=", ElementTypeName(a.element_type),
-                  " dir=", CompareDirectionName(a.direction),
-                  " window=", a.window[0], ",", a.window[1],
-                  " stride=", a.stride[0], ",", a.stride[1],
-                  " padding=", a.padding[0], ",", a.padding[1],
-                  " param=", a.parameter_index);
+  absl::StrAppend(
+      out, " axes=", absl::StrJoin(a.axes, ","),
+      " dims=", absl::StrJoin(a.dims, ","),
+      " starts=", absl::StrJoin(a.starts, ","),
+      " limits=", absl::StrJoin(a.limits, ","), " axis=", a.axis,
+      " keep=", a.keep_dims ? 1 : 0, " type=", ElementTypeName(a.element_type),
+      " dir=", CompareDirectionName(a.direction), " window=", a.window[0], ",",
+      a.window[1], " stride=", a.stride[0], ",", a.stride[1],
+      " padding=", a.padding[0], ",", a.padding[1],
+      " param=", a.parameter_index);
 }
 
 }  // namespace
@@ -133,8 +174,8 @@ Graph::Graph(std::string name, std::vector<Node> nodes,
 }
 
 std::string Graph::ToString() const {
-  std::string out = absl::StrCat("graph ", name_, " fingerprint=",
-                                 absl::Hex(fingerprint_), "\n");
+  std::string out = absl::StrCat(
+      "graph ", name_, " fingerprint=", absl::Hex(fingerprint_), "\n");
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
     absl::StrAppend(&out, "  %", i, " = ", OpName(node.op), " ",

@@ -54,9 +54,9 @@ absl::StatusOr<float> Tensor::Item() const {
   absl::StatusOr<Literal> literal = ToLiteral();
   if (!literal.ok()) return literal.status();
   if (literal->shape() != F32Shape({})) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Tensor::Item: expected an f32 scalar, got ",
-        literal->shape().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Tensor::Item: expected an f32 scalar, got ",
+                     literal->shape().ToString()));
   }
   return literal->data<float>()[0];
 }
@@ -85,7 +85,8 @@ Tensor LazyContext::ErrorTensor(absl::Status status) {
 }
 
 Tensor LazyContext::FromLiteral(const Literal& literal) {
-  absl::StatusOr<BufferPtr> buffer = client_->BufferFromLiteral(literal, device_);
+  absl::StatusOr<BufferPtr> buffer =
+      client_->BufferFromLiteral(literal, device_);
   if (!buffer.ok()) return ErrorTensor(buffer.status());
   auto impl = std::make_shared<TensorImpl>();
   impl->context = shared_from_this();
@@ -121,7 +122,8 @@ absl::StatusOr<Value> LazyContext::Lower(const Tensor& tensor) {
   if (impl.context.get() != this) {
     return absl::InvalidArgumentError(absl::StrCat(
         "lazy op: operand lives on ",
-        impl.context == nullptr ? "no device" : impl.context->device()->ToString(),
+        impl.context == nullptr ? "no device"
+                                : impl.context->device()->ToString(),
         ", not on ", device_->ToString()));
   }
   if (!impl.status.ok()) return impl.status;

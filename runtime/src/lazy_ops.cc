@@ -19,7 +19,7 @@ LazyContext* ContextOf(std::initializer_list<const Tensor*> tensors) {
   return nullptr;
 }
 
-absl::StatusOr<std::vector<int64_t>> BroadcastDims(std::string_view op,
+absl::StatusOr<std::vector<int64_t>> BroadcastDims(absl::string_view op,
                                                    const Shape& a,
                                                    const Shape& b) {
   const int rank = std::max(a.rank(), b.rank());
@@ -30,9 +30,8 @@ absl::StatusOr<std::vector<int64_t>> BroadcastDims(std::string_view op,
     const int64_t da = ia >= 0 ? a.dim(ia) : 1;
     const int64_t db = ib >= 0 ? b.dim(ib) : 1;
     if (da != db && da != 1 && db != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(op, ": cannot broadcast ", a.ToString(), " with ",
-                       b.ToString()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, ": cannot broadcast ", a.ToString(), " with ", b.ToString()));
     }
     dims[i] = da == 1 ? db : da;
   }
@@ -50,7 +49,7 @@ Tensor ApplyUnary(const Tensor& x, const Unary& op) {
   return ctx->Wrap(op(ctx->builder(), *v));
 }
 
-Tensor ApplyBinary(std::string_view name, const Tensor& a, const Tensor& b,
+Tensor ApplyBinary(absl::string_view name, const Tensor& a, const Tensor& b,
                    const Binary& op) {
   LazyContext* ctx = ContextOf({&a, &b});
   if (ctx == nullptr) return Tensor();
@@ -66,7 +65,7 @@ Tensor ApplyBinary(std::string_view name, const Tensor& a, const Tensor& b,
   return ctx->Wrap(op(builder, lhs, rhs));
 }
 
-Tensor ApplyScalar(std::string_view name, const Tensor& a, float b,
+Tensor ApplyScalar(absl::string_view name, const Tensor& a, float b,
                    const Binary& op) {
   LazyContext* ctx = a.context();
   if (ctx == nullptr) return Tensor();
@@ -135,15 +134,13 @@ Tensor Where(const Tensor& pred, const Tensor& on_true,
 }
 
 Tensor Cast(const Tensor& x, ElementType type) {
-  return ApplyUnary(x, [type](GraphBuilder& g, Value v) {
-    return g.Convert(v, type);
-  });
+  return ApplyUnary(
+      x, [type](GraphBuilder& g, Value v) { return g.Convert(v, type); });
 }
 
 Tensor Reshape(const Tensor& x, std::vector<int64_t> dims) {
-  return ApplyUnary(x, [&dims](GraphBuilder& g, Value v) {
-    return g.Reshape(v, dims);
-  });
+  return ApplyUnary(
+      x, [&dims](GraphBuilder& g, Value v) { return g.Reshape(v, dims); });
 }
 
 Tensor Flatten(const Tensor& x, int64_t start_dim) {
@@ -164,9 +161,8 @@ Tensor Transpose(const Tensor& x, std::vector<int64_t> permutation) {
 
 Tensor Slice(const Tensor& x, std::vector<int64_t> starts,
              std::vector<int64_t> limits) {
-  return ApplyUnary(x, [&](GraphBuilder& g, Value v) {
-    return g.Slice(v, starts, limits);
-  });
+  return ApplyUnary(
+      x, [&](GraphBuilder& g, Value v) { return g.Slice(v, starts, limits); });
 }
 
 Tensor Concat(absl::Span<const Tensor> xs, int64_t axis) {
@@ -182,9 +178,8 @@ Tensor Concat(absl::Span<const Tensor> xs, int64_t axis) {
 }
 
 Tensor BroadcastTo(const Tensor& x, std::vector<int64_t> dims) {
-  return ApplyUnary(x, [&dims](GraphBuilder& g, Value v) {
-    return g.BroadcastTo(v, dims);
-  });
+  return ApplyUnary(
+      x, [&dims](GraphBuilder& g, Value v) { return g.BroadcastTo(v, dims); });
 }
 
 Tensor Sum(const Tensor& x, std::vector<int64_t> axes, bool keep_dims) {
@@ -239,15 +234,13 @@ Tensor MaxPool2D(const Tensor& input, Hw window, Hw stride, Hw padding) {
 }
 
 Tensor Softmax(const Tensor& x, int64_t axis) {
-  return ApplyUnary(x, [axis](GraphBuilder& g, Value v) {
-    return g.Softmax(v, axis);
-  });
+  return ApplyUnary(
+      x, [axis](GraphBuilder& g, Value v) { return g.Softmax(v, axis); });
 }
 
 Tensor LogSoftmax(const Tensor& x, int64_t axis) {
-  return ApplyUnary(x, [axis](GraphBuilder& g, Value v) {
-    return g.LogSoftmax(v, axis);
-  });
+  return ApplyUnary(
+      x, [axis](GraphBuilder& g, Value v) { return g.LogSoftmax(v, axis); });
 }
 
 namespace {
@@ -289,7 +282,7 @@ absl::StatusOr<std::vector<Tensor>> Grad(const Tensor& loss,
   absl::StatusOr<std::vector<Value>> grads =
       Grad(ctx->builder(), *loss_value, values);
   if (!grads.ok()) {
-    ctx->builder().TakeStatus();  // the step can go on without them
+    ctx->builder().TakeStatus().IgnoreError();  // the step goes on
     return grads.status();
   }
   std::vector<Tensor> result;

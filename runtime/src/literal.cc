@@ -5,8 +5,7 @@
 namespace podscope::runtime {
 
 Literal::Literal(Shape shape)
-    : shape_(std::move(shape)),
-      words_((shape_.byte_size() + 3) / 4, 0u) {}
+    : shape_(std::move(shape)), words_((shape_.byte_size() + 3) / 4, 0u) {}
 
 Literal Literal::ScalarF32(float value) {
   Literal literal(F32Shape({}));

@@ -23,7 +23,7 @@ std::optional<std::string> GetEnv(const char* name) {
 }
 
 absl::Status CheckPlatform(const std::string& platform,
-                           std::string_view source) {
+                           const std::string& source) {
   const std::vector<std::string> available = AvailablePlatforms();
   if (std::find(available.begin(), available.end(), platform) !=
       available.end()) {
@@ -60,7 +60,7 @@ absl::StatusOr<ClientOptions> ClientOptions::FromEnvironment() {
     options.num_devices = value;
   }
   if (auto visible = GetEnv("PODSCOPE_VISIBLE_DEVICES")) {
-    for (std::string_view item :
+    for (absl::string_view item :
          absl::StrSplit(*visible, ',', absl::SkipWhitespace())) {
       int id = 0;
       if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(item), &id)) {
@@ -79,9 +79,9 @@ absl::StatusOr<Topology> LocalTopology(const ClientOptions& options) {
   absl::Status platform_ok = CheckPlatform(options.platform, "");
   if (!platform_ok.ok()) return platform_ok;
   if (options.num_devices < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "num_devices (CPU_NUM_DEVICES) must be >= 1, got ",
-        options.num_devices));
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_devices (CPU_NUM_DEVICES) must be >= 1, got ",
+                     options.num_devices));
   }
   std::vector<int> ids = options.visible_devices;
   if (ids.empty()) {
@@ -92,9 +92,8 @@ absl::StatusOr<Topology> LocalTopology(const ClientOptions& options) {
     if (ids[i] < 0 || ids[i] >= options.num_devices) {
       return absl::InvalidArgumentError(absl::StrCat(
           "PODSCOPE_VISIBLE_DEVICES lists device ", ids[i], ", but only ",
-          options.num_devices, " ", options.platform,
-          " devices exist (ids 0..", options.num_devices - 1,
-          "; set CPU_NUM_DEVICES for more)"));
+          options.num_devices, " ", options.platform, " devices exist (ids 0..",
+          options.num_devices - 1, "; set CPU_NUM_DEVICES for more)"));
     }
     if (i > 0 && ids[i] == ids[i - 1]) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -5,7 +5,7 @@
 
 namespace podscope::runtime {
 
-std::string_view ElementTypeName(ElementType type) {
+absl::string_view ElementTypeName(ElementType type) {
   switch (type) {
     case ElementType::kF32:
       return "f32";

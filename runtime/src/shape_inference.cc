@@ -13,12 +13,12 @@ namespace {
 
 using Operands = absl::Span<const Shape* const>;
 
-absl::Status ShapeError(OpKind op, Operands operands, std::string_view what) {
+absl::Status ShapeError(OpKind op, Operands operands, absl::string_view what) {
   std::vector<std::string> shapes;
   for (const Shape* shape : operands) shapes.push_back(shape->ToString());
   return absl::InvalidArgumentError(
-      absl::StrCat(OpName(op), ": ", what, " (operand shapes: ",
-                   absl::StrJoin(shapes, ", "), ")"));
+      absl::StrCat(OpName(op), ": ", what,
+                   " (operand shapes: ", absl::StrJoin(shapes, ", "), ")"));
 }
 
 bool IsOneOf(ElementType type, std::initializer_list<ElementType> types) {
@@ -31,9 +31,9 @@ std::string Dims(const std::vector<int64_t>& dims) {
 
 absl::Status CheckArity(OpKind op, Operands operands, size_t arity) {
   if (operands.size() != arity) {
-    return ShapeError(op, operands,
-                      absl::StrCat("expects ", arity, " operands, got ",
-                                   operands.size()));
+    return ShapeError(
+        op, operands,
+        absl::StrCat("expects ", arity, " operands, got ", operands.size()));
   }
   return absl::OkStatus();
 }
@@ -74,9 +74,9 @@ absl::StatusOr<Shape> InferElementwise(OpKind op, Operands operands,
                           op == OpKind::kLog || op == OpKind::kTanh;
   if (float_only ? type != ElementType::kF32
                  : !IsOneOf(type, {ElementType::kF32, ElementType::kI32})) {
-    return ShapeError(op, operands,
-                      absl::StrCat("unsupported element type ",
-                                   ElementTypeName(type)));
+    return ShapeError(
+        op, operands,
+        absl::StrCat("unsupported element type ", ElementTypeName(type)));
   }
   return *operands[0];
 }
@@ -87,8 +87,8 @@ absl::Status CheckAxes(OpKind op, Operands operands,
   for (int64_t axis : axes) {
     if (axis < 0 || axis >= rank || seen[axis]) {
       return ShapeError(op, operands,
-                        absl::StrCat("invalid or repeated axis ", axis,
-                                     " in ", Dims(axes), " for rank ", rank));
+                        absl::StrCat("invalid or repeated axis ", axis, " in ",
+                                     Dims(axes), " for rank ", rank));
     }
     seen[axis] = true;
   }
@@ -201,17 +201,17 @@ absl::StatusOr<Shape> InferDataMovement(OpKind op, Operands operands,
         dims.push_back(x.dim(i) + lo[i] + hi[i]);
       }
       if (!ok) {
-        return ShapeError(op, operands,
-                          absl::StrCat("invalid padding ", Dims(lo), " and ",
-                                       Dims(hi)));
+        return ShapeError(
+            op, operands,
+            absl::StrCat("invalid padding ", Dims(lo), " and ", Dims(hi)));
       }
       return Shape(x.element_type(), std::move(dims));
     }
     case OpKind::kConcat: {
       if (attrs.axis < 0 || attrs.axis >= x.rank()) {
-        return ShapeError(op, operands,
-                          absl::StrCat("axis ", attrs.axis,
-                                       " is out of range"));
+        return ShapeError(
+            op, operands,
+            absl::StrCat("axis ", attrs.axis, " is out of range"));
       }
       std::vector<int64_t> dims = x.dims();
       dims[attrs.axis] = 0;
@@ -222,9 +222,9 @@ absl::StatusOr<Shape> InferDataMovement(OpKind op, Operands operands,
           ok = i == attrs.axis || shape->dim(i) == x.dim(i);
         }
         if (!ok) {
-          return ShapeError(op, operands,
-                            absl::StrCat("operands differ outside axis ",
-                                         attrs.axis));
+          return ShapeError(
+              op, operands,
+              absl::StrCat("operands differ outside axis ", attrs.axis));
         }
         dims[attrs.axis] += shape->dim(attrs.axis);
       }
@@ -254,8 +254,7 @@ absl::StatusOr<Shape> InferDot(Operands operands) {
   }
   if (a.rank() == 3 && b.rank() == 3) {
     if (a.dim(0) != b.dim(0) || a.dim(2) != b.dim(1)) {
-      return ShapeError(op, operands,
-                        "batch or contracting dimensions differ");
+      return ShapeError(op, operands, "batch or contracting dimensions differ");
     }
     return F32Shape({a.dim(0), a.dim(1), b.dim(2)});
   }
@@ -264,9 +263,10 @@ absl::StatusOr<Shape> InferDot(Operands operands) {
 }
 
 // The NOHW result of convolving `input` dims with `weights` dims.
-absl::StatusOr<std::vector<int64_t>> ConvOutput(
-    OpKind op, Operands operands, const std::vector<int64_t>& in,
-    const std::vector<int64_t>& w, const OpAttrs& attrs) {
+absl::StatusOr<std::vector<int64_t>> ConvOutput(OpKind op, Operands operands,
+                                                const std::vector<int64_t>& in,
+                                                const std::vector<int64_t>& w,
+                                                const OpAttrs& attrs) {
   if (in.size() != 4 || w.size() != 4) {
     return ShapeError(op, operands,
                       "expects NCHW input and OIHW weights of rank 4");
@@ -274,8 +274,7 @@ absl::StatusOr<std::vector<int64_t>> ConvOutput(
   if (in[1] != w[1]) {
     return ShapeError(op, operands,
                       absl::StrCat("input has ", in[1],
-                                   " channels but the weights expect ",
-                                   w[1]));
+                                   " channels but the weights expect ", w[1]));
   }
   std::vector<int64_t> out = {in[0], w[0], 0, 0};
   for (int i = 0; i < 2; ++i) {
@@ -284,8 +283,7 @@ absl::StatusOr<std::vector<int64_t>> ConvOutput(
     }
     const int64_t span = in[2 + i] + 2 * attrs.padding[i] - w[2 + i];
     if (span < 0) {
-      return ShapeError(op, operands,
-                        "kernel is larger than the padded input");
+      return ShapeError(op, operands, "kernel is larger than the padded input");
     }
     out[2 + i] = span / attrs.stride[i] + 1;
   }
@@ -300,8 +298,8 @@ absl::StatusOr<std::vector<int64_t>> PoolOutput(OpKind op, Operands operands,
   }
   std::vector<int64_t> out = {in.dim(0), in.dim(1), 0, 0};
   for (int i = 0; i < 2; ++i) {
-    if (attrs.window[i] <= 0 || attrs.stride[i] <= 0 ||
-        attrs.padding[i] < 0 || attrs.padding[i] >= attrs.window[i]) {
+    if (attrs.window[i] <= 0 || attrs.stride[i] <= 0 || attrs.padding[i] < 0 ||
+        attrs.padding[i] >= attrs.window[i]) {
       return ShapeError(op, operands,
                         "window and stride must be > 0 and padding smaller "
                         "than the window");
@@ -330,27 +328,27 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
     }
     case OpKind::kConv2DBackpropInput: {  // (grad_out, weights)
       if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
-      auto out = ConvOutput(op, operands, attrs.dims, operands[1]->dims(),
-                            attrs);
+      auto out =
+          ConvOutput(op, operands, attrs.dims, operands[1]->dims(), attrs);
       if (!out.ok()) return out.status();
       if (*out != operands[0]->dims()) {
-        return ShapeError(op, operands,
-                          absl::StrCat("gradient does not match the output ",
-                                       Dims(*out), " of input ",
-                                       Dims(attrs.dims)));
+        return ShapeError(
+            op, operands,
+            absl::StrCat("gradient does not match the output ", Dims(*out),
+                         " of input ", Dims(attrs.dims)));
       }
       return F32Shape(attrs.dims);
     }
     case OpKind::kConv2DBackpropFilter: {  // (input, grad_out)
       if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
-      auto out = ConvOutput(op, operands, operands[0]->dims(), attrs.dims,
-                            attrs);
+      auto out =
+          ConvOutput(op, operands, operands[0]->dims(), attrs.dims, attrs);
       if (!out.ok()) return out.status();
       if (*out != operands[1]->dims()) {
-        return ShapeError(op, operands,
-                          absl::StrCat("gradient does not match the output ",
-                                       Dims(*out), " of weights ",
-                                       Dims(attrs.dims)));
+        return ShapeError(
+            op, operands,
+            absl::StrCat("gradient does not match the output ", Dims(*out),
+                         " of weights ", Dims(attrs.dims)));
       }
       return F32Shape(attrs.dims);
     }
@@ -384,8 +382,7 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
     }
     case OpKind::kOneHot: {
       if (auto s = CheckArity(op, operands, 1); !s.ok()) return s;
-      if (operands[0]->element_type() != ElementType::kI32 ||
-          attrs.axis <= 0) {
+      if (operands[0]->element_type() != ElementType::kI32 || attrs.axis <= 0) {
         return ShapeError(op, operands,
                           "expects i32 labels and a positive class count");
       }

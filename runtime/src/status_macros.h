@@ -4,9 +4,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define PODSCOPE_RETURN_IF_ERROR(expr)          \
-  do {                                          \
-    ::absl::Status _podscope_status = (expr);   \
+#define PODSCOPE_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    ::absl::Status _podscope_status = (expr);            \
     if (!_podscope_status.ok()) return _podscope_status; \
   } while (0)
 

@@ -46,6 +46,8 @@ void Stream::Loop() {
       queue_.pop_front();
     }
     work();
+    // `work` (and what it captured) is destroyed here, before the next
+    // task runs; Device::WaitUntilIdle() relies on that.
   }
 }
 

@@ -29,9 +29,9 @@ struct ConvGeometry {
 ConvGeometry Geometry(const std::vector<int64_t>& in,
                       const std::vector<int64_t>& weights,
                       const std::vector<int64_t>& out, const OpAttrs& attrs) {
-  return ConvGeometry{in[0],      in[1],  in[2],
-                      in[3],      weights[0], weights[2],
-                      weights[3], out[2], out[3],
+  return ConvGeometry{in[0],           in[1],           in[2],
+                      in[3],           weights[0],      weights[2],
+                      weights[3],      out[2],          out[3],
                       attrs.stride[0], attrs.stride[1], attrs.padding[0],
                       attrs.padding[1]};
 }
@@ -153,12 +153,12 @@ absl::Status RunConv(const KernelArgs& args) {
               args.pool);
       break;
     case OpKind::kConv2DBackpropInput:  // (grad_out, weights)
-      BackpropInput(Geometry(node.shape.dims(), s1, s0, node.attrs), a, b,
-                    out, args.pool);
+      BackpropInput(Geometry(node.shape.dims(), s1, s0, node.attrs), a, b, out,
+                    args.pool);
       break;
     case OpKind::kConv2DBackpropFilter:  // (input, grad_out)
-      BackpropFilter(Geometry(s0, node.shape.dims(), s1, node.attrs), a, b,
-                     out, args.pool);
+      BackpropFilter(Geometry(s0, node.shape.dims(), s1, node.attrs), a, b, out,
+                     args.pool);
       break;
     default:
       return absl::InternalError("not a convolution");

@@ -27,15 +27,27 @@ void Arithmetic(const FusedInstr& instr, const void* const* in, void* out,
   Out<T> r(static_cast<T*>(out), n);
   In<T> a(static_cast<const T*>(in[0]), n);
   switch (instr.op) {
-    case OpKind::kAdd: r = a + In<T>(static_cast<const T*>(in[1]), n); break;
-    case OpKind::kSub: r = a - In<T>(static_cast<const T*>(in[1]), n); break;
-    case OpKind::kMul: r = a * In<T>(static_cast<const T*>(in[1]), n); break;
-    case OpKind::kDiv: r = a / In<T>(static_cast<const T*>(in[1]), n); break;
+    case OpKind::kAdd:
+      r = a + In<T>(static_cast<const T*>(in[1]), n);
+      break;
+    case OpKind::kSub:
+      r = a - In<T>(static_cast<const T*>(in[1]), n);
+      break;
+    case OpKind::kMul:
+      r = a * In<T>(static_cast<const T*>(in[1]), n);
+      break;
+    case OpKind::kDiv:
+      r = a / In<T>(static_cast<const T*>(in[1]), n);
+      break;
     case OpKind::kMax:
       r = a.max(In<T>(static_cast<const T*>(in[1]), n));
       break;
-    case OpKind::kNeg: r = -a; break;
-    case OpKind::kRelu: r = a.max(T(0)); break;
+    case OpKind::kNeg:
+      r = -a;
+      break;
+    case OpKind::kRelu:
+      r = a.max(T(0));
+      break;
     case OpKind::kSelect: {
       In<uint8_t> pred(static_cast<const uint8_t*>(in[0]), n);
       r = (pred != uint8_t(0))
@@ -56,10 +68,17 @@ void Transcendental(const FusedInstr& instr, const void* const* in, void* out,
   Out<float> r(static_cast<float*>(out), n);
   In<float> a(static_cast<const float*>(in[0]), n);
   switch (instr.op) {
-    case OpKind::kExp: r = a.exp(); break;
-    case OpKind::kLog: r = a.log(); break;
-    case OpKind::kTanh: r = a.tanh(); break;
-    default: break;
+    case OpKind::kExp:
+      r = a.exp();
+      break;
+    case OpKind::kLog:
+      r = a.log();
+      break;
+    case OpKind::kTanh:
+      r = a.tanh();
+      break;
+    default:
+      break;
   }
 }
 
@@ -70,12 +89,24 @@ void CompareTyped(CompareDirection d, const void* const* in, void* out,
   In<T> a(static_cast<const T*>(in[0]), n);
   In<T> b(static_cast<const T*>(in[1]), n);
   switch (d) {
-    case CompareDirection::kEq: r = (a == b).template cast<uint8_t>(); break;
-    case CompareDirection::kNe: r = (a != b).template cast<uint8_t>(); break;
-    case CompareDirection::kLt: r = (a < b).template cast<uint8_t>(); break;
-    case CompareDirection::kLe: r = (a <= b).template cast<uint8_t>(); break;
-    case CompareDirection::kGt: r = (a > b).template cast<uint8_t>(); break;
-    case CompareDirection::kGe: r = (a >= b).template cast<uint8_t>(); break;
+    case CompareDirection::kEq:
+      r = (a == b).template cast<uint8_t>();
+      break;
+    case CompareDirection::kNe:
+      r = (a != b).template cast<uint8_t>();
+      break;
+    case CompareDirection::kLt:
+      r = (a < b).template cast<uint8_t>();
+      break;
+    case CompareDirection::kLe:
+      r = (a <= b).template cast<uint8_t>();
+      break;
+    case CompareDirection::kGt:
+      r = (a > b).template cast<uint8_t>();
+      break;
+    case CompareDirection::kGe:
+      r = (a >= b).template cast<uint8_t>();
+      break;
   }
 }
 
@@ -87,8 +118,7 @@ void ConvertFrom(ElementType to, const void* in, void* out, int64_t n) {
       Out<float>(static_cast<float*>(out), n) = a.template cast<float>();
       break;
     case ElementType::kI32:
-      Out<int32_t>(static_cast<int32_t*>(out), n) =
-          a.template cast<int32_t>();
+      Out<int32_t>(static_cast<int32_t*>(out), n) = a.template cast<int32_t>();
       break;
     case ElementType::kPred:
       Out<uint8_t>(static_cast<uint8_t*>(out), n) =
@@ -141,9 +171,8 @@ void Eval(const FusedInstr& instr, const void* const* in, void* out,
 
 // Evaluates elements [begin, end) with a private scratch tile per
 // instruction.
-void RunRange(const FusedProgram& program,
-              absl::Span<const void* const> inputs, void* output,
-              int64_t begin, int64_t end) {
+void RunRange(const FusedProgram& program, absl::Span<const void* const> inputs,
+              void* output, int64_t begin, int64_t end) {
   const size_t count = program.instrs.size();
   std::vector<uint32_t> scratch(count * kTile);
   const int64_t out_size = ElementSize(program.instrs.back().type);

@@ -43,10 +43,17 @@ absl::Status RunPool(const KernelArgs& args) {
   const bool grad = node.op == OpKind::kMaxPool2DGrad;
   const Shape& out = grad ? *args.input_shapes[1] : node.shape;
   const OpAttrs& a = node.attrs;
-  const PoolGeometry g{in.dim(0) * in.dim(1), in.dim(2),     in.dim(3),
-                       out.dim(2),            out.dim(3),    a.window[0],
-                       a.window[1],           a.stride[0],   a.stride[1],
-                       a.padding[0],          a.padding[1]};
+  const PoolGeometry g{in.dim(0) * in.dim(1),
+                       in.dim(2),
+                       in.dim(3),
+                       out.dim(2),
+                       out.dim(3),
+                       a.window[0],
+                       a.window[1],
+                       a.stride[0],
+                       a.stride[1],
+                       a.padding[0],
+                       a.padding[1]};
   const float* x = static_cast<const float*>(args.inputs[0]);
   const float* dy = grad ? static_cast<const float*>(args.inputs[1]) : nullptr;
   float* result = static_cast<float*>(args.output);
@@ -68,8 +75,7 @@ absl::Status RunPool(const KernelArgs& args) {
         for (int64_t y = 0; y < g.oh; ++y) {
           for (int64_t xo = 0; xo < g.ow; ++xo) {
             const int64_t best = ArgMaxInWindow(g, plane, y, xo);
-            result[(p * g.oh + y) * g.ow + xo] =
-                best >= 0 ? plane[best] : 0.0f;
+            result[(p * g.oh + y) * g.ow + xo] = best >= 0 ? plane[best] : 0.0f;
           }
         }
       }

@@ -41,10 +41,9 @@ void SoftmaxKernel(const float* x, float* y, const AxisSplit& s, bool log) {
 absl::Status CheckLabel(const Node& node, int32_t label, int64_t row,
                         int64_t classes) {
   if (label < 0 || label >= classes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(OpName(node.op), ": label ", label, " at row ", row,
-                     " is outside [0, ", classes, ")",
-                     node.scope.empty() ? "" : " in scope ", node.scope));
+    return absl::InvalidArgumentError(absl::StrCat(
+        OpName(node.op), ": label ", label, " at row ", row, " is outside [0, ",
+        classes, ")", node.scope.empty() ? "" : " in scope ", node.scope));
   }
   return absl::OkStatus();
 }

@@ -98,8 +98,7 @@ class GraphBuilder {
   Value Conv2DBackpropInput(Value grad_out, Value weights,
                             const Shape& input_shape, Hw stride, Hw padding);
   Value Conv2DBackpropFilter(Value input, Value grad_out,
-                             const Shape& weights_shape, Hw stride,
-                             Hw padding);
+                             const Shape& weights_shape, Hw stride, Hw padding);
   Value MaxPool2DGrad(Value input, Value grad_out, Hw window, Hw stride,
                       Hw padding);
 

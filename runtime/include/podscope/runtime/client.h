@@ -3,13 +3,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "podscope/runtime/buffer.h"
 #include "podscope/runtime/device.h"
@@ -26,9 +25,9 @@ namespace podscope::runtime {
 struct ClientOptions {
   std::string platform = "CPU";
   int num_devices = 1;
-  std::vector<int> visible_devices;  // empty: all
+  std::vector<int> visible_devices;       // empty: all
   int64_t device_memory_limit_bytes = 0;  // per device; 0: unlimited
-  int intra_op_threads = 0;  // 0: one per hardware thread
+  int intra_op_threads = 0;               // 0: one per hardware thread
 
   static absl::StatusOr<ClientOptions> FromEnvironment();
 };
@@ -87,8 +86,8 @@ class Client {
 
   // Host to device. The buffer is returned at once; the copy runs on the
   // device's stream in order with the device's other work.
-  absl::StatusOr<BufferPtr> BufferFromHost(const void* data,
-                                           const Shape& shape, Device* device,
+  absl::StatusOr<BufferPtr> BufferFromHost(const void* data, const Shape& shape,
+                                           Device* device,
                                            HostBufferSemantics semantics);
   absl::StatusOr<BufferPtr> BufferFromLiteral(Literal literal, Device* device);
 
@@ -103,6 +102,8 @@ class Client {
 
  private:
   Client() = default;
+  // The cached executable for `graph` (counted as a hit), or null.
+  std::shared_ptr<Executable> LookupCompiled(const Graph& graph);
 
   std::string platform_;
   int process_index_ = 0;
@@ -112,11 +113,15 @@ class Client {
   std::vector<Device*> addressable_devices_;
   std::shared_ptr<internal::IntraOpPool> pool_;
 
-  mutable absl::Mutex cache_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<Executable>> cache_
-      ABSL_GUARDED_BY(cache_mu_);
-  int64_t cache_hits_ ABSL_GUARDED_BY(cache_mu_) = 0;
-  int64_t cache_misses_ ABSL_GUARDED_BY(cache_mu_) = 0;
+  // A pthread mutex rather than absl::Mutex: sanitizers see through it even
+  // with an uninstrumented abseil.
+  mutable std::mutex cache_mu_;
+  // Serializes compiles, so threads asking for the same new graph at once
+  // compile it once and the others see a cache hit.
+  std::mutex compile_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Executable>> cache_;
+  int64_t cache_hits_ = 0;
+  int64_t cache_misses_ = 0;
 };
 
 // Creates a client for this process from the environment.

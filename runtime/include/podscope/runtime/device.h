@@ -51,8 +51,14 @@ class Device {
   // "CPU:0" (kind and global id).
   std::string ToString() const;
 
-  // Fails with FailedPrecondition for a device of another process.
+  // Fails with FailedPrecondition for a device of another process. Memory
+  // is returned when the device is done with it: a buffer dropped right
+  // after its ready() event may still count until WaitUntilIdle().
   absl::StatusOr<MemoryStats> GetMemoryStats() const;
+
+  // Blocks until the work enqueued on this device so far has run and let go
+  // of what it held, like torch_xla's wait_device_ops().
+  absl::Status WaitUntilIdle() const;
 
   // Stream and memory; null for devices of other processes.
   internal::DeviceRuntime* runtime() const { return runtime_.get(); }

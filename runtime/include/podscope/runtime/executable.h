@@ -21,12 +21,12 @@ class IntraOpPool;
 
 // What the compiler did to a graph.
 struct CompileStats {
-  int num_nodes = 0;        // after dead-code elimination
-  int num_kernels = 0;      // kernels launched per execution
-  int num_fusions = 0;      // fused kernels covering two or more ops
-  int num_fused_ops = 0;    // elementwise ops inside those fusions
-  int num_buffer_slots = 0;           // distinct intermediate allocations
-  int64_t intermediate_bytes = 0;     // scratch memory per execution
+  int num_nodes = 0;               // after dead-code elimination
+  int num_kernels = 0;             // kernels launched per execution
+  int num_fusions = 0;             // fused kernels covering two or more ops
+  int num_fused_ops = 0;           // elementwise ops inside those fusions
+  int num_buffer_slots = 0;        // distinct intermediate allocations
+  int64_t intermediate_bytes = 0;  // scratch memory per execution
   int64_t unplanned_intermediate_bytes = 0;  // without buffer reuse
 };
 

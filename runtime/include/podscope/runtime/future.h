@@ -29,14 +29,16 @@ class Event {
   // Blocks until complete and returns the completion status.
   absl::Status Await() const;
   // Runs `callback` once complete: immediately if already complete,
-  // otherwise on the thread that completes the event.
+  // otherwise on the thread that completes the event, before Await() and
+  // IsReady() report completion. A callback must not await its own event.
   void OnReady(std::function<void(const absl::Status&)> callback) const;
 
  private:
   struct State {
     std::mutex mu;
     std::condition_variable cv;
-    bool ready = false;
+    bool has_status = false;  // Set() has begun
+    bool ready = false;       // ... and its callbacks have run
     absl::Status status;
     std::vector<std::function<void(const absl::Status&)>> callbacks;
   };

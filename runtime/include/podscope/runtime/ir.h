@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "podscope/runtime/literal.h"
 #include "podscope/runtime/shape.h"
 
@@ -57,11 +58,11 @@ enum class OpKind : uint8_t {
 };
 
 // Lower-case op name as it appears in errors and traces, e.g. "conv2d".
-std::string_view OpName(OpKind op);
+absl::string_view OpName(OpKind op);
 bool IsElementwise(OpKind op);
 
 enum class CompareDirection : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
-std::string_view CompareDirectionName(CompareDirection direction);
+absl::string_view CompareDirectionName(CompareDirection direction);
 
 // Op attributes; each op reads only the fields documented for it.
 struct OpAttrs {
@@ -76,7 +77,7 @@ struct OpAttrs {
   std::vector<int64_t> limits;
   // concat, softmax, log_softmax, argmax: the axis. one_hot: class count.
   int64_t axis = 0;
-  bool keep_dims = false;  // reductions
+  bool keep_dims = false;                        // reductions
   ElementType element_type = ElementType::kF32;  // convert: target type
   CompareDirection direction = CompareDirection::kEq;
   // conv2d and pooling (height, width).
@@ -130,7 +131,7 @@ class Graph {
 };
 
 // FNV-1a, used for stable fingerprints.
-uint64_t StableHash64(std::string_view bytes);
+uint64_t StableHash64(absl::string_view bytes);
 
 }  // namespace podscope::runtime
 

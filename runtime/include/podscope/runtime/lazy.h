@@ -132,8 +132,7 @@ Tensor Log(const Tensor& x);
 Tensor Tanh(const Tensor& x);
 Tensor Relu(const Tensor& x);
 Tensor Compare(const Tensor& a, const Tensor& b, CompareDirection direction);
-Tensor Where(const Tensor& pred, const Tensor& on_true,
-             const Tensor& on_false);
+Tensor Where(const Tensor& pred, const Tensor& on_true, const Tensor& on_false);
 Tensor Cast(const Tensor& x, ElementType type);
 
 Tensor Reshape(const Tensor& x, std::vector<int64_t> dims);

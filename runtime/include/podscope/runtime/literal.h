@@ -26,11 +26,10 @@ class Literal {
   static absl::StatusOr<Literal> FromVector(std::vector<int64_t> dims,
                                             absl::Span<const T> values) {
     Literal literal(Shape(ElementTypeOf<T>::value, std::move(dims)));
-    if (static_cast<int64_t>(values.size()) !=
-        literal.shape().num_elements()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Literal: ", values.size(), " values do not fill shape ",
-          literal.shape().ToString()));
+    if (static_cast<int64_t>(values.size()) != literal.shape().num_elements()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Literal: ", values.size(), " values do not fill shape ",
+                       literal.shape().ToString()));
     }
     if (!values.empty()) {
       std::memcpy(literal.untyped_data(), values.data(),

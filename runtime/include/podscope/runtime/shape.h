@@ -3,9 +3,10 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "absl/strings/string_view.h"
 
 namespace podscope::runtime {
 
@@ -13,7 +14,7 @@ namespace podscope::runtime {
 // comparison and is stored as one byte per element (0 or 1).
 enum class ElementType : uint8_t { kF32, kI32, kPred };
 
-std::string_view ElementTypeName(ElementType type);
+absl::string_view ElementTypeName(ElementType type);
 int64_t ElementSize(ElementType type);
 
 template <typename T>

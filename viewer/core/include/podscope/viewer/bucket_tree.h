@@ -1,0 +1,128 @@
+// A range-extremum index over a column of values: the best value of every
+// aligned bucket of kLeaf elements, then of pairs of buckets, and so on (a
+// mipmap, after Perfetto's slice_mipmap). It stores about 2 / kLeaf values
+// per element and answers "which element of [lo, hi) is best" in
+// O(kLeaf + log n) without touching the elements in between.
+#ifndef PODSCOPE_VIEWER_BUCKET_TREE_H_
+#define PODSCOPE_VIEWER_BUCKET_TREE_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace podscope::viewer {
+
+// `Better(a, b)` is true when a should be preferred over b (std::greater
+// for a maximum). Ties go to the lowest index.
+template <typename T, typename Better>
+class BucketTree {
+ public:
+  static constexpr size_t kLeafBits = 5;
+  static constexpr size_t kLeaf = size_t{1} << kLeafBits;
+
+  BucketTree() = default;
+  explicit BucketTree(std::span<const T> values) { Build(values); }
+
+  void Build(std::span<const T> values) {
+    levels_.clear();
+    size_t n = (values.size() + kLeaf - 1) / kLeaf;
+    if (n == 0) return;
+    std::vector<T> level(n);
+    for (size_t b = 0; b < n; ++b) {
+      const size_t lo = b * kLeaf;
+      const size_t hi = std::min(values.size(), lo + kLeaf);
+      T best = values[lo];
+      for (size_t i = lo + 1; i < hi; ++i) {
+        if (better_(values[i], best)) best = values[i];
+      }
+      level[b] = best;
+    }
+    levels_.push_back(std::move(level));
+    while (levels_.back().size() > 1) {
+      const std::vector<T>& below = levels_.back();
+      std::vector<T> up((below.size() + 1) / 2);
+      for (size_t j = 0; j < up.size(); ++j) {
+        const T& a = below[2 * j];
+        up[j] = (2 * j + 1 < below.size() && better_(below[2 * j + 1], a))
+                    ? below[2 * j + 1]
+                    : a;
+      }
+      levels_.push_back(std::move(up));
+    }
+    levels_.front().shrink_to_fit();
+  }
+
+  // The index of the best value in [lo, hi) of `values` (the column the
+  // tree was built from); `hi` when the range is empty.
+  size_t Best(std::span<const T> values, size_t lo, size_t hi) const {
+    if (lo >= hi) return hi;
+    size_t best = hi;
+    auto scan = [&](size_t a, size_t b) {
+      for (size_t i = a; i < b; ++i) {
+        if (best == hi || better_(values[i], values[best])) best = i;
+      }
+    };
+    size_t bl = (lo + kLeaf - 1) >> kLeafBits;  // first whole bucket
+    size_t bh = hi >> kLeafBits;                // one past the last
+    if (bl >= bh || levels_.empty()) {
+      scan(lo, hi);
+      return best;
+    }
+    scan(lo, bl << kLeafBits);
+    // Whole buckets: a segment-tree walk over the levels.
+    size_t node_level = 0, node = SIZE_MAX;
+    const T* node_value = nullptr;
+    auto consider = [&](size_t lev, size_t j) {
+      const T& v = levels_[lev][j];
+      if (node_value == nullptr || better_(v, *node_value) ||
+          (!better_(*node_value, v) && (j << lev) < (node << node_level))) {
+        node_value = &v;
+        node = j;
+        node_level = lev;
+      }
+    };
+    size_t l = bl, r = bh;
+    for (size_t lev = 0; l < r; ++lev, l >>= 1, r >>= 1) {
+      if (l & 1) consider(lev, l++);
+      if (r & 1) consider(lev, --r);
+    }
+    // Down to the bucket that holds the node's value, then to the element.
+    while (node_level > 0) {
+      const std::vector<T>& below = levels_[node_level - 1];
+      node = 2 * node;
+      if (better_(*node_value, below[node])) ++node;
+      --node_level;
+    }
+    const size_t from = node << kLeafBits;
+    const size_t to = std::min(values.size(), from + kLeaf);
+    size_t found = from;
+    for (size_t i = from; i < to; ++i) {
+      if (!better_(*node_value, values[i])) {
+        found = i;
+        break;
+      }
+    }
+    if (best == hi || better_(values[found], values[best]) ||
+        (!better_(values[best], values[found]) && found < best)) {
+      best = found;
+    }
+    scan(bh << kLeafBits, hi);
+    return best;
+  }
+
+  size_t resident_bytes() const {
+    size_t bytes = 0;
+    for (const auto& l : levels_) bytes += l.capacity() * sizeof(T);
+    return bytes;
+  }
+
+ private:
+  std::vector<std::vector<T>> levels_;
+  [[no_unique_address]] Better better_;
+};
+
+}  // namespace podscope::viewer
+
+#endif  // PODSCOPE_VIEWER_BUCKET_TREE_H_

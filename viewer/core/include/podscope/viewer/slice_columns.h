@@ -1,0 +1,157 @@
+// The slices of one track, stored column by column and grouped by depth so
+// that each depth is one run of slices sorted by start. About 12 bytes a
+// slice stay resident:
+//   start     4 B  offset from the smallest start of its 256-slice block
+//                  (8 B per block); a slice too far from it goes to a side
+//                  table
+//   duration  4 B  saturated at 2^32-1 ns (4.3 s); longer ones go to a side
+//                  table
+//   name      4 B  global string id
+// plus the level-of-detail index over durations (BucketTree, ~0.25 B).
+//
+// Within a depth, starts and ends both ascend (the reader's nesting rule
+// guarantees it for any track; a track where it does not hold is laid out
+// again into lanes that do not overlap, see relaid()). That makes the
+// slices that touch any time interval one contiguous run of indices, found
+// by two binary searches.
+#ifndef PODSCOPE_VIEWER_SLICE_COLUMNS_H_
+#define PODSCOPE_VIEWER_SLICE_COLUMNS_H_
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "podscope/trace_format/events.h"
+#include "podscope/viewer/bucket_tree.h"
+
+namespace podscope::viewer {
+
+// The self time of each slice of one track: its duration minus the union of
+// its direct children (the slices it encloses with nothing between, by the
+// reader's nesting rule). `slices` are in reader order
+// (trace_format::SliceOrder). The same definition as `podscope summary`.
+std::vector<int64_t> ComputeSelfTimes(
+    std::span<const trace_format::Slice> slices);
+
+class SliceColumns {
+ public:
+  static constexpr uint32_t kSaturated = 0xFFFFFFFFu;
+
+  SliceColumns() = default;
+
+  // Takes slices in reader order with reader depths. `storage_of_reader`
+  // (may be null) receives, for each input slice, its index here.
+  static SliceColumns Build(std::vector<trace_format::Slice> slices,
+                            std::vector<uint32_t>* storage_of_reader);
+
+  uint32_t size() const { return static_cast<uint32_t>(names_.size()); }
+  bool empty() const { return names_.empty(); }
+  uint32_t depth_count() const {
+    return depth_begin_.empty()
+               ? 0
+               : static_cast<uint32_t>(depth_begin_.size() - 1);
+  }
+  uint32_t depth_begin(uint32_t depth) const { return depth_begin_[depth]; }
+  uint32_t depth_end(uint32_t depth) const { return depth_begin_[depth + 1]; }
+  uint32_t depth(uint32_t i) const;
+  // True when the reader's depths overlapped within a depth and the track
+  // was laid out in lanes instead (depth is then the lane).
+  bool relaid() const { return relaid_; }
+
+  int64_t start(uint32_t i) const {
+    const uint32_t off = start_offsets_[i];
+    if (off != kSaturated) [[likely]] {
+      return block_base_[i >> kBlockBits] + off;
+    }
+    return Overflow(start_overflow_, i);
+  }
+  int64_t duration(uint32_t i) const {
+    const uint32_t d = durations_[i];
+    if (d != kSaturated) [[likely]]
+      return d;
+    return Overflow(duration_overflow_, i);
+  }
+  int64_t end(uint32_t i) const;
+  // The end used to decide what a slice touches: a slice covers
+  // [start, max(end, start + 1)), so an empty slice still covers its
+  // nanosecond.
+  int64_t covered_end(uint32_t i) const {
+    const int64_t s = start(i), e = end(i);
+    return e > s ? e : s + (s < INT64_MAX ? 1 : 0);
+  }
+  uint32_t name(uint32_t i) const { return names_[i]; }
+  trace_format::Slice Get(uint32_t i) const {
+    return {start(i), duration(i), name(i), depth(i)};
+  }
+
+  // Within [lo, hi) of one depth: the first slice whose covered end is
+  // after t, and the first slice that starts at or after t.
+  uint32_t FirstEndingAfter(uint32_t lo, uint32_t hi, int64_t t) const;
+  uint32_t FirstStartingAtOrAfter(uint32_t lo, uint32_t hi, int64_t t) const;
+  // The index of the longest slice in [lo, hi) (lowest index on ties), in
+  // O(log n) plus two small scans; hi when the range is empty.
+  uint32_t Longest(uint32_t lo, uint32_t hi) const;
+
+  // Calls fn(index, self_ns) for each slice in [lo, hi) of one depth.
+  void ForEachSelfTime(uint32_t lo, uint32_t hi,
+                       const std::function<void(uint32_t, int64_t)>& fn) const;
+  int64_t SelfTime(uint32_t i) const;
+
+  // Replaces each name id n with remap[n].
+  void RemapNames(std::span<const uint32_t> remap);
+
+  size_t resident_bytes() const;
+
+ private:
+  static constexpr int kBlockBits = 8;
+  using Side = std::vector<std::pair<uint32_t, int64_t>>;  // by index
+  static int64_t Overflow(const Side& side, uint32_t i);
+
+  std::vector<int64_t> block_base_;
+  std::vector<uint32_t> start_offsets_;
+  Side start_overflow_;
+  std::vector<uint32_t> durations_;
+  Side duration_overflow_;
+  std::vector<uint32_t> names_;
+  std::vector<uint32_t> depth_begin_;
+  BucketTree<uint32_t, std::greater<uint32_t>> longest_;
+  bool relaid_ = false;
+  // Relaid tracks only: self times by index (the lanes are not the
+  // nesting, so they cannot be derived from depths).
+  std::vector<int64_t> self_;
+};
+
+// Instant events of one track by time: 12 bytes each.
+struct InstantColumns {
+  std::vector<int64_t> ts;
+  std::vector<uint32_t> names;
+  uint32_t size() const { return static_cast<uint32_t>(ts.size()); }
+};
+
+// Counter values of one track by time, with min/max indexes for
+// downsampling.
+struct CounterColumns {
+  std::vector<int64_t> ts;
+  std::vector<double> values;
+  BucketTree<double, std::less<double>> min_index;
+  BucketTree<double, std::greater<double>> max_index;
+  uint32_t size() const { return static_cast<uint32_t>(ts.size()); }
+  void BuildIndexes() {
+    min_index.Build(values);
+    max_index.Build(values);
+  }
+};
+
+// Stack samples of one track by time; stack ids are the file's (see
+// ProcessInfo::stacks).
+struct SampleColumns {
+  std::vector<int64_t> ts;
+  std::vector<uint32_t> stacks;
+  uint32_t size() const { return static_cast<uint32_t>(ts.size()); }
+};
+
+}  // namespace podscope::viewer
+
+#endif  // PODSCOPE_VIEWER_SLICE_COLUMNS_H_

@@ -1,0 +1,528 @@
+// TraceStore::Open: finds the session's files, loads them on a pool of
+// threads (one file per thread at a time, chunk by chunk so that cancel and
+// progress are prompt), then joins them in a fixed order so that the result
+// does not depend on which thread finished first.
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "parallel.h"
+#include "podscope/trace_format/chunk_codec.h"
+#include "podscope/trace_format/reader.h"
+#include "podscope/viewer/clock_mapper.h"
+#include "podscope/viewer/trace_store.h"
+
+namespace podscope::viewer {
+namespace fs = std::filesystem;
+namespace tf = trace_format;
+
+namespace {
+
+// One file, loaded but not yet joined to the store (ids are the file's).
+struct LoadedFile {
+  std::string path;
+  bool loaded = false;
+  std::optional<LoadProblem> problem;
+  tf::proto::Metadata metadata;
+  bool aligned = false;
+  std::string reference;
+  uint64_t dropped = 0;
+  uint64_t events = 0;
+  std::vector<std::string> strings;
+  std::vector<TrackInfo> tracks;
+  std::vector<std::unique_ptr<TrackData>> data;
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> stacks;
+};
+
+bool Cancelled(const OpenOptions& options) {
+  return options.cancel != nullptr &&
+         options.cancel->load(std::memory_order_relaxed);
+}
+
+// Appends a sorted run to a sorted column, merging only where they overlap:
+// a chunk's parents that were written in the next chunk land a few events
+// back, so this is linear for a recorder's files.
+template <typename T, typename Less>
+void AppendRun(std::vector<T>* out, std::vector<T>&& run, Less less) {
+  if (run.empty()) return;
+  const size_t old = out->size();
+  out->insert(out->end(), run.begin(), run.end());
+  if (old == 0 || !less((*out)[old], (*out)[old - 1])) return;
+  auto from =
+      std::upper_bound(out->begin(), out->begin() + old, (*out)[old], less);
+  std::inplace_merge(from, out->begin() + old, out->end(), less);
+}
+
+// Merges one track's parts, each in reader order. The reader's
+// MergeTrackEvents sorts the concatenation instead; it is used when
+// arguments or flows need their indices remapped.
+tf::TrackEvents MergeParts(std::vector<tf::TrackEvents> parts) {
+  for (const tf::TrackEvents& p : parts) {
+    if (!p.args.empty() || !p.flows.empty()) {
+      return tf::MergeTrackEvents(std::move(parts));
+    }
+  }
+  tf::TrackEvents out;
+  if (parts.empty()) return out;
+  out.track_id = parts[0].track_id;
+  size_t slices = 0, instants = 0, counters = 0, samples = 0;
+  for (const tf::TrackEvents& p : parts) {
+    slices += p.slices.size();
+    instants += p.instants.size();
+    counters += p.counters.size();
+    samples += p.samples.size();
+  }
+  out.slices.reserve(slices);
+  out.instants.reserve(instants);
+  out.counters.reserve(counters);
+  out.samples.reserve(samples);
+  auto by_ts = [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; };
+  for (tf::TrackEvents& p : parts) {
+    AppendRun(&out.slices, std::move(p.slices), tf::SliceOrder);
+    AppendRun(&out.instants, std::move(p.instants), by_ts);
+    AppendRun(&out.counters, std::move(p.counters), by_ts);
+    AppendRun(&out.samples, std::move(p.samples), by_ts);
+    p = tf::TrackEvents();
+  }
+  return out;
+}
+
+// Converts one merged track to columns, on the reference clock.
+std::unique_ptr<TrackData> ToColumns(tf::TrackEvents events,
+                                     ClockMapper* clock) {
+  if (clock != nullptr) {
+    for (tf::Slice& s : events.slices) {
+      const int64_t start = clock->ToReference(s.start_ns);
+      const int64_t end = clock->ToReference(s.end_ns());
+      s.start_ns = start;
+      s.duration_ns = std::max<int64_t>(0, end - start);
+    }
+    for (tf::Instant& e : events.instants)
+      e.ts_ns = clock->ToReference(e.ts_ns);
+    for (tf::CounterSample& e : events.counters) {
+      e.ts_ns = clock->ToReference(e.ts_ns);
+    }
+    for (tf::StackSample& e : events.samples) {
+      e.ts_ns = clock->ToReference(e.ts_ns);
+    }
+    // Rounding of a drifting clock may move an end by a nanosecond: put the
+    // slices back in reader order (a no-op check when they are).
+    tf::SortTrackEvents(&events);
+  }
+  tf::ComputeSliceDepths(&events.slices);
+  auto data = std::make_unique<TrackData>();
+  std::vector<uint32_t> storage_of_reader;
+  data->slices =
+      SliceColumns::Build(std::move(events.slices), &storage_of_reader);
+  auto to_store = [&](tf::EventKind kind, uint32_t index) {
+    return kind == tf::EventKind::kSlice && index < storage_of_reader.size()
+               ? storage_of_reader[index]
+               : index;
+  };
+  for (tf::EventArgs& a : events.args) a.index = to_store(a.kind, a.index);
+  for (tf::FlowLink& f : events.flows) f.index = to_store(f.kind, f.index);
+  auto key = [](const auto& x) { return std::make_pair(x.kind, x.index); };
+  std::sort(events.args.begin(), events.args.end(),
+            [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  std::sort(events.flows.begin(), events.flows.end(),
+            [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  data->args = std::move(events.args);
+  data->flows = std::move(events.flows);
+
+  auto& in = data->instants;
+  in.ts.reserve(events.instants.size());
+  in.names.reserve(events.instants.size());
+  for (const tf::Instant& e : events.instants) {
+    in.ts.push_back(e.ts_ns);
+    in.names.push_back(e.name);
+  }
+  auto& co = data->counters;
+  co.ts.reserve(events.counters.size());
+  co.values.reserve(events.counters.size());
+  for (const tf::CounterSample& e : events.counters) {
+    co.ts.push_back(e.ts_ns);
+    co.values.push_back(e.value);
+  }
+  co.BuildIndexes();
+  auto& sa = data->samples;
+  sa.ts.reserve(events.samples.size());
+  sa.stacks.reserve(events.samples.size());
+  for (const tf::StackSample& e : events.samples) {
+    sa.ts.push_back(e.ts_ns);
+    sa.stacks.push_back(e.stack);
+  }
+  return data;
+}
+
+std::string DescribeDamage(const tf::RecoveryReport& r) {
+  std::string msg;
+  if (!r.has_index) {
+    msg =
+        "the file has no index (its writer did not close it); read by "
+        "scanning";
+  } else if (!r.index_problem.empty()) {
+    msg = absl::StrCat("index unusable (", r.index_problem,
+                       "); read by scanning");
+  }
+  if (!r.skipped.empty()) {
+    if (!msg.empty()) msg += "; ";
+    absl::StrAppend(&msg, "skipped ", r.skipped.size(), " damaged range",
+                    r.skipped.size() == 1 ? "" : "s", " (", r.skipped_bytes(),
+                    " bytes)");
+  }
+  return msg;
+}
+
+class Progress {
+ public:
+  Progress(const OpenOptions& options, size_t files)
+      : options_(options), files_total_(files) {}
+  void AddEvents(uint64_t n) {
+    events_.fetch_add(n, std::memory_order_relaxed);
+    Report(false);
+  }
+  void FileDone() {
+    files_done_.fetch_add(1, std::memory_order_relaxed);
+    Report(true);
+  }
+
+ private:
+  void Report(bool always) {
+    if (!options_.progress) return;
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    if (always) {
+      lock.lock();
+    } else if (!lock.try_lock()) {
+      return;  // another thread is reporting; the next call catches up
+    }
+    options_.progress({files_done_.load(), files_total_, events_.load()});
+  }
+  const OpenOptions& options_;
+  const size_t files_total_;
+  std::atomic<size_t> files_done_{0};
+  std::atomic<uint64_t> events_{0};
+  std::mutex mutex_;
+};
+
+void LoadFile(const std::string& path, const OpenOptions& options,
+              Progress* progress, LoadedFile* out) {
+  out->path = path;
+  std::error_code ec;
+  const uint64_t file_bytes = fs::file_size(path, ec);
+  auto reader_or = tf::TraceReader::Open(path);
+  if (!reader_or.ok()) {
+    out->problem = LoadProblem{path, std::string(reader_or.status().message()),
+                               false, ec ? 0 : file_bytes, ec ? 0 : file_bytes};
+    return;
+  }
+  const tf::TraceReader& reader = **reader_or;
+  out->metadata = reader.metadata();
+  out->dropped = reader.total_dropped();
+  ClockMapper clock(reader.clock());
+  out->aligned = options.align_clocks && clock.has_reference();
+  for (const auto& o : reader.clock().offsets()) {
+    if (!o.reference().empty()) {
+      out->reference = o.reference();
+      break;
+    }
+  }
+
+  absl::flat_hash_map<uint32_t, std::vector<tf::TrackEvents>> parts;
+  for (size_t i = 0; i < reader.chunks().size(); ++i) {
+    if (Cancelled(options)) return;
+    auto decoded = reader.DecodeChunk(i);
+    if (!decoded.ok()) continue;  // in the recovery report
+    uint64_t n = 0;
+    for (tf::TrackEvents& e : *decoded) {
+      n += e.event_count();
+      parts[e.track_id].push_back(std::move(e));
+    }
+    progress->AddEvents(n);
+  }
+  std::vector<uint32_t> ids;
+  for (const tf::proto::Track& t : reader.tracks()) ids.push_back(t.id());
+  std::vector<uint32_t> extra;
+  for (const auto& [id, p] : parts) {
+    if (reader.FindTrack(id) == nullptr) extra.push_back(id);
+  }
+  std::sort(extra.begin(), extra.end());
+  ids.insert(ids.end(), extra.begin(), extra.end());
+
+  std::set<uint32_t> stack_ids;
+  for (uint32_t id : ids) {
+    if (Cancelled(options)) return;
+    tf::TrackEvents merged;
+    if (auto it = parts.find(id); it != parts.end()) {
+      merged = MergeParts(std::move(it->second));
+      parts.erase(it);
+    }
+    TrackInfo info;
+    info.file_track_id = id;
+    if (const tf::proto::Track* t = reader.FindTrack(id)) {
+      info.kind = t->kind();
+      info.name = t->name();
+      info.tid = t->tid();
+      info.device_id = t->device_id();
+      info.stream_id = t->stream_id();
+      info.unit = t->unit();
+      info.sort_index = t->sort_index();
+    }
+    if (info.name.empty()) info.name = absl::StrCat("track ", id);
+    if (auto it = reader.drop_counts().find(id);
+        it != reader.drop_counts().end()) {
+      info.dropped = it->second;
+    }
+    for (const tf::StackSample& s : merged.samples) stack_ids.insert(s.stack);
+    out->events += merged.event_count();
+    out->data.push_back(
+        ToColumns(std::move(merged), out->aligned ? &clock : nullptr));
+    out->tracks.push_back(std::move(info));
+  }
+  for (uint32_t id : stack_ids) {
+    std::vector<uint32_t>& frames = out->stacks[id];
+    if (const tf::proto::Stack* stack = reader.FindStack(id)) {
+      for (uint32_t fid : stack->frame_ids()) {
+        const tf::proto::Frame* f = reader.FindFrame(fid);
+        uint32_t name = 0;
+        if (f != nullptr) {
+          name =
+              f->function_name() != 0 ? f->function_name() : f->module_name();
+        }
+        frames.push_back(name);
+      }
+    }
+  }
+  out->strings.reserve(reader.string_count());
+  for (size_t i = 0; i < reader.string_count(); ++i) {
+    out->strings.emplace_back(reader.GetString(static_cast<uint32_t>(i)));
+  }
+  const tf::RecoveryReport report = reader.report();
+  if (!report.intact()) {
+    out->problem = LoadProblem{path, DescribeDamage(report), true,
+                               report.file_bytes, report.skipped_bytes()};
+  }
+  out->loaded = true;
+}
+
+}  // namespace
+
+// Joins loaded files into a store (a friend of TraceStore).
+class StoreLoader {
+ public:
+  static absl::StatusOr<std::unique_ptr<TraceStore>> Open(
+      const std::string& path, const OpenOptions& options);
+
+ private:
+  static StringId Intern(TraceStore* store, const std::string& s) {
+    auto [it, added] = store->string_ids_.try_emplace(
+        s, static_cast<StringId>(store->strings_.size()));
+    if (added) store->strings_.push_back(s);
+    return it->second;
+  }
+  static void Join(std::vector<LoadedFile> files, int threads,
+                   TraceStore* store);
+};
+
+void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
+                       TraceStore* store) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (files[i].problem) store->problems_.push_back(*files[i].problem);
+    if (files[i].loaded) order.push_back(i);
+  }
+  auto key = [&](size_t i) {
+    const auto& m = files[i].metadata;
+    return std::make_tuple(m.host(), m.process_index(), m.pid(), files[i].path);
+  };
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return key(a) < key(b); });
+
+  Intern(store, "");
+  struct Remap {
+    std::vector<uint32_t> strings;
+  };
+  std::vector<size_t> track_file;  // by TrackId
+  std::vector<Remap> remaps(files.size());
+  for (size_t f : order) {
+    LoadedFile& file = files[f];
+    const ProcessId pid = static_cast<ProcessId>(store->processes_.size());
+    ProcessInfo p;
+    p.id = pid;
+    p.path = file.path;
+    p.host_name = file.metadata.host();
+    p.pid = file.metadata.pid();
+    p.process_index = file.metadata.process_index();
+    p.process_count = file.metadata.process_count();
+    p.session_id = file.metadata.session_id();
+    p.metadata = std::move(file.metadata);
+    p.clock_aligned = file.aligned;
+    p.reference_clock = file.reference;
+    p.dropped = file.dropped;
+    p.events = file.events;
+    if (store->hosts_.empty() || store->hosts_.back().name != p.host_name) {
+      store->hosts_.push_back(
+          {static_cast<HostId>(store->hosts_.size()), p.host_name, {}});
+    }
+    p.host = store->hosts_.back().id;
+    store->hosts_.back().processes.push_back(pid);
+
+    Remap& remap = remaps[f];
+    remap.strings.resize(file.strings.size());
+    for (size_t i = 0; i < file.strings.size(); ++i) {
+      remap.strings[i] = Intern(store, file.strings[i]);
+    }
+    for (auto& [id, frames] : file.stacks) {
+      for (uint32_t& name : frames) {
+        name = name < remap.strings.size() ? remap.strings[name] : 0;
+      }
+      p.stacks.emplace(id, std::move(frames));
+    }
+    std::vector<size_t> track_order(file.tracks.size());
+    for (size_t i = 0; i < track_order.size(); ++i) track_order[i] = i;
+    std::stable_sort(
+        track_order.begin(), track_order.end(), [&](size_t a, size_t b) {
+          return file.tracks[a].sort_index < file.tracks[b].sort_index;
+        });
+    for (size_t i : track_order) {
+      TrackInfo t = std::move(file.tracks[i]);
+      t.id = static_cast<TrackId>(store->tracks_.size());
+      t.process = pid;
+      p.tracks.push_back(t.id);
+      track_file.push_back(f);
+      store->tracks_.push_back(std::move(t));
+      store->data_.push_back(std::move(file.data[i]));
+    }
+    store->event_count_ += p.events;
+    store->processes_.push_back(std::move(p));
+  }
+
+  // Names to store ids, track by track in parallel.
+  internal::ParallelFor(threads, store->tracks_.size(), [&](size_t t) {
+    const std::vector<uint32_t>& remap = remaps[track_file[t]].strings;
+    auto map = [&](uint32_t id) { return id < remap.size() ? remap[id] : 0u; };
+    TrackData& d = *store->data_[t];
+    d.slices.RemapNames(remap);
+    for (uint32_t& n : d.instants.names) n = map(n);
+    for (tf::EventArgs& a : d.args) {
+      for (tf::Arg& arg : a.args) {
+        arg.key = map(arg.key);
+        if (auto* s = std::get_if<tf::StringId>(&arg.value)) s->id = map(s->id);
+      }
+    }
+  });
+
+  // Flows by id, and the time span.
+  bool any = false;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
+  auto add = [&](int64_t lo, int64_t hi) {
+    any = true;
+    first = std::min(first, lo);
+    last = std::max(last, hi);
+  };
+  for (TrackId t = 0; t < store->tracks_.size(); ++t) {
+    const TrackData& d = *store->data_[t];
+    for (const tf::FlowLink& f : d.flows) {
+      store->flows_[f.flow_id].push_back({{t, f.kind, f.index}, f.phase});
+    }
+    const SliceColumns& s = d.slices;
+    for (uint32_t depth = 0; depth < s.depth_count(); ++depth) {
+      if (s.depth_begin(depth) == s.depth_end(depth)) continue;
+      // Starts and ends both ascend within a depth.
+      add(s.start(s.depth_begin(depth)), s.end(s.depth_end(depth) - 1));
+    }
+    for (const auto* ts : {&d.instants.ts, &d.counters.ts, &d.samples.ts}) {
+      if (!ts->empty()) add(ts->front(), ts->back());
+    }
+  }
+  if (any) {
+    store->first_ns_ = first;
+    store->last_ns_ = last;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
+    const std::string& path, const OpenOptions& options) {
+  auto sessions = TraceStore::ListSessions(path);
+  if (!sessions.ok()) return sessions.status();
+  const SessionInfo* chosen = &sessions->back();  // the newest
+  if (!options.session.empty()) {
+    chosen = nullptr;
+    std::string names;
+    for (const SessionInfo& s : *sessions) {
+      if (s.name == options.session) chosen = &s;
+      absl::StrAppend(&names, names.empty() ? "" : ", ", s.name);
+    }
+    if (chosen == nullptr) {
+      return absl::NotFoundError(absl::StrCat(path, ": no session named '",
+                                              options.session,
+                                              "' (found: ", names, ")"));
+    }
+  }
+  const std::string chosen_path = chosen->path;
+  std::vector<std::string> paths;
+  std::error_code ec;
+  if (fs::is_regular_file(chosen->path, ec)) {
+    paths.push_back(chosen->path);
+  } else {
+    for (fs::directory_iterator it(chosen->path, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      std::error_code type_ec;
+      if (it->is_regular_file(type_ec) &&
+          it->path().extension() == ".podtrace") {
+        paths.push_back(it->path().string());
+      }
+    }
+    std::sort(paths.begin(), paths.end());
+  }
+
+  std::vector<LoadedFile> files(paths.size());
+  Progress progress(options, paths.size());
+  const int threads = internal::ThreadCount(options.threads);
+  internal::ParallelFor(threads, paths.size(), [&](size_t i) {
+    if (Cancelled(options)) return;
+    LoadFile(paths[i], options, &progress, &files[i]);
+    if (!Cancelled(options)) progress.FileDone();
+  });
+  if (Cancelled(options)) {
+    return absl::CancelledError(absl::StrCat("loading ", path, " cancelled"));
+  }
+
+  auto store = std::unique_ptr<TraceStore>(new TraceStore());
+  store->sessions_ = std::move(*sessions);
+  store->session_ = *std::find_if(
+      store->sessions_.begin(), store->sessions_.end(),
+      [&](const SessionInfo& s) { return s.path == chosen_path; });
+  bool any_loaded = false;
+  for (const LoadedFile& f : files) any_loaded |= f.loaded;
+  if (!any_loaded) {
+    std::string why;
+    for (const LoadedFile& f : files) {
+      if (f.problem) absl::StrAppend(&why, "\n  ", f.problem->message);
+    }
+    return absl::DataLossError(
+        absl::StrCat(path, ": no trace file could be read", why));
+  }
+  Join(std::move(files), threads, store.get());
+#if defined(__GLIBC__)
+  // Decoding allocated several times what the columns keep; give it back.
+  malloc_trim(0);
+#endif
+  return store;
+}
+
+absl::StatusOr<std::unique_ptr<TraceStore>> TraceStore::Open(
+    const std::string& path, const OpenOptions& options) {
+  return StoreLoader::Open(path, options);
+}
+
+}  // namespace podscope::viewer
