@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "podscope/viewer/slice_columns.h"
 #include "trace_fixtures.h"
 
 namespace podscope::tools {
@@ -21,7 +22,7 @@ Slice S(int64_t start, int64_t duration, uint32_t name = 1) {
 
 std::vector<int64_t> SelfTimesOf(std::vector<Slice> slices) {
   std::sort(slices.begin(), slices.end(), SliceOrder);
-  return SelfTimes(slices);
+  return viewer::ComputeSelfTimes(slices);
 }
 
 TEST(SelfTimes, SubtractsDirectChildrenOnly) {
@@ -35,7 +36,7 @@ TEST(SelfTimes, SubtractsDirectChildrenOnly) {
 TEST(SelfTimes, LeafAndTopLevelSlicesKeepTheirDuration) {
   EXPECT_EQ(SelfTimesOf({S(0, 10), S(20, 10), S(40, 0)}),
             (std::vector<int64_t>{10, 10, 0}));
-  EXPECT_TRUE(SelfTimes({}).empty());
+  EXPECT_TRUE(viewer::ComputeSelfTimes({}).empty());
 }
 
 TEST(SelfTimes, OverlappingChildrenAreCountedOnce) {

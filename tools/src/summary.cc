@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "podscope/trace_format/clock_model.h"
+#include "podscope/viewer/slice_columns.h"
 
 namespace podscope::tools {
 namespace {
@@ -117,39 +118,11 @@ int64_t SliceNameStats::mean_ns() const {
       0.5L);
 }
 
-std::vector<int64_t> SelfTimes(std::span<const Slice> slices) {
-  std::vector<int64_t> self(slices.size());
-  // covered_until[i]: the end of the union of i's children seen so far.
-  std::vector<int64_t> covered_until(slices.size());
-  std::vector<size_t> open;
-  for (size_t i = 0; i < slices.size(); ++i) {
-    const Slice& s = slices[i];
-    self[i] = s.duration_ns;
-    covered_until[i] = s.start_ns;
-    // Same rule as trace_format::ComputeSliceDepths: a slice that ends
-    // before this one ends is closed (it either ended before this one
-    // started or overlaps it without enclosing it).
-    while (!open.empty() && slices[open.back()].end_ns() < s.end_ns()) {
-      open.pop_back();
-    }
-    if (!open.empty()) {
-      const size_t parent = open.back();
-      const int64_t from = std::max(s.start_ns, covered_until[parent]);
-      if (s.end_ns() > from) {
-        self[parent] -= s.end_ns() - from;
-        covered_until[parent] = s.end_ns();
-      }
-    }
-    open.push_back(i);
-  }
-  return self;
-}
-
 void NameStatsTable::AddTrack(
     std::span<const Slice> slices,
     const std::function<std::string_view(uint32_t)>& name_of) {
   if (slices.empty()) return;
-  const std::vector<int64_t> self = SelfTimes(slices);
+  const std::vector<int64_t> self = viewer::ComputeSelfTimes(slices);
   // Aggregate by id first: one string lookup per name and track instead of
   // one per slice.
   absl::flat_hash_map<uint32_t, SliceNameStats> by_id;

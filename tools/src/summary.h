@@ -37,13 +37,6 @@ struct SliceNameStats {
   int64_t mean_ns() const;
 };
 
-// The self time of each slice of one track. `slices` must be in reader
-// order (trace_format::SliceOrder). A slice's direct children are the
-// slices it encloses with nothing else in between, by the same rule the
-// reader uses for depths; children that overlap each other are counted
-// once (their union).
-std::vector<int64_t> SelfTimes(std::span<const trace_format::Slice> slices);
-
 // Accumulates SliceNameStats over tracks of any number of files.
 class NameStatsTable {
  public:
