@@ -2,9 +2,33 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 namespace podscope::trace_format {
+namespace {
+
+// Clock records come from files and may be absurd: arithmetic on them must
+// not be undefined behaviour, so sums wrap and conversions saturate.
+int64_t WrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) +
+                              static_cast<uint64_t>(b));
+}
+int64_t WrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) -
+                              static_cast<uint64_t>(b));
+}
+uint64_t Distance(int64_t a, int64_t b) {
+  return a > b ? static_cast<uint64_t>(a) - static_cast<uint64_t>(b)
+               : static_cast<uint64_t>(b) - static_cast<uint64_t>(a);
+}
+int64_t Saturate(double v) {
+  if (!(v > -9.2e18)) return v != v ? 0 : INT64_MIN;
+  if (v > 9.2e18) return INT64_MAX;
+  return static_cast<int64_t>(std::llround(v));
+}
+
+}  // namespace
 
 ClockModel::ClockModel(const proto::ClockRecord& record) {
   for (const proto::ClockOffset& o : record.offsets()) {
@@ -31,7 +55,7 @@ ClockModel::ClockModel(const proto::ClockRecord& record) {
 
 int64_t ClockModel::ToReference(int64_t local_ns) const {
   if (offsets_.empty()) return local_ns;
-  if (offsets_.size() == 1) return local_ns + offsets_[0].offset_ns;
+  if (offsets_.size() == 1) return WrapAdd(local_ns, offsets_[0].offset_ns);
   auto it = std::upper_bound(
       offsets_.begin(), offsets_.end(), local_ns,
       [](int64_t t, const Point& p) { return t < p.local_ns; });
@@ -40,21 +64,22 @@ int64_t ClockModel::ToReference(int64_t local_ns) const {
   b = std::clamp<size_t>(b, 1, offsets_.size() - 1);
   const Point& pa = offsets_[b - 1];
   const Point& pb = offsets_[b];
-  const double span = static_cast<double>(pb.local_ns - pa.local_ns);
-  const double slope =
-      static_cast<double>(pb.offset_ns - pa.offset_ns) / span;
+  const double span = static_cast<double>(pb.local_ns) -
+                      static_cast<double>(pa.local_ns);
+  const double slope = (static_cast<double>(pb.offset_ns) -
+                        static_cast<double>(pa.offset_ns)) /
+                       span;
   const double offset =
       static_cast<double>(pa.offset_ns) +
-      slope * static_cast<double>(local_ns - pa.local_ns);
-  return local_ns + static_cast<int64_t>(std::llround(offset));
+      slope * (static_cast<double>(local_ns) - static_cast<double>(pa.local_ns));
+  return WrapAdd(local_ns, Saturate(offset));
 }
 
 int64_t ClockModel::UncertaintyAt(int64_t local_ns) const {
   if (offsets_.empty()) return 0;
   const Point* nearest = &offsets_[0];
   for (const Point& p : offsets_) {
-    if (std::llabs(p.local_ns - local_ns) <
-        std::llabs(nearest->local_ns - local_ns)) {
+    if (Distance(p.local_ns, local_ns) < Distance(nearest->local_ns, local_ns)) {
       nearest = &p;
     }
   }
@@ -65,20 +90,22 @@ double ClockModel::DriftPpm() const {
   if (offsets_.size() < 2) return 0;
   const Point& a = offsets_.front();
   const Point& b = offsets_.back();
-  return 1e6 * static_cast<double>(b.offset_ns - a.offset_ns) /
-         static_cast<double>(b.local_ns - a.local_ns);
+  return 1e6 *
+         (static_cast<double>(b.offset_ns) - static_cast<double>(a.offset_ns)) /
+         (static_cast<double>(b.local_ns) - static_cast<double>(a.local_ns));
 }
 
 std::optional<int64_t> ClockModel::ToRealtime(int64_t local_ns) const {
   if (snapshots_.empty()) return std::nullopt;
   const proto::ClockSnapshot* nearest = &snapshots_[0];
   for (const proto::ClockSnapshot& s : snapshots_) {
-    if (std::llabs(s.monotonic_ns() - local_ns) <
-        std::llabs(nearest->monotonic_ns() - local_ns)) {
+    if (Distance(s.monotonic_ns(), local_ns) <
+        Distance(nearest->monotonic_ns(), local_ns)) {
       nearest = &s;
     }
   }
-  return nearest->realtime_ns() + (local_ns - nearest->monotonic_ns());
+  return WrapAdd(nearest->realtime_ns(),
+                 WrapSub(local_ns, nearest->monotonic_ns()));
 }
 
 }  // namespace podscope::trace_format

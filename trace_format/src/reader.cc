@@ -346,7 +346,16 @@ uint64_t TraceReader::total_dropped() const {
 
 uint64_t TraceReader::known_event_count() const {
   uint64_t total = 0;
-  for (const ChunkInfo& c : chunks_) total += c.event_count;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    if (chunks_[i].ranges_known) {
+      total += chunks_[i].event_count;
+    } else if (ranges_learned_[i]) {
+      for (const proto::TrackRange& r : learned_ranges_[i]) {
+        total += r.event_count();
+      }
+    }
+  }
   return total;
 }
 

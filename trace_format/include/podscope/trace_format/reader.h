@@ -75,8 +75,8 @@ class TraceReader {
   const proto::Metadata& metadata() const { return metadata_; }
   const std::vector<proto::Track>& tracks() const { return tracks_; }
   const proto::Track* FindTrack(uint32_t id) const;
-  // The string with id `id`; a placeholder naming the id when the string
-  // table that held it was lost.
+  // The string with id `id`; "<lost string>" when the string table that
+  // held it was lost to damage (or the id is out of range).
   std::string_view GetString(uint32_t id) const;
   size_t string_count() const { return strings_.size(); }
   const proto::ClockRecord& clock() const { return clock_; }
@@ -135,7 +135,6 @@ class TraceReader {
   absl::flat_hash_map<uint32_t, size_t> track_by_id_;
   std::vector<std::string> strings_;
   std::vector<bool> string_known_;
-  mutable std::vector<std::string> lost_string_names_;
   proto::ClockRecord clock_;
   absl::flat_hash_map<uint32_t, proto::Frame> frames_;
   absl::flat_hash_map<uint32_t, proto::Stack> stacks_;
