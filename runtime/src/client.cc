@@ -10,6 +10,8 @@
 #include "instrumentation.h"
 #include "metrics_internal.h"
 #include "parallel.h"
+#include "podscope/profiler/trace.h"
+#include "profiler_observer.h"
 #include "status_macros.h"
 
 namespace podscope::runtime {
@@ -63,6 +65,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(
           ? options.intra_op_threads
           : static_cast<int>(std::thread::hardware_concurrency());
   client->pool_ = std::make_shared<internal::IntraOpPool>(threads);
+  internal::AttachProfiler(client->process_index_, client->process_count_,
+                           client->addressable_devices_);
   return client;
 }
 
@@ -150,6 +154,10 @@ absl::StatusOr<BufferPtr> Client::BufferFromLiteral(Literal literal,
 
 absl::StatusOr<std::shared_ptr<Executable>> Client::Compile(
     const Graph& graph) {
+  profiler::Trace trace(PODSCOPE_INTERNAL_SITE("Compile"), [&] {
+    return std::make_tuple("graph_hash",
+                           static_cast<int64_t>(graph.fingerprint()));
+  });
   const int64_t start = internal::NowNs();
   std::shared_ptr<Executable> executable = LookupCompiled(graph);
   bool hit = executable != nullptr;
@@ -168,6 +176,7 @@ absl::StatusOr<std::shared_ptr<Executable>> Client::Compile(
     }
   }
   const int64_t end = internal::NowNs();
+  trace.AddArg("cache_hit", hit);
   internal::IncrementCounter(hit ? internal::kCachedCompile
                                  : internal::kUncachedCompile);
   if (!hit) internal::RecordTime(internal::kCompileTime, end - start);

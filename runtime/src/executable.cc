@@ -10,6 +10,8 @@
 #include "kernels/kernels.h"
 #include "metrics_internal.h"
 #include "parallel.h"
+#include "podscope/profiler/recorder.h"
+#include "podscope/profiler/trace.h"
 
 namespace podscope::runtime {
 
@@ -24,7 +26,8 @@ namespace {
 absl::Status RunSteps(const CompiledProgram& program,
                       const std::vector<BufferPtr>& arguments, void* arena,
                       const std::vector<void*>& outputs,
-                      const internal::IntraOpPool& pool, const Device* device) {
+                      const internal::IntraOpPool& pool, const Device* device,
+                      uint64_t flow_id) {
   const Graph& graph = program.graph;
   const int n = static_cast<int>(graph.nodes().size());
   std::vector<void*> data(n, nullptr);
@@ -70,7 +73,8 @@ absl::Status RunSteps(const CompiledProgram& program,
     if (traced) {
       internal::Observer().OnOp({device, graph.fingerprint(), step.op_name,
                                  node.scope, step.num_ops, start,
-                                 internal::NowNs()});
+                                 internal::NowNs(), flow_id});
+      flow_id = 0;  // the flow arrives at the execution's first kernel
     }
   }
   const auto& output_nodes = graph.outputs();
@@ -109,6 +113,16 @@ std::vector<Shape> Executable::output_shapes() const {
 absl::StatusOr<std::vector<BufferPtr>> Executable::Execute(
     absl::Span<const BufferPtr> arguments, Device* device) const {
   const Graph& g = graph();
+  // The launch on the calling thread; its flow leads to the first kernel on
+  // the device stream.
+  profiler::Trace trace(PODSCOPE_INTERNAL_SITE("Execute"), [&] {
+    return std::make_tuple("graph_hash", static_cast<int64_t>(g.fingerprint()));
+  });
+  uint64_t flow_id = 0;
+  if (trace.recording()) {
+    flow_id = profiler::NewFlowId();
+    trace.FlowOut(flow_id);
+  }
   if (device == nullptr || !device->addressable()) {
     return absl::InvalidArgumentError(
         absl::StrCat("Execute(", g.name(), "): device ",
@@ -144,7 +158,7 @@ absl::StatusOr<std::vector<BufferPtr>> Executable::Execute(
     outputs.push_back(BufferAccess::CreatePending(g.node(id).shape, device));
   }
   device->runtime()->stream().Enqueue(
-      [program = program_, pool = pool_, device, outputs,
+      [program = program_, pool = pool_, device, outputs, flow_id,
        arguments = std::vector<BufferPtr>(arguments.begin(), arguments.end())] {
         const int64_t start = internal::NowNs();
         absl::Status status;
@@ -171,7 +185,7 @@ absl::StatusOr<std::vector<BufferPtr>> Executable::Execute(
         }
         if (status.ok()) {
           status = RunSteps(*program, arguments, arena->data(), output_data,
-                            *pool, device);
+                            *pool, device, flow_id);
         }
         arena.reset();  // scratch is free before anyone sees the outputs
         for (size_t i = 0; i < outputs.size(); ++i) {

@@ -24,6 +24,12 @@ void SetRuntimeObserver(RuntimeObserver* observer) {
   g_observer.store(observer, std::memory_order_release);
 }
 
+bool SetRuntimeObserverIfUnset(RuntimeObserver* observer) {
+  RuntimeObserver* expected = nullptr;
+  return g_observer.compare_exchange_strong(expected, observer,
+                                            std::memory_order_acq_rel);
+}
+
 RuntimeObserver& Observer() {
   RuntimeObserver* observer = g_observer.load(std::memory_order_acquire);
   return observer != nullptr ? *observer : NoOpObserver();

@@ -1,9 +1,9 @@
 #ifndef PODSCOPE_RUNTIME_SRC_INSTRUMENTATION_H_
 #define PODSCOPE_RUNTIME_SRC_INSTRUMENTATION_H_
 
-// The one seam through which the runtime reports what it does. The profiler
-// library will implement RuntimeObserver and install it with
-// SetRuntimeObserver(); until then the default observer does nothing.
+// The one seam through which the runtime reports what it does. The
+// profiler-backed observer (profiler_observer.h) is installed whenever a
+// Client is created and no other observer is installed.
 //
 // Callbacks run on the thread where the work happened (device work on the
 // device's stream thread), so a profiler can record them into that
@@ -59,6 +59,9 @@ struct OpEvent {
   int num_fused_ops = 1;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  // Non-zero on the first kernel of an execution launched while a profiler
+  // session recorded: the flow that the host "Execute" scope started.
+  uint64_t flow_id = 0;
 };
 
 // A lazy step boundary (LazyContext::Sync).
@@ -82,6 +85,10 @@ class RuntimeObserver {
 // Installs `observer` (not owned; nullptr restores the no-op default). The
 // caller keeps it alive until it is replaced and device work has drained.
 void SetRuntimeObserver(RuntimeObserver* observer);
+// Installs `observer` only if none is installed; true if it was installed.
+// Clients install the profiler's observer this way, so an observer a test
+// or tool installed stays in place.
+bool SetRuntimeObserverIfUnset(RuntimeObserver* observer);
 // The installed observer, or a no-op one.
 RuntimeObserver& Observer();
 // True when an observer is installed: lets hot paths skip timestamps.

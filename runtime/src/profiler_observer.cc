@@ -1,0 +1,123 @@
+#include "profiler_observer.h"
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "instrumentation.h"
+#include "podscope/profiler/recorder.h"
+#include "podscope/profiler/session.h"
+
+namespace podscope::runtime::internal {
+namespace {
+
+struct DeviceTracks {
+  profiler::TrackHandle stream;
+  profiler::TrackHandle transfers;
+  profiler::TrackHandle steps;
+};
+
+class ProfilerObserver : public RuntimeObserver {
+ public:
+  // Registers `device`'s tracks (once); returns true the first time.
+  bool Register(const Device& device) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tracks_.contains(device.id())) return false;
+    tracks_.emplace(device.id(), MakeTracks(device));
+    return true;
+  }
+
+  DeviceTracks Tracks(const Device* device) {
+    if (device == nullptr) return {};
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tracks_.find(device->id());
+    if (it == tracks_.end()) {
+      it = tracks_.emplace(device->id(), MakeTracks(*device)).first;
+    }
+    return it->second;
+  }
+
+  void OnTransfer(const TransferEvent& event) override {
+    if (!profiler::IsRecording()) return;
+    const DeviceTracks tracks = Tracks(event.device);
+    profiler::RecordSlice(
+        tracks.transfers, event.start_ns, event.end_ns,
+        event.to_device ? "TransferToDevice" : "TransferFromDevice", 0,
+        {{"bytes", event.bytes}, {"ok", int64_t{event.status.ok()}}});
+  }
+
+  void OnOp(const OpEvent& event) override {
+    if (!profiler::IsRecording()) return;
+    const DeviceTracks tracks = Tracks(event.device);
+    thread_local std::string name;
+    name.clear();
+    if (!event.scope.empty()) {
+      name.append(event.scope);
+      name.push_back('/');
+    }
+    name.append(event.op_name);
+    profiler::RecordSlice(
+        tracks.stream, event.start_ns, event.end_ns, name, event.flow_id,
+        {{"graph_hash", static_cast<int64_t>(event.graph_fingerprint)},
+         {"fused_ops", int64_t{event.num_fused_ops}}});
+  }
+
+  void OnStep(const StepEvent& event) override {
+    if (!profiler::IsRecording()) return;
+    const DeviceTracks tracks = Tracks(event.device);
+    profiler::RecordCounterValue(tracks.steps, event.time_ns,
+                                 static_cast<double>(event.step));
+  }
+
+ private:
+  static DeviceTracks MakeTracks(const Device& device) {
+    const int id = device.id();
+    DeviceTracks t;
+    t.stream = profiler::RegisterDeviceStreamTrack(
+        id, 0, absl::StrCat("device ", id, " (", device.kind(), ") stream"));
+    t.transfers = profiler::RegisterDeviceStreamTrack(
+        id, 1, absl::StrCat("device ", id, " transfers"));
+    t.steps = profiler::RegisterCounterTrack(
+        absl::StrCat("device ", id, " lazy step"), "step");
+    return t;
+  }
+
+  std::mutex mu_;
+  absl::flat_hash_map<int, DeviceTracks> tracks_;
+};
+
+ProfilerObserver& TheObserver() {
+  // Process lifetime: stream threads may report until the very end.
+  static ProfilerObserver* const observer = new ProfilerObserver();
+  return *observer;
+}
+
+}  // namespace
+
+void AttachProfiler(int process_index, int process_count,
+                    absl::Span<Device* const> addressable_devices) {
+  ProfilerObserver& observer = TheObserver();
+  profiler::SetProcessInfo(process_index, process_count);
+  for (const Device* device : addressable_devices) {
+    if (!observer.Register(*device)) continue;
+    const DeviceTracks tracks = observer.Tracks(device);
+    trace_format::proto::Device d;
+    d.set_global_id(device->id());
+    d.set_local_hardware_id(device->local_hardware_id());
+    d.set_process_index(device->process_index());
+    d.set_kind(device->kind());
+    std::string platform = device->kind();
+    std::transform(platform.begin(), platform.end(), platform.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    d.set_platform(platform);
+    d.add_stream_track_ids(tracks.stream.id);
+    d.add_stream_track_ids(tracks.transfers.id);
+    profiler::AddDevice(d);
+  }
+  SetRuntimeObserverIfUnset(&observer);
+}
+
+}  // namespace podscope::runtime::internal

@@ -1,0 +1,244 @@
+// The runtime reports to the profiler: with a session recording, compiles
+// and launches are host scopes, every kernel is a slice on its device's
+// stream track named "<scope>/<op>", transfers sit on the device's transfer
+// track, and a flow leads from each Execute launch to its first kernel.
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "podscope/profiler/session.h"
+#include "podscope/runtime/builder.h"
+#include "podscope/runtime/client.h"
+#include "podscope/runtime/lazy.h"
+#include "podscope/runtime/scope.h"
+#include "podscope/trace_format/reader.h"
+#include "test_util.h"
+
+namespace podscope::runtime {
+namespace {
+
+namespace tf = podscope::trace_format;
+
+struct TrackView {
+  tf::proto::Track track;
+  tf::TrackEvents events;
+};
+
+struct File {
+  std::unique_ptr<tf::TraceReader> reader;
+  std::vector<TrackView> tracks;
+  std::string Name(uint32_t id) const {
+    return std::string(reader->GetString(id));
+  }
+  const TrackView* Track(const std::string& name) const {
+    for (const TrackView& t : tracks) {
+      if (t.track.name() == name) return &t;
+    }
+    return nullptr;
+  }
+  // The int argument `key` of slice `i` on `t`, or -1.
+  int64_t IntArg(const TrackView& t, uint32_t i, const std::string& key) const {
+    const tf::EventArgs* args = t.events.FindArgs(tf::EventKind::kSlice, i);
+    if (args == nullptr) return -1;
+    for (const tf::Arg& a : args->args) {
+      if (Name(a.key) == key) {
+        if (const auto* v = std::get_if<int64_t>(&a.value)) return *v;
+      }
+    }
+    return -1;
+  }
+};
+
+File ReadFile(const std::string& path) {
+  File f;
+  auto reader = tf::TraceReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return f;
+  f.reader = *std::move(reader);
+  for (tf::TrackEvents& events : f.reader->ReadAllTracks(2)) {
+    TrackView v;
+    if (const auto* t = f.reader->FindTrack(events.track_id)) v.track = *t;
+    v.events = std::move(events);
+    f.tracks.push_back(std::move(v));
+  }
+  return f;
+}
+
+std::string FreshDir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("podscope-runtime-test-" + std::to_string(getpid())) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+TEST(ProfilerIntegration, DeviceOpsTransfersCompilesAndFlows) {
+  auto client = testing::MakeClient();
+  ASSERT_NE(client, nullptr);
+  Device* device = client->addressable_devices()[0];
+
+  GraphBuilder b("model");
+  Value x = b.Parameter(F32Shape({2, 3}));
+  Value w = b.Parameter(F32Shape({3, 4}));
+  Value out;
+  {
+    ScopedName forward("forward");
+    out = b.Relu(b.Dot(x, w));
+  }
+  PODSCOPE_ASSERT_OK_AND_ASSIGN(Graph graph, b.Build({out}));
+
+  const std::string dir = FreshDir("device_ops");
+  ASSERT_TRUE(profiler::StartTrace(dir).ok());
+  for (int run = 0; run < 2; ++run) {  // a cache miss, then a hit
+    PODSCOPE_ASSERT_OK_AND_ASSIGN(auto executable, client->Compile(graph));
+    PODSCOPE_ASSERT_OK_AND_ASSIGN(
+        BufferPtr xb, client->BufferFromLiteral(
+                          testing::F32({2, 3}, {1, 2, 3, 4, 5, 6}), device));
+    PODSCOPE_ASSERT_OK_AND_ASSIGN(
+        BufferPtr wb,
+        client->BufferFromLiteral(Literal(F32Shape({3, 4})), device));
+    PODSCOPE_ASSERT_OK_AND_ASSIGN(auto outputs,
+                                  executable->Execute({xb, wb}, device));
+    ASSERT_EQ(outputs.size(), 1u);
+    auto literal = outputs[0]->ToLiteral().Await();
+    ASSERT_TRUE(literal.ok()) << literal.status();
+  }
+  ASSERT_TRUE(device->WaitUntilIdle().ok());
+  auto path = profiler::StopTrace();
+  ASSERT_TRUE(path.ok()) << path.status();
+
+  const File file = ReadFile(*path);
+  ASSERT_NE(file.reader, nullptr);
+
+  // The device is described in the metadata, with its tracks.
+  ASSERT_GE(file.reader->metadata().devices_size(), 1);
+  EXPECT_EQ(file.reader->metadata().devices(0).global_id(), device->id());
+
+  // Kernels on the stream track, named after the user scope.
+  const std::string id = std::to_string(device->id());
+  const TrackView* stream = file.Track("device " + id + " (CPU) stream");
+  ASSERT_NE(stream, nullptr);
+  EXPECT_EQ(stream->track.kind(), tf::proto::TRACK_KIND_DEVICE_STREAM);
+  EXPECT_EQ(stream->track.device_id(), device->id());
+  EXPECT_EQ(stream->track.stream_id(), 0);
+  std::map<std::string, int> op_counts;
+  for (uint32_t i = 0; i < stream->events.slices.size(); ++i) {
+    const tf::Slice& s = stream->events.slices[i];
+    ++op_counts[file.Name(s.name)];
+    EXPECT_EQ(file.IntArg(*stream, i, "graph_hash"),
+              static_cast<int64_t>(graph.fingerprint()));
+    EXPECT_GE(file.IntArg(*stream, i, "fused_ops"), 1);
+  }
+  EXPECT_EQ(op_counts["forward/dot"], 2) << ::testing::PrintToString(op_counts);
+
+  // Compile: a miss, then a hit.
+  std::vector<int64_t> cache_hits;
+  std::vector<uint64_t> execute_flows;
+  for (const TrackView& t : file.tracks) {
+    for (uint32_t i = 0; i < t.events.slices.size(); ++i) {
+      const std::string name = file.Name(t.events.slices[i].name);
+      if (name == "Compile") {
+        EXPECT_EQ(file.IntArg(t, i, "graph_hash"),
+                  static_cast<int64_t>(graph.fingerprint()));
+        cache_hits.push_back(file.IntArg(t, i, "cache_hit"));
+      } else if (name == "Execute") {
+        for (const tf::FlowLink& flow : t.events.flows) {
+          if (flow.kind == tf::EventKind::kSlice && flow.index == i &&
+              flow.phase == tf::FlowPhase::kBegin) {
+            execute_flows.push_back(flow.flow_id);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cache_hits, (std::vector<int64_t>{0, 1}));
+
+  // Each launch's flow ends at the first kernel of its execution.
+  ASSERT_EQ(execute_flows.size(), 2u);
+  for (uint64_t flow_id : execute_flows) {
+    int ends = 0;
+    for (const tf::FlowLink& flow : stream->events.flows) {
+      if (flow.flow_id != flow_id) continue;
+      EXPECT_EQ(flow.phase, tf::FlowPhase::kEnd);
+      ASSERT_LT(flow.index, stream->events.slices.size());
+      EXPECT_EQ(file.Name(stream->events.slices[flow.index].name),
+                "forward/dot");
+      ++ends;
+    }
+    EXPECT_EQ(ends, 1) << flow_id;
+  }
+
+  // Transfers with their sizes.
+  const TrackView* transfers = file.Track("device " + id + " transfers");
+  ASSERT_NE(transfers, nullptr);
+  EXPECT_EQ(transfers->track.stream_id(), 1);
+  std::map<std::string, std::vector<int64_t>> bytes;
+  for (uint32_t i = 0; i < transfers->events.slices.size(); ++i) {
+    bytes[file.Name(transfers->events.slices[i].name)].push_back(
+        file.IntArg(*transfers, i, "bytes"));
+  }
+  EXPECT_EQ(bytes["TransferToDevice"],
+            (std::vector<int64_t>{6 * 4, 12 * 4, 6 * 4, 12 * 4}));
+  EXPECT_EQ(bytes["TransferFromDevice"], (std::vector<int64_t>{8 * 4, 8 * 4}));
+}
+
+TEST(ProfilerIntegration, LazyStepsAndUnscopedOps) {
+  auto client = testing::MakeClient();
+  ASSERT_NE(client, nullptr);
+  Device* device = client->addressable_devices()[0];
+  PODSCOPE_ASSERT_OK_AND_ASSIGN(auto ctx,
+                                LazyContext::Create(client.get(), device));
+
+  const std::string dir = FreshDir("lazy_steps");
+  ASSERT_TRUE(profiler::StartTrace(dir).ok());
+  Tensor x = ctx->FromVector<float>({4}, {1, 2, 3, 4});
+  for (int step = 0; step < 3; ++step) {
+    x = Exp(x * 0.5f);  // outside any ScopedName
+    ASSERT_TRUE(ctx->Sync().ok());
+  }
+  ASSERT_TRUE(x.ToLiteral().ok());
+  ASSERT_TRUE(device->WaitUntilIdle().ok());
+  auto path = profiler::StopTrace();
+  ASSERT_TRUE(path.ok()) << path.status();
+
+  const File file = ReadFile(*path);
+  ASSERT_NE(file.reader, nullptr);
+  const std::string id = std::to_string(device->id());
+  // Step boundaries are a counter, not slices (see profiler_observer.h).
+  const TrackView* steps = file.Track("device " + id + " lazy step");
+  ASSERT_NE(steps, nullptr);
+  EXPECT_EQ(steps->track.kind(), tf::proto::TRACK_KIND_COUNTER);
+  std::vector<double> values;
+  for (const tf::CounterSample& c : steps->events.counters) {
+    values.push_back(c.value);
+  }
+  EXPECT_EQ(values, (std::vector<double>{1, 2, 3}));
+
+  const TrackView* stream = file.Track("device " + id + " (CPU) stream");
+  ASSERT_NE(stream, nullptr);
+  ASSERT_EQ(stream->events.slices.size(), 3u);
+  for (const tf::Slice& s : stream->events.slices) {
+    EXPECT_EQ(file.Name(s.name), "fusion");  // no scope, no leading "/"
+  }
+}
+
+TEST(ProfilerIntegration, NothingIsRecordedOutsideASession) {
+  auto client = testing::MakeClient();
+  ASSERT_NE(client, nullptr);
+  GraphBuilder b("idle");
+  Value x = b.Parameter(F32Shape({4}));
+  PODSCOPE_ASSERT_OK_AND_ASSIGN(Graph graph, b.Build({b.Exp(x)}));
+  // No session: the observer is installed but returns at once.
+  auto results = testing::Run(*client, graph, {Literal(F32Shape({4}))});
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_FALSE(profiler::IsTracing());
+}
+
+}  // namespace
+}  // namespace podscope::runtime
