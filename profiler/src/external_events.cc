@@ -83,18 +83,10 @@ void RecordSlice(TrackHandle track, int64_t start_ns, int64_t end_ns,
   internal::ExternalEvent e{track.id, false, start_ns, end_ns,
                             internal::InternDynamic(name), flow_in, 0, {}};
   for (const EventArg& a : args) {
-    internal::StoredArg s{internal::InternDynamic(a.key), 0, 0};
-    if (const auto* i = std::get_if<int64_t>(&a.value)) {
-      s.kind = internal::kRecordArgInt;
-      s.bits = static_cast<uint64_t>(*i);
-    } else if (const auto* d = std::get_if<double>(&a.value)) {
-      s.kind = internal::kRecordArgDouble;
-      std::memcpy(&s.bits, d, sizeof s.bits);
-    } else {
-      s.kind = internal::kRecordArgString;
-      s.bits = internal::InternDynamic(std::get<std::string_view>(a.value));
-    }
-    e.args.push_back(s);
+    const uint32_t key = internal::InternDynamic(a.key);
+    e.args.push_back(std::visit(
+        [&](const auto& value) { return internal::MakeArg(key, value); },
+        a.value));
   }
   internal::ExternalEvents::Get().Add(std::move(e));
 }

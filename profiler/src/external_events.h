@@ -11,7 +11,6 @@
 
 #include "podscope/profiler/recorder.h"
 #include "podscope/trace_format/trace.pb.h"
-#include "src/trace_args.h"
 
 namespace podscope::profiler::internal {
 
@@ -23,7 +22,7 @@ struct ExternalEvent {
   uint32_t name;  // StringRegistry id
   uint64_t flow_in;
   double value;
-  std::vector<StoredArg> args;
+  std::vector<PendingArg> args;  // from trace.h, as scopes store them
 };
 
 class ExternalEvents {

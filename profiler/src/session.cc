@@ -220,6 +220,23 @@ class Session {
     return id;
   }
 
+  // An argument as recorded (registry key, kind, value bits) in the file's
+  // terms.
+  tf::Arg FileArg(uint32_t key, uint8_t kind, uint64_t bits) {
+    switch (kind) {
+      case internal::kRecordArgDouble: {
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        return {FileString(key), d};
+      }
+      case internal::kRecordArgString:
+        return {FileString(key),
+                tf::StringId{FileString(static_cast<uint32_t>(bits))}};
+      default:
+        return {FileString(key), static_cast<int64_t>(bits)};
+    }
+  }
+
   void AddArgs(const internal::RawEvent* e, uint32_t count,
                std::vector<tf::Arg>* args, uint64_t* flow_out,
                uint64_t* flow_in) {
@@ -228,17 +245,9 @@ class Session {
       const internal::RawEvent& a = e[i];
       switch (a.kind) {
         case internal::kRecordArgInt:
-          args->push_back({FileString(a.name), static_cast<int64_t>(a.a)});
-          break;
-        case internal::kRecordArgDouble: {
-          double d;
-          std::memcpy(&d, &a.a, sizeof d);
-          args->push_back({FileString(a.name), d});
-          break;
-        }
+        case internal::kRecordArgDouble:
         case internal::kRecordArgString:
-          args->push_back({FileString(a.name),
-                           tf::StringId{FileString(static_cast<uint32_t>(a.a))}});
+          args->push_back(FileArg(a.name, a.kind, a.a));
           break;
         case internal::kRecordFlowOut: *flow_out = a.a; break;
         case internal::kRecordFlowIn: *flow_in = a.a; break;
@@ -313,17 +322,8 @@ class Session {
         continue;
       }
       args.clear();
-      for (const internal::StoredArg& a : e.args) {
-        if (a.kind == internal::kRecordArgInt) {
-          args.push_back({FileString(a.key), static_cast<int64_t>(a.bits)});
-        } else if (a.kind == internal::kRecordArgDouble) {
-          double d;
-          std::memcpy(&d, &a.bits, sizeof d);
-          args.push_back({FileString(a.key), d});
-        } else {
-          args.push_back({FileString(a.key),
-                          tf::StringId{FileString(static_cast<uint32_t>(a.bits))}});
-        }
+      for (const internal::PendingArg& a : e.args) {
+        args.push_back(FileArg(a.key, a.kind, a.bits));
       }
       tf::EventRef ref = writer_->AddSlice(track, e.start_ns,
                                            e.end_ns - e.start_ns,
