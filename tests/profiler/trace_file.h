@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "podscope/trace_format/reader.h"
@@ -32,6 +33,23 @@ struct TraceFile {
     }
     return out;
   }
+  // The first track named `name`, or nullptr.
+  const TrackView* Track(const std::string& name) const {
+    for (const TrackView& t : tracks) {
+      if (t.track.name() == name) return &t;
+    }
+    return nullptr;
+  }
+  // The int argument `key` of slice `i` on `t`, or -1.
+  int64_t IntArg(const TrackView& t, uint32_t i, const std::string& key) const {
+    const auto* args = t.events.FindArgs(trace_format::EventKind::kSlice, i);
+    if (args == nullptr) return -1;
+    for (const auto& a : args->args) {
+      if (Name(a.key) != key) continue;
+      if (const auto* v = std::get_if<int64_t>(&a.value)) return *v;
+    }
+    return -1;
+  }
   // Every slice named `name`, across tracks.
   std::vector<trace_format::Slice> SlicesNamed(const std::string& name) const {
     std::vector<trace_format::Slice> out;
@@ -44,6 +62,7 @@ struct TraceFile {
   }
 };
 
+// An empty TraceFile (reader == nullptr) when the file does not open.
 inline TraceFile ReadTraceFile(const std::string& path) {
   TraceFile f;
   auto reader = trace_format::TraceReader::Open(path);

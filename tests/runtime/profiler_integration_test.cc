@@ -19,63 +19,21 @@
 #include "podscope/runtime/scope.h"
 #include "podscope/trace_format/reader.h"
 #include "test_util.h"
+#include "trace_file.h"
 
 namespace podscope::runtime {
 namespace {
 
 namespace tf = podscope::trace_format;
 
-struct TrackView {
-  tf::proto::Track track;
-  tf::TrackEvents events;
-};
-
-struct File {
-  std::unique_ptr<tf::TraceReader> reader;
-  std::vector<TrackView> tracks;
-  std::string Name(uint32_t id) const {
-    return std::string(reader->GetString(id));
-  }
-  const TrackView* Track(const std::string& name) const {
-    for (const TrackView& t : tracks) {
-      if (t.track.name() == name) return &t;
-    }
-    return nullptr;
-  }
-  // The int argument `key` of slice `i` on `t`, or -1.
-  int64_t IntArg(const TrackView& t, uint32_t i, const std::string& key) const {
-    const tf::EventArgs* args = t.events.FindArgs(tf::EventKind::kSlice, i);
-    if (args == nullptr) return -1;
-    for (const tf::Arg& a : args->args) {
-      if (Name(a.key) == key) {
-        if (const auto* v = std::get_if<int64_t>(&a.value)) return *v;
-      }
-    }
-    return -1;
-  }
-};
+using profiler::testing::FreshDir;
+using profiler::testing::TrackView;
+using File = profiler::testing::TraceFile;
 
 File ReadFile(const std::string& path) {
-  File f;
-  auto reader = tf::TraceReader::Open(path);
-  EXPECT_TRUE(reader.ok()) << reader.status();
-  if (!reader.ok()) return f;
-  f.reader = *std::move(reader);
-  for (tf::TrackEvents& events : f.reader->ReadAllTracks(2)) {
-    TrackView v;
-    if (const auto* t = f.reader->FindTrack(events.track_id)) v.track = *t;
-    v.events = std::move(events);
-    f.tracks.push_back(std::move(v));
-  }
+  File f = profiler::testing::ReadTraceFile(path);
+  EXPECT_NE(f.reader, nullptr) << "cannot read " << path;
   return f;
-}
-
-std::string FreshDir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("podscope-runtime-test-" + std::to_string(getpid())) / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
 }
 
 TEST(ProfilerIntegration, DeviceOpsTransfersCompilesAndFlows) {
