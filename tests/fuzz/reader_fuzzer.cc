@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -79,18 +81,28 @@ size_t TouchEvents(const TraceReader& reader, const TrackEvents& e) {
   return sum;
 }
 
+// A broken promise of the reader: says which, then crashes for libFuzzer.
+[[noreturn]] void Fail(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "reader_fuzzer: %s: %s\n", what, detail.c_str());
+  std::abort();
+}
+
 void Exercise(const std::string& bytes, bool verify_all) {
   auto opened = TraceReader::OpenBuffer(bytes, "fuzz.podtrace",
                                         {.verify_all = verify_all});
   if (!opened.ok()) {
-    if (opened.status().message().empty()) __builtin_trap();  // must explain
+    if (opened.status().message().empty()) {
+      Fail("an open error without a message", opened.status().ToString());
+    }
     return;
   }
   const TraceReader& reader = **opened;
   size_t sum = Touch(reader.metadata().host()) + reader.total_dropped();
   for (const proto::Track& t : reader.tracks()) {
     sum += Touch(t.name());
-    if (reader.FindTrack(t.id()) == nullptr) __builtin_trap();
+    if (reader.FindTrack(t.id()) == nullptr) {
+      Fail("a listed track is not found", std::to_string(t.id()));
+    }
   }
   sum += reader.known_event_count() + reader.string_count();
   for (size_t i = 0; i < reader.chunks().size(); ++i) {
@@ -115,8 +127,11 @@ void Exercise(const std::string& bytes, bool verify_all) {
   }
   const RecoveryReport report = reader.report();
   for (const SkippedRange& r : report.skipped) {
+    // A skipped range must explain itself and lie within the file.
     if (r.reason.empty() || r.offset + r.bytes > bytes.size()) {
-      __builtin_trap();  // a skipped range must explain itself and exist
+      Fail("a skipped range is unexplained or out of the file",
+           std::to_string(r.offset) + "+" + std::to_string(r.bytes) + " of " +
+               std::to_string(bytes.size()) + ": " + r.reason);
     }
     sum += r.bytes;
   }

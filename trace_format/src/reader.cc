@@ -162,6 +162,18 @@ bool TraceReader::LoadFromIndex(std::string* problem) {
     s = absl::DataLossError("the trailer does not point at an index record");
   }
   if (s.ok()) s = ParsePayload(*index_record, &index);
+  // Chunks are only read when asked for; an entry that cannot be a record
+  // of this file means the index cannot be trusted at all.
+  for (int i = 0; s.ok() && i < index.chunks_size(); ++i) {
+    const proto::ChunkEntry& entry = index.chunks(i);
+    if (entry.offset() < kFileHeaderSize || entry.length() < kRecordHeaderSize ||
+        entry.offset() > index_offset ||
+        entry.length() > index_offset - entry.offset()) {
+      s = absl::DataLossError(absl::StrCat(
+          "index entry of chunk ", i, " (offset ", entry.offset(), ", ",
+          entry.length(), " bytes) lies outside the records before the index"));
+    }
+  }
   for (const proto::RecordEntry& entry : index.records()) {
     if (!s.ok()) break;
     auto record = ReadRecordAt(data_, entry.offset());
@@ -365,6 +377,9 @@ RecoveryReport TraceReader::report() const {
 }
 
 void TraceReader::AddSkipped(SkippedRange range) const {
+  // A range is reported as the part of the file it covers.
+  range.offset = std::min<uint64_t>(range.offset, data_.size());
+  range.bytes = std::min<uint64_t>(range.bytes, data_.size() - range.offset);
   std::lock_guard<std::mutex> lock(mutex_);
   auto& skipped = report_.skipped;
   auto pos = std::lower_bound(skipped.begin(), skipped.end(), range.offset,
