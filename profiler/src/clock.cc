@@ -44,6 +44,21 @@ Pair TightPair() {
 
 }  // namespace
 
+const ClockSkew& TestClockSkew() {
+  static const ClockSkew skew = [] {
+    ClockSkew s;
+    if (const char* v = std::getenv("PODSCOPE_TEST_CLOCK_OFFSET_NS")) {
+      s.offset_ns = std::strtoll(v, nullptr, 10);
+    }
+    if (const char* v = std::getenv("PODSCOPE_TEST_CLOCK_DRIFT_PPM")) {
+      s.drift_ppm = std::strtod(v, nullptr);
+    }
+    s.anchor_ns = MonotonicNs();
+    return s;
+  }();
+  return skew;
+}
+
 bool CpuHasInvariantTsc() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax, ebx, ecx, edx;

@@ -63,6 +63,7 @@ uint32_t SamplingCollector::FrameId(trace_format::TraceWriter* writer,
 }
 
 void SamplingCollector::Drain(trace_format::TraceWriter* writer,
+                              const ClockSkew& skew,
                               const std::function<uint32_t(pid_t)>& track_of) {
   std::vector<uint32_t> frame_ids;
   sampler_->Drain([&](const sampling::StackSample& s) {
@@ -76,7 +77,7 @@ void SamplingCollector::Drain(trace_format::TraceWriter* writer,
                           frame_ids.size() * sizeof(uint32_t));
     uint32_t& stack = stacks_[key];
     if (stack == 0) stack = writer->AddStack(frame_ids);
-    writer->AddSample(track, s.monotonic_ns, stack);
+    writer->AddSample(track, skew.Apply(s.monotonic_ns), stack);
   });
 }
 

@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "podscope/profiler/clock.h"
 #include "podscope/trace_format/writer.h"
 #include "src/sampling/stack_sampler.h"
 #include "src/sampling/symbolizer.h"
@@ -31,8 +32,8 @@ class SamplingCollector {
   void RegisterThread(pid_t tid);
 
   // Writes the samples taken so far; `track_of` gives the track of a
-  // thread id (0 to skip the sample).
-  void Drain(trace_format::TraceWriter* writer,
+  // thread id (0 to skip the sample). Sample times go through `skew`.
+  void Drain(trace_format::TraceWriter* writer, const ClockSkew& skew,
              const std::function<uint32_t(pid_t)>& track_of);
 
   uint64_t dropped() const;

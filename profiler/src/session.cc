@@ -14,8 +14,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "podscope/trace_format/writer.h"
+#include "podscope/trace_format/format.h"
 #include "src/external_events.h"
 #include "src/sampling_collector.h"
+#include "src/session_internal.h"
 #include "src/string_registry.h"
 #include "src/thread_buffer.h"
 
@@ -60,13 +62,18 @@ ProcessFacts& Facts() {
 
 class Session {
  public:
+  // `owner` is 0 for a session started by StartTrace, else the token of
+  // the internal caller (the profiler server) that alone may stop it.
   Session(std::string path, TraceOptions options,
-          std::unique_ptr<tf::TraceWriter> writer)
+          std::unique_ptr<tf::TraceWriter> writer, uint64_t owner)
       : path_(std::move(path)),
         options_(std::move(options)),
-        writer_(std::move(writer)) {}
+        writer_(std::move(writer)),
+        owner_(owner) {}
 
   const std::string& path() const { return path_; }
+  uint64_t owner() const { return owner_; }
+  const std::string& session_id() const { return options_.session_id; }
 
   absl::Status Start() {
     if (options_.sampling_hz > 0) {
@@ -80,10 +87,11 @@ class Session {
       });
     }
     calibration_ = CalibrateTicks(10);
+    file_clock_ = Skewed(calibration_, skew_);
     start_ticks_ = Ticks();
     start_ns_ = calibration_.ToNs(start_ticks_);
     start_realtime_ns_ = RealtimeNs();
-    writer_->AddClockSnapshot(MonotonicNs(), RealtimeNs());
+    writer_->AddClockSnapshot(ProfilerNowNs(), RealtimeNs());
     WriteMetadata();
     internal::BufferRegistry::Get().set_max_blocks_per_thread(
         std::max<uint32_t>(options_.max_blocks_per_thread, 1));
@@ -110,7 +118,7 @@ class Session {
     sampling_.reset();
     // Scopes still open when recording stopped were not recorded; what the
     // threads committed until now is drained by the final pass in Run.
-    writer_->AddClockSnapshot(MonotonicNs(), RealtimeNs());
+    writer_->AddClockSnapshot(ProfilerNowNs(), RealtimeNs());
     WriteMetadata();
     absl::Status s = writer_->Close();
     internal::BufferRegistry::Get().ReleaseExited();
@@ -151,13 +159,13 @@ class Session {
       facts_generation_ = f.generation;
     }
     for (const std::string& arg : CommandLine()) m.add_command_line(arg);
-    m.set_start_monotonic_ns(start_ns_);
+    m.set_start_monotonic_ns(skew_.Apply(start_ns_));
     m.set_start_realtime_ns(start_realtime_ns_);
     m.set_producer("podscope profiler 0.1.0");
     tf::proto::TscCalibration* tsc = m.mutable_tsc();
-    tsc->set_tsc_base(calibration_.tick_base);
-    tsc->set_monotonic_base_ns(calibration_.ns_base);
-    tsc->set_ns_per_tick(calibration_.ns_per_tick);
+    tsc->set_tsc_base(file_clock_.tick_base);
+    tsc->set_monotonic_base_ns(file_clock_.ns_base);
+    tsc->set_ns_per_tick(file_clock_.ns_per_tick);
     tsc->set_invariant_tsc(calibration_.tsc);
     auto& opts = *m.mutable_capture_options();
     opts["level"] = absl::StrCat(static_cast<int>(options_.level));
@@ -165,6 +173,10 @@ class Session {
     opts["max_blocks_per_thread"] = absl::StrCat(options_.max_blocks_per_thread);
     opts["sampling_hz"] = absl::StrCat(options_.sampling_hz);
     opts["clock"] = calibration_.tsc ? "tsc" : "clock_gettime";
+    if (skew_.active()) {
+      opts["test_clock_offset_ns"] = absl::StrCat(skew_.offset_ns);
+      opts["test_clock_drift_ppm"] = absl::StrCat(skew_.drift_ppm);
+    }
     writer_->SetMetadata(m);
   }
 
@@ -269,8 +281,8 @@ class Session {
         switch (e->kind) {
           case internal::kRecordSlice: {
             AddArgs(e + 1, e->attachments, &args, &flow_out, &flow_in);
-            const int64_t start = calibration_.ToNs(e->a);
-            const int64_t end = calibration_.ToNs(e->b);
+            const int64_t start = file_clock_.ToNs(e->a);
+            const int64_t end = file_clock_.ToNs(e->b);
             tf::EventRef ref = writer_->AddSlice(track, start, end - start,
                                                  FileString(e->name), args);
             if (flow_out) writer_->AddFlow(ref, flow_out, tf::FlowPhase::kBegin);
@@ -280,7 +292,7 @@ class Session {
           case internal::kRecordInstant: {
             AddArgs(e + 1, e->attachments, &args, &flow_out, &flow_in);
             tf::EventRef ref = writer_->AddInstant(
-                track, calibration_.ToNs(e->a), FileString(e->name), args);
+                track, file_clock_.ToNs(e->a), FileString(e->name), args);
             if (flow_out) writer_->AddFlow(ref, flow_out, tf::FlowPhase::kBegin);
             if (flow_in) writer_->AddFlow(ref, flow_in, tf::FlowPhase::kEnd);
             break;
@@ -288,7 +300,7 @@ class Session {
           case internal::kRecordCounter: {
             double v;
             std::memcpy(&v, &e->b, sizeof v);
-            writer_->AddCounter(CounterTrack(e->name), calibration_.ToNs(e->a),
+            writer_->AddCounter(CounterTrack(e->name), file_clock_.ToNs(e->a),
                                 v);
             break;
           }
@@ -318,14 +330,14 @@ class Session {
       uint32_t& track = external_tracks_[e.track];
       if (track == 0) track = writer_->AddTrack(tracks[e.track - 1]);
       if (e.counter) {
-        writer_->AddCounter(track, e.start_ns, e.value);
+        writer_->AddCounter(track, skew_.Apply(e.start_ns), e.value);
         continue;
       }
       args.clear();
       for (const internal::PendingArg& a : e.args) {
         args.push_back(FileArg(a.key, a.kind, a.bits));
       }
-      tf::EventRef ref = writer_->AddSlice(track, e.start_ns,
+      tf::EventRef ref = writer_->AddSlice(track, skew_.Apply(e.start_ns),
                                            e.end_ns - e.start_ns,
                                            FileString(e.name), args);
       if (e.flow_in) writer_->AddFlow(ref, e.flow_in, tf::FlowPhase::kEnd);
@@ -351,11 +363,11 @@ class Session {
       cpu_track_ = CounterTrack(
           internal::StringRegistry::Get().Intern("process CPU use"), "%");
     }
-    writer_->AddCounter(rss_track_, now,
+    writer_->AddCounter(rss_track_, skew_.Apply(now),
                         static_cast<double>(pages_resident) *
                             static_cast<double>(sysconf(_SC_PAGESIZE)));
     if (last_counter_ns_ != 0 && now > last_counter_ns_) {
-      writer_->AddCounter(cpu_track_, now,
+      writer_->AddCounter(cpu_track_, skew_.Apply(now),
                           100.0 * static_cast<double>(cpu_ns - last_cpu_ns_) /
                               static_cast<double>(now - last_counter_ns_));
     }
@@ -367,10 +379,11 @@ class Session {
     // Keep the tick-to-ns map exact as the capture goes on: the rate
     // measured over the whole capture so far.
     calibration_ = RefineCalibration(calibration_);
+    file_clock_ = Skewed(calibration_, skew_);
     DrainThreads();
     DrainExternal();
     if (sampling_) {
-      sampling_->Drain(writer_.get(), [&](pid_t tid) -> uint32_t {
+      sampling_->Drain(writer_.get(), skew_, [&](pid_t tid) -> uint32_t {
         auto it = track_of_tid_.find(tid);
         if (it != track_of_tid_.end() && it->second != 0) return it->second;
         // A thread sampled before it recorded any event.
@@ -415,7 +428,10 @@ class Session {
   bool stopping_ = false;  // guarded by mutex_
   absl::Status error_;
 
-  TickCalibration calibration_;
+  const uint64_t owner_;
+  const ClockSkew skew_ = TestClockSkew();
+  TickCalibration calibration_;  // ticks to CLOCK_MONOTONIC
+  TickCalibration file_clock_;   // ticks to the file's (skewed) clock
   uint64_t start_ticks_ = 0;
   int64_t start_ns_ = 0;
   int64_t start_realtime_ns_ = 0;
@@ -441,24 +457,81 @@ std::unique_ptr<Session> g_session;  // guarded by g_session_mutex
 
 }  // namespace
 
-absl::Status StartTrace(const std::string& dir, const TraceOptions& options) {
-  std::lock_guard<std::mutex> lock(g_session_mutex);
-  if (g_session) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "a trace is already being recorded to ", g_session->path()));
-  }
-  if (dir.empty()) {
-    return absl::InvalidArgumentError("StartTrace: the directory is empty");
-  }
-  if (options.flush_interval.count() <= 0) {
-    return absl::InvalidArgumentError(
-        "StartTrace: flush_interval must be positive");
-  }
+namespace {
+
+// Fills in defaults that come from the environment and the process facts.
+TraceOptions ResolveOptions(const TraceOptions& options) {
   TraceOptions o = options;
+  if (o.session_id.empty()) {
+    std::lock_guard<std::mutex> lock(Facts().mutex);
+    o.session_id = Facts().session_id;
+  }
   if (o.session_id.empty()) {
     if (const char* env = std::getenv("PODSCOPE_SESSION")) o.session_id = env;
   }
+  return o;
+}
+
+absl::Status CheckOptions(const TraceOptions& o, const std::string& caller) {
+  if (o.flush_interval.count() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(caller, ": flush_interval must be positive"));
+  }
+  if (o.compression_level < 0 || o.compression_level > 9) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        caller, ": compression_level must be 0..9, not ", o.compression_level));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BusyError() {
+  if (g_session->owner() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a remote capture (session '", g_session->session_id(),
+        "') is recording this process"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "a trace is already being recorded to ", g_session->path()));
+}
+
+// Starts `session` as the process's session; g_session_mutex is held.
+absl::Status Install(std::unique_ptr<Session> session) {
+  if (absl::Status s = session->Start(); !s.ok()) return s;
+  g_session = std::move(session);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsValidSessionId(std::string_view id) {
+  if (id.empty() || id.size() > 128 || id == "." || id == "..") return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+                    c == '.' || c == ':' || c == '+';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+absl::Status StartTrace(const std::string& dir, const TraceOptions& options) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (g_session) return BusyError();
+  if (dir.empty()) {
+    return absl::InvalidArgumentError("StartTrace: the directory is empty");
+  }
+  const TraceOptions o = ResolveOptions(options);
+  if (absl::Status s = CheckOptions(o, "StartTrace"); !s.ok()) return s;
   std::filesystem::path folder(dir);
+  if (!o.session_id.empty()) {
+    if (!IsValidSessionId(o.session_id)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "StartTrace: session id '", o.session_id,
+          "' is not a valid folder name (letters, digits, '-', '_', '.', ':', "
+          "'+'; at most 128)"));
+    }
+    folder /= o.session_id;
+  }
   if (o.per_process_subdir) {
     int index;
     {
@@ -473,19 +546,15 @@ absl::Status StartTrace(const std::string& dir, const TraceOptions& options) {
     return absl::InternalError(absl::StrCat("StartTrace: cannot create ",
                                             folder.string(), ": ", ec.message()));
   }
-  const std::string path =
-      (folder / absl::StrCat(HostName(), ".", getpid(), ".podtrace")).string();
+  const std::string path = (folder / TraceFileName()).string();
   tf::WriterOptions wo;
   wo.compression_level = o.compression_level;
   auto writer = tf::TraceWriter::Create(path, wo);
   if (!writer.ok()) return writer.status();
-  auto session = std::make_unique<Session>(path, o, *std::move(writer));
-  if (absl::Status s = session->Start(); !s.ok()) {
-    std::filesystem::remove(path, ec);
-    return s;
-  }
-  g_session = std::move(session);
-  return absl::OkStatus();
+  absl::Status s = Install(
+      std::make_unique<Session>(path, o, *std::move(writer), /*owner=*/0));
+  if (!s.ok()) std::filesystem::remove(path, ec);
+  return s;
 }
 
 absl::StatusOr<std::string> StopTrace() {
@@ -495,12 +564,68 @@ absl::StatusOr<std::string> StopTrace() {
     if (!g_session) {
       return absl::FailedPreconditionError("StopTrace: no trace is recording");
     }
+    if (g_session->owner() != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "StopTrace: the running capture (session '", g_session->session_id(),
+          "') was started by a remote client; it ends when that client's "
+          "capture does"));
+    }
     session = std::move(g_session);
   }
   const std::string path = session->path();
   if (absl::Status s = session->Stop(); !s.ok()) return s;
   return path;
 }
+
+std::string TraceFileName() {
+  return absl::StrCat(HostName(), ".", getpid(), std::string(tf::kFileExtension));
+}
+
+namespace internal {
+
+absl::Status StartOwnedSession(std::unique_ptr<tf::RecordSink> sink,
+                               const TraceOptions& options,
+                               const std::string& description,
+                               uint64_t owner) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (g_session) return BusyError();
+  const TraceOptions o = ResolveOptions(options);
+  if (absl::Status s = CheckOptions(o, "capture"); !s.ok()) return s;
+  tf::WriterOptions wo;
+  wo.compression_level = o.compression_level;
+  auto writer = tf::TraceWriter::Create(std::move(sink), wo);
+  if (!writer.ok()) return writer.status();
+  return Install(
+      std::make_unique<Session>(description, o, *std::move(writer), owner));
+}
+
+absl::Status StopOwnedSession(uint64_t owner) {
+  std::unique_ptr<Session> session;
+  {
+    std::lock_guard<std::mutex> lock(g_session_mutex);
+    if (!g_session || g_session->owner() != owner) {
+      return absl::NotFoundError("the capture is no longer running");
+    }
+    session = std::move(g_session);
+  }
+  return session->Stop();
+}
+
+std::string ActiveSessionId(bool* active) {
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  *active = g_session != nullptr;
+  return g_session ? g_session->session_id() : std::string();
+}
+
+std::string HostNameForFiles() { return HostName(); }
+
+ProcessFactsSnapshot SnapshotProcessFacts() {
+  ProcessFacts& f = Facts();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  return {f.process_index, f.process_count, f.session_id, f.devices};
+}
+
+}  // namespace internal
 
 bool IsTracing() {
   std::lock_guard<std::mutex> lock(g_session_mutex);

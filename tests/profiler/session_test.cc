@@ -40,7 +40,10 @@ TEST(Session, WritesHostPidFileWithMetadata) {
   gethostname(host, sizeof(host) - 1);
   EXPECT_EQ(std::filesystem::path(*path).filename().string(),
             std::string(host) + "." + std::to_string(getpid()) + ".podtrace");
-  EXPECT_EQ(std::filesystem::path(*path).parent_path().string(), dir);
+  // A named session gets its folder, which other processes of the job
+  // (and `podscope capture`) share.
+  EXPECT_EQ(std::filesystem::path(*path).parent_path().string(),
+            (std::filesystem::path(dir) / "job-42").string());
   const auto file = ReadTraceFile(*path);
   ASSERT_NE(file.reader, nullptr);
   const auto& m = file.reader->metadata();
@@ -71,8 +74,30 @@ TEST(Session, PerProcessSubfolderAndSessionFromEnvironment) {
   ASSERT_TRUE(path.ok());
   EXPECT_EQ(std::filesystem::path(*path).parent_path().filename().string(),
             "proc_" + std::to_string(getpid()));
+  EXPECT_EQ(std::filesystem::path(*path).parent_path().parent_path().string(),
+            (std::filesystem::path(dir) / "from-env").string());
   const auto file = ReadTraceFile(*path);
   EXPECT_EQ(file.reader->metadata().session_id(), "from-env");
+}
+
+TEST(Session, NoSessionIdWritesIntoTheFolderItself) {
+  const std::string dir = FreshDir("unnamed");
+  ASSERT_TRUE(StartTrace(dir).ok());
+  auto path = StopTrace();
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(std::filesystem::path(*path).parent_path().string(), dir);
+}
+
+TEST(Session, SessionIdThatIsNotAFolderNameIsRefused) {
+  const std::string dir = FreshDir("badsession");
+  for (const char* bad : {"../escape", "a/b", "..", "x y"}) {
+    TraceOptions options;
+    options.session_id = bad;
+    const absl::Status s = StartTrace(dir, options);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("session id"), std::string::npos) << s;
+    EXPECT_FALSE(IsTracing());
+  }
 }
 
 TEST(Session, MisuseIsAClearError) {

@@ -9,6 +9,8 @@
 //      export: nothing readable at PATH, unreadable files beside readable
 //      ones are warnings)
 //   4  internal or I/O error, e.g. the output file cannot be written
+//   5  capture: some workers did not answer (the others' files are complete)
+//   6  capture: no worker answered
 //
 // Adding a subcommand: write tools/src/<name>_command.cc defining a
 // `Command`, declare it below and list it in commands.cc.
@@ -53,6 +55,7 @@ struct Command {
 extern const Command kCheckCommand;
 extern const Command kSummaryCommand;
 extern const Command kExportCommand;
+extern const Command kCaptureCommand;
 
 // Every command, in the order `--help` lists them.
 std::span<const Command* const> AllCommands();

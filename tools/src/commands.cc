@@ -16,6 +16,7 @@ constexpr const Command* kCommands[] = {
     &kCheckCommand,
     &kSummaryCommand,
     &kExportCommand,
+    &kCaptureCommand,
 };
 
 constexpr std::string_view kExitCodes =
@@ -26,11 +27,14 @@ constexpr std::string_view kExitCodes =
     "  3  a file is unreadable or not found\n"
     "     (summary and export: nothing readable at PATH; unreadable files\n"
     "     beside readable ones are reported as warnings)\n"
-    "  4  internal or I/O error (e.g. the output cannot be written)\n";
+    "  4  internal or I/O error (e.g. the output cannot be written)\n"
+    "  5  capture: some workers did not answer (the others' files are\n"
+    "     complete)\n"
+    "  6  capture: no worker answered\n";
 
 void PrintTopLevelHelp(std::FILE* out) {
   std::string text =
-      "podscope: inspect, verify and convert Podscope trace files.\n"
+      "podscope: capture, inspect, verify and convert Podscope traces.\n"
       "\n"
       "Usage: podscope <command> [flags] [arguments]\n"
       "       podscope help <command>\n"

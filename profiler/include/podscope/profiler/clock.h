@@ -47,6 +47,41 @@ struct TickCalibration {
   }
 };
 
+// A linear change of the profiler's clock, for tests only: set from
+// PODSCOPE_TEST_CLOCK_OFFSET_NS (nanoseconds added) and
+// PODSCOPE_TEST_CLOCK_DRIFT_PPM (parts per million gained, counted from the
+// moment the process first read its profiler clock), so that tests can give
+// processes on one machine clocks as far apart as separate hosts' clocks.
+// Every timestamp a session writes and every clock probe the profiler
+// server answers goes through it. Never set these in production.
+struct ClockSkew {
+  int64_t offset_ns = 0;
+  double drift_ppm = 0;
+  int64_t anchor_ns = 0;  // monotonic time at which drift starts
+  bool active() const { return offset_ns != 0 || drift_ppm != 0; }
+  int64_t Apply(int64_t monotonic_ns) const {
+    if (!active()) return monotonic_ns;
+    const double since = static_cast<double>(monotonic_ns - anchor_ns);
+    return monotonic_ns + offset_ns + static_cast<int64_t>(since * drift_ppm * 1e-6);
+  }
+};
+
+// The skew from the environment, read once per process.
+const ClockSkew& TestClockSkew();
+
+// The profiler's clock: CLOCK_MONOTONIC with the test skew applied. Trace
+// timestamps and clock probes are on this clock.
+inline int64_t ProfilerNowNs() { return TestClockSkew().Apply(MonotonicNs()); }
+
+// `c` composed with `skew`: ticks map directly to skewed nanoseconds.
+inline TickCalibration Skewed(const TickCalibration& c, const ClockSkew& skew) {
+  if (!skew.active()) return c;
+  TickCalibration s = c;
+  s.ns_base = skew.Apply(c.ns_base);
+  s.ns_per_tick = c.ns_per_tick * (1.0 + skew.drift_ppm * 1e-6);
+  return s;
+}
+
 // Whether this CPU's TSC runs at a constant rate across P/C-states
 // (CPUID 0x80000007 EDX bit 8).
 bool CpuHasInvariantTsc();

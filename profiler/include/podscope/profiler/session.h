@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -42,8 +43,13 @@ struct TraceOptions {
   std::string session_id;
 };
 
-// Starts recording into `dir` (created if missing). FailedPrecondition if a
-// session is already recording.
+// Starts recording into `dir` (created if missing). With a session id
+// (TraceOptions::session_id, else SetSessionId's, else $PODSCOPE_SESSION)
+// the file goes to `<dir>/<session>/<host>.<pid>.podtrace`, so that every
+// process of a job, and `podscope capture`, fill one session folder;
+// without one, to `<dir>/<host>.<pid>.podtrace`. FailedPrecondition if a
+// session (local or a remote capture) is already recording;
+// InvalidArgument for a session id that is not a plain folder name.
 absl::Status StartTrace(const std::string& dir, const TraceOptions& options = {});
 
 // Stops recording, writes the rest and the index, and returns the file's
@@ -51,6 +57,13 @@ absl::Status StartTrace(const std::string& dir, const TraceOptions& options = {}
 absl::StatusOr<std::string> StopTrace();
 
 bool IsTracing();
+
+// `<host>.<pid>.podtrace` for this process.
+std::string TraceFileName();
+
+// Whether `id` can name a session folder: 1 to 128 of letters, digits,
+// '-', '_', '.', ':', '+', and not "." or "..".
+bool IsValidSessionId(std::string_view id);
 
 // The path of the file being written, empty when not tracing.
 std::string CurrentTracePath();

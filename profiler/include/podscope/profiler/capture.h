@@ -1,0 +1,108 @@
+// The capture client: records many workers' profiler servers at once into
+// one session folder, `<logdir>/<session>/<host>.<pid>.podtrace` per worker
+// plus `manifest.json`, with each worker's clock offset to this process's
+// clock measured before and after and stored in its file. `podscope
+// capture` is this call with flags.
+#ifndef PODSCOPE_PROFILER_CAPTURE_H_
+#define PODSCOPE_PROFILER_CAPTURE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace podscope::profiler {
+
+// How to reach the workers' servers.
+struct ConnectOptions {
+  // Sent as `authorization: Bearer <token>`; empty means
+  // $PODSCOPE_PROFILER_TOKEN.
+  std::string token;
+  // A PEM file of the CA (or the self-signed certificate) that signed the
+  // servers' certificates; set, the client speaks TLS.
+  std::string tls_ca_file;
+  // Overrides the name checked against the certificates (tests on
+  // 127.0.0.1 with a certificate for "localhost").
+  std::string tls_server_name;
+  int64_t connect_timeout_ms = 5000;
+};
+
+// One NTP-style estimate of a worker's clock: reference = local + offset,
+// where reference is this process's CLOCK_MONOTONIC and local the worker's
+// profiler clock, known to +-uncertainty (half the best round trip).
+struct ClockEstimate {
+  int64_t local_ns = 0;  // the worker's clock at the measurement
+  int64_t offset_ns = 0;
+  int64_t uncertainty_ns = 0;
+  int64_t round_trip_ns = 0;
+};
+
+// Probes `address`'s clock `probes` times and keeps the probe with the
+// smallest round trip.
+absl::StatusOr<ClockEstimate> MeasureClockOffset(const std::string& address,
+                                                 const ConnectOptions& connect,
+                                                 int probes = 16);
+
+struct CaptureProgress {
+  int workers = 0;
+  int streaming = 0;  // connected and receiving
+  int finished = 0;   // done, successfully or not
+  int failed = 0;
+  uint64_t bytes = 0;
+  uint64_t events = 0;
+  int64_t elapsed_ms = 0;
+};
+
+struct CaptureOptions {
+  std::vector<std::string> workers;  // "host:port"
+  std::string logdir;
+  // 1 .. the servers' limit; 0 records until the deadline of the stream is
+  // reached or StopCapture; here it is required to be positive.
+  int64_t duration_ms = 1000;
+  // The session folder's name; empty: a UTC timestamp.
+  std::string session;
+  ConnectOptions connect;
+  int level = 0;        // 0 default (info), 1 critical, 2 info, 3 verbose
+  int sampling_hz = 0;  // CPU stack samples per second; 0 off
+  int clock_probes = 16;
+  // Called about every 250 ms from a thread of the capture.
+  std::function<void(const CaptureProgress&)> progress;
+};
+
+struct WorkerResult {
+  std::string address;
+  bool ok = false;        // the file is complete
+  std::string error;      // why not, naming the worker
+  std::string path;       // the file written (may be partial when !ok)
+  std::string host;
+  int64_t pid = 0;
+  uint64_t bytes = 0;
+  uint64_t events = 0;
+  uint64_t dropped = 0;
+  std::vector<ClockEstimate> clock;  // before and (when alive) after
+  double drift_ppm = 0;              // from the two estimates
+};
+
+struct CaptureResult {
+  std::string session;
+  std::string session_dir;
+  std::string manifest_path;
+  std::vector<WorkerResult> workers;  // in the order of the options
+  int answered() const {
+    int n = 0;
+    for (const WorkerResult& w : workers) n += w.ok ? 1 : 0;
+    return n;
+  }
+};
+
+// Captures every worker at once. Fails only when the options are wrong or
+// the session folder cannot be made; workers that fail are reported in the
+// result (and the manifest), the others' files are complete.
+absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options);
+
+}  // namespace podscope::profiler
+
+#endif  // PODSCOPE_PROFILER_CAPTURE_H_

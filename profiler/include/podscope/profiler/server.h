@@ -1,0 +1,64 @@
+// The profiler server: a gRPC service inside the process (port 9012 by
+// default) through which `podscope capture` records this process remotely,
+// streaming the trace to the client as it is produced. The seed's
+// `start_server(9012)`. docs/profiler-service.md has the protocol and the
+// security model.
+#ifndef PODSCOPE_PROFILER_SERVER_H_
+#define PODSCOPE_PROFILER_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace podscope::profiler {
+
+inline constexpr int kDefaultServerPort = 9012;
+
+struct ServerOptions {
+  // Address to listen on. Empty means $PODSCOPE_PROFILER_BIND, else
+  // 127.0.0.1: only this machine can connect unless told otherwise.
+  // "0.0.0.0" or "[::]" listen everywhere; any non-loopback bind requires
+  // a token.
+  std::string bind_address;
+  // Every call must carry `authorization: Bearer <token>` when set. Empty
+  // means $PODSCOPE_PROFILER_TOKEN.
+  std::string token;
+  // PEM files for TLS; both or neither. Empty means
+  // $PODSCOPE_PROFILER_TLS_CERT / $PODSCOPE_PROFILER_TLS_KEY.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // The longest capture a client may ask for (and the bound of a capture
+  // that runs until stopped).
+  int64_t max_duration_ms = 10 * 60 * 1000;
+  // Clients attached to the running capture at once; more get
+  // RESOURCE_EXHAUSTED.
+  int max_clients = 8;
+  // Bytes of trace kept in memory for clients that join a running capture
+  // late; a capture that outgrows it ends early (its clients get a complete
+  // file of what was recorded).
+  int64_t max_capture_bytes = int64_t{1} << 30;
+};
+
+class ProfilerServer {
+ public:
+  virtual ~ProfilerServer() = default;
+  // The port actually bound (useful with port 0).
+  virtual int port() const = 0;
+  // "host:port" as clients should dial it.
+  virtual std::string address() const = 0;
+  // Ends running captures (their clients get complete files), then stops
+  // serving. Idempotent; the destructor calls it.
+  virtual void Stop() = 0;
+};
+
+// Starts serving on `port` (0: any free port). Fails with a message naming
+// the problem: a non-loopback bind without a token, a port in use, TLS
+// files that cannot be read.
+absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
+    int port = kDefaultServerPort, const ServerOptions& options = {});
+
+}  // namespace podscope::profiler
+
+#endif  // PODSCOPE_PROFILER_SERVER_H_

@@ -1,0 +1,390 @@
+// The profiler server as a client sees it: a real gRPC server on loopback
+// inside this process, real clients (the capture library and raw stubs),
+// real files.
+#include "podscope/profiler/server.h"
+
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "podscope/profiler/capture.h"
+#include "podscope/profiler/profiler_service.grpc.pb.h"
+#include "podscope/profiler/session.h"
+#include "podscope/profiler/trace.h"
+#include "podscope/trace_format/clock_model.h"
+#include "trace_file.h"
+
+namespace podscope::profiler {
+namespace {
+
+namespace pb = ::podscope::profiler::proto;
+using testing::FreshDir;
+using testing::ReadTraceFile;
+
+std::unique_ptr<pb::ProfilerService::Stub> Stub(const std::string& address) {
+  return pb::ProfilerService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+}
+
+std::unique_ptr<ProfilerServer> Serve(const ServerOptions& options = {}) {
+  auto server = StartServer(0, options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+// Emits scopes on a thread of its own until destroyed.
+class Workload {
+ public:
+  Workload() : thread_([this] {
+    SetThreadName("workload");
+    while (!stop_) {
+      PODSCOPE_TRACE("work");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }) {}
+  ~Workload() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Server, DefaultsToLoopbackAndAnswersInfo) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->address(), "127.0.0.1:" + std::to_string(server->port()));
+  grpc::ClientContext ctx;
+  pb::ProcessInfo info;
+  ASSERT_TRUE(Stub(server->address())->GetInfo(&ctx, {}, &info).ok());
+  EXPECT_EQ(info.pid(), getpid());
+  EXPECT_FALSE(info.host().empty());
+  EXPECT_GT(info.clock().monotonic_ns(), 0);
+  EXPECT_FALSE(info.capturing());
+  // Not reachable on the machine's other addresses.
+  ifaddrs* addrs = nullptr;
+  ASSERT_EQ(getifaddrs(&addrs), 0);
+  for (ifaddrs* a = addrs; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    sockaddr_in sin = *reinterpret_cast<sockaddr_in*>(a->ifa_addr);
+    if ((ntohl(sin.sin_addr.s_addr) >> 24) == 127) continue;
+    sin.sin_port = htons(static_cast<uint16_t>(server->port()));
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    EXPECT_NE(connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0)
+        << "the server answers on " << inet_ntoa(sin.sin_addr);
+    close(fd);
+  }
+  freeifaddrs(addrs);
+}
+
+TEST(Server, NonLoopbackBindRequiresAToken) {
+  ServerOptions o;
+  o.bind_address = "0.0.0.0";
+  auto server = StartServer(0, o);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(server.status().message().find("token"), std::string::npos);
+  o.token = "s3cret";
+  server = StartServer(0, o);
+  EXPECT_TRUE(server.ok()) << server.status();
+}
+
+TEST(Server, PortInUseIsAnError) {
+  auto first = Serve();
+  ASSERT_NE(first, nullptr);
+  auto second = StartServer(first->port());
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find(std::to_string(first->port())),
+            std::string::npos);
+}
+
+TEST(Server, CaptureStreamsACompleteFileWithClockOffsets) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  Workload work;
+  CaptureOptions o;
+  o.workers = {server->address()};
+  o.logdir = FreshDir("capture");
+  o.duration_ms = 400;
+  o.session = "s1";
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->answered(), 1) << result->workers[0].error;
+  const WorkerResult& w = result->workers[0];
+  EXPECT_EQ(w.pid, getpid());
+  EXPECT_EQ(std::filesystem::path(w.path).parent_path().string(),
+            o.logdir + "/s1");
+  ASSERT_EQ(w.clock.size(), 2u);
+  // Same machine, same clock: the offset is within the probe's uncertainty
+  // (plus scheduling slack on a loaded machine).
+  EXPECT_LT(std::abs(w.clock[0].offset_ns), w.clock[0].uncertainty_ns + 2'000'000);
+
+  auto file = ReadTraceFile(w.path);
+  ASSERT_NE(file.reader, nullptr);
+  EXPECT_TRUE(file.reader->report().has_index);
+  EXPECT_TRUE(file.reader->report().skipped.empty());
+  EXPECT_EQ(file.reader->metadata().session_id(), "s1");
+  EXPECT_GT(file.SlicesNamed("work").size(), 100u);
+  EXPECT_EQ(file.reader->clock().offsets_size(), 2);
+  // The slices lie within the capture window.
+  const auto slices = file.SlicesNamed("work");
+  EXPECT_LT(slices.back().start_ns - slices.front().start_ns, 2'000'000'000);
+
+  const std::string manifest = ReadAll(result->manifest_path);
+  EXPECT_NE(manifest.find("\"answered\": 1"), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("\"offset_ns\""), std::string::npos);
+  EXPECT_NE(manifest.find(server->address()), std::string::npos);
+}
+
+TEST(Server, ConcurrentClientsShareOneCapture) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  Workload work;
+  const std::string dir = FreshDir("shared");
+  absl::StatusOr<CaptureResult> a, b;
+  std::thread ta([&] {
+    CaptureOptions o;
+    o.workers = {server->address()};
+    o.logdir = dir + "/a";
+    o.duration_ms = 600;
+    a = CaptureWorkers(o);
+  });
+  std::thread tb([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    CaptureOptions o;
+    o.workers = {server->address()};
+    o.logdir = dir + "/b";
+    o.duration_ms = 200;
+    b = CaptureWorkers(o);
+  });
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->answered(), 1) << a->workers[0].error;
+  ASSERT_EQ(b->answered(), 1) << b->workers[0].error;
+  auto fa = ReadTraceFile(a->workers[0].path);
+  auto fb = ReadTraceFile(b->workers[0].path);
+  ASSERT_NE(fa.reader, nullptr);
+  ASSERT_NE(fb.reader, nullptr);
+  // One recording: the late client got it from its start.
+  EXPECT_EQ(fa.reader->metadata().session_id(), fb.reader->metadata().session_id());
+  EXPECT_EQ(fa.reader->metadata().start_monotonic_ns(),
+            fb.reader->metadata().start_monotonic_ns());
+  EXPECT_EQ(fa.SlicesNamed("work").size(), fb.SlicesNamed("work").size());
+  EXPECT_TRUE(fb.reader->report().has_index);
+}
+
+TEST(Server, BadRequestsGetErrorsAndTheServerStaysUp) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  auto stub = Stub(server->address());
+  auto capture_status = [&](int64_t duration_ms, const std::string& session) {
+    grpc::ClientContext ctx;
+    pb::CaptureRequest r;
+    r.set_duration_ms(duration_ms);
+    r.set_session_id(session);
+    auto reader = stub->Capture(&ctx, r);
+    pb::CaptureData d;
+    while (reader->Read(&d)) {
+    }
+    return reader->Finish();
+  };
+  grpc::Status s = capture_status(-5, "");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("duration_ms"), std::string::npos);
+  s = capture_status(int64_t{1} << 40, "");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("limit"), std::string::npos);
+  s = capture_status(100, "../../etc");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  {
+    grpc::ClientContext ctx;
+    pb::StopRequest r;
+    r.set_session_id("no-such-session");
+    pb::StopResponse resp;
+    s = stub->Stop(&ctx, r, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  // Garbage bytes on the port.
+  {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(static_cast<uint16_t>(server->port()));
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0);
+    const std::string junk = "GET / HTTP/1.1\r\n\r\n\x00\xff\x13garbage-garbage";
+    for (int i = 0; i < 50; ++i) {
+      if (write(fd, junk.data(), junk.size()) < 0) break;
+    }
+    close(fd);
+  }
+  // A client that goes away in the middle of a stream.
+  {
+    Workload work;
+    grpc::ClientContext ctx;
+    pb::CaptureRequest r;
+    r.set_duration_ms(5000);
+    auto reader = stub->Capture(&ctx, r);
+    pb::CaptureData d;
+    ASSERT_TRUE(reader->Read(&d));
+    EXPECT_FALSE(d.records().empty());
+    ctx.TryCancel();
+    while (reader->Read(&d)) {
+    }
+    reader->Finish();
+  }
+  // The capture ends once its only client is gone; then a new one works.
+  for (int i = 0; i < 100 && IsTracing(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(IsTracing());
+  grpc::ClientContext ctx;
+  pb::ProcessInfo info;
+  ASSERT_TRUE(stub->GetInfo(&ctx, {}, &info).ok());
+  EXPECT_TRUE(capture_status(100, "again").ok());
+}
+
+TEST(Server, StopEndsACaptureThatRunsUntilStopped) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  auto stub = Stub(server->address());
+  grpc::ClientContext ctx;
+  pb::CaptureRequest r;
+  r.set_duration_ms(0);
+  r.set_session_id("open-ended");
+  auto reader = stub->Capture(&ctx, r);
+  pb::CaptureData d;
+  ASSERT_TRUE(reader->Read(&d));
+  EXPECT_EQ(d.session_id(), "open-ended");
+  {
+    grpc::ClientContext sctx;
+    pb::StopRequest sr;
+    sr.set_session_id("open-ended");
+    pb::StopResponse resp;
+    ASSERT_TRUE(stub->Stop(&sctx, sr, &resp).ok());
+  }
+  bool done = d.done();
+  while (reader->Read(&d)) done = done || d.done();
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_TRUE(done);
+}
+
+TEST(Server, ALocalTraceRefusesARemoteCapture) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  const std::string dir = FreshDir("local-first");
+  ASSERT_TRUE(StartTrace(dir).ok());
+  CaptureOptions o;
+  o.workers = {server->address()};
+  o.logdir = dir;
+  o.duration_ms = 100;
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(StopTrace().ok());
+  ASSERT_TRUE(result.ok());
+  ASSERT_EQ(result->answered(), 0);
+  EXPECT_NE(result->workers[0].error.find("FAILED_PRECONDITION"), std::string::npos)
+      << result->workers[0].error;
+}
+
+TEST(Server, TokenIsCheckedOnEveryCall) {
+  ServerOptions so;
+  so.token = "open-sesame";
+  auto server = Serve(so);
+  ASSERT_NE(server, nullptr);
+  auto stub = Stub(server->address());
+  {
+    grpc::ClientContext ctx;
+    pb::ProcessInfo info;
+    EXPECT_EQ(stub->GetInfo(&ctx, {}, &info).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer open-sesamE");
+    pb::ClockProbeRequest r;
+    pb::ClockProbeResponse resp;
+    EXPECT_EQ(stub->ProbeClock(&ctx, r, &resp).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  CaptureOptions o;
+  o.workers = {server->address()};
+  o.logdir = FreshDir("token");
+  o.duration_ms = 100;
+  auto denied = CaptureWorkers(o);
+  ASSERT_TRUE(denied.ok());
+  EXPECT_EQ(denied->answered(), 0);
+  EXPECT_NE(denied->workers[0].error.find("UNAUTHENTICATED"), std::string::npos);
+  o.connect.token = "open-sesame";
+  auto allowed = CaptureWorkers(o);
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_EQ(allowed->answered(), 1) << allowed->workers[0].error;
+}
+
+TEST(Server, Tls) {
+  const std::string dir = FreshDir("tls");
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
+      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + dir +
+      "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl is needed: " << cmd;
+  ServerOptions so;
+  so.tls_cert_file = dir + "/cert.pem";
+  so.tls_key_file = dir + "/key.pem";
+  auto server = Serve(so);
+  ASSERT_NE(server, nullptr);
+  CaptureOptions o;
+  o.workers = {server->address()};
+  o.logdir = dir;
+  o.duration_ms = 100;
+  o.connect.connect_timeout_ms = 1500;
+  auto plain = CaptureWorkers(o);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->answered(), 0);
+  o.connect.tls_ca_file = dir + "/cert.pem";
+  auto secure = CaptureWorkers(o);
+  ASSERT_TRUE(secure.ok());
+  EXPECT_EQ(secure->answered(), 1) << secure->workers[0].error;
+
+  so.tls_key_file = dir + "/missing.pem";
+  auto bad = StartServer(0, so);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("missing.pem"), std::string::npos);
+}
+
+TEST(Server, UnreachableWorkerIsNamed) {
+  CaptureOptions o;
+  o.workers = {"127.0.0.1:1"};
+  o.logdir = FreshDir("unreachable");
+  o.duration_ms = 100;
+  o.connect.connect_timeout_ms = 300;
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->answered(), 0);
+  EXPECT_NE(result->workers[0].error.find("127.0.0.1:1"), std::string::npos);
+  EXPECT_NE(ReadAll(result->manifest_path).find("\"ok\": false"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace podscope::profiler

@@ -1,0 +1,161 @@
+// `podscope capture`: records many workers' profiler servers at once into
+// one session folder (see <podscope/profiler/capture.h>).
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "command.h"
+#include "flags.h"
+#include "podscope/profiler/capture.h"
+
+namespace podscope::tools {
+namespace {
+
+constexpr std::string_view kHelp =
+    R"(Usage: podscope capture --service_addr HOST:PORT[,HOST:PORT...] --logdir DIR
+                        [--duration_ms N] [--session NAME] [--token T]
+                        [--tls_ca FILE] [--tls_server_name NAME]
+                        [--sampling_hz N] [--level N]
+
+Asks every worker's profiler server (podscope::profiler::StartServer, port
+9012 by default) to record for N milliseconds, all at once, and writes
+  DIR/SESSION/<host>.<pid>.podtrace   one per worker, streamed as recorded
+  DIR/SESSION/manifest.json           who was asked, who answered, errors,
+                                      clock offsets
+Each worker's clock offset to this machine's clock is measured before and
+after the capture (NTP-style probes, the fastest round trip kept) and stored
+in its file, so the viewer puts every host on one timeline.
+
+Flags:
+  --service_addr LIST   Workers, comma-separated (required)
+  --logdir DIR          Where the session folder goes (required)
+  --duration_ms N       How long to record, 1..3600000 (default 1000)
+  --session NAME        The session folder's name (default: UTC time,
+                        YYYYMMDD-HHMMSS)
+  --token T             Token for servers that require one (default:
+                        $PODSCOPE_PROFILER_TOKEN)
+  --tls_ca FILE         Speak TLS; FILE is the PEM certificate (or its CA)
+                        the servers present
+  --tls_server_name N   Name to check the certificate against instead of
+                        the address's host
+  --sampling_hz N       CPU stack samples per second per thread, 0..10000
+                        (default 0: off)
+  --level N             1 critical, 2 info (default), 3 verbose
+  --probes N            Clock probes per measurement, 1..1000 (default 16)
+  --connect_timeout_ms N  How long to wait for each worker (default 5000)
+  -h, --help            Show this help
+
+Exit codes: 0 every worker answered with a complete file, 5 some did not
+(each is named with the reason; the others' files are complete), 6 none
+did, 2 usage error, 4 the session folder or manifest cannot be written.
+)";
+
+constexpr int kExitSomeFailed = 5;
+constexpr int kExitNoneAnswered = 6;
+
+int Run(std::span<const std::string> args, const CommandIo& io) {
+  std::string addrs, logdir, session, token, tls_ca, tls_name;
+  int64_t duration_ms = 1000, sampling_hz = 0, level = 2, probes = 16;
+  int64_t connect_ms = 5000;
+  FlagParser flags;
+  flags.AddString("service_addr", &addrs);
+  flags.AddString("logdir", &logdir);
+  flags.AddString("session", &session);
+  flags.AddString("token", &token);
+  flags.AddString("tls_ca", &tls_ca);
+  flags.AddString("tls_server_name", &tls_name);
+  flags.AddInt("duration_ms", &duration_ms, 1, 3'600'000);
+  flags.AddInt("sampling_hz", &sampling_hz, 0, 10000);
+  flags.AddInt("level", &level, 1, 3);
+  flags.AddInt("probes", &probes, 1, 1000);
+  flags.AddInt("connect_timeout_ms", &connect_ms, 1, 600'000);
+  std::vector<std::string> positional;
+  bool help = false;
+  if (absl::Status s = flags.Parse(args, &positional, &help); !s.ok()) {
+    return UsageError(io, "capture", std::string(s.message()));
+  }
+  if (help) return PrintCommandHelp(io, kCaptureCommand);
+  if (!positional.empty()) {
+    return UsageError(io, "capture",
+                      "unexpected argument '" + positional[0] + "'");
+  }
+  if (addrs.empty()) return UsageError(io, "capture", "--service_addr is required");
+  if (logdir.empty()) return UsageError(io, "capture", "--logdir is required");
+  profiler::CaptureOptions o;
+  for (absl::string_view piece :
+       absl::StrSplit(addrs, ',', absl::SkipWhitespace())) {
+    std::string addr(piece);
+    while (!addr.empty() && addr.front() == ' ') addr.erase(0, 1);
+    while (!addr.empty() && addr.back() == ' ') addr.pop_back();
+    if (addr.find(':') == std::string::npos) {
+      return UsageError(io, "capture",
+                        "worker '" + addr + "' has no port (HOST:PORT)");
+    }
+    o.workers.push_back(addr);
+  }
+  if (o.workers.empty()) return UsageError(io, "capture", "--service_addr is empty");
+  o.logdir = logdir;
+  o.duration_ms = duration_ms;
+  o.session = session;
+  o.connect.token = token;
+  o.connect.tls_ca_file = tls_ca;
+  o.connect.tls_server_name = tls_name;
+  o.connect.connect_timeout_ms = connect_ms;
+  o.sampling_hz = static_cast<int>(sampling_hz);
+  o.level = static_cast<int>(level);
+  o.clock_probes = static_cast<int>(probes);
+  o.progress = [&](const profiler::CaptureProgress& p) {
+    const std::string line = absl::StrCat(
+        "capturing ", p.workers, " worker", p.workers == 1 ? "" : "s", ": ",
+        p.streaming, " streaming, ", p.finished, " done, ", p.failed,
+        " failed; ", p.events, " events, ", p.bytes / 1024, " KiB, ",
+        p.elapsed_ms / 1000, ".", (p.elapsed_ms % 1000) / 100, " s");
+    if (io.err_is_tty) {
+      std::fprintf(io.err, "\r%s\033[K", line.c_str());
+    }
+  };
+  auto result = profiler::CaptureWorkers(o);
+  if (io.err_is_tty) std::fprintf(io.err, "\r\033[K");
+  if (!result.ok()) {
+    if (result.status().code() == absl::StatusCode::kInvalidArgument) {
+      return UsageError(io, "capture", std::string(result.status().message()));
+    }
+    std::fprintf(io.err, "podscope capture: %s\n",
+                 std::string(result.status().message()).c_str());
+    return kExitInternal;
+  }
+  const int answered = result->answered();
+  const int asked = static_cast<int>(result->workers.size());
+  std::fprintf(io.out, "session %s: %d of %d workers answered\n",
+               result->session_dir.c_str(), answered, asked);
+  for (const profiler::WorkerResult& w : result->workers) {
+    if (w.ok) {
+      const profiler::ClockEstimate& c = w.clock.front();
+      std::fprintf(io.out,
+                   "  ok      %-22s %s  %llu events, %llu dropped, clock "
+                   "offset %+.3f ms +-%.1f us, drift %+.1f ppm\n",
+                   w.address.c_str(), w.path.c_str(),
+                   static_cast<unsigned long long>(w.events),
+                   static_cast<unsigned long long>(w.dropped),
+                   static_cast<double>(c.offset_ns) / 1e6,
+                   static_cast<double>(c.uncertainty_ns) / 1e3, w.drift_ppm);
+    } else {
+      std::fprintf(io.out, "  FAILED  %-22s %s%s\n", w.address.c_str(),
+                   w.error.c_str(),
+                   w.path.empty() ? ""
+                                  : (" (partial file: " + w.path + ")").c_str());
+    }
+  }
+  std::fprintf(io.out, "manifest: %s\n", result->manifest_path.c_str());
+  if (answered == asked) return kExitOk;
+  return answered == 0 ? kExitNoneAnswered : kExitSomeFailed;
+}
+
+}  // namespace
+
+const Command kCaptureCommand = {
+    "capture", "Capture many workers' profiler servers into one session folder",
+    kHelp, Run};
+
+}  // namespace podscope::tools
