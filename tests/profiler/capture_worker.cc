@@ -1,0 +1,111 @@
+// A worker process for the multi-process capture tests and benchmarks: it
+// serves the profiler, keeps a thread recording scopes, and answers
+// commands on stdin.
+//
+//   capture_worker [--port N] [--bind ADDR] [--token T] [--rate_hz R]
+//
+// Prints "port N" once the server listens. Commands, one per line:
+//   mark T   wait until CLOCK_MONOTONIC reaches T (ns), record the instant
+//            "sync_mark", print "marked BEFORE AFTER" (CLOCK_MONOTONIC just
+//            before and after recording it)
+//   quit     exit (so does end of input)
+// --rate_hz 0 records as fast as the thread can.
+#include <time.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "podscope/profiler/clock.h"
+#include "podscope/profiler/server.h"
+#include "podscope/profiler/trace.h"
+
+namespace {
+
+void SleepUntil(int64_t t_ns) {
+  timespec ts;
+  ts.tv_sec = t_ns / 1'000'000'000;
+  ts.tv_nsec = t_ns % 1'000'000'000;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace podscope::profiler;
+  int port = 0;
+  long rate_hz = 2000;
+  ServerOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "--port" && v) {
+      port = std::atoi(v);
+    } else if (a == "--bind" && v) {
+      options.bind_address = v;
+    } else if (a == "--token" && v) {
+      options.token = v;
+    } else if (a == "--rate_hz" && v) {
+      rate_hz = std::atol(v);
+    } else {
+      std::fprintf(stderr, "capture_worker: bad argument '%s'\n", a.c_str());
+      return 2;
+    }
+    ++i;
+  }
+  auto server = StartServer(port, options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "capture_worker: %s\n",
+                 std::string(server.status().message()).c_str());
+    return 1;
+  }
+  std::printf("port %d\n", (*server)->port());
+  std::fflush(stdout);
+
+  std::atomic<bool> stop{false};
+  std::thread work([&] {
+    SetThreadName("worker loop");
+    const int64_t period = rate_hz > 0 ? 1'000'000'000 / rate_hz : 0;
+    int64_t next = MonotonicNs();
+    uint64_t i = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      {
+        PODSCOPE_TRACE("step");
+        PODSCOPE_TRACE("inner");
+        ++i;
+      }
+      if (period > 0) {
+        next += period;
+        const int64_t now = MonotonicNs();
+        if (next < now - 100'000'000) next = now;  // fell far behind
+        SleepUntil(next);
+      }
+    }
+  });
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.rfind("mark ", 0) == 0) {
+      const int64_t t = std::strtoll(line.c_str() + 5, nullptr, 10);
+      SleepUntil(t - 2'000'000);
+      int64_t before = MonotonicNs();
+      while (before < t) before = MonotonicNs();
+      PODSCOPE_INSTANT("sync_mark");
+      const int64_t after = MonotonicNs();
+      std::printf("marked %lld %lld\n", static_cast<long long>(before),
+                  static_cast<long long>(after));
+      std::fflush(stdout);
+    } else if (line == "quit") {
+      break;
+    }
+  }
+  stop = true;
+  work.join();
+  (*server)->Stop();
+  return 0;
+}
