@@ -1,27 +1,25 @@
 // The seed's MNIST CNN trained on Podscope's embedded runtime with its lazy
 // (PyTorch/XLA-style) tensor API, profiled end to end: host scopes for the
 // phases of each step, and the runtime's compiles, transfers and every
-// kernel on the device stream track, named after the user scopes.
+// kernel on the device stream tracks, named after the user scopes.
 //
 //   train_mnist [--logdir DIR] [--steps N] [--test_batches N]
-//               [--log_every N] [--batch_size N] [--fake_data]
+//               [--log_every N] [--batch_size N] [--dropout] [--fake_data]
 //
 // Data: Fashion-MNIST from Debian's dataset-fashion-mnist package
 // (/usr/share/datasets/fashion-mnist, or $PODSCOPE_MNIST_DIR), or with
 // --fake_data a deterministic synthetic set of the same shape.
 //
-// Model (as the seed's MNISTNet, without dropout): conv 32 3x3 -> relu ->
-// conv 64 3x3 -> relu -> max_pool 2 -> flatten -> fc 128 -> relu -> fc 10
-// -> log_softmax; NLL loss; SGD with momentum 0.5, lr 0.01; batch 256.
-#include <zlib.h>
-
+// Devices: CPU_NUM_DEVICES=N trains data-parallel on N devices, each taking
+// batch_size / N images of every batch (see mnist/trainer.h).
+//
+// Model and optimizer: mnist/trainer.h (the seed's MNISTNet; its dropout
+// layers with --dropout); SGD with momentum 0.5, lr 0.01; batch 256.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -29,24 +27,18 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "mnist/data.h"
+#include "mnist/trainer.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/client.h"
-#include "podscope/runtime/lazy.h"
-#include "podscope/runtime/scope.h"
 
 namespace {
 
 namespace rt = podscope::runtime;
 namespace prof = podscope::profiler;
-
-constexpr int kRows = 28;
-constexpr int kCols = 28;
-constexpr int kPixels = kRows * kCols;
-constexpr int kClasses = 10;
-// Fashion-MNIST's training-set pixel mean and standard deviation.
-constexpr float kMean = 0.2860f;
-constexpr float kStd = 0.3530f;
+namespace mnist = podscope::mnist;
 
 struct Flags {
   std::string logdir = "out/train";
@@ -54,6 +46,7 @@ struct Flags {
   int test_batches = 4;
   int log_every = 5;
   int batch_size = 256;
+  bool dropout = false;
   bool fake_data = false;
 };
 
@@ -61,7 +54,7 @@ struct Flags {
   std::fprintf(stderr,
                "train_mnist: %s\nusage: train_mnist [--logdir DIR] "
                "[--steps N] [--test_batches N] [--log_every N] "
-               "[--batch_size N] [--fake_data]\n",
+               "[--batch_size N] [--dropout] [--fake_data]\n",
                problem);
   std::exit(2);
 }
@@ -101,6 +94,8 @@ Flags ParseFlags(int argc, char** argv) {
       flags.log_every = next_int(1);
     } else if (arg == "--batch_size") {
       flags.batch_size = next_int(1);
+    } else if (arg == "--dropout") {
+      flags.dropout = true;
     } else if (arg == "--fake_data") {
       flags.fake_data = true;
     } else if (arg == "-h" || arg == "--help") {
@@ -110,157 +105,6 @@ Flags ParseFlags(int argc, char** argv) {
     }
   }
   return flags;
-}
-
-// Images normalized to f32 (n x 784) and labels.
-struct Dataset {
-  std::vector<float> images;
-  std::vector<int32_t> labels;
-  int size() const { return static_cast<int>(labels.size()); }
-};
-
-absl::StatusOr<std::vector<uint8_t>> ReadGz(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return absl::NotFoundError("cannot open " + path +
-                               " (install dataset-fashion-mnist, set "
-                               "PODSCOPE_MNIST_DIR, or use --fake_data)");
-  }
-  std::vector<uint8_t> out;
-  uint8_t buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0)
-    out.insert(out.end(), buf, buf + n);
-  const bool failed = n < 0;
-  gzclose(f);
-  if (failed) return absl::DataLossError("cannot decompress " + path);
-  return out;
-}
-
-uint32_t BigEndian32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
-         (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
-
-absl::StatusOr<Dataset> LoadIdx(const std::string& dir,
-                                const std::string& prefix) {
-  PODSCOPE_TRACE("load_idx", "set", prefix);
-  auto images = ReadGz(dir + "/" + prefix + "-images-idx3-ubyte.gz");
-  if (!images.ok()) return images.status();
-  auto labels = ReadGz(dir + "/" + prefix + "-labels-idx1-ubyte.gz");
-  if (!labels.ok()) return labels.status();
-  if (images->size() < 16 || BigEndian32(images->data()) != 0x803 ||
-      labels->size() < 8 || BigEndian32(labels->data()) != 0x801) {
-    return absl::DataLossError("not an idx image/label pair: " + prefix);
-  }
-  const uint32_t n = BigEndian32(images->data() + 4);
-  if (BigEndian32(labels->data() + 4) != n ||
-      BigEndian32(images->data() + 8) != kRows ||
-      BigEndian32(images->data() + 12) != kCols ||
-      images->size() < 16 + size_t{n} * kPixels || labels->size() < 8 + n) {
-    return absl::DataLossError("idx sizes do not match: " + prefix);
-  }
-  Dataset d;
-  d.images.resize(size_t{n} * kPixels);
-  for (size_t i = 0; i < d.images.size(); ++i) {
-    d.images[i] = ((*images)[16 + i] / 255.0f - kMean) / kStd;
-  }
-  d.labels.resize(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const int label = (*labels)[8 + i];
-    if (label >= kClasses) return absl::DataLossError("label out of range");
-    d.labels[i] = label;
-  }
-  return d;
-}
-
-// A deterministic, learnable stand-in: each class lights a different
-// horizontal band and vertical stripe over noise.
-Dataset FakeData(int n, uint32_t seed) {
-  Dataset d;
-  d.images.resize(size_t(n) * kPixels);
-  d.labels.resize(n);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> noise(0.0f, 0.5f);
-  for (int i = 0; i < n; ++i) {
-    const int label = static_cast<int>(rng() % kClasses);
-    d.labels[i] = label;
-    float* img = &d.images[size_t(i) * kPixels];
-    for (int r = 0; r < kRows; ++r) {
-      for (int c = 0; c < kCols; ++c) {
-        const bool band = r / 3 == label % 9 || c / 3 == (label * 7) % 9;
-        img[r * kCols + c] = (band ? 1.5f : -0.5f) + noise(rng);
-      }
-    }
-  }
-  return d;
-}
-
-// PyTorch's default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-rt::Tensor Init(rt::LazyContext& ctx, std::vector<int64_t> dims, int64_t fan_in,
-                std::mt19937& rng) {
-  rt::Literal literal(rt::F32Shape(std::move(dims)));
-  const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
-  std::uniform_real_distribution<float> dist(-bound, bound);
-  for (float& v : literal.mutable_data<float>()) v = dist(rng);
-  return ctx.FromLiteral(literal);
-}
-
-struct Model {
-  // conv1 w, conv1 b, conv2 w, conv2 b, fc1 w, fc1 b, fc2 w, fc2 b.
-  std::vector<rt::Tensor> params;
-
-  static Model Create(rt::LazyContext& ctx, uint32_t seed) {
-    std::mt19937 rng(seed);
-    Model m;
-    m.params = {Init(ctx, {32, 1, 3, 3}, 1 * 9, rng),
-                Init(ctx, {32}, 1 * 9, rng),
-                Init(ctx, {64, 32, 3, 3}, 32 * 9, rng),
-                Init(ctx, {64}, 32 * 9, rng),
-                Init(ctx, {9216, 128}, 9216, rng),
-                Init(ctx, {128}, 9216, rng),
-                Init(ctx, {128, kClasses}, 128, rng),
-                Init(ctx, {kClasses}, 128, rng)};
-    return m;
-  }
-
-  // x: f32[n, 1, 28, 28] -> log probabilities f32[n, 10].
-  rt::Tensor Forward(const rt::Tensor& x) const {
-    rt::ScopedName forward("forward");
-    const auto& p = params;
-    rt::Tensor h;
-    {
-      rt::ScopedName s("conv1");
-      h = rt::Relu(rt::Conv2D(x, p[0]) + rt::Reshape(p[1], {1, 32, 1, 1}));
-    }
-    {
-      rt::ScopedName s("conv2");
-      h = rt::Relu(rt::Conv2D(h, p[2]) + rt::Reshape(p[3], {1, 64, 1, 1}));
-    }
-    {
-      rt::ScopedName s("pool");
-      h = rt::Flatten(rt::MaxPool2D(h, {2, 2}));
-    }
-    {
-      rt::ScopedName s("fc1");
-      h = rt::Relu(rt::Matmul(h, p[4]) + p[5]);
-    }
-    rt::ScopedName s("fc2");
-    return rt::LogSoftmax(rt::Matmul(h, p[6]) + p[7], 1);
-  }
-};
-
-// Copies examples order[begin, begin + n) into one batch.
-void Gather(const Dataset& d, const std::vector<int>& order, int begin, int n,
-            rt::Literal* images, std::vector<int32_t>* labels) {
-  float* dst = images->mutable_data<float>().data();
-  labels->resize(n);
-  for (int i = 0; i < n; ++i) {
-    const int index = order[(begin + i) % order.size()];
-    std::memcpy(dst + size_t(i) * kPixels, &d.images[size_t(index) * kPixels],
-                kPixels * sizeof(float));
-    (*labels)[i] = d.labels[index];
-  }
 }
 
 int Fail(const absl::Status& status) {
@@ -280,19 +124,18 @@ int Run(const Flags& flags) {
     return Fail(s);
   }
 
-  Dataset train, test;
+  const int n = flags.batch_size;
+  mnist::Dataset train, test;
   if (flags.fake_data) {
     PODSCOPE_TRACE("make_fake_data");
-    train = FakeData(std::max(flags.batch_size * 8, 2048), 1);
-    test = FakeData(
-        std::max(flags.batch_size * std::max(flags.test_batches, 1), 256), 2);
+    train = mnist::FakeData(std::max(n * 8, 2048), 1);
+    test =
+        mnist::FakeData(std::max(n * std::max(flags.test_batches, 1), 256), 2);
   } else {
-    const char* env = std::getenv("PODSCOPE_MNIST_DIR");
-    const std::string dir =
-        env != nullptr ? env : "/usr/share/datasets/fashion-mnist";
-    auto tr = LoadIdx(dir, "train");
+    const std::string dir = mnist::DefaultDataDir();
+    auto tr = mnist::LoadIdx(dir, "train");
     if (!tr.ok()) return Fail(tr.status());
-    auto te = LoadIdx(dir, "t10k");
+    auto te = mnist::LoadIdx(dir, "t10k");
     if (!te.ok()) return Fail(te.status());
     train = *std::move(tr);
     test = *std::move(te);
@@ -302,74 +145,58 @@ int Run(const Flags& flags) {
 
   auto client = rt::CreateClient();
   if (!client.ok()) return Fail(client.status());
-  rt::Device* device = (*client)->addressable_devices()[0];
-  auto ctx_or = rt::LazyContext::Create(client->get(), device);
-  if (!ctx_or.ok()) return Fail(ctx_or.status());
-  rt::LazyContext& ctx = **ctx_or;
-  std::printf("device: %s, batch %d, %d steps\n", device->ToString().c_str(),
-              flags.batch_size, flags.steps);
-
-  const float lr = 0.01f;
-  const float momentum = 0.5f;
-  Model model = Model::Create(ctx, 12);
-  std::vector<rt::Tensor> velocity;  // momentum buffers, created at step 0
+  const absl::Span<rt::Device* const> devices =
+      (*client)->addressable_devices();
+  if (n % devices.size() != 0) {
+    return Fail(absl::InvalidArgumentError(
+        "--batch_size " + std::to_string(n) + " does not split evenly over " +
+        std::to_string(devices.size()) + " devices (CPU_NUM_DEVICES)"));
+  }
+  mnist::TrainerOptions trainer_options;
+  if (flags.dropout) {
+    trainer_options.conv_dropout = 0.25f;
+    trainer_options.fc_dropout = 0.5f;
+  }
+  auto trainer_or =
+      mnist::Trainer::Create(client->get(), devices, trainer_options);
+  if (!trainer_or.ok()) return Fail(trainer_or.status());
+  mnist::Trainer& trainer = **trainer_or;
+  std::string device_names;
+  for (const rt::Device* device : devices) {
+    device_names += (device_names.empty() ? "" : ", ") + device->ToString();
+  }
+  std::printf("devices: %s; batch %d (%zu per device), %d steps%s\n",
+              device_names.c_str(), n, n / devices.size(), flags.steps,
+              flags.dropout ? ", dropout" : "");
 
   std::vector<int> order(train.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 shuffle_rng(12);
   std::shuffle(order.begin(), order.end(), shuffle_rng);
 
-  const int n = flags.batch_size;
-  rt::Literal batch_images(rt::F32Shape({n, 1, kRows, kCols}));
+  std::vector<float> batch_images;
   std::vector<int32_t> batch_labels;
   const auto train_start = Clock::now();
   for (int step = 0; step < flags.steps; ++step) {
     PODSCOPE_TRACE("train_step", "step", step);
-    rt::Tensor output, target, loss;
     {
-      PODSCOPE_TRACE("train_step_data_prep_and_forward");
-      Gather(train, order, step * n, n, &batch_images, &batch_labels);
-      rt::Tensor data = ctx.FromLiteral(batch_images);
-      target = ctx.FromVector<int32_t>({n}, batch_labels);
-      output = model.Forward(data);
+      PODSCOPE_TRACE("train_step_data_prep");
+      mnist::Gather(train, order, step * n, n, &batch_images, &batch_labels);
     }
-    std::vector<rt::Tensor> grads;
-    {
-      PODSCOPE_TRACE("train_step_loss_and_backward");
-      rt::ScopedName s("backward");
-      loss = rt::NllLoss(output, target);
-      auto g = rt::Grad(loss, model.params);
-      if (!g.ok()) return Fail(g.status());
-      grads = *std::move(g);
-    }
-    {
-      PODSCOPE_TRACE("train_step_optimizer_step_host");
-      rt::ScopedName s("optimizer");
-      // PyTorch's SGD: v = momentum * v + g; w -= lr * v (v = g at first).
-      for (size_t i = 0; i < model.params.size(); ++i) {
-        if (velocity.size() < model.params.size()) {
-          velocity.push_back(grads[i]);
-        } else {
-          velocity[i] = velocity[i] * momentum + grads[i];
-        }
-        model.params[i] = model.params[i] - velocity[i] * lr;
-      }
-    }
-    {
-      PODSCOPE_TRACE("sync");
-      if (absl::Status s = ctx.Sync(); !s.ok()) return Fail(s);
+    if (absl::Status s = trainer.Step(batch_images, batch_labels); !s.ok()) {
+      return Fail(s);
     }
     if (step % flags.log_every == 0 || step + 1 == flags.steps) {
       PODSCOPE_TRACE("read_loss");
-      auto value = loss.Item();
-      if (!value.ok()) return Fail(value.status());
+      auto loss = trainer.LastLoss();
+      if (!loss.ok()) return Fail(loss.status());
       const double secs =
           std::chrono::duration<double>(Clock::now() - train_start).count();
-      std::printf("step %4d  loss %.4f  (%.1f s)\n", step, *value, secs);
+      std::printf("step %4d  loss %.4f  (%.1f s)\n", step, *loss, secs);
       std::fflush(stdout);
     }
   }
-  if (absl::Status s = device->WaitUntilIdle(); !s.ok()) return Fail(s);
+  if (absl::Status s = trainer.WaitUntilIdle(); !s.ok()) return Fail(s);
   const double train_secs =
       std::chrono::duration<double>(Clock::now() - train_start).count();
 
@@ -382,16 +209,11 @@ int Run(const Flags& flags) {
         std::min(flags.test_batches, std::max(test.size() / n, 1));
     for (int b = 0; b < batches; ++b) {
       PODSCOPE_TRACE("test_batch", "batch", b);
-      Gather(test, test_order, b * n, n, &batch_images, &batch_labels);
-      rt::Tensor logits = model.Forward(ctx.FromLiteral(batch_images));
-      if (absl::Status s = ctx.Sync(); !s.ok()) return Fail(s);
-      auto values = logits.ToVector<float>();
-      if (!values.ok()) return Fail(values.status());
+      mnist::Gather(test, test_order, b * n, n, &batch_images, &batch_labels);
+      auto predicted = trainer.Predict(batch_images);
+      if (!predicted.ok()) return Fail(predicted.status());
       for (int i = 0; i < n; ++i) {
-        const float* row = values->data() + size_t(i) * kClasses;
-        const int predicted =
-            static_cast<int>(std::max_element(row, row + kClasses) - row);
-        correct += predicted == batch_labels[i];
+        correct += (*predicted)[i] == batch_labels[i];
         ++seen;
       }
     }

@@ -201,6 +201,10 @@ class Rules {
         Value probs = b_.Softmax(x(0), 1);
         return Grads{{0, b_.Mul(b_.Sub(probs, one_hot), scale)}};
       }
+      case OpKind::kDropout:
+        // The same mask (seed, salt) applied to the adjoint; no gradient
+        // reaches the integer seed.
+        return Grads{{0, b_.Dropout(g, x(1), a.rate, a.salt)}};
       case OpKind::kConv2DBackpropInput:
       case OpKind::kConv2DBackpropFilter:
       case OpKind::kMaxPool2DGrad:

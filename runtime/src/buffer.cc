@@ -73,18 +73,22 @@ absl::StatusOr<std::shared_ptr<Buffer>> Buffer::CopyToDevice(Device* dst) {
   // completed after the storage is set.
   dst->runtime()->stream().Enqueue(
       [copy, source_ready, bytes, self = shared_from_this(), this] {
+        // Waiting for the source is not part of the copy's time.
         absl::Status status = source_ready.Await();
-        if (!status.ok()) {
-          BufferAccess::Define(*copy, nullptr, status);
-          return;
+        const int64_t start = internal::NowNs();
+        if (status.ok()) {
+          auto storage = copy->device()->runtime()->memory().Allocate(bytes);
+          status = storage.status();
+          if (status.ok()) {
+            std::memcpy((*storage)->data(), BufferAccess::Data(*this), bytes);
+            BufferAccess::Define(*copy, *std::move(storage), status);
+          }
         }
-        auto storage = copy->device()->runtime()->memory().Allocate(bytes);
-        if (!storage.ok()) {
-          BufferAccess::Define(*copy, nullptr, storage.status());
-          return;
+        if (!status.ok()) BufferAccess::Define(*copy, nullptr, status);
+        if (internal::ObserverActive()) {
+          internal::Observer().OnTransfer({copy->device(), true, bytes, start,
+                                           internal::NowNs(), status, device_});
         }
-        std::memcpy((*storage)->data(), BufferAccess::Data(*this), bytes);
-        BufferAccess::Define(*copy, *std::move(storage), absl::OkStatus());
       });
   return copy;
 }

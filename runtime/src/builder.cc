@@ -295,6 +295,18 @@ Value GraphBuilder::CrossEntropyLoss(Value logits, Value labels) {
   return Record(OpKind::kCrossEntropyLoss, {logits, labels}, {});
 }
 
+Value GraphBuilder::Dropout(Value x, Value seed, float rate, int64_t salt) {
+  OpAttrs attrs;
+  attrs.rate = rate;
+  attrs.salt = salt >= 0 ? salt : next_dropout_salt_;
+  Value result = Record(OpKind::kDropout, {x, seed}, std::move(attrs));
+  if (result.valid()) {
+    next_dropout_salt_ =
+        std::max(next_dropout_salt_, node(result).attrs.salt + 1);
+  }
+  return result;
+}
+
 Value GraphBuilder::Conv2DBackpropInput(Value grad_out, Value weights,
                                         const Shape& input_shape, Hw stride,
                                         Hw padding) {

@@ -28,6 +28,8 @@ struct TransferEvent {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   absl::Status status;
+  // Set for a copy from another device (Buffer::CopyToDevice) into `device`.
+  const Device* source = nullptr;
 };
 
 struct CompileEvent {
@@ -72,6 +74,16 @@ struct StepEvent {
   int64_t time_ns = 0;
 };
 
+// A sample of a process-wide metric (metrics.h): a timer's sample, or a
+// counter's total after an increment, so the last value a trace shows for
+// a counter is what Metrics() reported at that moment.
+struct MetricEvent {
+  std::string_view name;  // "CompileTime", "CachedCompile", ...
+  bool is_timer = false;
+  double value = 0;  // timer: the sample in ns; counter: the new total
+  int64_t time_ns = 0;
+};
+
 class RuntimeObserver {
  public:
   virtual ~RuntimeObserver() = default;
@@ -80,6 +92,7 @@ class RuntimeObserver {
   virtual void OnExecute(const ExecuteEvent& event) {}
   virtual void OnOp(const OpEvent& event) {}
   virtual void OnStep(const StepEvent& event) {}
+  virtual void OnMetric(const MetricEvent& event) {}
 };
 
 // Installs `observer` (not owned; nullptr restores the no-op default). The

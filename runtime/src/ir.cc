@@ -1,5 +1,6 @@
 #include "podscope/runtime/ir.h"
 
+#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -79,6 +80,8 @@ absl::string_view OpName(OpKind op) {
       return "nll_loss";
     case OpKind::kCrossEntropyLoss:
       return "cross_entropy_loss";
+    case OpKind::kDropout:
+      return "dropout";
   }
   return "unknown";
 }
@@ -144,6 +147,11 @@ void AppendAttrs(const OpAttrs& a, std::string* out) {
       a.window[1], " stride=", a.stride[0], ",", a.stride[1],
       " padding=", a.padding[0], ",", a.padding[1],
       " param=", a.parameter_index);
+  if (a.rate != 0 || a.salt != 0) {
+    // The exact bits: rates that print alike must not share executables.
+    absl::StrAppend(out, " rate=", absl::bit_cast<uint32_t>(a.rate),
+                    " salt=", a.salt);
+  }
 }
 
 }  // namespace

@@ -88,11 +88,33 @@ Tensor LazyContext::FromLiteral(const Literal& literal) {
   absl::StatusOr<BufferPtr> buffer =
       client_->BufferFromLiteral(literal, device_);
   if (!buffer.ok()) return ErrorTensor(buffer.status());
+  return FromBuffer(*std::move(buffer));
+}
+
+Tensor LazyContext::FromBuffer(BufferPtr buffer) {
+  if (buffer == nullptr || buffer->device() != device_) {
+    return ErrorTensor(absl::InvalidArgumentError(absl::StrCat(
+        "FromBuffer: the buffer lives on ",
+        buffer == nullptr ? "no device" : buffer->device()->ToString(),
+        ", not on ", device_->ToString())));
+  }
   auto impl = std::make_shared<TensorImpl>();
   impl->context = shared_from_this();
-  impl->shape = literal.shape();
-  impl->buffer = *std::move(buffer);
+  impl->shape = buffer->shape();
+  impl->buffer = std::move(buffer);
   return Tensor(std::move(impl));
+}
+
+Tensor LazyContext::StepSeed() {
+  if (step_seed_ == nullptr) {
+    const uint64_t hash =
+        StableHash64(absl::StrCat("step seed ", seed_, " ", step_count_));
+    absl::StatusOr<BufferPtr> buffer = client_->BufferFromLiteral(
+        Literal::ScalarI32(static_cast<int32_t>(hash >> 32)), device_);
+    if (!buffer.ok()) return ErrorTensor(buffer.status());
+    step_seed_ = *std::move(buffer);
+  }
+  return FromBuffer(step_seed_);
 }
 
 Tensor LazyContext::Full(const Shape& shape, float value) {
@@ -190,6 +212,7 @@ absl::Status LazyContext::Sync() {
   pending_.clear();
   parameter_buffers_.clear();
   parameter_of_buffer_.clear();
+  step_seed_ = nullptr;
   return status;
 }
 

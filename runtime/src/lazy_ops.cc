@@ -12,11 +12,49 @@ namespace podscope::runtime {
 namespace {
 
 // The context of the first defined operand.
-LazyContext* ContextOf(std::initializer_list<const Tensor*> tensors) {
+LazyContext* ContextOf(absl::Span<const Tensor* const> tensors) {
   for (const Tensor* t : tensors) {
     if (t->context() != nullptr) return t->context();
   }
   return nullptr;
+}
+
+// The values of `tensors` in ctx's pending graph, or the first operand's
+// error.
+absl::StatusOr<std::vector<Value>> LowerAll(
+    LazyContext& ctx, absl::Span<const Tensor* const> tensors) {
+  std::vector<Value> values;
+  values.reserve(tensors.size());
+  for (const Tensor* t : tensors) {
+    absl::StatusOr<Value> v = ctx.Lower(*t);
+    if (!v.ok()) return v.status();
+    values.push_back(*v);
+  }
+  return values;
+}
+
+// Records one op over `operands` into their context's pending step: lowers
+// them, or returns the tensor carrying the first operand's error (an
+// undefined tensor when no operand has a context); then `record` builds the
+// result, whose error (from the builder or its own) the result carries.
+using Recorder = std::function<absl::StatusOr<Value>(GraphBuilder&,
+                                                     absl::Span<const Value>)>;
+
+Tensor RecordOp(absl::Span<const Tensor* const> operands,
+                const Recorder& record) {
+  LazyContext* ctx = ContextOf(operands);
+  if (ctx == nullptr) return Tensor();
+  absl::StatusOr<std::vector<Value>> values = LowerAll(*ctx, operands);
+  if (!values.ok()) return ctx->ErrorTensor(values.status());
+  absl::StatusOr<Value> result = record(ctx->builder(), *values);
+  if (!result.ok()) return ctx->ErrorTensor(result.status());
+  return ctx->Wrap(*result);
+}
+
+Tensor RecordOp(std::initializer_list<const Tensor*> operands,
+                const Recorder& record) {
+  return RecordOp(absl::MakeConstSpan(operands.begin(), operands.size()),
+                  record);
 }
 
 absl::StatusOr<std::vector<int64_t>> BroadcastDims(absl::string_view op,
@@ -42,38 +80,26 @@ using Unary = std::function<Value(GraphBuilder&, Value)>;
 using Binary = std::function<Value(GraphBuilder&, Value, Value)>;
 
 Tensor ApplyUnary(const Tensor& x, const Unary& op) {
-  LazyContext* ctx = x.context();
-  if (ctx == nullptr) return Tensor();
-  absl::StatusOr<Value> v = ctx->Lower(x);
-  if (!v.ok()) return ctx->ErrorTensor(v.status());
-  return ctx->Wrap(op(ctx->builder(), *v));
+  return RecordOp({&x}, [&](GraphBuilder& g, absl::Span<const Value> v) {
+    return op(g, v[0]);
+  });
 }
 
 Tensor ApplyBinary(absl::string_view name, const Tensor& a, const Tensor& b,
                    const Binary& op) {
-  LazyContext* ctx = ContextOf({&a, &b});
-  if (ctx == nullptr) return Tensor();
-  absl::StatusOr<Value> va = ctx->Lower(a);
-  if (!va.ok()) return ctx->ErrorTensor(va.status());
-  absl::StatusOr<Value> vb = ctx->Lower(b);
-  if (!vb.ok()) return ctx->ErrorTensor(vb.status());
-  GraphBuilder& builder = ctx->builder();
-  auto dims = BroadcastDims(name, builder.shape(*va), builder.shape(*vb));
-  if (!dims.ok()) return ctx->ErrorTensor(dims.status());
-  Value lhs = builder.BroadcastTo(*va, *dims);
-  Value rhs = builder.BroadcastTo(*vb, *dims);
-  return ctx->Wrap(op(builder, lhs, rhs));
+  return RecordOp(
+      {&a, &b},
+      [&](GraphBuilder& g, absl::Span<const Value> v) -> absl::StatusOr<Value> {
+        auto dims = BroadcastDims(name, g.shape(v[0]), g.shape(v[1]));
+        if (!dims.ok()) return dims.status();
+        return op(g, g.BroadcastTo(v[0], *dims), g.BroadcastTo(v[1], *dims));
+      });
 }
 
-Tensor ApplyScalar(absl::string_view name, const Tensor& a, float b,
-                   const Binary& op) {
-  LazyContext* ctx = a.context();
-  if (ctx == nullptr) return Tensor();
-  absl::StatusOr<Value> va = ctx->Lower(a);
-  if (!va.ok()) return ctx->ErrorTensor(va.status());
-  GraphBuilder& builder = ctx->builder();
-  Value scalar = builder.Full(builder.shape(*va), b);
-  return ctx->Wrap(op(builder, *va, scalar));
+Tensor ApplyScalar(const Tensor& a, float b, const Binary& op) {
+  return RecordOp({&a}, [&](GraphBuilder& g, absl::Span<const Value> v) {
+    return op(g, v[0], g.Full(g.shape(v[0]), b));
+  });
 }
 
 }  // namespace
@@ -91,16 +117,16 @@ Tensor operator/(const Tensor& a, const Tensor& b) {
   return ApplyBinary("div", a, b, &GraphBuilder::Div);
 }
 Tensor operator+(const Tensor& a, float b) {
-  return ApplyScalar("add", a, b, &GraphBuilder::Add);
+  return ApplyScalar(a, b, &GraphBuilder::Add);
 }
 Tensor operator-(const Tensor& a, float b) {
-  return ApplyScalar("sub", a, b, &GraphBuilder::Sub);
+  return ApplyScalar(a, b, &GraphBuilder::Sub);
 }
 Tensor operator*(const Tensor& a, float b) {
-  return ApplyScalar("mul", a, b, &GraphBuilder::Mul);
+  return ApplyScalar(a, b, &GraphBuilder::Mul);
 }
 Tensor operator/(const Tensor& a, float b) {
-  return ApplyScalar("div", a, b, &GraphBuilder::Div);
+  return ApplyScalar(a, b, &GraphBuilder::Div);
 }
 Tensor operator*(float a, const Tensor& b) { return b * a; }
 Tensor operator-(const Tensor& x) { return ApplyUnary(x, &GraphBuilder::Neg); }
@@ -122,15 +148,10 @@ Tensor Compare(const Tensor& a, const Tensor& b, CompareDirection direction) {
 
 Tensor Where(const Tensor& pred, const Tensor& on_true,
              const Tensor& on_false) {
-  LazyContext* ctx = ContextOf({&pred, &on_true, &on_false});
-  if (ctx == nullptr) return Tensor();
-  absl::StatusOr<Value> p = ctx->Lower(pred);
-  absl::StatusOr<Value> t = ctx->Lower(on_true);
-  absl::StatusOr<Value> f = ctx->Lower(on_false);
-  for (const auto* v : {&p, &t, &f}) {
-    if (!v->ok()) return ctx->ErrorTensor(v->status());
-  }
-  return ctx->Wrap(ctx->builder().Select(*p, *t, *f));
+  return RecordOp({&pred, &on_true, &on_false},
+                  [](GraphBuilder& g, absl::Span<const Value> v) {
+                    return g.Select(v[0], v[1], v[2]);
+                  });
 }
 
 Tensor Cast(const Tensor& x, ElementType type) {
@@ -166,15 +187,11 @@ Tensor Slice(const Tensor& x, std::vector<int64_t> starts,
 }
 
 Tensor Concat(absl::Span<const Tensor> xs, int64_t axis) {
-  if (xs.empty() || xs[0].context() == nullptr) return Tensor();
-  LazyContext* ctx = xs[0].context();
-  std::vector<Value> values;
-  for (const Tensor& x : xs) {
-    absl::StatusOr<Value> v = ctx->Lower(x);
-    if (!v.ok()) return ctx->ErrorTensor(v.status());
-    values.push_back(*v);
-  }
-  return ctx->Wrap(ctx->builder().Concat(values, axis));
+  std::vector<const Tensor*> operands;
+  for (const Tensor& x : xs) operands.push_back(&x);
+  return RecordOp(operands, [axis](GraphBuilder& g, absl::Span<const Value> v) {
+    return g.Concat(v, axis);
+  });
 }
 
 Tensor BroadcastTo(const Tensor& x, std::vector<int64_t> dims) {
@@ -207,24 +224,17 @@ Tensor ArgMax(const Tensor& x, int64_t axis, bool keep_dims) {
 }
 
 Tensor Matmul(const Tensor& a, const Tensor& b) {
-  LazyContext* ctx = ContextOf({&a, &b});
-  if (ctx == nullptr) return Tensor();
-  absl::StatusOr<Value> va = ctx->Lower(a);
-  if (!va.ok()) return ctx->ErrorTensor(va.status());
-  absl::StatusOr<Value> vb = ctx->Lower(b);
-  if (!vb.ok()) return ctx->ErrorTensor(vb.status());
-  return ctx->Wrap(ctx->builder().Dot(*va, *vb));
+  return RecordOp({&a, &b}, [](GraphBuilder& g, absl::Span<const Value> v) {
+    return g.Dot(v[0], v[1]);
+  });
 }
 
 Tensor Conv2D(const Tensor& input, const Tensor& weights, Hw stride,
               Hw padding) {
-  LazyContext* ctx = ContextOf({&input, &weights});
-  if (ctx == nullptr) return Tensor();
-  absl::StatusOr<Value> x = ctx->Lower(input);
-  if (!x.ok()) return ctx->ErrorTensor(x.status());
-  absl::StatusOr<Value> w = ctx->Lower(weights);
-  if (!w.ok()) return ctx->ErrorTensor(w.status());
-  return ctx->Wrap(ctx->builder().Conv2D(*x, *w, stride, padding));
+  return RecordOp({&input, &weights},
+                  [&](GraphBuilder& g, absl::Span<const Value> v) {
+                    return g.Conv2D(v[0], v[1], stride, padding);
+                  });
 }
 
 Tensor MaxPool2D(const Tensor& input, Hw window, Hw stride, Hw padding) {
@@ -243,26 +253,30 @@ Tensor LogSoftmax(const Tensor& x, int64_t axis) {
       x, [axis](GraphBuilder& g, Value v) { return g.LogSoftmax(v, axis); });
 }
 
-namespace {
-Tensor Loss(const Tensor& scores, const Tensor& labels, bool cross_entropy) {
-  LazyContext* ctx = ContextOf({&scores, &labels});
-  if (ctx == nullptr) return Tensor();
-  absl::StatusOr<Value> s = ctx->Lower(scores);
-  if (!s.ok()) return ctx->ErrorTensor(s.status());
-  absl::StatusOr<Value> l = ctx->Lower(labels);
-  if (!l.ok()) return ctx->ErrorTensor(l.status());
-  GraphBuilder& g = ctx->builder();
-  return ctx->Wrap(cross_entropy ? g.CrossEntropyLoss(*s, *l)
-                                 : g.NllLoss(*s, *l));
-}
-}  // namespace
-
 Tensor NllLoss(const Tensor& log_probs, const Tensor& labels) {
-  return Loss(log_probs, labels, false);
+  return RecordOp({&log_probs, &labels},
+                  [](GraphBuilder& g, absl::Span<const Value> v) {
+                    return g.NllLoss(v[0], v[1]);
+                  });
 }
 
 Tensor CrossEntropyLoss(const Tensor& logits, const Tensor& labels) {
-  return Loss(logits, labels, true);
+  return RecordOp({&logits, &labels},
+                  [](GraphBuilder& g, absl::Span<const Value> v) {
+                    return g.CrossEntropyLoss(v[0], v[1]);
+                  });
+}
+
+Tensor Dropout(const Tensor& x, float rate) {
+  if (rate == 0.0f) return x;
+  LazyContext* ctx = x.context();
+  if (ctx == nullptr) return Tensor();
+  const Tensor seed = ctx->StepSeed();
+  // The builder numbers the step's dropouts, so each draws its own mask.
+  return RecordOp({&x, &seed},
+                  [rate](GraphBuilder& g, absl::Span<const Value> v) {
+                    return g.Dropout(v[0], v[1], rate);
+                  });
 }
 
 absl::StatusOr<std::vector<Tensor>> Grad(const Tensor& loss,
@@ -271,16 +285,12 @@ absl::StatusOr<std::vector<Tensor>> Grad(const Tensor& loss,
   if (ctx == nullptr) {
     return absl::InvalidArgumentError("Grad: undefined loss tensor");
   }
-  absl::StatusOr<Value> loss_value = ctx->Lower(loss);
-  if (!loss_value.ok()) return loss_value.status();
-  std::vector<Value> values;
-  for (const Tensor& x : wrt) {
-    absl::StatusOr<Value> v = ctx->Lower(x);
-    if (!v.ok()) return v.status();
-    values.push_back(*v);
-  }
-  absl::StatusOr<std::vector<Value>> grads =
-      Grad(ctx->builder(), *loss_value, values);
+  std::vector<const Tensor*> operands = {&loss};
+  for (const Tensor& x : wrt) operands.push_back(&x);
+  absl::StatusOr<std::vector<Value>> values = LowerAll(*ctx, operands);
+  if (!values.ok()) return values.status();
+  absl::StatusOr<std::vector<Value>> grads = Grad(
+      ctx->builder(), values->front(), absl::MakeConstSpan(*values).subspan(1));
   if (!grads.ok()) {
     ctx->builder().TakeStatus().IgnoreError();  // the step goes on
     return grads.status();

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "instrumentation.h"
 #include "metrics_internal.h"
 
 namespace podscope::runtime {
@@ -45,18 +46,7 @@ std::string FormatDuration(int64_t ns) {
   return absl::StrCat(ns, "ns");
 }
 
-}  // namespace
-
-namespace internal {
-
-void RecordTime(std::string_view metric, int64_t ns) {
-  Registry& registry = GetRegistry();
-  std::lock_guard<std::mutex> lock(registry.mu);
-  auto it = registry.timers.find(metric);
-  if (it == registry.timers.end()) {
-    it = registry.timers.emplace(std::string(metric), TimerState()).first;
-  }
-  TimerState& state = it->second;
+void AddSample(TimerState& state, int64_t ns) {
   MetricData& data = state.data;
   data.min_ns = data.total_samples == 0 ? ns : std::min(data.min_ns, ns);
   data.max_ns = std::max(data.max_ns, ns);
@@ -70,14 +60,46 @@ void RecordTime(std::string_view metric, int64_t ns) {
   }
 }
 
+}  // namespace
+
+namespace internal {
+
+void RecordTime(std::string_view metric, int64_t ns) {
+  Registry& registry = GetRegistry();
+  int64_t now = 0;
+  {
+    std::lock_guard<std::mutex> lock(registry.mu);
+    auto it = registry.timers.find(metric);
+    if (it == registry.timers.end()) {
+      it = registry.timers.emplace(std::string(metric), TimerState()).first;
+    }
+    AddSample(it->second, ns);
+    if (ObserverActive()) now = NowNs();
+  }
+  // Outside the lock: the observer may take its own.
+  if (now != 0) {
+    Observer().OnMetric({metric, true, static_cast<double>(ns), now});
+  }
+}
+
 void IncrementCounter(std::string_view counter, int64_t delta) {
   Registry& registry = GetRegistry();
-  std::lock_guard<std::mutex> lock(registry.mu);
-  auto it = registry.counters.find(counter);
-  if (it == registry.counters.end()) {
-    registry.counters.emplace(std::string(counter), delta);
-  } else {
+  int64_t total = 0;
+  int64_t now = 0;
+  {
+    std::lock_guard<std::mutex> lock(registry.mu);
+    auto it = registry.counters.find(counter);
+    if (it == registry.counters.end()) {
+      it = registry.counters.emplace(std::string(counter), 0).first;
+    }
     it->second += delta;
+    total = it->second;
+    // Taken under the lock, so a counter's samples rise with their times
+    // even when threads increment it concurrently.
+    if (ObserverActive()) now = NowNs();
+  }
+  if (now != 0) {
+    Observer().OnMetric({counter, false, static_cast<double>(total), now});
   }
 }
 

@@ -43,6 +43,14 @@ class ProfilerObserver : public RuntimeObserver {
   void OnTransfer(const TransferEvent& event) override {
     if (!profiler::IsRecording()) return;
     const DeviceTracks tracks = Tracks(event.device);
+    if (event.source != nullptr) {
+      profiler::RecordSlice(tracks.transfers, event.start_ns, event.end_ns,
+                            "CopyFromDevice", 0,
+                            {{"bytes", event.bytes},
+                             {"ok", int64_t{event.status.ok()}},
+                             {"from_device", int64_t{event.source->id()}}});
+      return;
+    }
     profiler::RecordSlice(
         tracks.transfers, event.start_ns, event.end_ns,
         event.to_device ? "TransferToDevice" : "TransferFromDevice", 0,
@@ -72,6 +80,12 @@ class ProfilerObserver : public RuntimeObserver {
                                  static_cast<double>(event.step));
   }
 
+  void OnMetric(const MetricEvent& event) override {
+    if (!profiler::IsRecording()) return;
+    profiler::RecordCounterValue(MetricTrack(event), event.time_ns,
+                                 event.value);
+  }
+
  private:
   static DeviceTracks MakeTracks(const Device& device) {
     const int id = device.id();
@@ -85,8 +99,24 @@ class ProfilerObserver : public RuntimeObserver {
     return t;
   }
 
+  // "runtime <metric>": timers in ns per sample, counters as totals.
+  profiler::TrackHandle MetricTrack(const MetricEvent& event) {
+    const absl::string_view name(event.name.data(), event.name.size());
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = metric_tracks_.find(name);
+    if (it == metric_tracks_.end()) {
+      it = metric_tracks_
+               .emplace(std::string(name), profiler::RegisterCounterTrack(
+                                               absl::StrCat("runtime ", name),
+                                               event.is_timer ? "ns" : "count"))
+               .first;
+    }
+    return it->second;
+  }
+
   std::mutex mu_;
   absl::flat_hash_map<int, DeviceTracks> tracks_;
+  absl::flat_hash_map<std::string, profiler::TrackHandle> metric_tracks_;
 };
 
 ProfilerObserver& TheObserver() {

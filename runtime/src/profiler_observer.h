@@ -11,11 +11,17 @@
 //       graph_hash and fused_ops; the first kernel of an execution ends the
 //       flow that the host "Execute" scope started.
 //   "device N transfers" (stream 1): TransferToDevice / TransferFromDevice
-//       with a bytes arg.
+//       with a bytes arg, and CopyFromDevice (a copy from device
+//       `from_device` into N).
 //   "device N lazy step" (counter): the step number, set at each
 //       LazyContext::Sync. A counter rather than a slice, so that step-time
 //       analyses (which take slices whose name contains "step") see only
 //       the user's own step scopes.
+//   "runtime <metric>" (counter, one per metric of metrics.h): timers
+//       (CompileTime, ExecuteTime, TransferToDeviceTime,
+//       TransferFromDeviceTime) get each sample in ns when it is taken;
+//       counters (CachedCompile, UncachedCompile, StepCount) get their
+//       process-wide total at each increment.
 // Host scopes "Compile" (graph_hash, cache_hit) and "Execute" (graph_hash)
 // are recorded directly with profiler::Trace in client.cc / executable.cc.
 

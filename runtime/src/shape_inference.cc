@@ -403,6 +403,25 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
       }
       return F32Shape({});
     }
+    case OpKind::kDropout: {  // (x, seed)
+      if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
+      if (operands[0]->element_type() != ElementType::kF32 ||
+          *operands[1] != I32Shape({})) {
+        return ShapeError(op, operands,
+                          "expects an f32 operand and an i32 scalar seed");
+      }
+      // Written to reject NaN too.
+      if (!(attrs.rate >= 0.0f && attrs.rate <= 1.0f)) {
+        return ShapeError(
+            op, operands,
+            absl::StrCat("rate ", attrs.rate, " is outside [0, 1]"));
+      }
+      if (attrs.salt < 0) {
+        return ShapeError(op, operands,
+                          absl::StrCat("negative salt ", attrs.salt));
+      }
+      return *operands[0];
+    }
     default:
       return ShapeError(op, operands, "not a neural-network op");
   }

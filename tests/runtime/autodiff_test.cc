@@ -271,6 +271,17 @@ std::vector<GradCase> Cases() {
        {r({3, 4}), I32({3}, {2, 2, 0})},
        {0},
        [](GraphBuilder& b, auto p) { return b.CrossEntropyLoss(p[0], p[1]); }},
+      {"dropout",
+       {r({4, 5}), I32({}, {1234})},
+       {0},
+       [](GraphBuilder& b, auto p) { return b.Dropout(p[0], p[1], 0.4f); }},
+      {"two_dropouts_one_seed",  // different masks, each its own gradient
+       {r({3, 4}), I32({}, {-7})},
+       {0},
+       [](GraphBuilder& b, auto p) {
+         Value h = b.Tanh(b.Dropout(p[0], p[1], 0.3f));
+         return b.Dropout(b.Mul(h, p[0]), p[1], 0.5f);
+       }},
       {"mlp",
        {r({4, 3}), r({3, 5}), r({5}), r({5, 2}), I32({4}, {0, 1, 1, 0})},
        {1, 2, 3},

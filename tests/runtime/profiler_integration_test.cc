@@ -3,6 +3,7 @@
 // stream track named "<scope>/<op>", transfers sit on the device's transfer
 // track, and a flow leads from each Execute launch to its first kernel.
 
+#include <time.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "podscope/runtime/builder.h"
 #include "podscope/runtime/client.h"
 #include "podscope/runtime/lazy.h"
+#include "podscope/runtime/metrics.h"
 #include "podscope/runtime/scope.h"
 #include "podscope/trace_format/reader.h"
 #include "test_util.h"
@@ -183,6 +185,99 @@ TEST(ProfilerIntegration, LazyStepsAndUnscopedOps) {
   ASSERT_EQ(stream->events.slices.size(), 3u);
   for (const tf::Slice& s : stream->events.slices) {
     EXPECT_EQ(file.Name(s.name), "fusion");  // no scope, no leading "/"
+  }
+}
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::vector<double> CounterValues(const TrackView& track) {
+  std::vector<double> values;
+  for (const tf::CounterSample& c : track.events.counters) {
+    values.push_back(c.value);
+  }
+  return values;
+}
+
+// The metrics report (metrics.h) is in the trace as counter tracks: each
+// timer sample and each counter's total, matching what Metrics() says.
+TEST(ProfilerIntegration, MetricsAreCounterTracks) {
+  auto client = testing::MakeClient();
+  ASSERT_NE(client, nullptr);
+  Device* device = client->addressable_devices()[0];
+  PODSCOPE_ASSERT_OK_AND_ASSIGN(auto ctx,
+                                LazyContext::Create(client.get(), device));
+  ResetMetrics();
+
+  const std::string dir = FreshDir("metrics");
+  const int64_t capture_start = MonotonicNs();
+  ASSERT_TRUE(profiler::StartTrace(dir).ok());
+  Tensor w = ctx->FromVector<float>({2, 2}, {1, 0, 0, 1});
+  Tensor x = ctx->FromVector<float>({1, 2}, {1, 2});
+  constexpr int kSteps = 4;
+  for (int step = 0; step < kSteps; ++step) {
+    x = Tanh(Matmul(x, w));  // one graph: a miss, then hits
+    ASSERT_TRUE(ctx->Sync().ok());
+  }
+  Tensor y = Exp(x);  // a second graph: another miss
+  PODSCOPE_ASSERT_OK_AND_ASSIGN(std::vector<float> values, y.ToVector<float>());
+  ASSERT_EQ(values.size(), 2u);
+  ASSERT_TRUE(device->WaitUntilIdle().ok());
+  const MetricsSnapshot metrics = Metrics();
+  auto path = profiler::StopTrace();
+  const int64_t capture_end = MonotonicNs();
+  ASSERT_TRUE(path.ok()) << path.status();
+
+  EXPECT_EQ(metrics.counter("UncachedCompile"), 2);
+  EXPECT_EQ(metrics.counter("CachedCompile"), kSteps - 1);
+  EXPECT_EQ(metrics.counter("StepCount"), kSteps + 1);
+
+  const File file = ReadFile(*path);
+  ASSERT_NE(file.reader, nullptr);
+  for (const char* timer : {"CompileTime", "ExecuteTime",
+                            "TransferToDeviceTime", "TransferFromDeviceTime"}) {
+    SCOPED_TRACE(timer);
+    const TrackView* track = file.Track(std::string("runtime ") + timer);
+    ASSERT_NE(track, nullptr);
+    EXPECT_EQ(track->track.kind(), tf::proto::TRACK_KIND_COUNTER);
+    EXPECT_EQ(track->track.unit(), "ns");
+    const MetricData data = metrics.metric(timer);
+    ASSERT_EQ(static_cast<int64_t>(track->events.counters.size()),
+              data.total_samples);
+    double sum = 0;
+    for (const tf::CounterSample& c : track->events.counters) {
+      // A sample is a positive duration that fits in the capture, taken
+      // while it ran.
+      EXPECT_GT(c.value, 0);
+      EXPECT_LT(c.value, capture_end - capture_start);
+      EXPECT_GE(c.ts_ns, capture_start);
+      EXPECT_LE(c.ts_ns, capture_end);
+      sum += c.value;
+    }
+    EXPECT_EQ(static_cast<int64_t>(sum), data.accumulator_ns);
+  }
+  EXPECT_EQ(file.Track("runtime CompileTime")->events.counters.size(), 2u);
+  EXPECT_EQ(file.Track("runtime ExecuteTime")->events.counters.size(),
+            static_cast<size_t>(kSteps + 1));
+  EXPECT_EQ(file.Track("runtime TransferToDeviceTime")->events.counters.size(),
+            2u);
+
+  // Counters: the running total at each increment.
+  const std::map<std::string, std::vector<double>> expected = {
+      {"UncachedCompile", {1, 2}},
+      {"CachedCompile", {1, 2, 3}},
+      {"StepCount", {1, 2, 3, 4, 5}}};
+  for (const auto& [name, totals] : expected) {
+    SCOPED_TRACE(name);
+    const TrackView* track = file.Track("runtime " + name);
+    ASSERT_NE(track, nullptr);
+    EXPECT_EQ(track->track.kind(), tf::proto::TRACK_KIND_COUNTER);
+    EXPECT_EQ(track->track.unit(), "count");
+    EXPECT_EQ(CounterValues(*track), totals);
+    EXPECT_EQ(totals.back(), metrics.counter(name));
   }
 }
 

@@ -43,6 +43,8 @@ absl::Status RunKernel(const KernelArgs& args) {
     case OpKind::kNllLoss:
     case OpKind::kCrossEntropyLoss:
       return RunSoftmaxAndLoss(args);
+    case OpKind::kDropout:
+      return RunDropout(args);
     default:
       return absl::InternalError(
           absl::StrCat("no standalone kernel for ", OpName(args.node.op)));

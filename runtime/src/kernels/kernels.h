@@ -32,6 +32,11 @@ absl::Status RunDot(const KernelArgs& args);
 absl::Status RunConv(const KernelArgs& args);
 absl::Status RunPool(const KernelArgs& args);
 absl::Status RunSoftmaxAndLoss(const KernelArgs& args);
+absl::Status RunDropout(const KernelArgs& args);
+
+// Whether dropout keeps element `index` of the mask drawn from (seed,
+// salt) at `rate`: the same answer on every run and for any tiling.
+bool DropoutKeeps(int32_t seed, int64_t salt, float rate, int64_t index);
 
 // Splits `dims` around `axis` into (outer, axis length, inner) counts.
 struct AxisSplit {

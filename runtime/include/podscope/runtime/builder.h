@@ -93,6 +93,14 @@ class GraphBuilder {
   Value NllLoss(Value log_probs, Value labels);
   // NllLoss(LogSoftmax(logits)) computed in one stable pass.
   Value CrossEntropyLoss(Value logits, Value labels);
+  // Inverted dropout (torch.nn.Dropout in training mode): zeroes each
+  // element of f32 `x` with probability `rate` in [0, 1] and scales the
+  // others by 1 / (1 - rate). The mask is a pure function of the i32 scalar
+  // `seed`, `salt` and the element's index: pass the seed as a parameter so
+  // that a new seed each step reuses one executable. Masks of one seed
+  // differ by salt; a negative salt takes the next unused one of this
+  // builder. The gradient is dropout of the adjoint with the same mask.
+  Value Dropout(Value x, Value seed, float rate, int64_t salt = -1);
 
   // Gradient building blocks (used by Grad).
   Value Conv2DBackpropInput(Value grad_out, Value weights,
@@ -128,6 +136,7 @@ class GraphBuilder {
   std::string name_;
   std::vector<Node> nodes_;
   std::vector<int> parameters_;
+  int64_t next_dropout_salt_ = 0;
   absl::Status status_;
 };
 

@@ -55,6 +55,8 @@ enum class OpKind : uint8_t {
   kOneHot,
   kNllLoss,
   kCrossEntropyLoss,
+  // Inverted dropout with a mask drawn from (seed operand, salt).
+  kDropout,
 };
 
 // Lower-case op name as it appears in errors and traces, e.g. "conv2d".
@@ -84,6 +86,10 @@ struct OpAttrs {
   std::array<int64_t, 2> window = {0, 0};
   std::array<int64_t, 2> stride = {1, 1};
   std::array<int64_t, 2> padding = {0, 0};
+  // dropout: the probability of zeroing an element, and which of the masks
+  // drawn from one seed this is (see GraphBuilder::Dropout).
+  float rate = 0;
+  int64_t salt = 0;
   int64_t parameter_index = -1;
   std::shared_ptr<const Literal> literal;  // constant
 };

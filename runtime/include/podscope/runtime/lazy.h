@@ -81,9 +81,21 @@ class LazyContext : public std::enable_shared_from_this<LazyContext> {
     if (!literal.ok()) return ErrorTensor(literal.status());
     return FromLiteral(*literal);
   }
+  // A tensor for a buffer that already lives on this context's device.
+  Tensor FromBuffer(BufferPtr buffer);
   // A constant recorded into the step graph.
   Tensor Full(const Shape& shape, float value);
   Tensor ErrorTensor(absl::Status status);
+
+  // Randomness (Dropout): step s draws from a seed derived from (seed, s),
+  // so a run is reproducible and each step draws new masks without
+  // recompiling. Like torch.manual_seed; the default seed is 0. Give each
+  // device's context its own seed for independent masks per replica.
+  void SetSeed(uint64_t seed) { seed_ = seed; }
+  uint64_t seed() const { return seed_; }
+  // The current step's seed, an i32 scalar; the first use in a step
+  // transfers it to the device, later uses in the step share it.
+  Tensor StepSeed();
 
   // The step boundary: compiles (or reuses) the executable for everything
   // recorded since the last step that a live tensor still refers to,
@@ -111,6 +123,8 @@ class LazyContext : public std::enable_shared_from_this<LazyContext> {
   std::vector<std::weak_ptr<internal::TensorImpl>> pending_;
   std::vector<BufferPtr> parameter_buffers_;
   std::vector<std::pair<const Buffer*, Value>> parameter_of_buffer_;
+  uint64_t seed_ = 0;
+  BufferPtr step_seed_;  // this step's StepSeed(), once used
   int64_t step_count_ = 0;
   uint64_t last_fingerprint_ = 0;
 };
@@ -160,10 +174,28 @@ Tensor LogSoftmax(const Tensor& x, int64_t axis = -1);
 Tensor NllLoss(const Tensor& log_probs, const Tensor& labels);
 Tensor CrossEntropyLoss(const Tensor& logits, const Tensor& labels);
 
+// Training-mode inverted dropout (GraphBuilder::Dropout) with x's
+// context's step seed; rate 0 returns x. Dropouts of one step draw
+// different masks.
+Tensor Dropout(const Tensor& x, float rate);
+
 // Gradients of the scalar `loss` with respect to each of `wrt`, recorded
 // into the same pending step.
 absl::StatusOr<std::vector<Tensor>> Grad(const Tensor& loss,
                                          absl::Span<const Tensor> wrt);
+
+// Several devices in one process (one context each, driven from one
+// thread). ToDevice copies `x` to `ctx`'s device, like torch's x.to(device):
+// a pending x is computed first (its context's step ends, as reading a
+// value does); the copy runs on the destination's stream after x is ready.
+Tensor ToDevice(const Tensor& x, LazyContext& ctx);
+
+// The mean of `replicas` (one tensor per device, one shape), on each of
+// their devices: result[i] lives where replicas[i] does. Every device adds
+// the replicas in the same order, so the results are bitwise equal; data-
+// parallel training averages gradients with it to keep replicas in step.
+absl::StatusOr<std::vector<Tensor>> AllReduceMean(
+    absl::Span<const Tensor> replicas);
 
 }  // namespace podscope::runtime
 

@@ -1,0 +1,227 @@
+#include "mnist/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "mnist/data.h"
+#include "podscope/profiler/trace.h"
+#include "podscope/runtime/scope.h"
+
+namespace podscope::mnist {
+namespace {
+
+namespace rt = podscope::runtime;
+
+// PyTorch's default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+rt::Literal Init(std::vector<int64_t> dims, int64_t fan_in, std::mt19937& rng) {
+  rt::Literal literal(rt::F32Shape(std::move(dims)));
+  const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
+  std::uniform_real_distribution<float> dist(-bound, bound);
+  for (float& v : literal.mutable_data<float>()) v = dist(rng);
+  return literal;
+}
+
+std::vector<rt::Literal> InitialParameters(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<rt::Literal> params;
+  params.push_back(Init({32, 1, 3, 3}, 1 * 9, rng));
+  params.push_back(Init({32}, 1 * 9, rng));
+  params.push_back(Init({64, 32, 3, 3}, 32 * 9, rng));
+  params.push_back(Init({64}, 32 * 9, rng));
+  params.push_back(Init({9216, 128}, 9216, rng));
+  params.push_back(Init({128}, 9216, rng));
+  params.push_back(Init({128, kClasses}, 128, rng));
+  params.push_back(Init({kClasses}, 128, rng));
+  return params;
+}
+
+absl::Status CheckBatch(int n, int replicas) {
+  if (n <= 0 || n % replicas != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch of ", n, " images does not split evenly over ",
+                     replicas, " devices"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
+    rt::Client* client, absl::Span<rt::Device* const> devices,
+    const TrainerOptions& options) {
+  if (devices.empty()) {
+    return absl::InvalidArgumentError("Trainer: no devices");
+  }
+  std::unique_ptr<Trainer> trainer(new Trainer(options));
+  const std::vector<rt::Literal> initial = InitialParameters(options.seed);
+  for (size_t r = 0; r < devices.size(); ++r) {
+    auto context = rt::LazyContext::Create(client, devices[r]);
+    if (!context.ok()) return context.status();
+    Replica replica;
+    replica.context = *std::move(context);
+    replica.context->SetSeed(uint64_t{options.seed} + r);
+    for (const rt::Literal& literal : initial) {
+      replica.params.push_back(replica.context->FromLiteral(literal));
+    }
+    trainer->replicas_.push_back(std::move(replica));
+  }
+  return trainer;
+}
+
+rt::Tensor Trainer::Forward(const Replica& replica, const rt::Tensor& x,
+                            bool training) const {
+  rt::ScopedName forward("forward");
+  const auto& p = replica.params;
+  const float conv_dropout = training ? options_.conv_dropout : 0.0f;
+  const float fc_dropout = training ? options_.fc_dropout : 0.0f;
+  rt::Tensor h;
+  {
+    rt::ScopedName s("conv1");
+    h = rt::Relu(rt::Conv2D(x, p[0]) + rt::Reshape(p[1], {1, 32, 1, 1}));
+  }
+  {
+    rt::ScopedName s("conv2");
+    h = rt::Relu(rt::Conv2D(h, p[2]) + rt::Reshape(p[3], {1, 64, 1, 1}));
+  }
+  {
+    rt::ScopedName s("pool");
+    h = rt::Flatten(rt::Dropout(rt::MaxPool2D(h, {2, 2}), conv_dropout));
+  }
+  {
+    rt::ScopedName s("fc1");
+    h = rt::Dropout(rt::Relu(rt::Matmul(h, p[4]) + p[5]), fc_dropout);
+  }
+  rt::ScopedName s("fc2");
+  return rt::LogSoftmax(rt::Matmul(h, p[6]) + p[7], 1);
+}
+
+absl::StatusOr<std::vector<rt::Tensor>> Trainer::ScatterImages(
+    absl::Span<const float> images) const {
+  const int n = static_cast<int>(images.size() / kPixels);
+  if (absl::Status s = CheckBatch(n, num_replicas()); !s.ok()) return s;
+  const int shard = n / num_replicas();
+  std::vector<rt::Tensor> slices;
+  for (int r = 0; r < num_replicas(); ++r) {
+    rt::Literal literal(rt::F32Shape({shard, 1, kRows, kCols}));
+    std::memcpy(literal.mutable_data<float>().data(),
+                images.data() + size_t(r) * shard * kPixels,
+                size_t(shard) * kPixels * sizeof(float));
+    slices.push_back(replicas_[r].context->FromLiteral(literal));
+  }
+  return slices;
+}
+
+absl::Status Trainer::Step(absl::Span<const float> images,
+                           absl::Span<const int32_t> labels) {
+  if (images.size() != labels.size() * kPixels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Trainer::Step: ", images.size(), " pixels for ",
+                     labels.size(), " labels"));
+  }
+  auto inputs = ScatterImages(images);
+  if (!inputs.ok()) return inputs.status();
+  const int shard = static_cast<int>(labels.size()) / num_replicas();
+  std::vector<std::vector<rt::Tensor>> grads;
+  for (int r = 0; r < num_replicas(); ++r) {
+    PODSCOPE_TRACE("forward_backward", "replica", r);
+    Replica& replica = replicas_[r];
+    rt::Tensor target = replica.context->FromVector<int32_t>(
+        {shard}, std::vector<int32_t>(labels.begin() + r * shard,
+                                      labels.begin() + (r + 1) * shard));
+    rt::Tensor output = Forward(replica, (*inputs)[r], /*training=*/true);
+    rt::ScopedName backward("backward");
+    replica.loss = rt::NllLoss(output, target);
+    auto g = rt::Grad(replica.loss, replica.params);
+    if (!g.ok()) return g.status();
+    grads.push_back(*std::move(g));
+  }
+  if (num_replicas() > 1) {
+    // Every device computes its gradients before any of them is copied.
+    for (Replica& replica : replicas_) {
+      PODSCOPE_TRACE("sync_gradients");
+      if (absl::Status s = replica.context->Sync(); !s.ok()) return s;
+    }
+    PODSCOPE_TRACE("all_reduce_gradients");
+    rt::ScopedName all_reduce("all_reduce");
+    for (size_t p = 0; p < grads[0].size(); ++p) {
+      std::vector<rt::Tensor> per_replica;
+      for (const auto& g : grads) per_replica.push_back(g[p]);
+      auto means = rt::AllReduceMean(per_replica);
+      if (!means.ok()) return means.status();
+      for (int r = 0; r < num_replicas(); ++r) grads[r][p] = (*means)[r];
+    }
+  }
+  for (int r = 0; r < num_replicas(); ++r) {
+    PODSCOPE_TRACE("optimizer", "replica", r);
+    rt::ScopedName optimizer("optimizer");
+    Replica& replica = replicas_[r];
+    // PyTorch's SGD: v = momentum * v + g; w -= lr * v (v = g at first).
+    const bool first = replica.velocity.empty();
+    for (size_t i = 0; i < replica.params.size(); ++i) {
+      if (first) {
+        replica.velocity.push_back(grads[r][i]);
+      } else {
+        replica.velocity[i] =
+            replica.velocity[i] * options_.momentum + grads[r][i];
+      }
+      replica.params[i] =
+          replica.params[i] - replica.velocity[i] * options_.learning_rate;
+    }
+  }
+  for (Replica& replica : replicas_) {
+    PODSCOPE_TRACE("sync");
+    if (absl::Status s = replica.context->Sync(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<float> Trainer::LastLoss() const {
+  double sum = 0;
+  for (const Replica& replica : replicas_) {
+    if (!replica.loss.defined()) {
+      return absl::FailedPreconditionError("Trainer: no step has run");
+    }
+    auto loss = replica.loss.Item();
+    if (!loss.ok()) return loss.status();
+    sum += *loss;
+  }
+  // Equal slices: the mean of the replicas' means is the batch's mean.
+  return static_cast<float>(sum / num_replicas());
+}
+
+absl::StatusOr<std::vector<int>> Trainer::Predict(
+    absl::Span<const float> images) {
+  auto inputs = ScatterImages(images);
+  if (!inputs.ok()) return inputs.status();
+  std::vector<rt::Tensor> outputs;
+  for (int r = 0; r < num_replicas(); ++r) {
+    outputs.push_back(Forward(replicas_[r], (*inputs)[r], /*training=*/false));
+  }
+  for (Replica& replica : replicas_) {
+    if (absl::Status s = replica.context->Sync(); !s.ok()) return s;
+  }
+  std::vector<int> predicted;
+  for (const rt::Tensor& output : outputs) {
+    auto values = output.ToVector<float>();
+    if (!values.ok()) return values.status();
+    for (size_t row = 0; row < values->size() / kClasses; ++row) {
+      const float* v = values->data() + row * kClasses;
+      predicted.push_back(
+          static_cast<int>(std::max_element(v, v + kClasses) - v));
+    }
+  }
+  return predicted;
+}
+
+absl::Status Trainer::WaitUntilIdle() const {
+  absl::Status status;
+  for (const Replica& replica : replicas_) {
+    status.Update(replica.context->device()->WaitUntilIdle());
+  }
+  return status;
+}
+
+}  // namespace podscope::mnist
