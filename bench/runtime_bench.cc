@@ -1,0 +1,406 @@
+// bench/run runtime: the runtime's kernels against Eigen called directly in
+// the same run (GEMM, convolution), the cost of dispatching an op, and a
+// training step of examples/train_mnist with and without a capture.
+//
+// Reference and runtime are measured in alternating rounds; a figure takes
+// the best round of each (the least disturbed by other work on the machine)
+// except the profiling overhead, the median over pairs of rounds.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#define EIGEN_USE_THREADS
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "common/headline.h"
+#include "mnist/data.h"
+#include "mnist/trainer.h"
+#include "podscope/profiler/session.h"
+#include "podscope/runtime/builder.h"
+#include "podscope/runtime/client.h"
+#include "unsupported/Eigen/CXX11/Tensor"
+#include "unsupported/Eigen/CXX11/ThreadPool"
+
+namespace podscope::bench {
+namespace {
+
+namespace rt = podscope::runtime;
+
+double Seconds(const std::function<void()>& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Best seconds per call of `runtime_fn` and `reference_fn`, measured in
+// `rounds` alternating rounds of `calls` calls each.
+std::pair<double, double> BestOfAlternating(
+    int rounds, int calls, const std::function<void()>& runtime_fn,
+    const std::function<void()>& reference_fn) {
+  double best_runtime = 1e30, best_reference = 1e30;
+  for (int round = 0; round < rounds; ++round) {
+    best_runtime = std::min(best_runtime, Seconds([&] {
+                                            for (int i = 0; i < calls; ++i)
+                                              runtime_fn();
+                                          }) / calls);
+    best_reference = std::min(best_reference, Seconds([&] {
+                                                for (int i = 0; i < calls; ++i)
+                                                  reference_fn();
+                                              }) / calls);
+  }
+  return {best_runtime, best_reference};
+}
+
+// A compiled one-output graph with its arguments already on the device.
+struct Prepared {
+  std::unique_ptr<rt::Client> client;
+  rt::Device* device = nullptr;
+  std::shared_ptr<rt::Executable> executable;
+  std::vector<rt::BufferPtr> arguments;
+
+  // Executes once and waits for the result.
+  bool Run() const {
+    auto outputs = executable->Execute(arguments, device);
+    return outputs.ok() && (*outputs)[0]->Await().ok();
+  }
+  std::vector<float> Output() const {
+    auto outputs = executable->Execute(arguments, device);
+    if (!outputs.ok()) return {};
+    auto literal = (*outputs)[0]->ToLiteral().Await();
+    return literal.ok() ? literal->ToVector<float>() : std::vector<float>();
+  }
+};
+
+absl::StatusOr<Prepared> Prepare(const rt::GraphBuilder& builder,
+                                 rt::Value output,
+                                 const std::vector<rt::Literal>& arguments) {
+  Prepared p;
+  auto client = rt::CreateClient(rt::ClientOptions());
+  if (!client.ok()) return client.status();
+  p.client = *std::move(client);
+  p.device = p.client->addressable_devices()[0];
+  auto graph = builder.Build({output});
+  if (!graph.ok()) return graph.status();
+  auto executable = p.client->Compile(*graph);
+  if (!executable.ok()) return executable.status();
+  p.executable = *std::move(executable);
+  for (const rt::Literal& literal : arguments) {
+    auto buffer = p.client->BufferFromLiteral(literal, p.device);
+    if (!buffer.ok()) return buffer.status();
+    if (absl::Status s = (*buffer)->Await(); !s.ok()) return s;
+    p.arguments.push_back(*std::move(buffer));
+  }
+  return p;
+}
+
+rt::Literal Random(std::vector<int64_t> dims, std::mt19937& rng) {
+  rt::Literal literal(rt::F32Shape(std::move(dims)));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : literal.mutable_data<float>()) v = dist(rng);
+  return literal;
+}
+
+// Eigen with as many threads as the runtime's intra-op pool (one per core).
+struct EigenThreads {
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  Eigen::ThreadPool pool{std::max(1, threads)};
+  Eigen::ThreadPoolDevice device{&pool, std::max(1, threads)};
+};
+
+bool Close(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::abs(a[i] - b[i]) > 1e-3f * std::max(1.0f, std::abs(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- GEMM
+
+void BM_GemmVsEigen(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::mt19937 rng(1);
+  const rt::Literal a = Random({n, n}, rng);
+  const rt::Literal b = Random({n, n}, rng);
+  rt::GraphBuilder builder("gemm");
+  rt::Value pa = builder.Parameter(a.shape());
+  rt::Value pb = builder.Parameter(b.shape());
+  auto prepared = Prepare(builder, builder.Dot(pa, pb), {a, b});
+  if (!prepared.ok()) {
+    state.SkipWithError(prepared.status().ToString().c_str());
+    return;
+  }
+  EigenThreads eigen;
+  using Matrix = Eigen::Tensor<float, 2, Eigen::RowMajor>;
+  using ConstMap = Eigen::TensorMap<const Matrix>;
+  ConstMap ea(a.data<float>().data(), n, n);
+  ConstMap eb(b.data<float>().data(), n, n);
+  Matrix ec(n, n);
+  const Eigen::array<Eigen::IndexPair<int>, 1> dims = {
+      Eigen::IndexPair<int>(1, 0)};
+  auto reference = [&] { ec.device(eigen.device) = ea.contract(eb, dims); };
+  reference();
+  if (!Close(prepared->Output(),
+             std::vector<float>(ec.data(), ec.data() + n * n))) {
+    state.SkipWithError("runtime and Eigen products differ");
+    return;
+  }
+  std::pair<double, double> best;
+  for (auto _ : state) {
+    best = BestOfAlternating(
+        7, std::max<int>(4, (1 << 28) / (n * n * n)), [&] { prepared->Run(); },
+        reference);
+  }
+  const double flops = 2.0 * n * n * n;
+  state.counters["runtime_gflops"] = flops / best.first / 1e9;
+  state.counters["eigen_gflops"] = flops / best.second / 1e9;
+  state.counters["runtime.gemm_ratio_vs_eigen"] = best.second / best.first;
+}
+BENCHMARK(BM_GemmVsEigen)
+    ->Arg(512)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// ---------------------------------------------------------- convolution
+
+// The runtime's NCHW conv2d against Eigen's own spatial convolution:
+// patches (extract_image_patches) contracted with the filter, the way
+// TensorFlow's CPU convolution uses Eigen, on the same data in Eigen's
+// column-major (C, H, W, N) layout. The patches are contracted either as an
+// expression or materialized first; the faster is the reference.
+void BM_ConvVsEigen(benchmark::State& state) {
+  const int64_t batch = state.range(0);
+  // examples/train_mnist's second convolution: 32 -> 64 channels, 3x3.
+  const int64_t c = 32, h = 26, w = 26, o = 64, k = 3;
+  const int64_t oh = h - k + 1, ow = w - k + 1;
+  std::mt19937 rng(2);
+  const rt::Literal x = Random({batch, c, h, w}, rng);
+  const rt::Literal f = Random({o, c, k, k}, rng);
+  rt::GraphBuilder builder("conv");
+  rt::Value px = builder.Parameter(x.shape());
+  rt::Value pf = builder.Parameter(f.shape());
+  auto prepared = Prepare(builder, builder.Conv2D(px, pf), {x, f});
+  if (!prepared.ok()) {
+    state.SkipWithError(prepared.status().ToString().c_str());
+    return;
+  }
+
+  EigenThreads eigen;
+  Eigen::Tensor<float, 4> input(c, h, w, batch);  // column-major
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t xx = 0; xx < w; ++xx)
+          input(ci, y, xx, n) =
+              x.data<float>()[((n * c + ci) * h + y) * w + xx];
+  // kernel(o, (ci, ky, kx)) with ci fastest, matching the patch layout.
+  Eigen::Tensor<float, 2> kernel(o, c * k * k);
+  for (int64_t oi = 0; oi < o; ++oi)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t ky = 0; ky < k; ++ky)
+        for (int64_t kx = 0; kx < k; ++kx)
+          kernel(oi, ci + c * (ky + k * kx)) =
+              f.data<float>()[((oi * c + ci) * k + ky) * k + kx];
+  const Eigen::array<Eigen::Index, 2> patch_matrix = {c * k * k,
+                                                      oh * ow * batch};
+  const Eigen::array<Eigen::IndexPair<int>, 1> contract_dims = {
+      Eigen::IndexPair<int>(1, 0)};
+  Eigen::Tensor<float, 2> result(o, oh * ow * batch);
+  Eigen::Tensor<float, 2> patches(c * k * k, oh * ow * batch);
+  auto fused = [&] {
+    result.device(eigen.device) = kernel.contract(
+        input.extract_image_patches(k, k, 1, 1, 1, 1, Eigen::PADDING_VALID)
+            .reshape(patch_matrix),
+        contract_dims);
+  };
+  auto materialized = [&] {
+    patches.device(eigen.device) =
+        input.extract_image_patches(k, k, 1, 1, 1, 1, Eigen::PADDING_VALID)
+            .reshape(patch_matrix);
+    result.device(eigen.device) = kernel.contract(patches, contract_dims);
+  };
+  // Check the reference against the runtime: result(o, y + oh*(x + ow*n)).
+  fused();
+  const std::vector<float> runtime_out = prepared->Output();
+  std::vector<float> reference_out(runtime_out.size());
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t oi = 0; oi < o; ++oi)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xx = 0; xx < ow; ++xx)
+          reference_out[((n * o + oi) * oh + y) * ow + xx] =
+              result(oi, y + oh * (xx + ow * n));
+  if (!Close(runtime_out, reference_out)) {
+    state.SkipWithError("runtime and Eigen convolutions differ");
+    return;
+  }
+  double runtime_s = 0, fused_s = 0, materialized_s = 0;
+  for (auto _ : state) {
+    auto [r1, e1] = BestOfAlternating(
+        5, 3, [&] { prepared->Run(); }, fused);
+    auto [r2, e2] = BestOfAlternating(
+        5, 3, [&] { prepared->Run(); }, materialized);
+    runtime_s = std::min(r1, r2);
+    fused_s = e1;
+    materialized_s = e2;
+  }
+  const double reference_s = std::min(fused_s, materialized_s);
+  const double flops = 2.0 * batch * o * oh * ow * c * k * k;
+  state.counters["runtime_gflops"] = flops / runtime_s / 1e9;
+  state.counters["eigen_fused_gflops"] = flops / fused_s / 1e9;
+  state.counters["eigen_materialized_gflops"] = flops / materialized_s / 1e9;
+  state.counters["runtime.conv_ratio_vs_eigen"] = reference_s / runtime_s;
+}
+BENCHMARK(BM_ConvVsEigen)
+    ->Arg(32)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// ------------------------------------------------------------- dispatch
+
+// A chain of `ops` transposes of f32[2,2] (each its own kernel; elementwise
+// ops would fuse), executed and awaited.
+absl::StatusOr<Prepared> TransposeChain(int ops) {
+  rt::GraphBuilder builder("dispatch");
+  rt::Value v = builder.Parameter(rt::F32Shape({2, 2}));
+  for (int i = 0; i < ops; ++i) v = builder.Transpose(v, {1, 0});
+  std::mt19937 rng(3);
+  return Prepare(builder, v, {Random({2, 2}, rng)});
+}
+
+void BM_OpDispatch(benchmark::State& state) {
+  constexpr int kOps = 64;
+  auto one = TransposeChain(1);
+  auto many = TransposeChain(1 + kOps);
+  if (!one.ok() || !many.ok()) {
+    state.SkipWithError("cannot prepare the transpose chains");
+    return;
+  }
+  if (many->executable->stats().num_kernels != 1 + kOps) {
+    state.SkipWithError("the transposes were not kept as separate kernels");
+    return;
+  }
+  std::pair<double, double> best;
+  for (auto _ : state) {
+    best = BestOfAlternating(
+        9, 2000, [&] { many->Run(); }, [&] { one->Run(); });
+  }
+  // The difference cancels the per-execution cost: launch, stream hand-off,
+  // output allocation and waiting for the result.
+  state.counters["runtime.op_dispatch_us"] =
+      (best.first - best.second) / kOps * 1e6;
+  state.counters["runtime.execute_roundtrip_us"] = best.second * 1e6;
+}
+BENCHMARK(BM_OpDispatch)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// ------------------------------------------------------------- training
+
+std::string TempDir(const char* what) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("podscope-bench-" + std::to_string(getpid()) + "-" + what);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+// examples/train_mnist's step (batch 256, one device, synthetic images) in
+// pairs of rounds, one with a capture running as train_mnist records it
+// (host scopes, device ops, stack samples at 997 Hz) and one without; the
+// order alternates from pair to pair so drift cancels.
+void BM_TrainStep(benchmark::State& state) {
+  constexpr int kBatch = 256;
+  constexpr int kStepsPerRound = 2;
+  constexpr int kPairs = 6;
+  auto client = rt::CreateClient(rt::ClientOptions());
+  if (!client.ok()) {
+    state.SkipWithError(client.status().ToString().c_str());
+    return;
+  }
+  auto trainer = mnist::Trainer::Create(client->get(),
+                                        {(*client)->addressable_devices()[0]});
+  if (!trainer.ok()) {
+    state.SkipWithError(trainer.status().ToString().c_str());
+    return;
+  }
+  const mnist::Dataset data = mnist::FakeData(kBatch * 4, 7);
+  std::vector<int> order(data.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+  int step = 0;
+  bool ok = true;
+  auto round = [&] {
+    return Seconds([&] {
+             for (int i = 0; i < kStepsPerRound; ++i, ++step) {
+               mnist::Gather(data, order, step * kBatch, kBatch, &images,
+                             &labels);
+               ok = ok && (*trainer)->Step(images, labels).ok();
+             }
+             ok = ok && (*trainer)->LastLoss().ok();
+           }) /
+           kStepsPerRound;
+  };
+  const std::string dir = TempDir("train");
+  profiler::TraceOptions options;
+  options.sampling_hz = 997;
+  auto traced_round = [&] {
+    ok = ok && profiler::StartTrace(dir, options).ok();
+    const double seconds = round();
+    ok = ok && profiler::StopTrace().ok();
+    return seconds;
+  };
+  std::vector<double> plain, ratios;
+  for (auto _ : state) {
+    round();  // compiles the step's graphs
+    for (int pair = 0; pair < kPairs; ++pair) {
+      double without, with;
+      if (pair % 2 == 0) {
+        without = round();
+        with = traced_round();
+      } else {
+        with = traced_round();
+        without = round();
+      }
+      plain.push_back(without);
+      ratios.push_back(with / without);
+    }
+  }
+  std::filesystem::remove_all(dir);
+  if (!ok) {
+    state.SkipWithError("a training step or the capture failed");
+    return;
+  }
+  state.counters["train.step_ms"] = Median(plain) * 1e3;
+  state.counters["train.profiling_overhead_pct"] =
+      (Median(ratios) - 1.0) * 100.0;
+}
+BENCHMARK(BM_TrainStep)->Iterations(1)->Unit(benchmark::kSecond);
+
+const bool kHeadlines = [] {
+  RegisterHeadline("runtime.gemm_ratio_vs_eigen", "x");
+  RegisterHeadline("runtime.conv_ratio_vs_eigen", "x");
+  RegisterHeadline("runtime.op_dispatch_us", "us");
+  RegisterHeadline("runtime.execute_roundtrip_us", "us");
+  RegisterHeadline("train.step_ms", "ms");
+  RegisterHeadline("train.profiling_overhead_pct", "%");
+  return true;
+}();
+
+}  // namespace
+}  // namespace podscope::bench
+
+PODSCOPE_BENCH_MAIN()
