@@ -1,0 +1,207 @@
+#include "details_panel.h"
+
+#include <QFormLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QListWidget>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <variant>
+
+#include "hit_test.h"
+#include "time_format.h"
+
+namespace podscope::viewer::app {
+namespace {
+
+using trace_format::EventKind;
+using trace_format::FlowPhase;
+
+QString Str(const TraceStore& store, StringId id) {
+  const std::string_view s = store.str(id);
+  return QString::fromUtf8(s.data(), static_cast<int>(s.size()));
+}
+
+QString Duration(int64_t ns) {
+  return QString::fromStdString(FormatDuration(ns));
+}
+
+}  // namespace
+
+DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
+  setObjectName("details");
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(6, 6, 6, 6);
+  placeholder_ = new QLabel(tr("Click an event on the timeline to see its "
+                               "details here."));
+  placeholder_->setWordWrap(true);
+  placeholder_->setStyleSheet("color: #667;");
+  outer->addWidget(placeholder_);
+  body_ = new QWidget;
+  auto* body = new QVBoxLayout(body_);
+  body->setContentsMargins(0, 0, 0, 0);
+  auto* form = new QFormLayout;
+  form->setLabelAlignment(Qt::AlignRight);
+  body->addLayout(form);
+  auto add = [&](const QString& key, const QString& label) {
+    auto* value = new QLabel;
+    value->setObjectName("details." + key);
+    value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    value->setWordWrap(true);
+    form->addRow(label, value);
+    fields_[key] = value;
+  };
+  add("name", tr("Name"));
+  fields_["name"]->setStyleSheet("font-weight: bold;");
+  add("start", tr("Start"));
+  add("duration", tr("Duration"));
+  add("self", tr("Self time"));
+  add("track", tr("Track"));
+  add("scope", tr("User scope"));
+  add("enclosing", tr("Inside"));
+  args_label_ = new QLabel(tr("Arguments"));
+  body->addWidget(args_label_);
+  args_ = new QTableWidget(0, 2);
+  args_->setObjectName("details.args");
+  args_->setHorizontalHeaderLabels({tr("Key"), tr("Value")});
+  args_->horizontalHeader()->setStretchLastSection(true);
+  args_->verticalHeader()->setVisible(false);
+  args_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  args_->setMaximumHeight(160);
+  body->addWidget(args_);
+  flows_label_ = new QLabel(tr("Flows (click to follow)"));
+  body->addWidget(flows_label_);
+  flows_ = new QListWidget;
+  flows_->setObjectName("details.flows");
+  flows_->setMaximumHeight(140);
+  body->addWidget(flows_);
+  connect(flows_, &QListWidget::itemClicked, this, [this](QListWidgetItem* it) {
+    if (auto target = flow_target(flows_->row(it))) emit followRequested(*target);
+  });
+  connect(flows_, &QListWidget::itemActivated, this,
+          [this](QListWidgetItem* it) {
+            if (auto target = flow_target(flows_->row(it))) {
+              emit followRequested(*target);
+            }
+          });
+  body->addStretch(1);
+  outer->addWidget(body_);
+  body_->hide();
+}
+
+void DetailsPanel::SetStore(std::shared_ptr<const TraceStore> store) {
+  store_ = std::move(store);
+  ShowEvent(std::nullopt);
+}
+
+QString DetailsPanel::field(const QString& key) const {
+  auto it = fields_.find(key);
+  return it == fields_.end() ? QString() : (*it)->text();
+}
+
+std::optional<EventRef> DetailsPanel::flow_target(int row) const {
+  if (row < 0 || row >= static_cast<int>(flow_targets_.size())) {
+    return std::nullopt;
+  }
+  return flow_targets_[row];
+}
+
+void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
+  flow_targets_.clear();
+  flows_->clear();
+  args_->setRowCount(0);
+  if (!event || !store_ || event->track >= store_->tracks().size()) {
+    for (QLabel* l : fields_) l->clear();
+    body_->hide();
+    placeholder_->show();
+    return;
+  }
+  placeholder_->hide();
+  body_->show();
+  const TraceStore& s = *store_;
+  const EventRef e = *event;
+  const StringId name_id = s.NameOf(e);
+  const QString name = Str(s, name_id);
+  fields_["name"]->setText(name);
+  const int64_t start = s.StartOf(e);
+  fields_["start"]->setText(
+      tr("%1 from the trace start (%2 ns)")
+          .arg(Duration(start - s.first_ns()))
+          .arg(start));
+  if (e.kind == EventKind::kSlice) {
+    const SliceColumns& columns = s.data(e.track).slices;
+    fields_["duration"]->setText(Duration(s.DurationOf(e)));
+    fields_["self"]->setText(Duration(columns.SelfTime(e.index)));
+  } else {
+    fields_["duration"]->setText(tr("instant"));
+    fields_["self"]->setText(QString());
+  }
+  fields_["track"]->setText(QString::fromStdString(TrackPath(s, e.track)));
+  const std::string_view scope = ScopeOfName(s.str(name_id));
+  const std::vector<EventRef> enclosing = EnclosingSlices(s, e);
+  QStringList chain;
+  for (const EventRef& p : enclosing) chain << Str(s, s.NameOf(p));
+  QString scope_text;
+  if (!scope.empty()) {
+    scope_text = QString::fromUtf8(scope.data(), static_cast<int>(scope.size()));
+  } else if (!chain.isEmpty()) {
+    scope_text = chain.back();
+  } else {
+    // A device op without a scope of its own: the host scope that launched
+    // it, through its incoming flow.
+    for (const TraceStore::FlowEnd& f : s.Flows(e)) {
+      if (f.phase != FlowPhase::kBegin) continue;
+      QStringList up;
+      for (const EventRef& p : EnclosingSlices(s, f.event)) {
+        up << Str(s, s.NameOf(p));
+      }
+      up << Str(s, s.NameOf(f.event));
+      scope_text = tr("%1 (launched by)").arg(up.join(" › "));
+      break;
+    }
+  }
+  fields_["scope"]->setText(scope_text.isEmpty() ? tr("(none)") : scope_text);
+  fields_["enclosing"]->setText(chain.isEmpty() ? tr("(top level)")
+                                                : chain.join(" › "));
+
+  if (const trace_format::EventArgs* args = s.FindArgs(e)) {
+    args_->setRowCount(static_cast<int>(args->args.size()));
+    int row = 0;
+    for (const trace_format::Arg& a : args->args) {
+      QString value;
+      if (const auto* i = std::get_if<int64_t>(&a.value)) {
+        value = QString::number(*i);
+      } else if (const auto* d = std::get_if<double>(&a.value)) {
+        value = QString::number(*d, 'g', 10);
+      } else if (const auto* sid =
+                     std::get_if<trace_format::StringId>(&a.value)) {
+        value = Str(s, sid->id);
+      }
+      args_->setItem(row, 0, new QTableWidgetItem(Str(s, a.key)));
+      args_->setItem(row, 1, new QTableWidgetItem(value));
+      ++row;
+    }
+  }
+  args_label_->setVisible(args_->rowCount() > 0);
+  args_->setVisible(args_->rowCount() > 0);
+
+  for (const TraceStore::FlowEnd& f : s.Flows(e)) {
+    const bool incoming = f.phase == FlowPhase::kBegin;
+    const int64_t other_start = s.StartOf(f.event);
+    const QString text =
+        QStringLiteral("%1 %2  ·  %3  ·  at %4  (flow %5)")
+            .arg(incoming ? QStringLiteral("←") : QStringLiteral("→"))
+            .arg(Str(s, s.NameOf(f.event)))
+            .arg(QString::fromStdString(TrackPath(s, f.event.track)))
+            .arg(Duration(other_start - s.first_ns()))
+            .arg(f.flow_id);
+    auto* item = new QListWidgetItem(text, flows_);
+    item->setToolTip(incoming ? tr("Comes from this event; click to go there")
+                              : tr("Leads to this event; click to go there"));
+    flow_targets_.push_back(f.event);
+  }
+  flows_label_->setVisible(!flow_targets_.empty());
+  flows_->setVisible(!flow_targets_.empty());
+}
+
+}  // namespace podscope::viewer::app

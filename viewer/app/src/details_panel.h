@@ -1,0 +1,57 @@
+// The selected event: name, times, track, user scope, arguments and the
+// flows to follow.
+#ifndef PODSCOPE_VIEWER_APP_DETAILS_PANEL_H_
+#define PODSCOPE_VIEWER_APP_DETAILS_PANEL_H_
+
+#include <QMap>
+#include <QString>
+#include <QWidget>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "podscope/viewer/trace_store.h"
+
+class QLabel;
+class QListWidget;
+class QTableWidget;
+
+namespace podscope::viewer::app {
+
+class DetailsPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit DetailsPanel(QWidget* parent = nullptr);
+
+  void SetStore(std::shared_ptr<const TraceStore> store);
+  void ShowEvent(std::optional<EventRef> event);
+
+  // The text of a field ("name", "start", "duration", "self", "track",
+  // "scope", "enclosing"), as shown.
+  QString field(const QString& key) const;
+  QTableWidget* args_table() const { return args_; }
+  QListWidget* flows_list() const { return flows_; }
+  // The event the flow at `row` of the flows list leads to.
+  std::optional<EventRef> flow_target(int row) const;
+
+ signals:
+  // The user clicked a flow: select and show its other end.
+  void followRequested(podscope::viewer::EventRef event);
+
+ private:
+
+  std::shared_ptr<const TraceStore> store_;
+  QMap<QString, QLabel*> fields_;
+  QLabel* placeholder_ = nullptr;
+  QWidget* body_ = nullptr;
+  QTableWidget* args_ = nullptr;
+  QListWidget* flows_ = nullptr;
+  QLabel* flows_label_ = nullptr;
+  QLabel* args_label_ = nullptr;
+  std::vector<EventRef> flow_targets_;
+};
+
+}  // namespace podscope::viewer::app
+
+#endif  // PODSCOPE_VIEWER_APP_DETAILS_PANEL_H_

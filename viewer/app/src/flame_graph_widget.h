@@ -1,0 +1,64 @@
+// The stack samples of the selected range (viewer/core BuildFlameGraph) as
+// an icicle graph: callers above callees, widths proportional to samples.
+// Click a frame to zoom into it, the top bar to zoom out.
+#ifndef PODSCOPE_VIEWER_APP_FLAME_GRAPH_WIDGET_H_
+#define PODSCOPE_VIEWER_APP_FLAME_GRAPH_WIDGET_H_
+
+#include <QRectF>
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "latest_job_runner.h"
+#include "podscope/viewer/analysis.h"
+
+namespace podscope::viewer::app {
+
+class FlameGraphWidget : public QWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int kRowHeight = 18;
+
+  explicit FlameGraphWidget(QWidget* parent = nullptr);
+  ~FlameGraphWidget() override;
+
+  void SetStore(std::shared_ptr<const TraceStore> store);
+  void SetRange(int64_t t0, int64_t t1);
+
+  const FlameGraph& graph() const { return graph_; }
+  bool busy() const { return done_generation_ != generation_; }
+  // Zooms into a node (0: the root).
+  void Focus(uint32_t node);
+  uint32_t focus() const { return focus_; }
+  // The node drawn at a widget point, if any.
+  std::optional<uint32_t> NodeAt(const QPoint& pos) const;
+
+  QSize sizeHint() const override { return QSize(600, 240); }
+
+ signals:
+  void updated();
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  bool event(QEvent* event) override;
+
+ private:
+  std::shared_ptr<const TraceStore> store_;
+  FlameGraph graph_;
+  std::vector<uint32_t> depth_;  // per node
+  uint32_t focus_ = 0;
+  struct Drawn {
+    uint32_t node;
+    QRectF rect;
+  };
+  std::vector<Drawn> drawn_;
+  uint64_t generation_ = 0;
+  uint64_t done_generation_ = 0;
+  LatestJobRunner runner_;
+};
+
+}  // namespace podscope::viewer::app
+
+#endif  // PODSCOPE_VIEWER_APP_FLAME_GRAPH_WIDGET_H_

@@ -1,0 +1,513 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDeadlineTimer>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QElapsedTimer>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QKeySequence>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QStatusBar>
+#include <QThread>
+#include <QToolButton>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include "details_panel.h"
+#include "flame_graph_widget.h"
+#include "search_bar.h"
+#include "stats_panel.h"
+#include "steps_panel.h"
+#include "time_format.h"
+#include "timeline_widget.h"
+#include "trace_loader.h"
+
+namespace podscope::viewer::app {
+namespace {
+
+QString FileName(const std::string& path) {
+  return QFileInfo(QString::fromStdString(path)).fileName();
+}
+
+QString Bytes(uint64_t b) {
+  if (b < 10 * 1024) return QStringLiteral("%1 bytes").arg(b);
+  if (b < 10ull * 1024 * 1024) return QStringLiteral("%1 KiB").arg(b / 1024);
+  return QStringLiteral("%1 MiB").arg(b / (1024 * 1024));
+}
+
+QSettings Settings() { return QSettings("podscope", "podscope-viewer"); }
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setObjectName("mainWindow");
+  setWindowTitle("Podscope");
+  setAcceptDrops(true);
+  resize(1600, 1000);
+  loader_ = new TraceLoader(this);
+
+  auto* central = new QWidget;
+  auto* column = new QVBoxLayout(central);
+  column->setContentsMargins(0, 0, 0, 0);
+  column->setSpacing(0);
+  banner_ = new QFrame;
+  banner_->setObjectName("banner");
+  auto* banner_row = new QHBoxLayout(banner_);
+  banner_row->setContentsMargins(10, 6, 6, 6);
+  banner_text_ = new QLabel;
+  banner_text_->setObjectName("banner.text");
+  banner_text_->setWordWrap(true);
+  banner_text_->setTextFormat(Qt::RichText);
+  banner_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  banner_row->addWidget(banner_text_, 1);
+  auto* close_banner = new QToolButton;
+  close_banner->setText("✕");
+  close_banner->setToolTip(tr("Hide this message"));
+  close_banner->setAutoRaise(true);
+  banner_row->addWidget(close_banner, 0, Qt::AlignTop);
+  connect(close_banner, &QToolButton::clicked, banner_, &QWidget::hide);
+  banner_->hide();
+  column->addWidget(banner_);
+
+  timeline_ = new TimelineWidget;
+  search_ = new SearchBar(timeline_);
+  column->addWidget(search_);
+  column->addWidget(timeline_, 1);
+  setCentralWidget(central);
+
+  details_ = new DetailsPanel;
+  stats_ = new StatsPanel;
+  flame_ = new FlameGraphWidget;
+  steps_ = new StepsPanel;
+  auto dock = [this](QWidget* w, const QString& title, const char* name,
+                     Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(name);
+    d->setWidget(w);
+    addDockWidget(area, d);
+    return d;
+  };
+  QDockWidget* details_dock =
+      dock(details_, tr("Details"), "dock.details", Qt::RightDockWidgetArea);
+  QDockWidget* stats_dock =
+      dock(stats_, tr("Statistics"), "dock.stats", Qt::BottomDockWidgetArea);
+  QDockWidget* flame_dock =
+      dock(flame_, tr("Flame graph"), "dock.flame", Qt::BottomDockWidgetArea);
+  QDockWidget* steps_dock =
+      dock(steps_, tr("Steps"), "dock.steps", Qt::BottomDockWidgetArea);
+  tabifyDockWidget(stats_dock, flame_dock);
+  tabifyDockWidget(flame_dock, steps_dock);
+  stats_dock->raise();
+  resizeDocks({details_dock}, {380}, Qt::Horizontal);
+  resizeDocks({stats_dock}, {260}, Qt::Vertical);
+
+  status_ = new QLabel(tr("No trace open"));
+  status_->setObjectName("status.text");
+  statusBar()->addWidget(status_, 1);
+  progress_ = new QProgressBar;
+  progress_->setObjectName("status.progress");
+  progress_->setMaximumWidth(320);
+  progress_->hide();
+  statusBar()->addPermanentWidget(progress_);
+  cancel_ = new QPushButton(tr("Cancel"));
+  cancel_->setObjectName("status.cancel");
+  cancel_->hide();
+  statusBar()->addPermanentWidget(cancel_);
+  connect(cancel_, &QPushButton::clicked, loader_, &TraceLoader::Cancel);
+
+  connect(loader_, &TraceLoader::progress, this,
+          [this](qulonglong done, qulonglong total, qulonglong events) {
+            progress_->setRange(0, static_cast<int>(std::max<qulonglong>(total, 1)));
+            progress_->setValue(static_cast<int>(done));
+            progress_->setFormat(tr("%1 of %2 files · %3 M events")
+                                     .arg(done)
+                                     .arg(total)
+                                     .arg(events / 1e6, 0, 'f', 1));
+          });
+  connect(loader_, &TraceLoader::finished, this, &MainWindow::OnLoadFinished);
+  connect(timeline_, &TimelineWidget::selectionChanged, this,
+          [this] { details_->ShowEvent(timeline_->selected()); });
+  connect(timeline_, &TimelineWidget::rangeChanged, this,
+          &MainWindow::UpdateRangeConsumers);
+  connect(timeline_, &TimelineWidget::findRequested, search_,
+          &SearchBar::FocusField);
+  connect(details_, &DetailsPanel::followRequested, this,
+          [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
+  connect(steps_, &StepsPanel::stepRequested, this,
+          [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
+  BuildMenus();
+  timeline_->setFocus();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::BuildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open_file = file->addAction(tr("&Open File…"));
+  open_file->setShortcut(QKeySequence::Open);
+  connect(open_file, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open a trace file"), QString(),
+        tr("Podscope traces (*.podtrace);;All files (*)"));
+    if (!path.isEmpty()) OpenPath(path);
+  });
+  QAction* open_folder = file->addAction(tr("Open &Folder…"));
+  open_folder->setShortcut(QKeySequence("Ctrl+Shift+O"));
+  connect(open_folder, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getExistingDirectory(
+        this, tr("Open a session folder or a logdir"));
+    if (!path.isEmpty()) OpenPath(path);
+  });
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  session_menu_ = file->addMenu(tr("&Session"));
+  session_menu_->setEnabled(false);
+  file->addSeparator();
+  QAction* save = file->addAction(tr("Save &Image…"));
+  save->setShortcut(QKeySequence("Ctrl+Shift+S"));
+  connect(save, &QAction::triggered, this, &MainWindow::SaveImage);
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"));
+  quit->setShortcut(QKeySequence::Quit);
+  connect(quit, &QAction::triggered, this, &QWidget::close);
+  UpdateRecentMenu();
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  QAction* fit = view->addAction(tr("Show &Whole Trace\t0"));
+  connect(fit, &QAction::triggered, timeline_, &TimelineWidget::FitAll);
+  QAction* zoom_in = view->addAction(tr("Zoom &In\tW"));
+  connect(zoom_in, &QAction::triggered, this, [this] {
+    timeline_->ZoomAt(timeline_->axis().width() / 2.0, 1.5);
+  });
+  QAction* zoom_out = view->addAction(tr("Zoom &Out\tS"));
+  connect(zoom_out, &QAction::triggered, this, [this] {
+    timeline_->ZoomAt(timeline_->axis().width() / 2.0, 1 / 1.5);
+  });
+  view->addSeparator();
+  QAction* collapse = view->addAction(tr("&Collapse All Hosts"));
+  connect(collapse, &QAction::triggered, this,
+          [this] { timeline_->SetAllCollapsed(true); });
+  QAction* expand = view->addAction(tr("&Expand All"));
+  connect(expand, &QAction::triggered, this,
+          [this] { timeline_->SetAllCollapsed(false); });
+  QAction* clear = view->addAction(tr("Clear Range &Selection"));
+  connect(clear, &QAction::triggered, this,
+          [this] { timeline_->SetRange(std::nullopt); });
+  view->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>()) {
+    view->addAction(d->toggleViewAction());
+  }
+
+  QMenu* find = menuBar()->addMenu(tr("F&ind"));
+  QAction* find_text = find->addAction(tr("&Find…"));
+  find_text->setShortcut(QKeySequence::Find);
+  connect(find_text, &QAction::triggered, search_, &SearchBar::FocusField);
+  QAction* next = find->addAction(tr("Find &Next"));
+  next->setShortcut(QKeySequence::FindNext);
+  connect(next, &QAction::triggered, search_, &SearchBar::Next);
+  QAction* previous = find->addAction(tr("Find &Previous"));
+  previous->setShortcut(QKeySequence::FindPrevious);
+  connect(previous, &QAction::triggered, search_, &SearchBar::Previous);
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* keys = help->addAction(tr("&Keys and Mouse"));
+  keys->setShortcut(QKeySequence::HelpContents);
+  connect(keys, &QAction::triggered, this, &MainWindow::ShowKeys);
+  QAction* about = help->addAction(tr("&About"));
+  connect(about, &QAction::triggered, this, [this] {
+    QMessageBox::about(this, tr("About Podscope"),
+                       tr("podscope-viewer %1: every host of a capture on "
+                          "one timeline.")
+                           .arg(QApplication::applicationVersion()));
+  });
+}
+
+void MainWindow::ShowKeys() {
+  QMessageBox::information(
+      this, tr("Keys and mouse"),
+      tr("<table>"
+         "<tr><td><b>Wheel</b>, <b>W</b>/<b>S</b>, <b>+</b>/<b>-</b></td>"
+         "<td>zoom in / out around the mouse</td></tr>"
+         "<tr><td><b>Drag</b>, <b>A</b>/<b>D</b>, <b>←</b>/<b>→</b></td>"
+         "<td>pan</td></tr>"
+         "<tr><td><b>Shift+wheel</b></td><td>pan</td></tr>"
+         "<tr><td><b>Alt+wheel</b>, wheel over the track names, "
+         "<b>↑</b>/<b>↓</b></td><td>scroll tracks</td></tr>"
+         "<tr><td><b>Shift+drag</b></td><td>select a time range "
+         "(statistics and flame graph follow it)</td></tr>"
+         "<tr><td><b>Click</b></td><td>select an event</td></tr>"
+         "<tr><td><b>Double-click</b></td><td>zoom to the event</td></tr>"
+         "<tr><td><b>F</b></td><td>zoom to the range or the selected "
+         "event</td></tr>"
+         "<tr><td><b>0</b>, <b>Home</b></td><td>whole trace</td></tr>"
+         "<tr><td><b>Esc</b></td><td>clear the range, then the "
+         "selection</td></tr>"
+         "<tr><td><b>Ctrl+F</b>, <b>/</b></td><td>find; <b>Enter</b>/"
+         "<b>F3</b> next, <b>Shift+Enter</b>/<b>Shift+F3</b> "
+         "previous</td></tr>"
+         "<tr><td>Click a host or process name</td><td>collapse or "
+         "expand it</td></tr>"
+         "</table>"));
+}
+
+QStringList MainWindow::recent_files() const {
+  return Settings().value("recent").toStringList();
+}
+
+void MainWindow::AddRecent(const QString& path) {
+  QStringList recent = recent_files();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  QSettings settings = Settings();
+  settings.setValue("recent", recent);
+  UpdateRecentMenu();
+}
+
+void MainWindow::UpdateRecentMenu() {
+  recent_menu_->clear();
+  const QStringList recent = recent_files();
+  for (const QString& path : recent) {
+    QAction* a = recent_menu_->addAction(path);
+    connect(a, &QAction::triggered, this, [this, path] { OpenPath(path); });
+  }
+  if (!recent.isEmpty()) {
+    recent_menu_->addSeparator();
+    QAction* clear = recent_menu_->addAction(tr("Clear List"));
+    connect(clear, &QAction::triggered, this, [this] {
+      QSettings settings = Settings();
+      settings.remove("recent");
+      UpdateRecentMenu();
+    });
+  }
+  recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::UpdateSessionMenu() {
+  session_menu_->clear();
+  if (!store_ || store_->sessions().size() < 2) {
+    session_menu_->setEnabled(false);
+    return;
+  }
+  session_menu_->setEnabled(true);
+  for (const SessionInfo& s : store_->sessions()) {
+    const QString name = QString::fromStdString(s.name);
+    QAction* a = session_menu_->addAction(
+        tr("%1 (%2 files)").arg(name).arg(s.files));
+    a->setCheckable(true);
+    a->setChecked(s.path == store_->session().path);
+    const QString logdir = path_;
+    connect(a, &QAction::triggered, this,
+            [this, logdir, name] { OpenPath(logdir, name); });
+  }
+}
+
+void MainWindow::OpenPath(const QString& path, const QString& session) {
+  load_error_.clear();
+  status_->setText(tr("Loading %1…").arg(path));
+  progress_->setRange(0, 0);  // busy until the first report
+  progress_->setFormat(tr("opening…"));
+  progress_->show();
+  cancel_->show();
+  loader_->Start(path, session);
+}
+
+bool MainWindow::loading() const { return loader_->busy(); }
+
+bool MainWindow::WaitUntilIdle(int timeout_ms) {
+  QElapsedTimer timer;
+  timer.start();
+  while (loading() || stats_->busy() || flame_->busy()) {
+    if (timer.elapsed() > timeout_ms) return false;
+    QApplication::processEvents(QEventLoop::AllEvents, 20);
+    if (loading() || stats_->busy() || flame_->busy()) QThread::msleep(2);
+  }
+  QApplication::processEvents();
+  return true;
+}
+
+void MainWindow::OnLoadFinished() {
+  progress_->hide();
+  cancel_->hide();
+  const TraceLoader::Result& r = loader_->last_result();
+  if (!r.store) {
+    if (r.cancelled) {
+      status_->setText(store_ ? tr("Loading cancelled; still showing %1")
+                                    .arg(path_)
+                              : tr("Loading cancelled"));
+      emit loaded(false);
+      return;
+    }
+    load_error_ = r.error;
+    status_->setText(tr("Could not open %1").arg(r.path));
+    ShowBanner(tr("<b>Could not open %1</b><br>%2")
+                   .arg(r.path.toHtmlEscaped(),
+                        r.error.toHtmlEscaped().replace("\n", "<br>")),
+               true);
+    emit loaded(false);
+    return;
+  }
+  SetStore(r.store, r.path);
+  AddRecent(r.path);
+  const TraceStore& s = *store_;
+  status_->setText(tr("%1 · %2 hosts · %3 processes · %4 events · %5 · "
+                      "loaded in %6 s")
+                       .arg(QString::fromStdString(s.session().name))
+                       .arg(s.hosts().size())
+                       .arg(s.processes().size())
+                       .arg(s.event_count())
+                       .arg(QString::fromStdString(
+                           FormatDuration(s.last_ns() - s.first_ns())))
+                       .arg(r.seconds, 0, 'f', 2));
+  emit loaded(true);
+}
+
+void MainWindow::SetStore(std::shared_ptr<const TraceStore> store,
+                          const QString& path) {
+  store_ = std::move(store);
+  path_ = path;
+  setWindowTitle(tr("%1 — Podscope").arg(QFileInfo(path).fileName()));
+  // The panels first: the timeline's new store resets the range, which they
+  // follow.
+  details_->SetStore(store_);
+  search_->SetStore(store_);
+  stats_->SetStore(store_);
+  flame_->SetStore(store_);
+  steps_->SetStore(store_);
+  timeline_->SetStore(store_);
+  UpdateSessionMenu();
+
+  // What the user must know about the data: files that failed or were
+  // damaged, clocks that could not be aligned, events dropped while
+  // recording.
+  QStringList lines;
+  bool failed = false;
+  size_t files = store_->processes().size();
+  for (const LoadProblem& p : store_->problems()) {
+    if (!p.loaded) ++files;
+  }
+  for (const LoadProblem& p : store_->problems()) {
+    const QString name = FileName(p.path).toHtmlEscaped();
+    const QString why = QString::fromStdString(p.message).toHtmlEscaped();
+    if (!p.loaded) {
+      failed = true;
+      lines << tr("<b>%1 could not be read</b> and is not shown: %2. The "
+                  "other %3 of %4 files are shown.")
+                   .arg(name, why)
+                   .arg(store_->processes().size())
+                   .arg(files);
+    } else {
+      QString what = tr("<b>%1 is damaged</b>; showing what could be "
+                        "recovered: %2")
+                         .arg(name, why);
+      if (p.skipped_bytes > 0 && p.file_bytes > 0) {
+        what += tr(" (%1 of %2 unreadable).")
+                    .arg(Bytes(p.skipped_bytes), Bytes(p.file_bytes));
+      } else {
+        what += ".";
+      }
+      lines << what;
+    }
+  }
+  if (store_->processes().size() > 1) {
+    for (const ProcessInfo& p : store_->processes()) {
+      if (!p.clock_aligned && p.events > 0) {
+        lines << tr("%1 (pid %2) has no clock offsets: its times are its own "
+                    "clock's and may not line up with the other hosts.")
+                     .arg(QString::fromStdString(p.host_name).toHtmlEscaped())
+                     .arg(p.pid);
+      }
+    }
+  }
+  uint64_t dropped = 0;
+  for (const ProcessInfo& p : store_->processes()) dropped += p.dropped;
+  if (dropped > 0) {
+    lines << tr("%1 events were dropped while recording (buffers were full); "
+                "tracks that lost events say so.")
+                 .arg(dropped);
+  }
+  if (lines.isEmpty()) {
+    banner_->hide();
+  } else {
+    ShowBanner(lines.join("<br>"), failed);
+  }
+}
+
+void MainWindow::ShowBanner(const QString& html, bool error) {
+  banner_text_->setText(html);
+  banner_->setStyleSheet(
+      error ? "#banner { background: #fde7e9; border-bottom: 1px solid "
+              "#d9534f; }"
+            : "#banner { background: #fff4ce; border-bottom: 1px solid "
+              "#e0b800; }");
+  banner_->show();
+}
+
+QString MainWindow::banner_text() const {
+  return banner_->isHidden() ? QString() : banner_text_->text();
+}
+
+bool MainWindow::banner_shown() const { return !banner_->isHidden(); }
+
+void MainWindow::UpdateRangeConsumers() {
+  if (!store_) return;
+  if (auto r = timeline_->range()) {
+    stats_->SetRange(r->first, r->second, false);
+    flame_->SetRange(r->first, r->second);
+  } else {
+    stats_->SetRange(store_->first_ns(), store_->last_ns() + 1, true);
+    flame_->SetRange(store_->first_ns(), store_->last_ns() + 1);
+  }
+}
+
+void MainWindow::SaveImage() {
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Save an image of the window"), "podscope.png",
+      tr("PNG images (*.png)"));
+  if (path.isEmpty()) return;
+  if (!grab().save(path)) {
+    QMessageBox::warning(this, tr("Save image"),
+                         tr("Could not write %1").arg(path));
+  }
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) {
+    for (const QUrl& url : event->mimeData()->urls()) {
+      if (url.isLocalFile()) {
+        event->acceptProposedAction();
+        return;
+      }
+    }
+  }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls()) {
+    if (url.isLocalFile()) {
+      OpenPath(url.toLocalFile());
+      event->acceptProposedAction();
+      return;
+    }
+  }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  loader_->Cancel();
+  QMainWindow::closeEvent(event);
+}
+
+}  // namespace podscope::viewer::app

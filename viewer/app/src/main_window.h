@@ -1,0 +1,103 @@
+// The viewer's main window: the timeline in the middle with the search bar
+// and a banner for load problems above it, the details, statistics, flame
+// graph and step panels docked around it, loading in the background with a
+// progress bar and cancel.
+#ifndef PODSCOPE_VIEWER_APP_MAIN_WINDOW_H_
+#define PODSCOPE_VIEWER_APP_MAIN_WINDOW_H_
+
+#include <QMainWindow>
+#include <QString>
+#include <QStringList>
+#include <memory>
+
+#include "podscope/viewer/trace_store.h"
+
+class QAction;
+class QFrame;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+
+namespace podscope::viewer::app {
+
+class DetailsPanel;
+class FlameGraphWidget;
+class SearchBar;
+class StatsPanel;
+class StepsPanel;
+class TimelineWidget;
+class TraceLoader;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  static constexpr int kMaxRecent = 10;
+
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Starts loading a file, session folder or logdir in the background;
+  // loaded() follows.
+  void OpenPath(const QString& path, const QString& session = {});
+  bool loading() const;
+  // Spins the event loop until nothing is loading or computing (statistics,
+  // flame graph) or `timeout_ms` passed; false on timeout.
+  bool WaitUntilIdle(int timeout_ms);
+
+  std::shared_ptr<const TraceStore> store() const { return store_; }
+  QString load_error() const { return load_error_; }
+  QString banner_text() const;
+  bool banner_shown() const;
+  QStringList recent_files() const;
+
+  TimelineWidget* timeline() const { return timeline_; }
+  DetailsPanel* details() const { return details_; }
+  SearchBar* search() const { return search_; }
+  StatsPanel* stats() const { return stats_; }
+  FlameGraphWidget* flame_graph() const { return flame_; }
+  StepsPanel* steps() const { return steps_; }
+
+ signals:
+  void loaded(bool ok);
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void BuildMenus();
+  void UpdateRecentMenu();
+  void UpdateSessionMenu();
+  void AddRecent(const QString& path);
+  void OnLoadFinished();
+  void SetStore(std::shared_ptr<const TraceStore> store, const QString& path);
+  void ShowBanner(const QString& html, bool error);
+  void UpdateRangeConsumers();
+  void ShowKeys();
+  void SaveImage();
+
+  std::shared_ptr<const TraceStore> store_;
+  QString path_;
+  QString load_error_;
+  TraceLoader* loader_;
+  TimelineWidget* timeline_;
+  DetailsPanel* details_;
+  SearchBar* search_;
+  StatsPanel* stats_;
+  FlameGraphWidget* flame_;
+  StepsPanel* steps_;
+  QFrame* banner_;
+  QLabel* banner_text_;
+  QLabel* status_;
+  QProgressBar* progress_;
+  QPushButton* cancel_;
+  QMenu* recent_menu_ = nullptr;
+  QMenu* session_menu_ = nullptr;
+};
+
+}  // namespace podscope::viewer::app
+
+#endif  // PODSCOPE_VIEWER_APP_MAIN_WINDOW_H_

@@ -1,0 +1,38 @@
+// Per-host step times (viewer/core StepTable): how many steps each host
+// ran and how long they took, so a straggler stands out. Activating a row
+// selects that host's slowest step on the timeline.
+#ifndef PODSCOPE_VIEWER_APP_STEPS_PANEL_H_
+#define PODSCOPE_VIEWER_APP_STEPS_PANEL_H_
+
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "podscope/viewer/analysis.h"
+
+class QLabel;
+class QTableWidget;
+
+namespace podscope::viewer::app {
+
+class StepsPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit StepsPanel(QWidget* parent = nullptr);
+  void SetStore(std::shared_ptr<const TraceStore> store);
+  QTableWidget* table() const { return table_; }
+
+ signals:
+  void stepRequested(podscope::viewer::EventRef step);
+
+ private:
+  std::shared_ptr<const TraceStore> store_;
+  std::vector<HostSteps> steps_;
+  QLabel* note_;
+  QTableWidget* table_;
+};
+
+}  // namespace podscope::viewer::app
+
+#endif  // PODSCOPE_VIEWER_APP_STEPS_PANEL_H_

@@ -1,0 +1,33 @@
+// Times and durations as a user reads and types them.
+#ifndef PODSCOPE_VIEWER_APP_TIME_FORMAT_H_
+#define PODSCOPE_VIEWER_APP_TIME_FORMAT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace podscope::viewer::app {
+
+// A duration with three significant digits in the largest unit that keeps
+// it at least 1: "0 ns", "950 ns", "1.23 µs", "45.6 ms", "2.35 s".
+std::string FormatDuration(int64_t ns);
+
+// A duration or time offset typed by a user: a decimal number with a unit
+// suffix ns, us (or µs), ms or s, e.g. "1.5ms", "250 us", "2s". A bare "0"
+// is allowed; any other bare number is an error, since no unit is the
+// obvious one. nullopt with `error` set when the text is not one.
+std::optional<int64_t> ParseDuration(std::string_view text, std::string* error);
+
+// "T0:T1", both offsets from the start of the trace (ParseDuration's
+// syntax). An empty side means the trace's start or end.
+struct TimeRangeSpec {
+  std::optional<int64_t> t0;
+  std::optional<int64_t> t1;
+};
+std::optional<TimeRangeSpec> ParseRange(std::string_view text,
+                                        std::string* error);
+
+}  // namespace podscope::viewer::app
+
+#endif  // PODSCOPE_VIEWER_APP_TIME_FORMAT_H_

@@ -1,0 +1,435 @@
+#include "timeline_widget.h"
+
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QScrollBar>
+#include <QToolTip>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include "hit_test.h"
+#include "time_format.h"
+
+namespace podscope::viewer::app {
+namespace {
+
+constexpr double kKeyZoom = 1.3;
+constexpr int kClickSlop = 4;
+
+}  // namespace
+
+TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
+  setObjectName("timeline");
+  setFocusPolicy(Qt::StrongFocus);
+  setMouseTracking(true);
+  setMinimumSize(400, 200);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  vbar_ = new QScrollBar(Qt::Vertical, this);
+  vbar_->setObjectName("timelineScrollBar");
+  connect(vbar_, &QScrollBar::valueChanged, this, [this](int v) {
+    if (v != state_.scroll_y) {
+      state_.scroll_y = v;
+      update();
+    }
+  });
+  state_.layout = &layout_;
+}
+
+void TimelineWidget::SetStore(std::shared_ptr<const TraceStore> store) {
+  store_ = std::move(store);
+  state_.store = store_.get();
+  state_.selected.reset();
+  state_.hovered.reset();
+  state_.range.reset();
+  state_.scroll_y = 0;
+  renderer_.SetStore(store_.get());
+  layout_.Reset(store_.get());
+  state_.axis.SetWidth(PlotRect().width());
+  if (store_) {
+    state_.axis.SetBounds(store_->first_ns(), store_->last_ns());
+  } else {
+    state_.axis.SetBounds(0, 1);
+  }
+  UpdateScrollBar();
+  update();
+  emit selectionChanged();
+  emit rangeChanged();
+  emit viewChanged();
+}
+
+QRect TimelineWidget::PaintArea() const {
+  const int bar = vbar_->isHidden() ? 0 : vbar_->sizeHint().width();
+  return QRect(0, 0, std::max(1, width() - bar), height());
+}
+
+QRect TimelineWidget::PlotRect() const {
+  return TimelineRenderer::PlotRect(PaintArea());
+}
+
+void TimelineWidget::UpdateScrollBar() {
+  const int visible = TimelineRenderer::PlotRect(
+                          QRect(0, 0, width(), height()))
+                          .height();
+  const int max = std::max(0, layout_.total_height() - visible);
+  vbar_->setRange(0, max);
+  vbar_->setPageStep(std::max(1, visible));
+  vbar_->setSingleStep(TrackLayout::kLaneHeight * 2);
+  vbar_->setVisible(max > 0);
+  const int w = vbar_->sizeHint().width();
+  vbar_->setGeometry(width() - w, TimelineRenderer::kRulerHeight, w,
+                     std::max(1, height() - TimelineRenderer::kRulerHeight));
+  state_.scroll_y = std::clamp(state_.scroll_y, 0, max);
+  vbar_->setValue(state_.scroll_y);
+  state_.axis.SetWidth(PlotRect().width());
+}
+
+void TimelineWidget::SetScrollY(int y) {
+  state_.scroll_y = std::clamp(y, 0, vbar_->maximum());
+  vbar_->setValue(state_.scroll_y);
+  update();
+}
+
+void TimelineWidget::ViewChanged() {
+  update();
+  emit viewChanged();
+}
+
+void TimelineWidget::SetWindow(int64_t t0, int64_t t1) {
+  state_.axis.SetWindow(t0, t1);
+  ViewChanged();
+}
+
+void TimelineWidget::FitAll() {
+  state_.axis.Fit();
+  ViewChanged();
+}
+
+void TimelineWidget::ZoomAt(double plot_x, double factor) {
+  state_.axis.ZoomAround(plot_x, factor);
+  ViewChanged();
+}
+
+void TimelineWidget::PanBy(double dx_pixels) {
+  state_.axis.PanPixels(dx_pixels);
+  ViewChanged();
+}
+
+void TimelineWidget::ZoomToTimes(int64_t t0, int64_t t1) {
+  const int64_t pad = std::max<int64_t>((t1 - t0) / 10, 10);
+  state_.axis.SetWindow(t0 - pad, t1 + pad);
+  ViewChanged();
+}
+
+void TimelineWidget::Select(std::optional<EventRef> event, bool reveal) {
+  if (event && (!store_ || event->track >= store_->tracks().size())) {
+    event.reset();
+  }
+  state_.selected = event;
+  if (event && reveal) {
+    layout_.Reveal(event->track);
+    UpdateScrollBar();
+    const int r = layout_.RowOfTrack(event->track);
+    if (r >= 0) {
+      const int y = layout_.LaneCenter(event->track,
+                                       DepthOf(*store_, *event));
+      const int visible = PlotRect().height();
+      if (y < state_.scroll_y + 10 || y > state_.scroll_y + visible - 10) {
+        SetScrollY(y - visible / 3);
+      }
+    }
+    const int64_t start = store_->StartOf(*event);
+    const int64_t duration = store_->DurationOf(*event);
+    const TimeAxis& a = state_.axis;
+    if (duration > a.span()) {
+      ZoomToTimes(start, start + duration);
+    } else if (start < a.t0() || start + duration > a.t1()) {
+      state_.axis.CenterOn(start + duration / 2);
+      ViewChanged();
+    }
+  }
+  update();
+  emit selectionChanged();
+}
+
+void TimelineWidget::SetRange(
+    std::optional<std::pair<int64_t, int64_t>> range) {
+  if (range && range->second < range->first) {
+    std::swap(range->first, range->second);
+  }
+  state_.range = range;
+  update();
+  emit rangeChanged();
+}
+
+void TimelineWidget::ToggleRow(int row) {
+  if (layout_.ToggleRow(row)) {
+    UpdateScrollBar();
+    update();
+  }
+}
+
+void TimelineWidget::SetAllCollapsed(bool collapsed) {
+  layout_.SetAllCollapsed(collapsed);
+  UpdateScrollBar();
+  update();
+}
+
+std::optional<QPoint> TimelineWidget::PointOf(const EventRef& event) const {
+  if (!store_) return std::nullopt;
+  const int r = layout_.RowOfTrack(event.track);
+  if (r < 0) return std::nullopt;
+  const QRect plot = PlotRect();
+  const int64_t start = store_->StartOf(event);
+  const int64_t end = start + store_->DurationOf(event);
+  const int64_t a = std::max(start, state_.axis.t0());
+  const int64_t b = std::min(end, state_.axis.t1());
+  if (b < a) return std::nullopt;
+  const double x = plot.x() + state_.axis.TimeToX(a + (b - a) / 2);
+  const int y = plot.y() - state_.scroll_y +
+                layout_.LaneCenter(event.track, DepthOf(*store_, event));
+  if (!plot.contains(static_cast<int>(x), y)) return std::nullopt;
+  return QPoint(static_cast<int>(x), y);
+}
+
+std::optional<EventRef> TimelineWidget::EventAt(const QPoint& pos) const {
+  if (!store_) return std::nullopt;
+  const QRect plot = PlotRect();
+  if (!plot.contains(pos)) return std::nullopt;
+  const int y = pos.y() - plot.y() + state_.scroll_y;
+  const int r = layout_.RowAt(y);
+  if (r < 0) return std::nullopt;
+  const LayoutRow& row = layout_.rows()[r];
+  const LaneHit lane = layout_.LaneAt(row, y);
+  const double x = pos.x() - plot.x() + 0.5;
+  const uint32_t pixels = static_cast<uint32_t>(plot.width());
+  if (lane.kind == LaneHit::kSlice) {
+    return HitSlice(*store_, row.track, lane.depth, state_.axis.t0(),
+                    state_.axis.t1(), pixels, x);
+  }
+  if (lane.kind == LaneHit::kInstant) {
+    return HitInstant(*store_, row.track, state_.axis.t0(), state_.axis.t1(),
+                      pixels, x);
+  }
+  return std::nullopt;
+}
+
+void TimelineWidget::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  renderer_.Paint(p, PaintArea(), state_);
+}
+
+void TimelineWidget::resizeEvent(QResizeEvent*) {
+  // Keep the window; the same time span spreads over the new width.
+  UpdateScrollBar();
+  UpdateScrollBar();  // the bar's visibility may have changed the width
+  emit viewChanged();
+}
+
+void TimelineWidget::wheelEvent(QWheelEvent* event) {
+  const QRect plot = PlotRect();
+  const QPoint pos = event->position().toPoint();
+  const QPoint delta = event->angleDelta();
+  const bool over_plot = pos.x() >= plot.x();
+  if (!over_plot || (event->modifiers() & Qt::AltModifier)) {
+    const int dy = delta.y() != 0 ? delta.y() : delta.x();
+    SetScrollY(state_.scroll_y - dy);
+  } else if ((event->modifiers() & Qt::ShiftModifier) || delta.x() != 0) {
+    const int d = delta.x() != 0 ? delta.x() : delta.y();
+    PanBy(d / 120.0 * plot.width() / 10.0);
+  } else if (delta.y() != 0) {
+    ZoomAt(pos.x() - plot.x(), std::pow(1.2, delta.y() / 120.0));
+  }
+  event->accept();
+}
+
+void TimelineWidget::mousePressEvent(QMouseEvent* event) {
+  setFocus(Qt::MouseFocusReason);
+  if (event->button() != Qt::LeftButton || !store_) return;
+  press_pos_ = last_pos_ = event->pos();
+  moved_ = false;
+  const QRect plot = PlotRect();
+  if (event->pos().x() < plot.x()) {
+    drag_ = Drag::kLabels;
+  } else if (event->modifiers() & Qt::ShiftModifier) {
+    drag_ = Drag::kRange;
+    range_anchor_ = state_.axis.XToTime(event->pos().x() - plot.x());
+  } else {
+    drag_ = Drag::kPan;
+  }
+}
+
+void TimelineWidget::mouseMoveEvent(QMouseEvent* event) {
+  const QRect plot = PlotRect();
+  const QPoint pos = event->pos();
+  if ((pos - press_pos_).manhattanLength() > kClickSlop) moved_ = true;
+  if (store_ && pos.x() >= plot.x()) {
+    mouse_plot_x_ = pos.x() - plot.x();
+    state_.cursor_ns = state_.axis.XToTime(*mouse_plot_x_);
+  } else {
+    mouse_plot_x_.reset();
+    state_.cursor_ns.reset();
+  }
+  if (drag_ == Drag::kPan && moved_) {
+    const QPoint d = pos - last_pos_;
+    state_.axis.PanPixels(d.x());
+    SetScrollY(state_.scroll_y - d.y());
+    ViewChanged();
+  } else if (drag_ == Drag::kRange && moved_) {
+    const int64_t t = state_.axis.XToTime(
+        std::clamp(pos.x() - plot.x(), 0, plot.width()));
+    state_.range = std::make_pair(std::min(t, range_anchor_),
+                                  std::max(t, range_anchor_));
+  } else if (drag_ == Drag::kNone) {
+    state_.hovered = EventAt(pos);
+  }
+  last_pos_ = pos;
+  update();
+}
+
+void TimelineWidget::mouseReleaseEvent(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton) return;
+  const Drag drag = drag_;
+  drag_ = Drag::kNone;
+  if (drag == Drag::kRange) {
+    if (moved_) {
+      emit rangeChanged();
+    }
+    return;
+  }
+  if (moved_) return;
+  if (drag == Drag::kLabels) {
+    const int y = event->pos().y() - PlotRect().y() + state_.scroll_y;
+    const int r = layout_.RowAt(y);
+    if (r >= 0 && event->pos().y() >= PlotRect().y()) ToggleRow(r);
+    return;
+  }
+  if (drag == Drag::kPan) Select(EventAt(event->pos()));
+}
+
+void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton || !store_) return;
+  if (auto e = EventAt(event->pos())) {
+    state_.selected = e;
+    const int64_t start = store_->StartOf(*e);
+    ZoomToTimes(start, start + std::max<int64_t>(store_->DurationOf(*e), 1));
+    emit selectionChanged();
+  }
+}
+
+double TimelineWidget::KeyAnchorX() const {
+  if (mouse_plot_x_ && underMouse()) return *mouse_plot_x_;
+  if (state_.selected && store_) {
+    const int64_t start = store_->StartOf(*state_.selected);
+    const int64_t mid = start + store_->DurationOf(*state_.selected) / 2;
+    const double x = state_.axis.TimeToX(mid);
+    if (x >= 0 && x <= state_.axis.width()) return x;
+  }
+  return state_.axis.width() / 2.0;
+}
+
+void TimelineWidget::keyPressEvent(QKeyEvent* event) {
+  if (!store_) {
+    QWidget::keyPressEvent(event);
+    return;
+  }
+  const int page = PlotRect().width() / 8;
+  switch (event->key()) {
+    case Qt::Key_W:
+    case Qt::Key_Plus:
+    case Qt::Key_Equal:
+      ZoomAt(KeyAnchorX(), kKeyZoom);
+      break;
+    case Qt::Key_S:
+    case Qt::Key_Minus:
+    case Qt::Key_Underscore:
+      ZoomAt(KeyAnchorX(), 1 / kKeyZoom);
+      break;
+    case Qt::Key_A:
+    case Qt::Key_Left:
+      PanBy(page);
+      break;
+    case Qt::Key_D:
+    case Qt::Key_Right:
+      PanBy(-page);
+      break;
+    case Qt::Key_Up:
+      SetScrollY(state_.scroll_y - TrackLayout::kLaneHeight * 2);
+      break;
+    case Qt::Key_Down:
+      SetScrollY(state_.scroll_y + TrackLayout::kLaneHeight * 2);
+      break;
+    case Qt::Key_PageUp:
+      SetScrollY(state_.scroll_y - PlotRect().height() * 9 / 10);
+      break;
+    case Qt::Key_PageDown:
+      SetScrollY(state_.scroll_y + PlotRect().height() * 9 / 10);
+      break;
+    case Qt::Key_F:
+      if (state_.range) {
+        ZoomToTimes(state_.range->first, state_.range->second);
+      } else if (state_.selected) {
+        const int64_t start = store_->StartOf(*state_.selected);
+        ZoomToTimes(start,
+                    start + std::max<int64_t>(
+                                store_->DurationOf(*state_.selected), 1));
+      } else {
+        FitAll();
+      }
+      break;
+    case Qt::Key_0:
+    case Qt::Key_Home:
+      FitAll();
+      break;
+    case Qt::Key_Escape:
+      if (state_.range) {
+        SetRange(std::nullopt);
+      } else {
+        Select(std::nullopt);
+      }
+      break;
+    case Qt::Key_Slash:
+      emit findRequested();
+      break;
+    default:
+      QWidget::keyPressEvent(event);
+      return;
+  }
+  event->accept();
+}
+
+void TimelineWidget::leaveEvent(QEvent*) {
+  mouse_plot_x_.reset();
+  state_.cursor_ns.reset();
+  state_.hovered.reset();
+  update();
+}
+
+bool TimelineWidget::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip && store_) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    if (auto e = EventAt(help->pos())) {
+      const std::string_view name = store_->str(store_->NameOf(*e));
+      QString text = QStringLiteral("<b>%1</b><br>")
+                         .arg(QString::fromUtf8(name.data(),
+                                                static_cast<int>(name.size()))
+                                  .toHtmlEscaped());
+      if (e->kind == trace_format::EventKind::kSlice) {
+        text += QStringLiteral("duration %1<br>")
+                    .arg(QString::fromStdString(
+                        FormatDuration(store_->DurationOf(*e))));
+      }
+      text += QStringLiteral("at %1 from the start")
+                  .arg(QString::fromStdString(FormatDuration(
+                      store_->StartOf(*e) - store_->first_ns())));
+      QToolTip::showText(help->globalPos(), text, this);
+    } else {
+      QToolTip::hideText();
+    }
+    return true;
+  }
+  return QWidget::event(event);
+}
+
+}  // namespace podscope::viewer::app
