@@ -1,0 +1,141 @@
+// The concurrent core of the profiler server, without gRPC: a capture is
+// the process's session recording into a CaptureStream that keeps every
+// byte for the capture's clients; the hub starts a capture for the first
+// client, lets later clients join it, and ends it at the latest deadline
+// of its clients, on Stop, when every client has gone, or when it outgrows
+// its memory bound.
+#ifndef PODSCOPE_PROFILER_SRC_SERVER_CAPTURE_HUB_H_
+#define PODSCOPE_PROFILER_SRC_SERVER_CAPTURE_HUB_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "podscope/profiler/profiler_service.pb.h"
+#include "podscope/profiler/server.h"
+
+namespace podscope::profiler::internal {
+
+namespace pb = ::podscope::profiler::proto;
+
+// The bytes a capture's session writes, kept for every client of the
+// capture (a client that joins late replays them from the start).
+class CaptureStream {
+ public:
+  explicit CaptureStream(int64_t max_bytes) : max_bytes_(max_bytes) {}
+
+  void Append(std::string_view bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pieces_.emplace_back(bytes);
+    total_ += static_cast<int64_t>(bytes.size());
+    if (total_ > max_bytes_) overflow_ = true;
+    cv_.notify_all();
+  }
+
+  void SetProgress(uint64_t events, uint64_t dropped) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    events_ = events;
+    dropped_ = dropped;
+  }
+
+  void Finish(absl::Status status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+    status_ = std::move(status);
+    cv_.notify_all();
+  }
+
+  bool overflow() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return overflow_;
+  }
+
+  // Waits up to `wait` for bytes beyond `*cursor` (or the end), then moves
+  // up to `max_bytes` of them into `out`. Returns true when the stream is
+  // finished and `out` holds its last bytes.
+  bool Next(size_t* cursor, std::string* out, size_t max_bytes,
+            std::chrono::milliseconds wait, pb::CaptureData* progress,
+            absl::Status* end_status) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait_for(lock, wait,
+                 [&] { return *cursor < pieces_.size() || finished_; });
+    out->clear();
+    while (*cursor < pieces_.size() &&
+           (out->empty() || out->size() + pieces_[*cursor].size() <= max_bytes)) {
+      out->append(pieces_[*cursor]);
+      ++*cursor;
+    }
+    progress->set_events(events_);
+    progress->set_dropped(dropped_);
+    *end_status = status_;
+    return finished_ && *cursor == pieces_.size();
+  }
+
+ private:
+  const int64_t max_bytes_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::string> pieces_;
+  int64_t total_ = 0;
+  bool overflow_ = false;
+  bool finished_ = false;
+  absl::Status status_;
+  uint64_t events_ = 0, dropped_ = 0;
+};
+
+// One capture: the process's session, recording into a CaptureStream, with
+// a controller thread that ends it at the latest deadline of its clients,
+// on Stop, when every client has gone, or when it outgrows memory.
+struct Capture {
+  std::string session_id;
+  uint64_t owner = 0;
+  std::shared_ptr<CaptureStream> stream;
+  int64_t started_ns = 0;
+  int64_t deadline_ns = 0;  // guarded by the hub's mutex
+  int clients = 0;          // guarded by the hub's mutex
+  bool stop = false;        // guarded by the hub's mutex
+  bool finished = false;    // guarded by the hub's mutex
+  std::thread controller;
+};
+
+class CaptureHub {
+ public:
+  explicit CaptureHub(const ServerOptions& options) : options_(options) {}
+  CaptureHub(const CaptureHub&) = delete;
+  CaptureHub& operator=(const CaptureHub&) = delete;
+  ~CaptureHub() { StopAll(); }
+
+  // Joins the running capture or starts one.
+  absl::StatusOr<std::shared_ptr<Capture>> Join(const pb::CaptureRequest& r,
+                                                const std::string& peer);
+
+  void Leave(const std::shared_ptr<Capture>& c);
+
+  // Stops the capture named `session_id` (any, if empty).
+  absl::StatusOr<std::string> Stop(const std::string& session_id);
+
+  void StopAll();
+
+ private:
+  void Control(std::shared_ptr<Capture> c);
+
+  void JoinFinishedLocked(std::unique_lock<std::mutex>& lock, bool wait = false);
+
+  const ServerOptions options_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::shared_ptr<Capture> current_;
+};
+
+
+}  // namespace podscope::profiler::internal
+
+#endif  // PODSCOPE_PROFILER_SRC_SERVER_CAPTURE_HUB_H_
