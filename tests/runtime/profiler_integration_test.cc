@@ -281,6 +281,67 @@ TEST(ProfilerIntegration, MetricsAreCounterTracks) {
   }
 }
 
+// Two devices' streams record concurrently into one capture (the
+// ThreadSanitizer run covers this), and a copy between them is on the
+// receiving device's transfer track.
+TEST(ProfilerIntegration, TwoDevicesAndTheirCopiesInOneCapture) {
+  auto client = testing::MakeClient(2);
+  ASSERT_NE(client, nullptr);
+  std::vector<std::shared_ptr<LazyContext>> contexts;
+  for (Device* device : client->addressable_devices()) {
+    PODSCOPE_ASSERT_OK_AND_ASSIGN(auto ctx,
+                                  LazyContext::Create(client.get(), device));
+    contexts.push_back(ctx);
+  }
+  const std::string dir = FreshDir("two_devices");
+  ASSERT_TRUE(profiler::StartTrace(dir).ok());
+  constexpr int kSteps = 3;
+  std::vector<Tensor> x;
+  for (auto& ctx : contexts) {
+    x.push_back(ctx->FromLiteral(Literal(F32Shape({64, 64}))));
+  }
+  for (int step = 0; step < kSteps; ++step) {
+    for (size_t d = 0; d < contexts.size(); ++d) {
+      ScopedName s("replica");
+      x[d] = Tanh(Matmul(x[d], x[d]) + 1.0f);
+    }
+    auto means = AllReduceMean(x);  // runs both steps, copies across
+    ASSERT_TRUE(means.ok()) << means.status();
+    x = *std::move(means);
+    for (auto& ctx : contexts) ASSERT_TRUE(ctx->Sync().ok());
+  }
+  for (const Tensor& t : x) ASSERT_TRUE(t.ToLiteral().ok());
+  for (Device* device : client->addressable_devices()) {
+    ASSERT_TRUE(device->WaitUntilIdle().ok());
+  }
+  auto path = profiler::StopTrace();
+  ASSERT_TRUE(path.ok()) << path.status();
+
+  const File file = ReadFile(*path);
+  ASSERT_NE(file.reader, nullptr);
+  for (Device* device : client->addressable_devices()) {
+    const std::string id = std::to_string(device->id());
+    SCOPED_TRACE(id);
+    const TrackView* stream = file.Track("device " + id + " (CPU) stream");
+    ASSERT_NE(stream, nullptr);
+    std::map<std::string, int> ops;
+    for (const tf::Slice& s : stream->events.slices) ++ops[file.Name(s.name)];
+    EXPECT_EQ(ops["replica/dot"], kSteps) << ::testing::PrintToString(ops);
+    const TrackView* transfers = file.Track("device " + id + " transfers");
+    ASSERT_NE(transfers, nullptr);
+    int copies = 0;
+    for (uint32_t i = 0; i < transfers->events.slices.size(); ++i) {
+      if (file.Name(transfers->events.slices[i].name) != "CopyFromDevice") {
+        continue;
+      }
+      ++copies;
+      EXPECT_EQ(file.IntArg(*transfers, i, "bytes"), 64 * 64 * 4);
+      EXPECT_EQ(file.IntArg(*transfers, i, "from_device"), 1 - device->id());
+    }
+    EXPECT_EQ(copies, kSteps);
+  }
+}
+
 TEST(ProfilerIntegration, NothingIsRecordedOutsideASession) {
   auto client = testing::MakeClient();
   ASSERT_NE(client, nullptr);
