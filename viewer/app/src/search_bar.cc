@@ -1,6 +1,6 @@
 #include "search_bar.h"
 
-#include <QApplication>
+#include <QKeyEvent>
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -57,15 +57,28 @@ SearchBar::SearchBar(TimelineWidget* timeline, QWidget* parent)
   connect(edit_, &QLineEdit::textChanged, this, &SearchBar::QueryChanged);
   connect(regex_, &QCheckBox::toggled, this, &SearchBar::QueryChanged);
   connect(case_, &QCheckBox::toggled, this, &SearchBar::QueryChanged);
-  connect(edit_, &QLineEdit::returnPressed, this, [this] {
-    if (QApplication::keyboardModifiers() & Qt::ShiftModifier) {
-      Previous();
-    } else {
-      Next();
-    }
-  });
+  edit_->installEventFilter(this);
   connect(next_, &QToolButton::clicked, this, &SearchBar::Next);
   connect(prev_, &QToolButton::clicked, this, &SearchBar::Previous);
+}
+
+bool SearchBar::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == edit_ && event->type() == QEvent::KeyPress) {
+    const auto* key = static_cast<QKeyEvent*>(event);
+    if (key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) {
+      if (key->modifiers() & Qt::ShiftModifier) {
+        Previous();
+      } else {
+        Next();
+      }
+      return true;
+    }
+    if (key->key() == Qt::Key_Escape) {
+      timeline_->setFocus(Qt::ShortcutFocusReason);
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
 }
 
 void SearchBar::SetStore(std::shared_ptr<const TraceStore> store) {

@@ -43,6 +43,9 @@ class SearchBar : public QWidget {
   void Previous();
   void FocusField();
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void QueryChanged();
   bool Prepare();  // (re)counts hits when the query changed

@@ -133,12 +133,12 @@ QRect TimelineRenderer::LabelRect(const QRect& area) {
                std::max(1, area.height() - kRulerHeight));
 }
 
-QColor TimelineRenderer::ColorOf(StringId name) {
+QRgb TimelineRenderer::RgbOf(StringId name) {
   if (name >= colors_.size()) {
-    return QColor::fromRgb(NameColorRgb(store_ ? store_->str(name) : ""));
+    return 0xFF000000u | NameColorRgb(store_ ? store_->str(name) : "");
   }
   if (!has_color_[name]) {
-    colors_[name] = QColor::fromRgb(NameColorRgb(store_->str(name)));
+    colors_[name] = 0xFF000000u | NameColorRgb(store_->str(name));
     has_color_[name] = 1;
   }
   return colors_[name];
@@ -353,9 +353,9 @@ void TimelineRenderer::PaintTrack(const QRect& plot, const TimelineState& s,
       if (ix1 <= ix0) ix1 = ix0 + 1;
       int w = ix1 - ix0;
       if (w >= 4) --w;  // a gap between neighbours
-      const QColor color = ColorOf(v.name);
+      const QRgb color = RgbOf(v.name);
       ++frame_.boxes;
-      canvas_.Fill(ix0, lane_y, w, TrackLayout::kLaneHeight - 1, color.rgb());
+      canvas_.Fill(ix0, lane_y, w, TrackLayout::kLaneHeight - 1, color);
       if (w < kMinTextBoxWidth) continue;
       // The label stays in view when the box starts left of the window.
       const int vis0 = std::max(ix0, 0);
@@ -365,7 +365,7 @@ void TimelineRenderer::PaintTrack(const QRect& plot, const TimelineState& s,
       const float full = TextWidth(v.name);
       const QString& name = NameText(v.name);
       Label label;
-      label.color = PrefersLightText(color.rgb() & 0xFFFFFF)
+      label.color = PrefersLightText(color & 0xFFFFFF)
                         ? qRgb(255, 255, 255)
                         : kText.rgb();
       label.at = QPointF(plot.x() + vis0 + 3,

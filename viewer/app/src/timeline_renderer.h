@@ -55,7 +55,8 @@ class TimelineRenderer {
 
   void Paint(QPainter& painter, const QRect& area, const TimelineState& s);
 
-  QColor ColorOf(StringId name);
+  QColor ColorOf(StringId name) { return QColor::fromRgb(RgbOf(name)); }
+  QRgb RgbOf(StringId name);
   const QString& NameText(StringId name);
 
   // Query results are kept while the window (t0, t1, width) stays the same,
@@ -127,7 +128,7 @@ class TimelineRenderer {
   std::pair<double, double> CounterScale(TrackId track);
 
   const TraceStore* store_ = nullptr;
-  std::vector<QColor> colors_;
+  std::vector<QRgb> colors_;
   std::vector<uint8_t> has_color_;
   std::vector<QString> names_;
   std::vector<uint8_t> has_name_;

@@ -217,7 +217,14 @@ std::optional<EventRef> TimelineWidget::EventAt(const QPoint& pos) const {
 
 void TimelineWidget::paintEvent(QPaintEvent*) {
   QPainter p(this);
-  renderer_.Paint(p, PaintArea(), state_);
+  const QRect area = PaintArea();
+  renderer_.Paint(p, area, state_);
+  if (area.width() < width()) {
+    // The corner above the scroll bar, beside the ruler.
+    p.fillRect(QRect(area.right() + 1, 0, width() - area.width(),
+                     TimelineRenderer::kRulerHeight),
+               palette().window());
+  }
 }
 
 void TimelineWidget::resizeEvent(QResizeEvent*) {
