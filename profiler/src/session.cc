@@ -3,7 +3,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -618,6 +620,21 @@ std::string ActiveSessionId(bool* active) {
 }
 
 std::string HostNameForFiles() { return HostName(); }
+
+std::string UtcSessionId(bool with_millis) {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  if (!with_millis) return buf;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      now.time_since_epoch()).count() % 1000;
+  char frac[8];
+  std::snprintf(frac, sizeof frac, ".%03d", static_cast<int>(ms));
+  return std::string(buf) + frac;
+}
 
 ProcessFactsSnapshot SnapshotProcessFacts() {
   ProcessFacts& f = Facts();

@@ -32,6 +32,10 @@ std::string ActiveSessionId(bool* active);
 
 std::string HostNameForFiles();
 
+// A session id from the UTC time: YYYYMMDD-HHMMSS, with ".mmm" appended
+// when `with_millis`.
+std::string UtcSessionId(bool with_millis);
+
 // The facts SetProcessInfo, AddDevice & co recorded.
 struct ProcessFactsSnapshot {
   int process_index = -1;

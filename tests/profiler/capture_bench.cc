@@ -20,10 +20,10 @@
 
 #include "benchmark/benchmark.h"
 #include "child_process.h"
+#include "skewed_hosts.h"
 #include "common/headline.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
-#include "podscope/trace_format/clock_model.h"
 #include "trace_file.h"
 
 namespace podscope::profiler {
@@ -35,14 +35,8 @@ std::unique_ptr<ChildProcess> StartWorker(const std::vector<std::string>& prefix
                                           const std::vector<std::string>& args,
                                           const std::vector<std::string>& env,
                                           int* port) {
-  std::vector<std::string> argv = prefix;
-  argv.push_back(PODSCOPE_CAPTURE_WORKER);
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto child = std::make_unique<ChildProcess>(argv, env);
-  std::string line;
-  if (!child->ReadLine(&line, 30000) || line.rfind("port ", 0) != 0) return nullptr;
-  *port = std::atoi(line.c_str() + 5);
-  return child;
+  return testing::StartCaptureWorker(PODSCOPE_CAPTURE_WORKER, prefix, args, env,
+                                     port);
 }
 
 std::string TempDir(const std::string& name) {
@@ -125,16 +119,15 @@ void BM_StreamRate(benchmark::State& state) {
 BENCHMARK(BM_StreamRate)->Iterations(1)->Unit(benchmark::kSecond);
 
 void BM_AlignError(benchmark::State& state) {
-  const bool netns = geteuid() == 0 &&
-                     std::system("ip netns list >/dev/null 2>&1") == 0;
-  const int tag = getpid() % 100000;
-  const int subnet = 150 + getpid() % 40;
-  std::vector<std::string> names;
-  auto cleanup = [&] {
-    for (const std::string& ns : names) {
-      std::system(("ip netns del " + ns + " >/dev/null 2>&1").c_str());
+  const bool netns = testing::CanMakeNamespaces();
+  std::unique_ptr<testing::NetworkHosts> hosts;
+  if (netns) {
+    hosts = std::make_unique<testing::NetworkHosts>(3, "cb");
+    if (!hosts->ok()) {
+      state.SkipWithError("cannot set up network namespaces");
+      return;
     }
-  };
+  }
   const int64_t offsets[] = {3'000'000'000, -7'500'000'000, 12'250'000'000};
   const double drifts[] = {100, -100, 60};
   std::vector<std::unique_ptr<ChildProcess>> workers;
@@ -144,24 +137,8 @@ void BM_AlignError(benchmark::State& state) {
     std::vector<std::string> args = {"--port", "0"};
     std::string host = "127.0.0.1";
     if (netns) {
-      const std::string ns = "pscb-" + std::to_string(tag) + "-" + std::to_string(i);
-      const std::string hif = "pcbh" + std::to_string(tag) + "x" + std::to_string(i);
-      const std::string nif = "pcbn" + std::to_string(tag) + "x" + std::to_string(i);
-      const std::string net = "10." + std::to_string(subnet) + "." + std::to_string(i + 1);
-      names.push_back(ns);
-      const std::string cmd =
-          "set -e; ip netns add " + ns + "; ip link add " + hif +
-          " type veth peer name " + nif + "; ip link set " + nif + " netns " + ns +
-          "; ip addr add " + net + ".1/24 dev " + hif + "; ip link set " + hif +
-          " up; ip netns exec " + ns + " ip addr add " + net + ".2/24 dev " + nif +
-          "; ip netns exec " + ns + " ip link set " + nif + " up";
-      if (std::system(cmd.c_str()) != 0) {
-        cleanup();
-        state.SkipWithError("cannot set up network namespaces");
-        return;
-      }
-      prefix = {"ip", "netns", "exec", ns};
-      host = net + ".2";
+      prefix = {"ip", "netns", "exec", hosts->name(i)};
+      host = hosts->address(i);
       args = {"--port", "9012", "--bind", host, "--token", "bench"};
     }
     int port = 0;
@@ -170,7 +147,6 @@ void BM_AlignError(benchmark::State& state) {
                           "PODSCOPE_TEST_CLOCK_DRIFT_PPM=" + std::to_string(drifts[i])},
                          &port);
     if (w == nullptr) {
-      cleanup();
       state.SkipWithError("a worker did not start");
       return;
     }
@@ -185,47 +161,23 @@ void BM_AlignError(benchmark::State& state) {
     o.duration_ms = 2000;
     o.connect.token = "bench";
     constexpr int kMarks = 5;
-    std::vector<std::vector<std::pair<int64_t, int64_t>>> marked(
-        3, std::vector<std::pair<int64_t, int64_t>>(kMarks));
+    std::vector<std::vector<testing::Mark>> marked;
     std::thread marker([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(400));
-      const int64_t t0 = MonotonicNs() + 200'000'000;
-      for (auto& w : workers) {
-        for (int k = 0; k < kMarks; ++k) {
-          w->WriteLine("mark " + std::to_string(t0 + k * 200'000'000));
-        }
-      }
-      for (int i = 0; i < 3; ++i) {
-        for (int k = 0; k < kMarks; ++k) {
-          std::string line;
-          if (!workers[i]->ReadLine(&line, 5000)) break;
-          long long a = 0, b = 0;
-          std::sscanf(line.c_str(), "marked %lld %lld", &a, &b);
-          marked[i][k] = {a, b};
-        }
-      }
+      marked = testing::MarkInstants(workers, MonotonicNs() + 200'000'000,
+                                     kMarks, 200'000'000);
     });
     auto result = CaptureWorkers(o);
     marker.join();
     if (!result.ok() || result->answered() != 3) {
-      cleanup();
       state.SkipWithError("the capture failed");
       return;
     }
     for (int i = 0; i < 3; ++i) {
-      auto file = testing::ReadTraceFile(result->workers[i].path);
-      trace_format::ClockModel clock(file.reader->clock());
-      std::vector<int64_t> local;
-      for (const auto& t : file.tracks) {
-        for (const auto& inst : t.events.instants) {
-          if (file.Name(inst.name) == "sync_mark") local.push_back(inst.ts_ns);
-        }
-      }
-      std::sort(local.begin(), local.end());
-      for (size_t k = 0; k < local.size() && k < kMarks; ++k) {
-        const int64_t ref = clock.ToReference(local[k]);
-        const int64_t err = std::max<int64_t>(
-            {marked[i][k].first - ref, ref - marked[i][k].second, 0});
+      const std::vector<int64_t> aligned =
+          testing::AlignedMarks(result->workers[i].path);
+      for (size_t k = 0; k < aligned.size() && k < kMarks; ++k) {
+        const int64_t err = testing::AlignmentError(aligned[k], marked[i][k]);
         worst_us = std::max(worst_us, static_cast<double>(err) / 1e3);
       }
     }
@@ -233,8 +185,6 @@ void BM_AlignError(benchmark::State& state) {
   state.counters["clock.align_error_us"] = worst_us;
   state.counters["network_namespaces"] = netns ? 1 : 0;
   for (auto& w : workers) w->WriteLine("quit");
-  workers.clear();
-  cleanup();
 }
 BENCHMARK(BM_AlignError)->Iterations(1)->Unit(benchmark::kSecond);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "workload.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/trace_format/reader.h"
@@ -15,24 +16,8 @@
 namespace podscope::profiler::internal {
 namespace {
 
-class Workload {
- public:
-  Workload()
-      : thread_([this] {
-          while (!stop_) {
-            PODSCOPE_TRACE("hub-work");
-            std::this_thread::sleep_for(std::chrono::microseconds(100));
-          }
-        }) {}
-  ~Workload() {
-    stop_ = true;
-    thread_.join();
-  }
+using testing::Workload;
 
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 pb::CaptureRequest Request(int64_t duration_ms, const std::string& session = "") {
   pb::CaptureRequest r;

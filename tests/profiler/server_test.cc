@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "workload.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
@@ -31,6 +32,7 @@ namespace {
 namespace pb = ::podscope::profiler::proto;
 using testing::FreshDir;
 using testing::ReadTraceFile;
+using testing::Workload;
 
 std::unique_ptr<pb::ProfilerService::Stub> Stub(const std::string& address) {
   return pb::ProfilerService::NewStub(
@@ -43,25 +45,6 @@ std::unique_ptr<ProfilerServer> Serve(const ServerOptions& options = {}) {
   return server.ok() ? *std::move(server) : nullptr;
 }
 
-// Emits scopes on a thread of its own until destroyed.
-class Workload {
- public:
-  Workload() : thread_([this] {
-    SetThreadName("workload");
-    while (!stop_) {
-      PODSCOPE_TRACE("work");
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-  }) {}
-  ~Workload() {
-    stop_ = true;
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);

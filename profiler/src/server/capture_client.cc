@@ -19,6 +19,7 @@
 #include "podscope/profiler/session.h"
 #include "podscope/trace_format/streamed_file.h"
 #include "podscope/trace_format/trace.pb.h"
+#include "src/session_internal.h"
 
 namespace podscope::profiler {
 namespace {
@@ -154,15 +155,6 @@ class Worker {
   grpc::ClientContext capture_ctx_;
 };
 
-std::string DefaultSession() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 std::string JsonString(std::string_view s) {
   std::string out = "\"";
@@ -389,7 +381,9 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
     return absl::InvalidArgumentError("capture: clock_probes must be 1..1000");
   }
   CaptureResult result;
-  result.session = options.session.empty() ? DefaultSession() : options.session;
+  result.session = options.session.empty()
+                       ? internal::UtcSessionId(/*with_millis=*/false)
+                       : options.session;
   if (!IsValidSessionId(result.session)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "capture: session '", result.session,

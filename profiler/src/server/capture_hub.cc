@@ -37,17 +37,6 @@ class StreamSink : public trace_format::RecordSink {
 
 std::atomic<uint64_t> g_next_owner{1};
 
-std::string MakeSessionId() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      now.time_since_epoch()).count() % 1000;
-  return absl::StrCat(buf, ".", ms < 100 ? "0" : "", ms < 10 ? "0" : "", ms);
-}
 
 }  // namespace
 
@@ -114,7 +103,8 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Join(const pb::CaptureReque
   }
   JoinFinishedLocked(lock);
   auto capture = std::make_shared<Capture>();
-  capture->session_id = wanted.empty() ? MakeSessionId() : wanted;
+  capture->session_id =
+      wanted.empty() ? UtcSessionId(/*with_millis=*/true) : wanted;
   capture->owner = g_next_owner.fetch_add(1);
   capture->stream = std::make_shared<CaptureStream>(options_.max_capture_bytes);
   capture->started_ns = now;
