@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(
     int ordinal = -1;
     if (description.process_index == topology.process_index) {
       runtime = std::make_unique<internal::DeviceRuntime>(
-          absl::StrCat(description.kind, ":", description.id),
+          absl::StrCat(description.kind, ":", description.id), description.id,
           options.device_memory_limit_bytes);
       ordinal = local_ordinal++;
     }

@@ -6,9 +6,10 @@
 namespace podscope::runtime {
 namespace internal {
 
-DeviceRuntime::DeviceRuntime(const std::string& device_name,
+DeviceRuntime::DeviceRuntime(const std::string& device_name, int device_id,
                              int64_t bytes_limit)
-    : memory_(std::make_shared<DeviceMemory>(device_name, bytes_limit)),
+    : memory_(
+          std::make_shared<DeviceMemory>(device_name, device_id, bytes_limit)),
       stream_("podscope:" + device_name) {}
 
 }  // namespace internal

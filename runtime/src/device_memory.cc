@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "instrumentation.h"
 
 namespace podscope::runtime::internal {
 
@@ -20,8 +21,9 @@ DeviceAllocation::~DeviceAllocation() {
   owner_->Release(size_);
 }
 
-DeviceMemory::DeviceMemory(std::string device_name, int64_t bytes_limit)
-    : device_name_(std::move(device_name)) {
+DeviceMemory::DeviceMemory(std::string device_name, int device_id,
+                           int64_t bytes_limit)
+    : device_name_(std::move(device_name)), device_id_(device_id) {
   stats_.bytes_limit = bytes_limit;
 }
 
@@ -36,10 +38,8 @@ absl::StatusOr<std::shared_ptr<DeviceAllocation>> DeviceMemory::Allocate(
                        bytes, " bytes with ", stats_.bytes_in_use, " of ",
                        stats_.bytes_limit, " bytes in use"));
     }
-    stats_.bytes_in_use += bytes;
-    stats_.peak_bytes_in_use =
-        std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
     ++stats_.num_allocs;
+    AddLocked(bytes);
   }
   const int64_t rounded = std::max<int64_t>(
       kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
@@ -59,7 +59,19 @@ MemoryStats DeviceMemory::stats() const {
 
 void DeviceMemory::Release(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  stats_.bytes_in_use -= bytes;
+  AddLocked(-bytes);
+}
+
+void DeviceMemory::AddLocked(int64_t delta) {
+  stats_.bytes_in_use += delta;
+  stats_.peak_bytes_in_use =
+      std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  // Reported under the lock, so a device's totals reach the observer in
+  // the order of their times. The observer never allocates device memory,
+  // so it cannot wait for this lock.
+  if (ObserverActive()) {
+    Observer().OnMemory({device_id_, stats_.bytes_in_use, NowNs()});
+  }
 }
 
 }  // namespace podscope::runtime::internal

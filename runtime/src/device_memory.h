@@ -31,11 +31,13 @@ class DeviceAllocation {
   int64_t size_;
 };
 
-// Accounts the memory of one device against an optional limit. Shared with
-// allocations so that buffers may outlive their client.
+// Accounts the memory of one device against an optional limit, and reports
+// the bytes in use to the runtime observer at every change. Shared with
+// allocations so that buffers may outlive their client (so it knows its
+// device by id only).
 class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
  public:
-  DeviceMemory(std::string device_name, int64_t bytes_limit);
+  DeviceMemory(std::string device_name, int device_id, int64_t bytes_limit);
 
   // 64-byte aligned; fails with ResourceExhausted over the limit.
   absl::StatusOr<std::shared_ptr<DeviceAllocation>> Allocate(int64_t bytes);
@@ -44,8 +46,11 @@ class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
  private:
   friend class DeviceAllocation;
   void Release(int64_t bytes);
+  // Requires mu_: adds `delta` to the bytes in use and reports the total.
+  void AddLocked(int64_t delta);
 
   std::string device_name_;
+  int device_id_;
   mutable std::mutex mu_;
   MemoryStats stats_;
 };

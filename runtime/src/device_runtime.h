@@ -12,7 +12,8 @@ namespace podscope::runtime::internal {
 // What only an addressable device has: its stream and its memory.
 class DeviceRuntime {
  public:
-  DeviceRuntime(const std::string& device_name, int64_t bytes_limit);
+  DeviceRuntime(const std::string& device_name, int device_id,
+                int64_t bytes_limit);
 
   Stream& stream() { return stream_; }
   DeviceMemory& memory() { return *memory_; }

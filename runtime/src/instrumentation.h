@@ -84,6 +84,13 @@ struct MetricEvent {
   int64_t time_ns = 0;
 };
 
+// A device's memory in use changed (an allocation or a release).
+struct MemoryEvent {
+  int device_id = 0;
+  int64_t bytes_in_use = 0;
+  int64_t time_ns = 0;
+};
+
 class RuntimeObserver {
  public:
   virtual ~RuntimeObserver() = default;
@@ -93,6 +100,9 @@ class RuntimeObserver {
   virtual void OnOp(const OpEvent& event) {}
   virtual void OnStep(const StepEvent& event) {}
   virtual void OnMetric(const MetricEvent& event) {}
+  // Called with the device's accounting lock held: must not allocate
+  // device memory.
+  virtual void OnMemory(const MemoryEvent& event) {}
 };
 
 // Installs `observer` (not owned; nullptr restores the no-op default). The

@@ -18,6 +18,7 @@ struct DeviceTracks {
   profiler::TrackHandle stream;
   profiler::TrackHandle transfers;
   profiler::TrackHandle steps;
+  profiler::TrackHandle memory;
 };
 
 class ProfilerObserver : public RuntimeObserver {
@@ -80,6 +81,19 @@ class ProfilerObserver : public RuntimeObserver {
                                  static_cast<double>(event.step));
   }
 
+  void OnMemory(const MemoryEvent& event) override {
+    if (!profiler::IsRecording()) return;
+    profiler::TrackHandle track;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = tracks_.find(event.device_id);
+      if (it == tracks_.end()) return;  // a device never attached
+      track = it->second.memory;
+    }
+    profiler::RecordCounterValue(track, event.time_ns,
+                                 static_cast<double>(event.bytes_in_use));
+  }
+
   void OnMetric(const MetricEvent& event) override {
     if (!profiler::IsRecording()) return;
     profiler::RecordCounterValue(MetricTrack(event), event.time_ns,
@@ -96,6 +110,8 @@ class ProfilerObserver : public RuntimeObserver {
         id, 1, absl::StrCat("device ", id, " transfers"));
     t.steps = profiler::RegisterCounterTrack(
         absl::StrCat("device ", id, " lazy step"), "step");
+    t.memory = profiler::RegisterCounterTrack(
+        absl::StrCat("device ", id, " memory in use"), "bytes");
     return t;
   }
 

@@ -17,6 +17,8 @@
 //       LazyContext::Sync. A counter rather than a slice, so that step-time
 //       analyses (which take slices whose name contains "step") see only
 //       the user's own step scopes.
+//   "device N memory in use" (counter, bytes): the device's accounted
+//       memory after every allocation and release.
 //   "runtime <metric>" (counter, one per metric of metrics.h): timers
 //       (CompileTime, ExecuteTime, TransferToDeviceTime,
 //       TransferFromDeviceTime) get each sample in ns when it is taken;

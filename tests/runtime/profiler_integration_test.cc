@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -70,11 +71,30 @@ TEST(ProfilerIntegration, DeviceOpsTransfersCompilesAndFlows) {
     ASSERT_TRUE(literal.ok()) << literal.status();
   }
   ASSERT_TRUE(device->WaitUntilIdle().ok());
+  PODSCOPE_ASSERT_OK_AND_ASSIGN(const MemoryStats memory,
+                                device->GetMemoryStats());
   auto path = profiler::StopTrace();
   ASSERT_TRUE(path.ok()) << path.status();
 
   const File file = ReadFile(*path);
   ASSERT_NE(file.reader, nullptr);
+
+  // Device memory after every allocation and release: the device's whole
+  // life was captured, so the trace's peak is its peak.
+  const TrackView* in_use =
+      file.Track("device " + std::to_string(device->id()) + " memory in use");
+  ASSERT_NE(in_use, nullptr);
+  EXPECT_EQ(in_use->track.kind(), tf::proto::TRACK_KIND_COUNTER);
+  EXPECT_EQ(in_use->track.unit(), "bytes");
+  ASSERT_FALSE(in_use->events.counters.empty());
+  double peak = 0;
+  for (const tf::CounterSample& c : in_use->events.counters) {
+    EXPECT_GE(c.value, 0);
+    peak = std::max(peak, c.value);
+  }
+  EXPECT_GE(peak, (6 + 12 + 8) * 4);  // x, w and the output at once
+  EXPECT_EQ(peak, memory.peak_bytes_in_use);
+  EXPECT_EQ(in_use->events.counters.back().value, memory.bytes_in_use);
 
   // The device is described in the metadata, with its tracks.
   ASSERT_GE(file.reader->metadata().devices_size(), 1);

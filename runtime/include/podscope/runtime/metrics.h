@@ -22,7 +22,9 @@ struct MetricData {
 
 // Process-wide metrics at one moment. Timers: CompileTime, ExecuteTime,
 // TransferToDeviceTime, TransferFromDeviceTime. Counters: CachedCompile,
-// UncachedCompile, StepCount.
+// UncachedCompile, StepCount. While a profiler capture runs, each metric is
+// also a counter track "runtime <name>" in the trace: a timer's samples (ns)
+// as they are taken, a counter's total after each increment.
 struct MetricsSnapshot {
   std::map<std::string, MetricData> metrics;
   std::map<std::string, int64_t> counters;
