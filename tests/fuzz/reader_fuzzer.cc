@@ -17,6 +17,7 @@
 
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/reader.h"
+#include "podscope/trace_format/streamed_file.h"
 
 namespace podscope::trace_format {
 namespace {
@@ -141,12 +142,28 @@ void Exercise(const std::string& bytes, bool verify_all) {
   (void)sink;
 }
 
+// The same bytes as a capture stream arriving in two pieces: the stream
+// assembler must reject or accept them without crashing.
+void ExerciseStream(const std::string& bytes) {
+  auto file = StreamedFile::Create("/dev/null");
+  if (!file.ok()) return;
+  const size_t half = bytes.size() / 2;
+  if ((*file)->Append(std::string_view(bytes).substr(0, half)).ok() &&
+      (*file)->Append(std::string_view(bytes).substr(half)).ok()) {
+    proto::ClockRecord clock;
+    clock.add_offsets()->set_offset_ns(1);
+    (void)(*file)->AddRecord(RecordType::kClock, clock);
+  }
+  (void)(*file)->Finish();
+}
+
 }  // namespace
 }  // namespace podscope::trace_format
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace podscope::trace_format;
   const std::string bytes(reinterpret_cast<const char*>(data), size);
+  ExerciseStream(bytes);
   Exercise(bytes, /*verify_all=*/false);
   Exercise(bytes, /*verify_all=*/true);
   const std::string fixed = FixCrcs(bytes);

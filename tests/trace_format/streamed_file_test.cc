@@ -1,0 +1,138 @@
+// StreamedFile: a trace file that arrives over the network in pieces, as a
+// remote capture delivers it.
+#include "podscope/trace_format/streamed_file.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "podscope/trace_format/clock_model.h"
+#include "podscope/trace_format/reader.h"
+#include "sample_trace.h"
+#include "test_util.h"
+
+namespace podscope::trace_format {
+namespace {
+
+using testing::OpenOrDie;
+using testing::ReadAllFlat;
+using testing::WriteSampleTrace;
+
+std::string TempPath(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("podscope-streamed-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+proto::ClockRecord Offsets() {
+  proto::ClockRecord c;
+  for (int64_t t : {1000, 900'000'000}) {
+    proto::ClockOffset* o = c.add_offsets();
+    o->set_local_monotonic_ns(t);
+    o->set_offset_ns(5'000'000'000 + t / 10'000);
+    o->set_uncertainty_ns(20'000);
+    o->set_reference("test client");
+  }
+  return c;
+}
+
+TEST(StreamedFile, PiecesOfAnyLengthMakeTheSameTraceWithTheAddedRecord) {
+  const std::string original = WriteSampleTrace();
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    const std::string path = TempPath("pieces.podtrace");
+    auto file = StreamedFile::Create(path);
+    ASSERT_TRUE(file.ok());
+    size_t pos = 0;
+    while (pos < original.size()) {
+      const size_t n = std::min<size_t>(original.size() - pos, 1 + rng() % 300);
+      ASSERT_TRUE((*file)->Append(std::string_view(original).substr(pos, n)).ok());
+      pos += n;
+    }
+    EXPECT_TRUE((*file)->complete());
+    ASSERT_TRUE((*file)->AddRecord(RecordType::kClock, Offsets()).ok());
+    ASSERT_TRUE((*file)->Finish().ok());
+
+    const std::string written = ReadFile(path);
+    auto via_index = OpenOrDie(written);
+    ASSERT_NE(via_index, nullptr);
+    EXPECT_TRUE(via_index->report().has_index);
+    EXPECT_TRUE(via_index->report().skipped.empty());
+    EXPECT_TRUE(via_index->report().index_problem.empty())
+        << via_index->report().index_problem;
+    // The added offsets are found through the rewritten index.
+    auto reference = OpenOrDie(original);
+    const int offsets = reference->clock().offsets_size() + 2;
+    EXPECT_EQ(via_index->clock().offsets_size(), offsets);
+    EXPECT_TRUE(ClockModel(via_index->clock()).has_reference());
+    EXPECT_EQ(ReadAllFlat(*via_index), ReadAllFlat(*reference));
+    auto scanned = OpenOrDie(written, {.verify_all = true});
+    EXPECT_EQ(scanned->clock().offsets_size(), offsets);
+  }
+}
+
+TEST(StreamedFile, AStreamCutAnywhereLeavesAReadableFile) {
+  const std::string original = WriteSampleTrace();
+  auto reference = OpenOrDie(original);
+  const size_t all = ReadAllFlat(*reference).size();
+  for (size_t cut = kFileHeaderSize; cut < original.size(); cut += 97) {
+    const std::string path = TempPath("cut.podtrace");
+    auto file = StreamedFile::Create(path);
+    ASSERT_TRUE(file.ok());
+    ASSERT_TRUE((*file)->Append(std::string_view(original).substr(0, cut)).ok());
+    // Complete once the index has arrived (the trailer is rebuilt).
+    const bool complete = (*file)->complete();
+    ASSERT_TRUE((*file)->AddRecord(RecordType::kClock, Offsets()).ok());
+    ASSERT_TRUE((*file)->Finish().ok());
+    const std::string written = ReadFile(path);
+    auto reader = TraceReader::OpenBuffer(written, "cut");
+    ASSERT_TRUE(reader.ok()) << "cut at " << cut << ": " << reader.status();
+    EXPECT_EQ((*reader)->report().has_index, complete) << "cut at " << cut;
+    // A torn last record is dropped, not written: nothing is skipped.
+    EXPECT_TRUE((*reader)->report().skipped.empty()) << "cut at " << cut;
+    EXPECT_LE(ReadAllFlat(**reader).size(), all);
+    EXPECT_GE((*reader)->clock().offsets_size(), 2);
+  }
+}
+
+TEST(StreamedFile, BadStreamsAreClearErrors) {
+  {
+    auto file = StreamedFile::Create(TempPath("bad-header.podtrace"));
+    ASSERT_TRUE(file.ok());
+    const absl::Status s = (*file)->Append("this is not a podscope trace file");
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("capture stream"), std::string::npos) << s;
+    EXPECT_FALSE((*file)->Append("more").ok());  // the error sticks
+  }
+  {
+    auto file = StreamedFile::Create(TempPath("bad-length.podtrace"));
+    ASSERT_TRUE(file.ok());
+    std::string bytes = WriteSampleTrace().substr(0, kFileHeaderSize);
+    bytes += std::string("\xff\xff\xff\xff", 4) + std::string(6, '\0');
+    const absl::Status s = (*file)->Append(bytes);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(s.message().find("impossible record length"), std::string::npos);
+  }
+  {
+    auto file = StreamedFile::Create(TempPath("nothing.podtrace"));
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ((*file)->AddRecord(RecordType::kClock, Offsets()).code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  EXPECT_FALSE(StreamedFile::Create("/nonexistent-dir/x.podtrace").ok());
+}
+
+}  // namespace
+}  // namespace podscope::trace_format
