@@ -57,8 +57,14 @@ TEST(CaptureCli, WritesTheSessionFolderAndExitsZero) {
   }
   EXPECT_EQ(files, 1);
   EXPECT_TRUE(std::filesystem::exists(dir + "/cli/manifest.json"));
-  // The folder passes `podscope check`.
+  // The folder passes `podscope check`, and the summary shows the clock
+  // measurements the capture stored.
   EXPECT_EQ(RunPodscope({"check", dir + "/cli"}).exit_code, 0);
+  const RunResult summary = RunPodscope({"summary", dir + "/cli"});
+  EXPECT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_NE(summary.out.find("clocks aligned"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("to the reference, +-"), std::string::npos)
+      << summary.out;
 }
 
 TEST(CaptureCli, SomeAndNoneAnsweredHaveTheirOwnExitCodes) {

@@ -49,7 +49,7 @@ TEST(ClockModel, InterpolatesDriftBetweenMeasurements) {
   EXPECT_EQ(model.ToReference(3'000'000'000), 3'000'002'500);
   EXPECT_EQ(model.ToReference(2'000'000'000), 2'000'001'500);
   EXPECT_EQ(model.ToReference(1'500'000'000), 1'500'001'000);
-  EXPECT_DOUBLE_EQ(model.DriftPpm(), 1.0);
+  EXPECT_DOUBLE_EQ(model.DriftPpm(), -1.0);
   EXPECT_EQ(model.UncertaintyAt(1'100'000'000), 10) << "nearest measurement";
   EXPECT_EQ(model.UncertaintyAt(2'900'000'000), 40);
 }
@@ -112,7 +112,7 @@ TEST(ClockModel, BuiltFromAFilesClockRecords) {
   auto reader = testing::OpenOrDie(data);
   ClockModel model(reader->clock());
   EXPECT_EQ(model.ToReference(500'000), 501'500);
-  EXPECT_DOUBLE_EQ(model.DriftPpm(), 1'000.0);
+  EXPECT_DOUBLE_EQ(model.DriftPpm(), -1'000.0);
   EXPECT_EQ(model.ToRealtime(10), 565);
 }
 

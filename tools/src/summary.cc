@@ -74,8 +74,15 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
   p.command_line.assign(m.command_line().begin(), m.command_line().end());
   p.dropped = reader.total_dropped();
   for (const auto& offset : reader.clock().offsets()) {
+    if (!p.has_clock_offsets) {
+      p.clock_offset_ns = offset.offset_ns();
+      p.clock_uncertainty_ns = offset.uncertainty_ns();
+    }
     p.has_clock_offsets = true;
     if (p.reference_clock.empty()) p.reference_clock = offset.reference();
+  }
+  if (p.has_clock_offsets) {
+    p.clock_drift_ppm = trace_format::ClockModel(reader.clock()).DriftPpm();
   }
 
   std::vector<TrackEvents> tracks = reader.ReadAllTracks(options.threads);

@@ -86,6 +86,11 @@ struct ProcessSummary {
   // alignment was turned off).
   bool has_clock_offsets = false;
   std::string reference_clock;  // as named by the offsets, may be empty
+  // With offsets: the first measured offset to the reference clock, its
+  // uncertainty, and the drift the measurements show (0 with one).
+  int64_t clock_offset_ns = 0;
+  int64_t clock_uncertainty_ns = 0;
+  double clock_drift_ppm = 0;
   // First and last event, on the reference clock when aligned.
   bool has_events = false;
   int64_t first_ns = 0;

@@ -164,6 +164,13 @@ void AppendProcesses(const TraceSummary& s, std::string* b) {
     }
     if (p.dropped) absl::StrAppend(b, ", ", FormatCount(p.dropped), " dropped");
     *b += "\n";
+    if (p.has_clock_offsets) {
+      absl::StrAppend(
+          b, "    clock: ", p.clock_offset_ns < 0 ? "-" : "+",
+          FormatDuration(std::abs(p.clock_offset_ns)), " to the reference, +-",
+          FormatDuration(p.clock_uncertainty_ns),
+          absl::StrFormat(", drift %+.1f ppm\n", p.clock_drift_ppm));
+    }
     std::vector<std::vector<std::string>> rows;
     for (const TrackSummary& t : p.tracks) {
       rows.push_back({std::string(TrackKindName(t.kind)), Shorten(t.name, 40),
@@ -273,6 +280,11 @@ void PrintJson(const std::string& path, const TraceSummary& s,
     j.Field("events", p.events);
     j.Field("dropped", p.dropped);
     j.Field("clock_offsets", p.has_clock_offsets);
+    if (p.has_clock_offsets) {
+      j.Field("clock_offset_ns", p.clock_offset_ns);
+      j.Field("clock_uncertainty_ns", p.clock_uncertainty_ns);
+      j.Key("clock_drift_ppm").Double(p.clock_drift_ppm);
+    }
     j.Key("first_ns");
     p.has_events ? j.Int(p.first_ns) : j.Null();
     j.Key("last_ns");

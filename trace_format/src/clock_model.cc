@@ -90,7 +90,9 @@ double ClockModel::DriftPpm() const {
   if (offsets_.size() < 2) return 0;
   const Point& a = offsets_.front();
   const Point& b = offsets_.back();
-  return 1e6 *
+  // A local clock that gains on the reference needs less offset as it
+  // goes: the drift is the offset's slope, negated.
+  return -1e6 *
          (static_cast<double>(b.offset_ns) - static_cast<double>(a.offset_ns)) /
          (static_cast<double>(b.local_ns) - static_cast<double>(a.local_ns));
 }

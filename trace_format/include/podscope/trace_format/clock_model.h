@@ -27,8 +27,9 @@ class ClockModel {
   int64_t ToReference(int64_t local_ns) const;
   // The uncertainty of the nearest measurement (0 without offsets).
   int64_t UncertaintyAt(int64_t local_ns) const;
-  // Drift of the local clock against the reference in parts per million,
-  // from the first and last measurement (0 with fewer than two).
+  // How fast the local clock runs against the reference, in parts per
+  // million (positive: it gains), from the first and last measurement (0
+  // with fewer than two).
   double DriftPpm() const;
 
   // Wall-clock time of a local monotonic time, from the nearest snapshot.
