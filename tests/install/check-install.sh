@@ -14,4 +14,6 @@ cmake -S "$src/tests/install/consumer" -B "$scratch/consumer" -G Ninja \
 cmake --build "$scratch/consumer" >"$scratch/build.log"
 out=$("$scratch/consumer/consumer" "$scratch/hello.podtrace")
 [ "$out" = "hello 50" ] || { echo "consumer printed '$out', expected 'hello 50'" >&2; exit 1; }
+out=$("$scratch/consumer/served" "$scratch/captures")
+[ "$out" = "captured served" ] || { echo "served printed '$out', expected 'captured served'" >&2; exit 1; }
 echo "installed package works: $out"
