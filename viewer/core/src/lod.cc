@@ -37,6 +37,47 @@ uint32_t Gallop(uint32_t lo, uint32_t hi, const Reached& reached) {
   return lo;
 }
 
+// The first index in [lo, hi] where `reached` (false, then true) holds,
+// searching backwards from hi, where it is known to hold (or which is the
+// end of the range): O(log distance from hi).
+template <typename Reached>
+uint32_t GallopBack(uint32_t lo, uint32_t hi, const Reached& reached) {
+  if (hi <= lo || !reached(hi - 1)) return hi;
+  uint32_t above = hi - 1;  // reached(above) holds
+  uint32_t below = lo;      // the answer is in [below, above]
+  uint64_t step = 1;
+  while (above - lo >= step) {
+    const uint32_t probe = above - static_cast<uint32_t>(step);
+    if (!reached(probe)) {
+      below = probe + 1;
+      break;
+    }
+    above = probe;
+    step *= 2;
+  }
+  while (below < above) {
+    const uint32_t mid = below + (above - below) / 2;
+    if (reached(mid)) {
+      above = mid;
+    } else {
+      below = mid + 1;
+    }
+  }
+  return below;
+}
+
+// The first index in [lo, hi) where `reached` (false, then true) holds,
+// searching outwards from `guess`: when the guess is close, the probes stay
+// in a few cache lines around it.
+template <typename Reached>
+uint32_t GallopFrom(uint32_t lo, uint32_t hi, uint32_t guess,
+                    const Reached& reached) {
+  if (guess <= lo) return Gallop(lo, hi, reached);
+  if (guess >= hi) return GallopBack(lo, hi, reached);
+  if (reached(guess)) return GallopBack(lo, guess, reached);
+  return Gallop(guess + 1, hi, reached);
+}
+
 }  // namespace
 
 std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
@@ -77,11 +118,25 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
     while (true) {
       const int64_t from = grid.Bound(p);
       const int64_t to = grid.Bound(p + 1);
-      const uint32_t a = Gallop(
-          prev_a, hi, [&](uint32_t i) { return slices.covered_end(i) > from; });
-      const uint32_t b = Gallop(std::max(a, prev_b), hi, [&](uint32_t i) {
+      // Covered ends ascend, and the previous pixel's b (the first slice
+      // starting at or after its end, which is `from`) ends after `from`:
+      // so a lies in [prev_a, prev_b], usually just before prev_b, where a
+      // backward search finds it in a probe or two.
+      const uint32_t a = GallopBack(
+          prev_a, std::max(prev_a, prev_b),
+          [&](uint32_t i) { return slices.covered_end(i) > from; });
+      // The run is probably about as long as the previous pixel's.
+      const uint32_t b_lo = std::max(a, prev_b);
+      const uint32_t guess = static_cast<uint32_t>(std::min<uint64_t>(
+          uint64_t{b_lo} + (prev_b - prev_a), hi));
+      const uint32_t b = GallopFrom(b_lo, hi, guess, [&](uint32_t i) {
         return slices.start(i) >= to;
       });
+      // Where the next two pixels' runs probably end.
+      slices.Prefetch(static_cast<uint32_t>(
+          std::min<uint64_t>(uint64_t{b} + (b - a), hi)));
+      slices.Prefetch(static_cast<uint32_t>(
+          std::min<uint64_t>(uint64_t{b} + 2 * uint64_t{b - a}, hi)));
       prev_a = a;
       prev_b = b;
       if (a < b) {

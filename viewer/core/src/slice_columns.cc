@@ -166,14 +166,6 @@ uint32_t SliceColumns::depth(uint32_t i) const {
   return static_cast<uint32_t>(it - depth_begin_.begin()) - 1;
 }
 
-int64_t SliceColumns::end(uint32_t i) const {
-  int64_t e;
-  if (__builtin_add_overflow(start(i), duration(i), &e)) {
-    return std::numeric_limits<int64_t>::max();
-  }
-  return e;
-}
-
 uint32_t SliceColumns::FirstEndingAfter(uint32_t lo, uint32_t hi,
                                         int64_t t) const {
   while (lo < hi) {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <span>
 #include <utility>
 #include <vector>
@@ -73,7 +74,13 @@ class SliceColumns {
       return d;
     return Overflow(duration_overflow_, i);
   }
-  int64_t end(uint32_t i) const;
+  int64_t end(uint32_t i) const {
+    int64_t e;
+    if (__builtin_add_overflow(start(i), duration(i), &e)) [[unlikely]] {
+      return std::numeric_limits<int64_t>::max();
+    }
+    return e;
+  }
   // The end used to decide what a slice touches: a slice covers
   // [start, max(end, start + 1)), so an empty slice still covers its
   // nanosecond.
@@ -84,6 +91,18 @@ class SliceColumns {
   uint32_t name(uint32_t i) const { return names_[i]; }
   trace_format::Slice Get(uint32_t i) const {
     return {start(i), duration(i), name(i), depth(i)};
+  }
+
+  // A hint that slice i will be read soon: the level-of-detail query asks
+  // for the next pixels' slices while it works on this one, so their cache
+  // misses overlap. No effect on results; out-of-range i is ignored.
+  void Prefetch(uint32_t i) const {
+    if (i < start_offsets_.size()) {
+      __builtin_prefetch(&start_offsets_[i]);
+      __builtin_prefetch(&durations_[i]);
+      __builtin_prefetch(&names_[i]);
+      __builtin_prefetch(&block_base_[i >> kBlockBits]);
+    }
   }
 
   // Within [lo, hi) of one depth: the first slice whose covered end is
