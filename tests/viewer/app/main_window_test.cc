@@ -19,6 +19,7 @@
 #include "podscope/viewer/analysis.h"
 #include "search_bar.h"
 #include "stats_panel.h"
+#include "steps_panel.h"
 #include "time_format.h"
 #include "timeline_widget.h"
 #include "trace_gen.h"
@@ -134,6 +135,29 @@ void MainWindowTest::OpensEveryHostOfTheCapture() {
     counter |= r.kind == RowKind::kTrack && r.counter_top >= 0;
   }
   QVERIFY(counter);
+  // The steps table: one row per host with step markers; activating a row
+  // selects that host's slowest step.
+  const auto steps = StepTable(*store_);
+  QVERIFY(!steps.empty());
+  QTableWidget* table = w.steps()->table();
+  QCOMPARE(table->rowCount(), static_cast<int>(steps.size()));
+  const Step* slowest = &steps[0].steps[0];
+  for (const Step& st : steps[0].steps) {
+    if (st.duration_ns > slowest->duration_ns) slowest = &st;
+  }
+  int row0 = -1;
+  for (int r = 0; r < table->rowCount(); ++r) {
+    if (table->item(r, 0)->text() == QString::fromStdString(steps[0].host_name)) {
+      row0 = r;
+    }
+  }
+  QVERIFY(row0 >= 0);
+  QCOMPARE(table->item(row0, 1)->text(), QString::number(steps[0].count));
+  emit table->cellActivated(row0, 0);
+  QVERIFY(w.timeline()->selected().has_value());
+  QCOMPARE(*w.timeline()->selected(), slowest->event);
+  w.timeline()->Select(std::nullopt);
+  w.timeline()->FitAll();
   // The window starts on the whole trace.
   QVERIFY(w.timeline()->axis().t0() <= store_->first_ns());
   QVERIFY(w.timeline()->axis().t1() >= store_->last_ns());

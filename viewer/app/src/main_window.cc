@@ -330,10 +330,13 @@ bool MainWindow::loading() const { return loader_->busy(); }
 bool MainWindow::WaitUntilIdle(int timeout_ms) {
   QElapsedTimer timer;
   timer.start();
-  while (loading() || stats_->busy() || flame_->busy()) {
+  auto busy = [this] {
+    return loading() || stats_->busy() || flame_->busy() || steps_->busy();
+  };
+  while (busy()) {
     if (timer.elapsed() > timeout_ms) return false;
     QApplication::processEvents(QEventLoop::AllEvents, 20);
-    if (loading() || stats_->busy() || flame_->busy()) QThread::msleep(2);
+    if (busy()) QThread::msleep(2);
   }
   QApplication::processEvents();
   return true;

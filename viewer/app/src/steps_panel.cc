@@ -2,6 +2,7 @@
 
 #include <QHeaderView>
 #include <QLabel>
+#include <QMetaObject>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -61,9 +62,34 @@ StepsPanel::StepsPanel(QWidget* parent) : QWidget(parent) {
   });
 }
 
+StepsPanel::~StepsPanel() = default;
+
 void StepsPanel::SetStore(std::shared_ptr<const TraceStore> store) {
   store_ = std::move(store);
-  steps_ = store_ ? StepTable(*store_) : std::vector<HostSteps>();
+  const uint64_t generation = ++generation_;
+  Show({});
+  if (!store_) {
+    done_generation_ = generation;
+    return;
+  }
+  note_->setText(tr("Looking for step markers…"));
+  std::shared_ptr<const TraceStore> s = store_;
+  StepsPanel* self = this;
+  runner_.Post([self, s, generation] {
+    std::vector<HostSteps> steps = StepTable(*s);
+    QMetaObject::invokeMethod(
+        self,
+        [self, generation, steps = std::move(steps)]() mutable {
+          if (generation != self->generation_) return;
+          self->done_generation_ = generation;
+          self->Show(std::move(steps));
+        },
+        Qt::QueuedConnection);
+  });
+}
+
+void StepsPanel::Show(std::vector<HostSteps> steps) {
+  steps_ = std::move(steps);
   table_->setSortingEnabled(false);
   table_->setRowCount(static_cast<int>(steps_.size()));
   for (size_t i = 0; i < steps_.size(); ++i) {

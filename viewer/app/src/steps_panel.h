@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "latest_job_runner.h"
 #include "podscope/viewer/analysis.h"
 
 class QLabel;
@@ -20,17 +21,25 @@ class StepsPanel : public QWidget {
 
  public:
   explicit StepsPanel(QWidget* parent = nullptr);
+  ~StepsPanel() override;
+  // Computes the table in the background (a scan of every slice's name).
   void SetStore(std::shared_ptr<const TraceStore> store);
   QTableWidget* table() const { return table_; }
+  bool busy() const { return done_generation_ != generation_; }
 
  signals:
   void stepRequested(podscope::viewer::EventRef step);
 
  private:
+  void Show(std::vector<HostSteps> steps);
+
   std::shared_ptr<const TraceStore> store_;
   std::vector<HostSteps> steps_;
   QLabel* note_;
   QTableWidget* table_;
+  uint64_t generation_ = 0;
+  uint64_t done_generation_ = 0;
+  LatestJobRunner runner_;
 };
 
 }  // namespace podscope::viewer::app
