@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   if (headless) return app::RunScreenshot(*options);
 
   app::MainWindow window;
+  window.RestoreWindowState();
   if (options->size_given) window.resize(options->width, options->height);
   window.show();
   if (!options->path.empty()) {

@@ -508,8 +508,20 @@ void MainWindow::dropEvent(QDropEvent* event) {
   }
 }
 
+void MainWindow::RestoreWindowState() {
+  QSettings settings = Settings();
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
+  restore_state_on_close_ = true;
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
   loader_->Cancel();
+  if (restore_state_on_close_) {
+    QSettings settings = Settings();
+    settings.setValue("window/geometry", saveGeometry());
+    settings.setValue("window/state", saveState());
+  }
   QMainWindow::closeEvent(event);
 }
 

@@ -51,6 +51,9 @@ class MainWindow : public QMainWindow {
   QString banner_text() const;
   bool banner_shown() const;
   QStringList recent_files() const;
+  // Puts the window and its panels where the user left them last time
+  // (the interactive viewer calls it; screenshots keep the default layout).
+  void RestoreWindowState();
 
   TimelineWidget* timeline() const { return timeline_; }
   DetailsPanel* details() const { return details_; }
@@ -96,6 +99,7 @@ class MainWindow : public QMainWindow {
   QPushButton* cancel_;
   QMenu* recent_menu_ = nullptr;
   QMenu* session_menu_ = nullptr;
+  bool restore_state_on_close_ = false;
 };
 
 }  // namespace podscope::viewer::app
