@@ -13,9 +13,8 @@ namespace {
 
 namespace tf = trace_format;
 
-const char* const kNames[] = {"train_step", "forward",   "backward",
-                              "optimizer",  "load_batch", "matmul",
-                              "conv",       "allreduce"};
+const char* const kNames[] = {"train_step", "forward", "backward", "optimizer",
+                              "load_batch", "matmul",  "conv",     "allreduce"};
 
 void Check(bool ok, const char* what) {
   if (!ok) {
@@ -77,13 +76,14 @@ void WriteAppTestHost(const std::string& path, int host) {
     // Outermost slices launch a kernel on the device.
     if (s.depth == 0 && s.duration_ns > 1000 && launches.size() < 40) {
       launches.push_back(ref);
-      const uint64_t flow = (static_cast<uint64_t>(host) << 32) | launches.size();
+      const uint64_t flow =
+          (static_cast<uint64_t>(host) << 32) | launches.size();
       w.AddFlow(ref, flow, tf::FlowPhase::kBegin);
       const std::string kernel =
           std::string("layer") + char('0' + launches.size() % 4) + "/matmul";
-      tf::EventRef k = w.AddSlice(stream_track, s.start_ns + s.duration_ns / 2,
-                                  s.duration_ns / 3 + 1,
-                                  w.InternString(kernel));
+      tf::EventRef k =
+          w.AddSlice(stream_track, s.start_ns + s.duration_ns / 2,
+                     s.duration_ns / 3 + 1, w.InternString(kernel));
       w.AddFlow(k, flow, tf::FlowPhase::kEnd);
     }
   }
@@ -99,7 +99,8 @@ void WriteAppTestHost(const std::string& path, int host) {
   };
   const uint32_t f_main = frame("main"), f_train = frame("Train"),
                  f_gemm = frame("Gemm"), f_load = frame("LoadBatch");
-  const uint32_t stack_gemm = w.AddStack(std::vector<uint32_t>{f_gemm, f_train, f_main});
+  const uint32_t stack_gemm =
+      w.AddStack(std::vector<uint32_t>{f_gemm, f_train, f_main});
   const uint32_t stack_load = w.AddStack(std::vector<uint32_t>{f_load, f_main});
   for (int i = 0; i < 300; ++i) {
     w.AddSample(main_track, 1'000'000 + i * 3'000'000,

@@ -1,6 +1,8 @@
 // The real main window under the offscreen platform: open a multi-host
 // capture, zoom, pan, select, follow a flow, search, select a range and
 // compare the statistics with viewer/core's, and open damaged data.
+#include "main_window.h"
+
 #include <QCheckBox>
 #include <QLineEdit>
 #include <QListWidget>
@@ -15,7 +17,6 @@
 #include "app_test_capture.h"
 #include "details_panel.h"
 #include "flame_graph_widget.h"
-#include "main_window.h"
 #include "podscope/viewer/analysis.h"
 #include "search_bar.h"
 #include "stats_panel.h"
@@ -147,7 +148,8 @@ void MainWindowTest::OpensEveryHostOfTheCapture() {
   }
   int row0 = -1;
   for (int r = 0; r < table->rowCount(); ++r) {
-    if (table->item(r, 0)->text() == QString::fromStdString(steps[0].host_name)) {
+    if (table->item(r, 0)->text() ==
+        QString::fromStdString(steps[0].host_name)) {
       row0 = r;
     }
   }
@@ -201,7 +203,8 @@ void MainWindowTest::ZoomsAroundTheCursorAndPans() {
   Drag(t, from, to);
   const double moved = static_cast<double>(t->axis().t0() - t0);
   QVERIFY2(std::fabs(moved - 200 * npp) <= 2 * npp,
-           qPrintable(QString("panned %1 ns, expected %2").arg(moved).arg(200 * npp)));
+           qPrintable(
+               QString("panned %1 ns, expected %2").arg(moved).arg(200 * npp)));
   // Keys: D pans later, A earlier.
   const int64_t before_key = t->axis().t0();
   QTest::keyClick(t, Qt::Key_D);
@@ -231,8 +234,8 @@ void MainWindowTest::ClickSelectsAndShowsDetailsAndFollowsFlows() {
            QString::fromStdString(FormatDuration(testing::kLandmarkDuration)));
   QVERIFY(d->field("track").contains("hostA"));
   QVERIFY(d->field("track").contains("landmarks"));
-  QVERIFY(d->field("start").contains(QString::number(
-      store_->StartOf(landmark))));
+  QVERIFY(
+      d->field("start").contains(QString::number(store_->StartOf(landmark))));
   QCOMPARE(d->args_table()->rowCount(), 3);
   QMap<QString, QString> args;
   for (int r = 0; r < 3; ++r) {
@@ -393,8 +396,8 @@ void MainWindowTest::RangeStatisticsMatchTheCore() {
   StatsPanel* stats = w.stats();
   // Before any range: the whole trace.
   QVERIFY(stats->summary_text().contains("whole trace"));
-  const auto whole = RangeStats(*store_, store_->first_ns(),
-                                store_->last_ns() + 1);
+  const auto whole =
+      RangeStats(*store_, store_->first_ns(), store_->last_ns() + 1);
   QCOMPARE(stats->model()->rowCount(), static_cast<int>(whole.size()));
 
   // Shift-drag selects a range.
@@ -413,8 +416,7 @@ void MainWindowTest::RangeStatisticsMatchTheCore() {
 
   const auto expected = RangeStats(*store_, r0, r1);
   QVERIFY(!expected.empty());
-  QVERIFY(expected.size() < whole.size() ||
-          expected[0].count < whole[0].count);
+  QVERIFY(expected.size() < whole.size() || expected[0].count < whole[0].count);
   const auto& got = stats->model()->stats();
   QCOMPARE(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -439,10 +441,9 @@ void MainWindowTest::RangeStatisticsMatchTheCore() {
   for (int r = 1; r < shown->rowCount(); ++r) {
     QVERIFY(shown->index(r - 1, StatsModel::kCount)
                 .data(StatsModel::kSortRole)
-                .toLongLong() >=
-            shown->index(r, StatsModel::kCount)
-                .data(StatsModel::kSortRole)
-                .toLongLong());
+                .toLongLong() >= shown->index(r, StatsModel::kCount)
+                                     .data(StatsModel::kSortRole)
+                                     .toLongLong());
   }
   // Per host: one row per (name, host).
   stats->by_host_box()->setChecked(true);
@@ -498,7 +499,8 @@ void MainWindowTest::DamagedFilesOpenWithAWarning() {
   QVERIFY2(banner.contains("zz.9.podtrace could not be read"),
            qPrintable(banner));
   QVERIFY2(banner.contains("other 3 of 4 files are shown"), qPrintable(banner));
-  QVERIFY2(banner.contains("hostB.101.podtrace is damaged"), qPrintable(banner));
+  QVERIFY2(banner.contains("hostB.101.podtrace is damaged"),
+           qPrintable(banner));
   QVERIFY2(banner.contains("recovered"), qPrintable(banner));
   // The damaged host's recovered events are there.
   bool host_b_has_events = false;

@@ -78,9 +78,9 @@ void ScreenshotTest::initTestCase() {
 void ScreenshotTest::BoxIsDrawnWhereTheModelSaysIt() {
   const QString out_png = QString::fromStdString(dir_ + "/zoomed.png");
   // 300 ms to 700 ms after the first event: the landmark spans 40% of it.
-  const Run r = RunViewer({"--screenshot", out_png, "--range", "300ms:700ms",
-                           "--size", "1400x900", "--verbose",
-                           QString::fromStdString(session_)});
+  const Run r =
+      RunViewer({"--screenshot", out_png, "--range", "300ms:700ms", "--size",
+                 "1400x900", "--verbose", QString::fromStdString(session_)});
   QVERIFY2(r.exit_code == 0, qPrintable(r.err));
   QImage image(out_png);
   QVERIFY(!image.isNull());
@@ -136,8 +136,8 @@ void ScreenshotTest::BoxIsDrawnWhereTheModelSaysIt() {
   // faint grid lines aside).
   auto is_background = [&](double x) {
     const QRgb c = at(x);
-    return c == background || (qRed(c) > 230 && qGreen(c) > 230 &&
-                                qBlue(c) > 230 && c != box);
+    return c == background ||
+           (qRed(c) > 230 && qGreen(c) > 230 && qBlue(c) > 230 && c != box);
   };
   QVERIFY(is_background(x0 - 3));
   QVERIFY(is_background(x1 + 3));
@@ -151,8 +151,8 @@ void ScreenshotTest::BoxIsDrawnWhereTheModelSaysIt() {
 
 void ScreenshotTest::WholeTraceRendersEveryHost() {
   const QString out_png = QString::fromStdString(dir_ + "/whole.png");
-  const Run r = RunViewer({"--screenshot", out_png, "--verbose",
-                           QString::fromStdString(session_)});
+  const Run r = RunViewer(
+      {"--screenshot", out_png, "--verbose", QString::fromStdString(session_)});
   QVERIFY2(r.exit_code == 0, qPrintable(r.err));
   QImage image(out_png);
   QCOMPARE(image.size(), QSize(1600, 1000));
@@ -163,7 +163,8 @@ void ScreenshotTest::WholeTraceRendersEveryHost() {
   const auto plot = Numbers(r.out, "timeline.plot");
   int lane_top = -1;
   for (const QString& line : r.out.split('\n')) {
-    if (line.startsWith("track ") && line.endsWith("hostA › pid 100 (process 0) › main")) {
+    if (line.startsWith("track ") &&
+        line.endsWith("hostA › pid 100 (process 0) › main")) {
       lane_top = line.split(' ')[2].toInt();
     }
   }
@@ -183,8 +184,8 @@ void ScreenshotTest::DamagedCaptureRendersWithItsWarning() {
   testing::WriteAppTestHost(dir + "/hostB.101.podtrace", 1);
   std::ofstream(dir + "/hostC.102.podtrace") << "not a trace";
   const QString out_png = QString::fromStdString(dir + "/bad.png");
-  const Run r = RunViewer({"--screenshot", out_png, "--verbose",
-                           QString::fromStdString(dir)});
+  const Run r = RunViewer(
+      {"--screenshot", out_png, "--verbose", QString::fromStdString(dir)});
   QVERIFY2(r.exit_code == 0, qPrintable(r.err));
   QVERIFY(r.out.contains("banner "));
   QVERIFY(r.out.contains("hostC.102.podtrace could not be read"));
@@ -192,8 +193,8 @@ void ScreenshotTest::DamagedCaptureRendersWithItsWarning() {
   // Nothing readable: exit 1 with the reason.
   const std::string only_bad = testing::TempDir("app_shot_none");
   std::ofstream(only_bad + "/x.1.podtrace") << "garbage";
-  const Run none = RunViewer({"--screenshot", out_png,
-                              QString::fromStdString(only_bad)});
+  const Run none =
+      RunViewer({"--screenshot", out_png, QString::fromStdString(only_bad)});
   QCOMPARE(none.exit_code, 1);
   QVERIFY(none.err.contains("no trace file could be read"));
 }
@@ -209,7 +210,8 @@ void ScreenshotTest::BadCommandLinesExitWithTwo() {
       {{"--bogus", path}, "unknown flag '--bogus'"},
       {{"--screenshot", out_png, "--size", "wide", path}, "--size"},
       {{"--screenshot", out_png, "--range", "1:2", path}, "needs a unit"},
-      {{"--screenshot", out_png, "--range", "5ms:1ms", path}, "after the start"},
+      {{"--screenshot", out_png, "--range", "5ms:1ms", path},
+       "after the start"},
       {{"--screenshot", out_png}, "needs a trace"},
       {{"--screenshot"}, "needs a value"},
   };

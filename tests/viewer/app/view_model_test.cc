@@ -100,8 +100,8 @@ void ViewModelTest::RulerPicksReadableSteps() {
   QCOMPARE(QString::fromStdString(r.ticks[3].label), QString("3 ms"));
   QCOMPARE(r.ticks[3].x, 300.0);
   // Ticks at least the spacing apart, and no more than 2.5 times it.
-  for (int64_t span : {int64_t{37}, int64_t{1234}, int64_t{987'654},
-                       int64_t{3'000'000'000}}) {
+  for (int64_t span :
+       {int64_t{37}, int64_t{1234}, int64_t{987'654}, int64_t{3'000'000'000}}) {
     a.SetWindow(5'000'000'000, 5'000'000'000 + span);
     r = ChooseRuler(a, 0, 100);
     const double px = r.step_ns / a.NsPerPixel();
@@ -223,9 +223,9 @@ void ViewModelTest::LayoutGroupsHostsProcessesTracks() {
   QCOMPARE(layout.rows()[2].kind, RowKind::kTrack);
   const LayoutRow& thread = layout.rows()[2];
   QCOMPARE(thread.depths, store->data(thread.track).slices.depth_count());
-  QCOMPARE(thread.height, 2 * TrackLayout::kTrackPadding +
-                              static_cast<int>(thread.depths) *
-                                  TrackLayout::kLaneHeight);
+  QCOMPARE(thread.height,
+           2 * TrackLayout::kTrackPadding +
+               static_cast<int>(thread.depths) * TrackLayout::kLaneHeight);
   QVERIFY(layout.rows()[3].counter_top >= 0);
   // Rows tile the content.
   int y = 0;
@@ -239,9 +239,8 @@ void ViewModelTest::LayoutGroupsHostsProcessesTracks() {
   QCOMPARE(layout.total_height(), y);
   QCOMPARE(layout.RowAt(y), -1);
   // Lanes.
-  const LaneHit lane =
-      layout.LaneAt(thread, thread.y + thread.slice_top +
-                                2 * TrackLayout::kLaneHeight + 3);
+  const LaneHit lane = layout.LaneAt(
+      thread, thread.y + thread.slice_top + 2 * TrackLayout::kLaneHeight + 3);
   QCOMPARE(lane.kind, LaneHit::kSlice);
   QCOMPARE(lane.depth, 2u);
   QCOMPARE(layout.LaneCenter(thread.track, 2),
@@ -283,10 +282,11 @@ void ViewModelTest::HitTestFindsWhatTheLodQueryDraws() {
       QVERIFY(hs < grid.Bound(p + 1));
       QVERIFY(s.covered_end(hit->index) > grid.Bound(p));
       // A slice at least a pixel wide is what its interior hits.
-      if (!v.representative && grid.PixelOf(v.start_ns) + 1 < grid.PixelOf(end)) {
+      if (!v.representative &&
+          grid.PixelOf(v.start_ns) + 1 < grid.PixelOf(end)) {
         const uint32_t inside = grid.PixelOf(v.start_ns) + 1;
-        auto h2 = HitSlice(*store, track, v.depth, t0, t1, pixels,
-                           inside + 0.5, 0);
+        auto h2 =
+            HitSlice(*store, track, v.depth, t0, t1, pixels, inside + 0.5, 0);
         QVERIFY(h2.has_value());
         QCOMPARE(h2->index, v.index);
       }

@@ -103,8 +103,7 @@ int main(int argc, char** argv) {
   }
   int qt_argc = 1;
   QGuiApplication application(qt_argc, argv);
-  const std::string dir =
-      podscope::viewer::testing::EnsureBenchCapture(events);
+  const std::string dir = podscope::viewer::testing::EnsureBenchCapture(events);
   auto store = TraceStore::Open(dir);
   if (!store.ok()) {
     std::fprintf(stderr, "open failed: %s\n",

@@ -93,8 +93,9 @@ std::optional<CliOptions> ParseCommandLine(const std::vector<std::string>& args,
     }
   }
   if (!o.screenshot.empty() && o.path.empty()) {
-    *error = "--screenshot needs a trace to render (a .podtrace file, a "
-             "session folder or a logdir)";
+    *error =
+        "--screenshot needs a trace to render (a .podtrace file, a "
+        "session folder or a logdir)";
     return std::nullopt;
   }
   return o;

@@ -32,8 +32,9 @@ DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   setObjectName("details");
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(6, 6, 6, 6);
-  placeholder_ = new QLabel(tr("Click an event on the timeline to see its "
-                               "details here."));
+  placeholder_ =
+      new QLabel(tr("Click an event on the timeline to see its "
+                    "details here."));
   placeholder_->setWordWrap(true);
   placeholder_->setStyleSheet("color: #667;");
   outer->addWidget(placeholder_);
@@ -76,7 +77,8 @@ DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   flows_->setMaximumHeight(140);
   body->addWidget(flows_);
   connect(flows_, &QListWidget::itemClicked, this, [this](QListWidgetItem* it) {
-    if (auto target = flow_target(flows_->row(it))) emit followRequested(*target);
+    if (auto target = flow_target(flows_->row(it)))
+      emit followRequested(*target);
   });
   connect(flows_, &QListWidget::itemActivated, this,
           [this](QListWidgetItem* it) {
@@ -124,10 +126,9 @@ void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
   const QString name = Str(s, name_id);
   fields_["name"]->setText(name);
   const int64_t start = s.StartOf(e);
-  fields_["start"]->setText(
-      tr("%1 from the trace start (%2 ns)")
-          .arg(Duration(start - s.first_ns()))
-          .arg(start));
+  fields_["start"]->setText(tr("%1 from the trace start (%2 ns)")
+                                .arg(Duration(start - s.first_ns()))
+                                .arg(start));
   if (e.kind == EventKind::kSlice) {
     const SliceColumns& columns = s.data(e.track).slices;
     fields_["duration"]->setText(Duration(s.DurationOf(e)));
@@ -143,7 +144,8 @@ void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
   for (const EventRef& p : enclosing) chain << Str(s, s.NameOf(p));
   QString scope_text;
   if (!scope.empty()) {
-    scope_text = QString::fromUtf8(scope.data(), static_cast<int>(scope.size()));
+    scope_text =
+        QString::fromUtf8(scope.data(), static_cast<int>(scope.size()));
   } else if (!chain.isEmpty()) {
     scope_text = chain.back();
   } else {

@@ -40,7 +40,6 @@ class DetailsPanel : public QWidget {
   void followRequested(podscope::viewer::EventRef event);
 
  private:
-
   std::shared_ptr<const TraceStore> store_;
   QMap<QString, QLabel*> fields_;
   QLabel* placeholder_ = nullptr;

@@ -118,7 +118,8 @@ void FlameGraphWidget::paintEvent(QPaintEvent*) {
     }
   };
   int row = 0;
-  for (size_t i = 0; i + 1 < chain.size(); ++i) draw(chain[i], 0, width, row++, true);
+  for (size_t i = 0; i + 1 < chain.size(); ++i)
+    draw(chain[i], 0, width, row++, true);
   std::function<void(uint32_t, double, double, int)> subtree =
       [&](uint32_t node, double x, double w, int r) {
         if (r * kRowHeight > height()) return;
@@ -137,7 +138,8 @@ void FlameGraphWidget::paintEvent(QPaintEvent*) {
 
 void FlameGraphWidget::mousePressEvent(QMouseEvent* event) {
   if (event->button() != Qt::LeftButton) return;
-  if (auto node = NodeAt(event->pos())) Focus(*node == focus_ ? graph_.nodes[*node].parent : *node);
+  if (auto node = NodeAt(event->pos()))
+    Focus(*node == focus_ ? graph_.nodes[*node].parent : *node);
 }
 
 bool FlameGraphWidget::event(QEvent* event) {

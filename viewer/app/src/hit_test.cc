@@ -12,8 +12,7 @@ using trace_format::EventKind;
 
 std::optional<EventRef> HitSlice(const TraceStore& store, TrackId track,
                                  uint32_t depth, int64_t t0, int64_t t1,
-                                 uint32_t pixels, double x,
-                                 int tolerance_px) {
+                                 uint32_t pixels, double x, int tolerance_px) {
   if (track >= store.tracks().size() || t1 <= t0 || pixels == 0) {
     return std::nullopt;
   }

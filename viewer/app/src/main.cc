@@ -17,14 +17,20 @@ namespace {
 // Qt's own options (QGuiApplication's), left for QApplication to take.
 bool IsQtOption(const std::string& a, bool* takes_value) {
   static const char* const kWithValue[] = {
-      "-platform", "-platformpluginpath", "-platformtheme", "-plugin",
-      "-qmljsdebugger", "-style", "-stylesheet", "-display", "-geometry",
-      "-title", "-qwindowtitle", "-qwindowgeometry", "-qwindowicon",
-      "-session", "-font", "-fn", "-background", "-bg", "-foreground", "-fg",
+      "-platform",      "-platformpluginpath",
+      "-platformtheme", "-plugin",
+      "-qmljsdebugger", "-style",
+      "-stylesheet",    "-display",
+      "-geometry",      "-title",
+      "-qwindowtitle",  "-qwindowgeometry",
+      "-qwindowicon",   "-session",
+      "-font",          "-fn",
+      "-background",    "-bg",
+      "-foreground",    "-fg",
       "-name"};
   static const char* const kFlags[] = {"-reverse", "-widgetcount", "-sync",
-                                       "-nograb", "-dograb", "-visual",
-                                       "-ncols", "-cmap"};
+                                       "-nograb",  "-dograb",      "-visual",
+                                       "-ncols",   "-cmap"};
   *takes_value = false;
   if (a.size() < 2 || a[0] != '-' || a[1] == '-') return false;
   for (const char* f : kWithValue) {

@@ -131,7 +131,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   connect(loader_, &TraceLoader::progress, this,
           [this](qulonglong done, qulonglong total, qulonglong events) {
-            progress_->setRange(0, static_cast<int>(std::max<qulonglong>(total, 1)));
+            progress_->setRange(
+                0, static_cast<int>(std::max<qulonglong>(total, 1)));
             progress_->setValue(static_cast<int>(done));
             progress_->setFormat(tr("%1 of %2 files · %3 M events")
                                      .arg(done)
@@ -189,9 +190,8 @@ void MainWindow::BuildMenus() {
   QAction* fit = view->addAction(tr("Show &Whole Trace\t0"));
   connect(fit, &QAction::triggered, timeline_, &TimelineWidget::FitAll);
   QAction* zoom_in = view->addAction(tr("Zoom &In\tW"));
-  connect(zoom_in, &QAction::triggered, this, [this] {
-    timeline_->ZoomAt(timeline_->axis().width() / 2.0, 1.5);
-  });
+  connect(zoom_in, &QAction::triggered, this,
+          [this] { timeline_->ZoomAt(timeline_->axis().width() / 2.0, 1.5); });
   QAction* zoom_out = view->addAction(tr("Zoom &Out\tS"));
   connect(zoom_out, &QAction::triggered, this, [this] {
     timeline_->ZoomAt(timeline_->axis().width() / 2.0, 1 / 1.5);
@@ -305,8 +305,8 @@ void MainWindow::UpdateSessionMenu() {
   session_menu_->setEnabled(true);
   for (const SessionInfo& s : store_->sessions()) {
     const QString name = QString::fromStdString(s.name);
-    QAction* a = session_menu_->addAction(
-        tr("%1 (%2 files)").arg(name).arg(s.files));
+    QAction* a =
+        session_menu_->addAction(tr("%1 (%2 files)").arg(name).arg(s.files));
     a->setCheckable(true);
     a->setChecked(s.path == store_->session().path);
     const QString logdir = path_;
@@ -348,9 +348,9 @@ void MainWindow::OnLoadFinished() {
   const TraceLoader::Result& r = loader_->last_result();
   if (!r.store) {
     if (r.cancelled) {
-      status_->setText(store_ ? tr("Loading cancelled; still showing %1")
-                                    .arg(path_)
-                              : tr("Loading cancelled"));
+      status_->setText(
+          store_ ? tr("Loading cancelled; still showing %1").arg(path_)
+                 : tr("Loading cancelled"));
       emit loaded(false);
       return;
     }
@@ -477,9 +477,9 @@ void MainWindow::UpdateRangeConsumers() {
 }
 
 void MainWindow::SaveImage() {
-  const QString path = QFileDialog::getSaveFileName(
-      this, tr("Save an image of the window"), "podscope.png",
-      tr("PNG images (*.png)"));
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Save an image of the window"),
+                                   "podscope.png", tr("PNG images (*.png)"));
   if (path.isEmpty()) return;
   if (!grab().save(path)) {
     QMessageBox::warning(this, tr("Save image"),

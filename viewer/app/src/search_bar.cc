@@ -1,8 +1,8 @@
 #include "search_bar.h"
 
-#include <QKeyEvent>
 #include <QCheckBox>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QShortcut>
@@ -29,7 +29,8 @@ SearchBar::SearchBar(TimelineWidget* timeline, QWidget* parent)
   layout->addWidget(new QLabel(tr("Find:")));
   edit_ = new QLineEdit;
   edit_->setObjectName("search.text");
-  edit_->setPlaceholderText(tr("event name (Enter: next, Shift+Enter: previous)"));
+  edit_->setPlaceholderText(
+      tr("event name (Enter: next, Shift+Enter: previous)"));
   edit_->setClearButtonEnabled(true);
   edit_->setMinimumWidth(260);
   layout->addWidget(edit_, 1);
@@ -121,10 +122,10 @@ bool SearchBar::Prepare() {
   query_.limit = kCountLimit;
   auto hits = Search(*store_, query_);
   if (!hits.ok()) {
-    SetStatus(tr("bad regex: %1")
-                  .arg(QString::fromStdString(
-                      std::string(hits.status().message()))),
-              true);
+    SetStatus(
+        tr("bad regex: %1")
+            .arg(QString::fromStdString(std::string(hits.status().message()))),
+        true);
     return false;
   }
   counted_ = std::move(*hits);
@@ -146,8 +147,9 @@ void SearchBar::Show(const SearchHit& hit, bool wrapped) {
   const QString total = counted_.size() >= kCountLimit
                             ? QStringLiteral("%1+").arg(kCountLimit)
                             : QString::number(counted_.size());
-  QString text = counted ? tr("%1 of %2").arg(it - counted_.begin() + 1).arg(total)
-                         : tr("beyond the first %1").arg(total);
+  QString text = counted
+                     ? tr("%1 of %2").arg(it - counted_.begin() + 1).arg(total)
+                     : tr("beyond the first %1").arg(total);
   if (wrapped) text += tr(" (wrapped)");
   SetStatus(text);
   timeline_->Select(hit.event, /*reveal=*/true);
@@ -182,7 +184,7 @@ std::optional<SearchHit> SearchBar::LastHit() {
   // holds some hits but fewer than the limit (growing it while empty,
   // bisecting once one was too full), and take its last.
   const int64_t first = store_->first_ns(), last = store_->last_ns();
-  int64_t empty_width = 0;  // a width known to hold no hit
+  int64_t empty_width = 0;            // a width known to hold no hit
   std::optional<int64_t> full_width;  // a width known to hold too many
   int64_t width = std::max<int64_t>((last - first) / 4096, 1);
   for (int round = 0; round < 200; ++round) {
@@ -208,8 +210,8 @@ std::optional<SearchHit> SearchBar::LastHit() {
         return h;
       }
     }
-    width = full_width ? empty_width + (*full_width - empty_width) / 2
-                       : width * 4;
+    width =
+        full_width ? empty_width + (*full_width - empty_width) / 2 : width * 4;
   }
   return counted_.back();
 }

@@ -49,19 +49,28 @@ QVariant StatsModel::data(const QModelIndex& index, int role) const {
   };
   auto number = [&](int column) -> qlonglong {
     switch (column) {
-      case kCount: return static_cast<qlonglong>(r.count);
-      case kTotal: return r.total_ns;
-      case kSelf: return r.self_ns;
-      case kMin: return r.min_ns;
-      case kMean: return r.mean_ns();
-      case kMax: return r.max_ns;
-      default: return 0;
+      case kCount:
+        return static_cast<qlonglong>(r.count);
+      case kTotal:
+        return r.total_ns;
+      case kSelf:
+        return r.self_ns;
+      case kMin:
+        return r.min_ns;
+      case kMean:
+        return r.mean_ns();
+      case kMax:
+        return r.max_ns;
+      default:
+        return 0;
     }
   };
   if (role == Qt::DisplayRole || role == kSortRole) {
     switch (index.column()) {
-      case kName: return name();
-      case kHost: return host();
+      case kName:
+        return name();
+      case kHost:
+        return host();
       case kCount:
         return role == kSortRole ? QVariant(number(kCount))
                                  : QVariant(QString::number(r.count));

@@ -24,8 +24,17 @@ class StatsModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { kName, kHost, kCount, kTotal, kSelf, kMin, kMean, kMax,
-                kColumns };
+  enum Column {
+    kName,
+    kHost,
+    kCount,
+    kTotal,
+    kSelf,
+    kMin,
+    kMean,
+    kMax,
+    kColumns
+  };
   // The raw number behind a cell (ns or count), the sort key.
   static constexpr int kSortRole = Qt::UserRole + 1;
 

@@ -98,16 +98,17 @@ void StepsPanel::Show(std::vector<HostSteps> steps) {
     auto* host = new QTableWidgetItem(QString::fromStdString(h.host_name));
     host->setData(Qt::UserRole, static_cast<qulonglong>(i));
     table_->setItem(r, 0, host);
-    table_->setItem(r, 1, new NumberItem(QString::number(h.count),
-                                         static_cast<double>(h.count)));
-    table_->setItem(r, 2, new NumberItem(D(h.mean_ns()),
-                                         static_cast<double>(h.mean_ns())));
-    table_->setItem(r, 3, new NumberItem(D(h.min_ns),
-                                         static_cast<double>(h.min_ns)));
-    table_->setItem(r, 4, new NumberItem(D(h.max_ns),
-                                         static_cast<double>(h.max_ns)));
-    table_->setItem(r, 5, new NumberItem(D(h.total_ns),
-                                         static_cast<double>(h.total_ns)));
+    table_->setItem(
+        r, 1,
+        new NumberItem(QString::number(h.count), static_cast<double>(h.count)));
+    table_->setItem(
+        r, 2, new NumberItem(D(h.mean_ns()), static_cast<double>(h.mean_ns())));
+    table_->setItem(r, 3,
+                    new NumberItem(D(h.min_ns), static_cast<double>(h.min_ns)));
+    table_->setItem(r, 4,
+                    new NumberItem(D(h.max_ns), static_cast<double>(h.max_ns)));
+    table_->setItem(
+        r, 5, new NumberItem(D(h.total_ns), static_cast<double>(h.total_ns)));
   }
   table_->setSortingEnabled(true);
   note_->setText(

@@ -69,8 +69,7 @@ void TimeAxis::ZoomAround(double x, double factor) {
 }
 
 void TimeAxis::PanPixels(double dx) {
-  const int64_t shift =
-      static_cast<int64_t>(std::llround(dx * NsPerPixel()));
+  const int64_t shift = static_cast<int64_t>(std::llround(dx * NsPerPixel()));
   const int64_t s = span();
   SetWindow(t0_ - shift, t0_ - shift + s);
 }

@@ -69,7 +69,7 @@ struct RulerTick {
 };
 struct Ruler {
   int64_t step_ns = 1;
-  std::string unit;   // "ns", "µs", "ms" or "s"
+  std::string unit;  // "ns", "µs", "ms" or "s"
   int64_t unit_ns = 1;
   int decimals = 0;
   std::vector<RulerTick> ticks;

@@ -22,8 +22,8 @@ std::string_view Trim(std::string_view s) {
 
 std::string FormatDuration(int64_t ns) {
   const bool negative = ns < 0;
-  const long double v = negative ? -static_cast<long double>(ns)
-                                 : static_cast<long double>(ns);
+  const long double v =
+      negative ? -static_cast<long double>(ns) : static_cast<long double>(ns);
   char buf[64];
   const char* sign = negative ? "-" : "";
   if (v < 1000) {
@@ -51,8 +51,8 @@ std::optional<int64_t> ParseDuration(std::string_view text,
   const std::string_view t = Trim(text);
   size_t digits = 0;
   bool dot = false;
-  while (digits < t.size() &&
-         ((t[digits] >= '0' && t[digits] <= '9') || (t[digits] == '.' && !dot))) {
+  while (digits < t.size() && ((t[digits] >= '0' && t[digits] <= '9') ||
+                               (t[digits] == '.' && !dot))) {
     dot |= t[digits] == '.';
     ++digits;
   }

@@ -86,7 +86,6 @@ void TimelineRenderer::InvalidateCache() {
   cache_store_ = nullptr;
 }
 
-
 TimelineRenderer::TimelineRenderer() {
   font_.setPointSizeF(8.5);
   bold_font_ = font_;
@@ -190,12 +189,11 @@ void TimelineRenderer::Paint(QPainter& p, const QRect& area,
   p.fillRect(area, kBackground);
   p.setFont(font_);
   const QRect plot = PlotRect(area);
-  const bool empty = s.store == nullptr || s.layout == nullptr ||
-                     s.layout->rows().empty();
+  const bool empty =
+      s.store == nullptr || s.layout == nullptr || s.layout->rows().empty();
   if (empty) {
     p.fillRect(LabelRect(area), kGutter);
-    p.fillRect(QRect(area.x(), area.y(), area.width(), kRulerHeight),
-               kRulerBg);
+    p.fillRect(QRect(area.x(), area.y(), area.width(), kRulerHeight), kRulerBg);
     p.setPen(kDimText);
     p.drawText(plot, Qt::AlignCenter,
                s.store == nullptr
@@ -213,7 +211,8 @@ void TimelineRenderer::Paint(QPainter& p, const QRect& area,
   int first_row = layout.RowAt(top);
   if (first_row < 0) first_row = static_cast<int>(rows.size());
   int last_row = first_row;
-  while (last_row < static_cast<int>(rows.size()) && rows[last_row].y < bottom) {
+  while (last_row < static_cast<int>(rows.size()) &&
+         rows[last_row].y < bottom) {
     ++last_row;
   }
 
@@ -329,8 +328,7 @@ void TimelineRenderer::Paint(QPainter& p, const QRect& area,
 }
 
 void TimelineRenderer::PaintTrack(const QRect& plot, const TimelineState& s,
-                                  const LayoutRow& row,
-                                  const TrackDraw& draw) {
+                                  const LayoutRow& row, const TrackDraw& draw) {
   // Plot coordinates: the canvas' origin is the plot's top left.
   const int row_y = row.y - s.scroll_y;
   const double scale = plot.width() / static_cast<double>(s.axis.span());
@@ -365,9 +363,8 @@ void TimelineRenderer::PaintTrack(const QRect& plot, const TimelineState& s,
       const float full = TextWidth(v.name);
       const QString& name = NameText(v.name);
       Label label;
-      label.color = PrefersLightText(color & 0xFFFFFF)
-                        ? qRgb(255, 255, 255)
-                        : kText.rgb();
+      label.color = PrefersLightText(color & 0xFFFFFF) ? qRgb(255, 255, 255)
+                                                       : kText.rgb();
       label.at = QPointF(plot.x() + vis0 + 3,
                          plot.y() + lane_y +
                              (TrackLayout::kLaneHeight - 1 - text_height) / 2 +
@@ -448,8 +445,8 @@ void TimelineRenderer::PaintCounter(const QRect& plot, const TimelineState& s,
   if (!info.unit.empty()) {
     scale += QChar(' ') + QString::fromStdString(info.unit);
   }
-  labels_.push_back({QPointF(plot.x() + 4, plot.y() + top + 11), scale,
-                     kDimText.rgb()});
+  labels_.push_back(
+      {QPointF(plot.x() + 4, plot.y() + top + 11), scale, kDimText.rgb()});
   counter_lines_.push_back(std::move(line));
 }
 
@@ -464,11 +461,11 @@ std::optional<QRectF> TimelineRenderer::EventRect(const QRect& plot,
   const int row_y = plot.y() + row.y - s.scroll_y;
   if (e.kind == EventKind::kSlice) {
     if (row.slice_top < 0) return std::nullopt;
-    const double w = std::max(
-        2.0, static_cast<double>(s.store->DurationOf(e)) * scale);
-    const int y = row_y + row.slice_top +
-                  static_cast<int>(DepthOf(*s.store, e)) *
-                      TrackLayout::kLaneHeight;
+    const double w =
+        std::max(2.0, static_cast<double>(s.store->DurationOf(e)) * scale);
+    const int y =
+        row_y + row.slice_top +
+        static_cast<int>(DepthOf(*s.store, e)) * TrackLayout::kLaneHeight;
     return QRectF(x0, y, w, TrackLayout::kLaneHeight - 1);
   }
   if (row.instant_lane < 0) return std::nullopt;
@@ -477,8 +474,8 @@ std::optional<QRectF> TimelineRenderer::EventRect(const QRect& plot,
 }
 
 void TimelineRenderer::PaintSelection(QPainter& p, const QRect& plot,
-                                      const TimelineState& s,
-                                      const EventRef& e, bool strong) {
+                                      const TimelineState& s, const EventRef& e,
+                                      bool strong) {
   auto rect = EventRect(plot, s, e);
   if (!rect) return;
   // Keep the outline drawable when the event runs far past the window.
@@ -504,12 +501,12 @@ void TimelineRenderer::PaintFlows(QPainter& p, const QRect& plot,
   const auto ends = s.store->Flows(selected);
   if (ends.empty()) return;
   const double scale = plot.width() / static_cast<double>(s.axis.span());
-  auto point_of = [&](const EventRef& e, bool at_end) -> std::optional<QPointF> {
-    const double x =
-        plot.x() +
-        Since(s.store->StartOf(e) + (at_end ? s.store->DurationOf(e) : 0),
-              s.axis.t0()) *
-            scale;
+  auto point_of = [&](const EventRef& e,
+                      bool at_end) -> std::optional<QPointF> {
+    const double x = plot.x() + Since(s.store->StartOf(e) +
+                                          (at_end ? s.store->DurationOf(e) : 0),
+                                      s.axis.t0()) *
+                                    scale;
     if (auto r = EventRect(plot, s, e)) return QPointF(x, r->center().y());
     // Hidden under a collapsed header: point at the header.
     const TrackInfo& t = s.store->tracks()[e.track];
@@ -566,8 +563,7 @@ void TimelineRenderer::PaintRange(QPainter& p, const QRect& area,
   }
   for (double x : {x0, x1}) {
     if (x >= plot.x() && x <= plot.right() + 1) {
-      p.fillRect(QRectF(std::floor(x), area.y(), 1, area.height()),
-                 kRangeEdge);
+      p.fillRect(QRectF(std::floor(x), area.y(), 1, area.height()), kRangeEdge);
     }
   }
 }
@@ -631,8 +627,8 @@ void TimelineRenderer::PaintLabels(QPainter& p, const QRect& area,
       }
       p.setFont(bold_font_);
       p.setPen(kText);
-      const QString shown = bold_metrics.elidedText(
-          text, Qt::ElideRight, labels.right() - x - 4);
+      const QString shown =
+          bold_metrics.elidedText(text, Qt::ElideRight, labels.right() - x - 4);
       p.drawText(QPointF(x, text_y + bold_metrics.ascent() / 2 - 1), shown);
       x += static_cast<int>(bold_metrics.horizontalAdvance(shown)) + 8;
       p.setFont(font_);
@@ -746,8 +742,8 @@ void TimelineRenderer::PaintRuler(QPainter& p, const QRect& area,
   p.setPen(kDimText);
   p.drawText(QRect(area.x() + 6, bar.y(), kLabelWidth - 12, bar.height()),
              Qt::AlignVCenter | Qt::AlignLeft,
-             QStringLiteral("window %1").arg(QString::fromStdString(
-                 FormatDuration(s.axis.span()))));
+             QStringLiteral("window %1")
+                 .arg(QString::fromStdString(FormatDuration(s.axis.span()))));
   p.setFont(font_);
 }
 

@@ -69,9 +69,8 @@ QRect TimelineWidget::PlotRect() const {
 }
 
 void TimelineWidget::UpdateScrollBar() {
-  const int visible = TimelineRenderer::PlotRect(
-                          QRect(0, 0, width(), height()))
-                          .height();
+  const int visible =
+      TimelineRenderer::PlotRect(QRect(0, 0, width(), height())).height();
   const int max = std::max(0, layout_.total_height() - visible);
   vbar_->setRange(0, max);
   vbar_->setPageStep(std::max(1, visible));
@@ -132,8 +131,7 @@ void TimelineWidget::Select(std::optional<EventRef> event, bool reveal) {
     UpdateScrollBar();
     const int r = layout_.RowOfTrack(event->track);
     if (r >= 0) {
-      const int y = layout_.LaneCenter(event->track,
-                                       DepthOf(*store_, *event));
+      const int y = layout_.LaneCenter(event->track, DepthOf(*store_, *event));
       const int visible = PlotRect().height();
       if (y < state_.scroll_y + 10 || y > state_.scroll_y + visible - 10) {
         SetScrollY(y - visible / 3);
@@ -284,10 +282,10 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* event) {
     SetScrollY(state_.scroll_y - d.y());
     ViewChanged();
   } else if (drag_ == Drag::kRange && moved_) {
-    const int64_t t = state_.axis.XToTime(
-        std::clamp(pos.x() - plot.x(), 0, plot.width()));
-    state_.range = std::make_pair(std::min(t, range_anchor_),
-                                  std::max(t, range_anchor_));
+    const int64_t t =
+        state_.axis.XToTime(std::clamp(pos.x() - plot.x(), 0, plot.width()));
+    state_.range =
+        std::make_pair(std::min(t, range_anchor_), std::max(t, range_anchor_));
   } else if (drag_ == Drag::kNone) {
     state_.hovered = EventAt(pos);
   }
@@ -378,9 +376,9 @@ void TimelineWidget::keyPressEvent(QKeyEvent* event) {
         ZoomToTimes(state_.range->first, state_.range->second);
       } else if (state_.selected) {
         const int64_t start = store_->StartOf(*state_.selected);
-        ZoomToTimes(start,
-                    start + std::max<int64_t>(
-                                store_->DurationOf(*state_.selected), 1));
+        ZoomToTimes(
+            start,
+            start + std::max<int64_t>(store_->DurationOf(*state_.selected), 1));
       } else {
         FitAll();
       }
@@ -418,10 +416,10 @@ bool TimelineWidget::event(QEvent* event) {
     auto* help = static_cast<QHelpEvent*>(event);
     if (auto e = EventAt(help->pos())) {
       const std::string_view name = store_->str(store_->NameOf(*e));
-      QString text = QStringLiteral("<b>%1</b><br>")
-                         .arg(QString::fromUtf8(name.data(),
-                                                static_cast<int>(name.size()))
-                                  .toHtmlEscaped());
+      QString text =
+          QStringLiteral("<b>%1</b><br>")
+              .arg(QString::fromUtf8(name.data(), static_cast<int>(name.size()))
+                       .toHtmlEscaped());
       if (e->kind == trace_format::EventKind::kSlice) {
         text += QStringLiteral("duration %1<br>")
                     .arg(QString::fromStdString(

@@ -56,9 +56,9 @@ void TraceLoader::Start(const QString& path, const QString& session) {
     auto store = TraceStore::Open(p, options);
     Result r;
     r.path = path;
-    r.seconds = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+    r.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (store.ok()) {
       r.store = std::shared_ptr<const TraceStore>(std::move(*store));
     } else {

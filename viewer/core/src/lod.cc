@@ -122,19 +122,18 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
       // starting at or after its end, which is `from`) ends after `from`:
       // so a lies in [prev_a, prev_b], usually just before prev_b, where a
       // backward search finds it in a probe or two.
-      const uint32_t a = GallopBack(
-          prev_a, std::max(prev_a, prev_b),
-          [&](uint32_t i) { return slices.covered_end(i) > from; });
+      const uint32_t a =
+          GallopBack(prev_a, std::max(prev_a, prev_b),
+                     [&](uint32_t i) { return slices.covered_end(i) > from; });
       // The run is probably about as long as the previous pixel's.
       const uint32_t b_lo = std::max(a, prev_b);
-      const uint32_t guess = static_cast<uint32_t>(std::min<uint64_t>(
-          uint64_t{b_lo} + (prev_b - prev_a), hi));
-      const uint32_t b = GallopFrom(b_lo, hi, guess, [&](uint32_t i) {
-        return slices.start(i) >= to;
-      });
+      const uint32_t guess = static_cast<uint32_t>(
+          std::min<uint64_t>(uint64_t{b_lo} + (prev_b - prev_a), hi));
+      const uint32_t b = GallopFrom(
+          b_lo, hi, guess, [&](uint32_t i) { return slices.start(i) >= to; });
       // Where the next two pixels' runs probably end.
-      slices.Prefetch(static_cast<uint32_t>(
-          std::min<uint64_t>(uint64_t{b} + (b - a), hi)));
+      slices.Prefetch(
+          static_cast<uint32_t>(std::min<uint64_t>(uint64_t{b} + (b - a), hi)));
       slices.Prefetch(static_cast<uint32_t>(
           std::min<uint64_t>(uint64_t{b} + 2 * uint64_t{b - a}, hi)));
       prev_a = a;
