@@ -59,10 +59,19 @@ class BucketTree {
   size_t Best(std::span<const T> values, size_t lo, size_t hi) const {
     if (lo >= hi) return hi;
     size_t best = hi;
+    // The best of [a, b) against the best so far; the running best value
+    // stays in a register and the first of equals wins.
     auto scan = [&](size_t a, size_t b) {
-      for (size_t i = a; i < b; ++i) {
-        if (best == hi || better_(values[i], values[best])) best = i;
+      if (a >= b) return;
+      size_t found = a;
+      T value = values[a];
+      for (size_t i = a + 1; i < b; ++i) {
+        const T v = values[i];
+        const bool take = better_(v, value);
+        value = take ? v : value;
+        found = take ? i : found;
       }
+      if (best == hi || better_(value, values[best])) best = found;
     };
     size_t bl = (lo + kLeaf - 1) >> kLeafBits;  // first whole bucket
     size_t bh = hi >> kLeafBits;                // one past the last
