@@ -96,8 +96,8 @@ TimelineRenderer::TimelineRenderer() {
 
 void TimelineRenderer::SetStore(const TraceStore* store) {
   store_ = store;
-  colors_.clear();
-  has_color_.clear();
+  colors_.reset();
+  color_count_ = 0;
   names_.clear();
   has_name_.clear();
   text_widths_.clear();
@@ -106,8 +106,9 @@ void TimelineRenderer::SetStore(const TraceStore* store) {
   process_damaged_.clear();
   if (store == nullptr) return;
   const size_t n = store->string_count();
-  colors_.resize(n);
-  has_color_.assign(n, 0);
+  colors_ = std::make_unique<std::atomic<QRgb>[]>(n);
+  color_count_ = n;
+  for (size_t i = 0; i < n; ++i) colors_[i].store(0, std::memory_order_relaxed);
   names_.resize(n);
   has_name_.assign(n, 0);
   text_widths_.assign(n, -1.0f);
@@ -133,14 +134,16 @@ QRect TimelineRenderer::LabelRect(const QRect& area) {
 }
 
 QRgb TimelineRenderer::RgbOf(StringId name) {
-  if (name >= colors_.size()) {
+  if (name >= color_count_) {
     return 0xFF000000u | NameColorRgb(store_ ? store_->str(name) : "");
   }
-  if (!has_color_[name]) {
-    colors_[name] = 0xFF000000u | NameColorRgb(store_->str(name));
-    has_color_[name] = 1;
+  QRgb c = colors_[name].load(std::memory_order_relaxed);
+  if (c == 0) {
+    // Both threads may compute it; they get the same value.
+    c = 0xFF000000u | NameColorRgb(store_->str(name));
+    colors_[name].store(c, std::memory_order_relaxed);
   }
-  return colors_[name];
+  return c;
 }
 
 const QString& TimelineRenderer::NameText(StringId name) {
@@ -258,36 +261,69 @@ void TimelineRenderer::Paint(QPainter& p, const QRect& area,
       missing.push_back(rows[r].track);
     }
   }
-  auto query = [&](size_t begin, size_t step) {
-    for (size_t i = begin; i < missing.size(); i += step) {
-      const TrackData& data = s.store->data(missing[i]);
-      TrackDraw& d = *cache_[missing[i]];
-      if (!data.slices.empty()) {
-        d.slices = QuerySlices(data.slices, t0, t1, pixels);
+  // Each track is queried (unless cached) and drawn into its own rows of
+  // the canvas by whichever of the two threads takes it.
+  std::vector<TrackOut> outs(shown.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < shown.size();) {
+      const TrackId track = shown[i]->track;
+      TrackDraw& d = *cache_[track];
+      if (std::find(missing.begin(), missing.end(), track) != missing.end()) {
+        const TrackData& data = s.store->data(track);
+        if (!data.slices.empty()) {
+          d.slices = QuerySlices(data.slices, t0, t1, pixels);
+        }
+        if (data.instants.size() > 0) {
+          d.instants = QueryInstants(data.instants, t0, t1, pixels);
+        }
+        if (data.counters.size() > 0) {
+          d.counter = QueryCounter(data.counters, t0, t1, pixels);
+        }
       }
-      if (data.instants.size() > 0) {
-        d.instants = QueryInstants(data.instants, t0, t1, pixels);
-      }
-      if (data.counters.size() > 0) {
-        d.counter = QueryCounter(data.counters, t0, t1, pixels);
-      }
+      PaintTrack(plot, s, *shown[i], d, &outs[i]);
     }
   };
-  const auto query_start = std::chrono::steady_clock::now();
-  if (missing.size() >= 2 && std::thread::hardware_concurrency() >= 2) {
-    std::thread helper(query, 1, 2);
-    query(0, 2);
+  const auto tracks_start = std::chrono::steady_clock::now();
+  if (shown.size() >= 2 && std::thread::hardware_concurrency() >= 2) {
+    std::thread helper(work);
+    work();
     helper.join();
   } else {
-    query(0, 1);
+    work();
   }
-  frame_.query_ms = std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - query_start)
-                        .count();
+  frame_.tracks_ms = std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - tracks_start)
+                         .count();
   frame_.queried = missing.size();
   frame_.tracks = shown.size();
-  for (const LayoutRow* row : shown) {
-    PaintTrack(plot, s, *row, *cache_[row->track]);
+  {
+    const QFontMetricsF metrics(font_);
+    const double ascent = metrics.ascent();
+    const double text_height = metrics.height();
+    for (TrackOut& out : outs) {
+      frame_.boxes += out.boxes;
+      for (const PendingLabel& pl : out.pending) {
+        Label label;
+        label.color = pl.color;
+        label.at = QPointF(
+            plot.x() + pl.x + 3,
+            plot.y() + pl.lane_y +
+                (TrackLayout::kLaneHeight - 1 - text_height) / 2 + ascent);
+        if (TextWidth(pl.name) <= pl.room) {
+          label.text = NameText(pl.name);
+        } else {
+          label.text =
+              metrics.elidedText(NameText(pl.name), Qt::ElideRight, pl.room);
+          if (label.text.size() <= 1) continue;
+        }
+        labels_.push_back(std::move(label));
+        ++frame_.labels;
+      }
+      for (Label& l : out.labels) labels_.push_back(std::move(l));
+      for (QPolygonF& line : out.lines)
+        counter_lines_.push_back(std::move(line));
+    }
   }
   // Row separators over the content.
   for (int r = first_row; r < last_row; ++r) {
@@ -328,16 +364,14 @@ void TimelineRenderer::Paint(QPainter& p, const QRect& area,
 }
 
 void TimelineRenderer::PaintTrack(const QRect& plot, const TimelineState& s,
-                                  const LayoutRow& row, const TrackDraw& draw) {
+                                  const LayoutRow& row, const TrackDraw& draw,
+                                  TrackOut* out) {
   // Plot coordinates: the canvas' origin is the plot's top left.
   const int row_y = row.y - s.scroll_y;
   const double scale = plot.width() / static_cast<double>(s.axis.span());
   const int64_t t0 = s.axis.t0();
   const int right = plot.width();
   if (row.slice_top >= 0) {
-    const QFontMetricsF metrics(font_);
-    const double ascent = metrics.ascent();
-    const double text_height = metrics.height();
     for (const VisibleSlice& v : draw.slices) {
       const int lane_y = row_y + row.slice_top +
                          static_cast<int>(v.depth) * TrackLayout::kLaneHeight;
@@ -352,7 +386,7 @@ void TimelineRenderer::PaintTrack(const QRect& plot, const TimelineState& s,
       int w = ix1 - ix0;
       if (w >= 4) --w;  // a gap between neighbours
       const QRgb color = RgbOf(v.name);
-      ++frame_.boxes;
+      ++out->boxes;
       canvas_.Fill(ix0, lane_y, w, TrackLayout::kLaneHeight - 1, color);
       if (w < kMinTextBoxWidth) continue;
       // The label stays in view when the box starts left of the window.
@@ -360,23 +394,10 @@ void TimelineRenderer::PaintTrack(const QRect& plot, const TimelineState& s,
       const int vis1 = std::min(ix0 + w, right);
       const double room = vis1 - vis0 - 6;
       if (room < 12) continue;
-      const float full = TextWidth(v.name);
-      const QString& name = NameText(v.name);
-      Label label;
-      label.color = PrefersLightText(color & 0xFFFFFF) ? qRgb(255, 255, 255)
-                                                       : kText.rgb();
-      label.at = QPointF(plot.x() + vis0 + 3,
-                         plot.y() + lane_y +
-                             (TrackLayout::kLaneHeight - 1 - text_height) / 2 +
-                             ascent);
-      if (full <= room) {
-        label.text = name;
-      } else {
-        label.text = metrics.elidedText(name, Qt::ElideRight, room);
-        if (label.text.size() <= 1) continue;
-      }
-      labels_.push_back(std::move(label));
-      ++frame_.labels;
+      out->pending.push_back({v.name, vis0, lane_y, room,
+                              PrefersLightText(color & 0xFFFFFF)
+                                  ? qRgb(255, 255, 255)
+                                  : kText.rgb()});
     }
   }
   if (row.instant_lane >= 0) {
@@ -385,17 +406,20 @@ void TimelineRenderer::PaintTrack(const QRect& plot, const TimelineState& s,
       canvas_.Fill(static_cast<int>(v.pixel) - 1, y + 1, 3,
                    TrackLayout::kInstantLaneHeight - 2,
                    ColorOf(v.name).darker(130).rgb());
-      ++frame_.boxes;
+      ++out->boxes;
     }
   }
-  if (row.sample_lane >= 0) PaintSamples(plot, s, row, row_y + row.sample_lane);
+  if (row.sample_lane >= 0) {
+    PaintSamples(plot, s, row, row_y + row.sample_lane, out);
+  }
   if (row.counter_top >= 0) {
-    PaintCounter(plot, s, row, draw, row_y + row.counter_top);
+    PaintCounter(plot, s, row, draw, row_y + row.counter_top, out);
   }
 }
 
 void TimelineRenderer::PaintSamples(const QRect& plot, const TimelineState& s,
-                                    const LayoutRow& row, int top) {
+                                    const LayoutRow& row, int top,
+                                    TrackOut* out) {
   const auto& ts = s.store->data(row.track).samples.ts;
   const uint32_t pixels = static_cast<uint32_t>(plot.width());
   const PixelGrid grid(s.axis.t0(), s.axis.t1(), pixels);
@@ -404,7 +428,7 @@ void TimelineRenderer::PaintSamples(const QRect& plot, const TimelineState& s,
     const uint32_t px = grid.PixelOf(*it);
     canvas_.Fill(static_cast<int>(px), top + 1, 1,
                  TrackLayout::kSampleLaneHeight - 2, kSample.rgb());
-    ++frame_.boxes;
+    ++out->boxes;
     if (px + 1 >= pixels) break;
     it = std::lower_bound(it, ts.end(), grid.Bound(px + 1));
   }
@@ -412,7 +436,7 @@ void TimelineRenderer::PaintSamples(const QRect& plot, const TimelineState& s,
 
 void TimelineRenderer::PaintCounter(const QRect& plot, const TimelineState& s,
                                     const LayoutRow& row, const TrackDraw& draw,
-                                    int top) {
+                                    int top, TrackOut* out) {
   const CounterView& view = draw.counter;
   const auto [lo, hi] = CounterScale(row.track);
   const int h = TrackLayout::kCounterHeight - 4;
@@ -439,15 +463,15 @@ void TimelineRenderer::PaintCounter(const QRect& plot, const TimelineState& s,
   }
   if (have) line << QPointF(plot.width(), y_of(last));
   line.translate(plot.x(), plot.y());
-  frame_.boxes += view.pixels.size();
+  out->boxes += view.pixels.size();
   const TrackInfo& info = s.store->tracks()[row.track];
   QString scale = QStringLiteral("max %1").arg(hi, 0, 'g', 6);
   if (!info.unit.empty()) {
     scale += QChar(' ') + QString::fromStdString(info.unit);
   }
-  labels_.push_back(
+  out->labels.push_back(
       {QPointF(plot.x() + 4, plot.y() + top + 11), scale, kDimText.rgb()});
-  counter_lines_.push_back(std::move(line));
+  out->lines.push_back(std::move(line));
 }
 
 std::optional<QRectF> TimelineRenderer::EventRect(const QRect& plot,

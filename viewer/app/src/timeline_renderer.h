@@ -13,6 +13,7 @@
 #include <QPolygonF>
 #include <QRect>
 #include <QString>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -73,9 +74,9 @@ class TimelineRenderer {
     size_t tracks = 0;
     size_t boxes = 0;
     size_t labels = 0;
-    size_t queried = 0;   // tracks queried (not served from the cache)
-    double query_ms = 0;  // the level-of-detail queries
-    double total_ms = 0;  // the whole paint
+    size_t queried = 0;    // tracks queried (not served from the cache)
+    double tracks_ms = 0;  // queries and boxes of the tracks, on two threads
+    double total_ms = 0;   // the whole paint
   };
   const FrameStats& last_frame() const { return frame_; }
 
@@ -107,15 +108,33 @@ class TimelineRenderer {
     QString text;
     QRgb color;
   };
+  // A box wide enough for its name; the text is measured and elided on the
+  // painting thread.
+  struct PendingLabel {
+    StringId name;
+    int x;  // plot coordinates of the visible part's left
+    int lane_y;
+    double room;
+    QRgb color;
+  };
+  // What painting one track produced besides its pixels (tracks are
+  // painted on two threads, each into its own rows of the canvas).
+  struct TrackOut {
+    std::vector<PendingLabel> pending;
+    std::vector<Label> labels;
+    std::vector<QPolygonF> lines;
+    size_t boxes = 0;
+  };
   void PaintLabels(QPainter& p, const QRect& area, const TimelineState& s,
                    int first_row, int last_row);
   void PaintRuler(QPainter& p, const QRect& area, const TimelineState& s);
   void PaintTrack(const QRect& plot, const TimelineState& s,
-                  const LayoutRow& row, const TrackDraw& draw);
+                  const LayoutRow& row, const TrackDraw& draw, TrackOut* out);
   void PaintCounter(const QRect& plot, const TimelineState& s,
-                    const LayoutRow& row, const TrackDraw& draw, int top);
+                    const LayoutRow& row, const TrackDraw& draw, int top,
+                    TrackOut* out);
   void PaintSamples(const QRect& plot, const TimelineState& s,
-                    const LayoutRow& row, int top);
+                    const LayoutRow& row, int top, TrackOut* out);
   void PaintSelection(QPainter& p, const QRect& plot, const TimelineState& s,
                       const EventRef& e, bool strong);
   void PaintFlows(QPainter& p, const QRect& plot, const TimelineState& s);
@@ -128,8 +147,9 @@ class TimelineRenderer {
   std::pair<double, double> CounterScale(TrackId track);
 
   const TraceStore* store_ = nullptr;
-  std::vector<QRgb> colors_;
-  std::vector<uint8_t> has_color_;
+  // 0 until computed; filled from both painting threads.
+  std::unique_ptr<std::atomic<QRgb>[]> colors_;
+  size_t color_count_ = 0;
   std::vector<QString> names_;
   std::vector<uint8_t> has_name_;
   std::vector<float> text_widths_;  // < 0: not measured
