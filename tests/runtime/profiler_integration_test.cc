@@ -3,7 +3,6 @@
 // stream track named "<scope>/<op>", transfers sit on the device's transfer
 // track, and a flow leads from each Execute launch to its first kernel.
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "instrumentation.h"
 #include "podscope/profiler/session.h"
 #include "podscope/runtime/builder.h"
 #include "podscope/runtime/client.h"
@@ -208,12 +208,6 @@ TEST(ProfilerIntegration, LazyStepsAndUnscopedOps) {
   }
 }
 
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 std::vector<double> CounterValues(const TrackView& track) {
   std::vector<double> values;
   for (const tf::CounterSample& c : track.events.counters) {
@@ -233,7 +227,7 @@ TEST(ProfilerIntegration, MetricsAreCounterTracks) {
   ResetMetrics();
 
   const std::string dir = FreshDir("metrics");
-  const int64_t capture_start = MonotonicNs();
+  const int64_t capture_start = internal::NowNs();
   ASSERT_TRUE(profiler::StartTrace(dir).ok());
   Tensor w = ctx->FromVector<float>({2, 2}, {1, 0, 0, 1});
   Tensor x = ctx->FromVector<float>({1, 2}, {1, 2});
@@ -248,7 +242,7 @@ TEST(ProfilerIntegration, MetricsAreCounterTracks) {
   ASSERT_TRUE(device->WaitUntilIdle().ok());
   const MetricsSnapshot metrics = Metrics();
   auto path = profiler::StopTrace();
-  const int64_t capture_end = MonotonicNs();
+  const int64_t capture_end = internal::NowNs();
   ASSERT_TRUE(path.ok()) << path.status();
 
   EXPECT_EQ(metrics.counter("UncachedCompile"), 2);
