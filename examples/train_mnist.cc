@@ -5,6 +5,7 @@
 //
 //   train_mnist [--logdir DIR] [--steps N] [--test_batches N]
 //               [--log_every N] [--batch_size N] [--dropout] [--fake_data]
+//               [--profiler_port N]
 //
 // Data: Fashion-MNIST from Debian's dataset-fashion-mnist package
 // (/usr/share/datasets/fashion-mnist, or $PODSCOPE_MNIST_DIR), or with
@@ -17,6 +18,7 @@
 // layers with --dropout); SGD with momentum 0.5, lr 0.01; batch 256.
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,7 @@
 #include "absl/types/span.h"
 #include "mnist/data.h"
 #include "mnist/trainer.h"
+#include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/client.h"
@@ -48,13 +51,16 @@ struct Flags {
   int batch_size = 256;
   bool dropout = false;
   bool fake_data = false;
+  // The profiler server's port; 0 picks a free one, -1 serves none.
+  int profiler_port = 9012;
 };
 
 [[noreturn]] void Usage(const char* problem) {
   std::fprintf(stderr,
                "train_mnist: %s\nusage: train_mnist [--logdir DIR] "
                "[--steps N] [--test_batches N] [--log_every N] "
-               "[--batch_size N] [--dropout] [--fake_data]\n",
+               "[--batch_size N] [--dropout] [--fake_data] "
+               "[--profiler_port N]\n",
                problem);
   std::exit(2);
 }
@@ -98,6 +104,8 @@ Flags ParseFlags(int argc, char** argv) {
       flags.dropout = true;
     } else if (arg == "--fake_data") {
       flags.fake_data = true;
+    } else if (arg == "--profiler_port") {
+      flags.profiler_port = next_int(-1);
     } else if (arg == "-h" || arg == "--help") {
       Usage("help");
     } else {
@@ -117,6 +125,22 @@ int Run(const Flags& flags) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   prof::SetThreadName("main");
+
+  // The seed's start_server(9012): the job can be inspected (GetInfo, clock
+  // probes) and, when it is not recording itself, captured remotely with
+  // `podscope capture --service_addr localhost:9012`. A port in use is
+  // reported and training goes on without the server.
+  std::unique_ptr<prof::ProfilerServer> server;
+  if (flags.profiler_port >= 0) {
+    auto started = prof::StartServer(flags.profiler_port);
+    if (started.ok()) {
+      server = *std::move(started);
+      std::printf("profiler server on %s\n", server->address().c_str());
+    } else {
+      std::fprintf(stderr, "train_mnist: no profiler server: %s\n",
+                   std::string(started.status().message()).c_str());
+    }
+  }
 
   prof::TraceOptions options;
   options.sampling_hz = 997;
