@@ -77,6 +77,13 @@ TEST(CaptureHub, StopFromAnotherThreadEndsEveryClient) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(hub.Join(Request(0, "other"), "c").status().code(),
             absl::StatusCode::kFailedPrecondition);
+  // A client whose session name is only a default joins whatever runs.
+  pb::CaptureRequest any = Request(0, "its-own-folder");
+  any.set_join_any_session(true);
+  auto joined = hub.Join(any, "d");
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_EQ((*joined)->session_id, "open");
+  hub.Leave(*joined);
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     EXPECT_EQ(hub.Stop("nope").status().code(), absl::StatusCode::kNotFound);

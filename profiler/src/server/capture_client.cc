@@ -227,6 +227,9 @@ void CaptureOne(const CaptureOptions& options, const std::string& dir,
   pb::CaptureRequest request;
   request.set_duration_ms(options.duration_ms);
   request.set_session_id(session);
+  // A session the user did not name is only this capture's folder name:
+  // share whatever capture the worker is running.
+  request.set_join_any_session(options.session.empty());
   request.set_level(options.level);
   request.set_sampling_hz(options.sampling_hz);
   request.set_compression_level(-1);

@@ -77,7 +77,8 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Join(const pb::CaptureReque
   std::unique_lock<std::mutex> lock(mutex_);
   if (current_ && !current_->finished) {
     Capture& c = *current_;
-    if (!wanted.empty() && wanted != c.session_id) {
+    if (!wanted.empty() && wanted != c.session_id &&
+        !r.join_any_session()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "a capture for session '", c.session_id,
           "' is running; ask for that session (or none) to share it"));
