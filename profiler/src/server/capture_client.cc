@@ -221,6 +221,15 @@ void CaptureOne(const CaptureOptions& options, const std::string& dir,
   }
   result->path = (std::filesystem::path(dir) /
                   absl::StrCat(name, std::string(tf::kFileExtension))).string();
+  auto cancelled = [&] {
+    return options.cancel != nullptr &&
+           options.cancel->load(std::memory_order_relaxed);
+  };
+  if (cancelled()) {
+    result->path.clear();
+    return fail(absl::CancelledError(
+        absl::StrCat(result->address, ": cancelled before recording")));
+  }
   auto file = tf::StreamedFile::Create(result->path);
   if (!file.ok()) return fail(file.status());
 
@@ -242,11 +251,48 @@ void CaptureOne(const CaptureOptions& options, const std::string& dir,
     std::lock_guard<std::mutex> lock(shared->mutex);
     shared->progress.streaming += 1;
   }
+  // On cancel, asks the worker to stop (again every 200 ms, in case the
+  // capture had not started yet) until the stream ends; the worker then
+  // sends the rest of the file as when the duration runs out.
+  std::mutex stream_mutex;
+  std::condition_variable stream_cv;
+  bool stream_over = false;
+  // The session the worker actually records (it may be one this client
+  // joined), once its first message says.
+  std::string stream_session = options.session.empty() ? "" : session;
+  std::thread stopper;
+  if (options.cancel != nullptr) {
+    stopper = std::thread([&] {
+      std::unique_lock<std::mutex> lock(stream_mutex);
+      while (!stream_over) {
+        if (!cancelled()) {
+          stream_cv.wait_for(lock, std::chrono::milliseconds(50));
+          continue;
+        }
+        pb::StopRequest stop;
+        stop.set_session_id(stream_session);
+        lock.unlock();
+        grpc::ClientContext stop_ctx;
+        worker.Prepare(&stop_ctx, 2000);
+        pb::StopResponse stopped;
+        // A failure (no capture running yet, or any more) is retried or
+        // moot: the loop ends with the stream.
+        (void)worker.stub()->Stop(&stop_ctx, stop, &stopped);
+        lock.lock();
+        stream_cv.wait_for(lock, std::chrono::milliseconds(200),
+                           [&] { return stream_over; });
+      }
+    });
+  }
   pb::CaptureData data;
   bool done = false;
   absl::Status file_status;
   while (reader->Read(&data)) {
     if (file_status.ok()) file_status = (*file)->Append(data.records());
+    if (!data.session_id().empty() && stopper.joinable()) {
+      std::lock_guard<std::mutex> lock(stream_mutex);
+      stream_session = data.session_id();
+    }
     std::lock_guard<std::mutex> lock(shared->mutex);
     shared->progress.bytes += data.records().size();
     shared->progress.events += data.events() - result->events;
@@ -255,6 +301,14 @@ void CaptureOne(const CaptureOptions& options, const std::string& dir,
     if (data.done()) done = true;
   }
   const grpc::Status status = reader->Finish();
+  if (stopper.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(stream_mutex);
+      stream_over = true;
+    }
+    stream_cv.notify_all();
+    stopper.join();
+  }
   {
     std::lock_guard<std::mutex> lock(shared->mutex);
     shared->progress.streaming -= 1;
@@ -441,6 +495,7 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   }
   for (std::thread& t : threads) t.join();
   all_done = true;
+  result.cancelled = options.cancel != nullptr && options.cancel->load();
   if (reporter.joinable()) reporter.join();
   const int64_t wall_ms = (MonotonicNs() - t0) / 1'000'000;
   if (absl::Status s = WriteManifest(options, result, started_realtime, wall_ms);

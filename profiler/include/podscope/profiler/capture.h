@@ -6,6 +6,7 @@
 #ifndef PODSCOPE_PROFILER_CAPTURE_H_
 #define PODSCOPE_PROFILER_CAPTURE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -70,6 +71,12 @@ struct CaptureOptions {
   int clock_probes = 16;
   // Called about every 250 ms from a thread of the capture.
   std::function<void(const CaptureProgress&)> progress;
+  // When set and it becomes true (from any thread), the capture ends
+  // early: workers not yet recording are not asked to, and recording ones
+  // are sent Stop, so that their files end complete as when the duration
+  // runs out. Stop ends the worker's capture for every client sharing it.
+  // Polled about every 50 ms; must outlive the call.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct WorkerResult {
@@ -91,6 +98,7 @@ struct CaptureResult {
   std::string session_dir;
   std::string manifest_path;
   std::vector<WorkerResult> workers;  // in the order of the options
+  bool cancelled = false;  // CaptureOptions::cancel was set before the end
   int answered() const {
     int n = 0;
     for (const WorkerResult& w : workers) n += w.ok ? 1 : 0;
