@@ -50,8 +50,12 @@ TEST(RoundTrip, InstantsCountersAndSamplesSortByTime) {
 // Counter values must come back bit for bit, whichever column holds them.
 void ExpectCountersRoundTrip(const std::vector<double>& values,
                              bool expect_integer_column) {
+  for (const bool packed : {true, false}) {
+  SCOPED_TRACE(packed ? "packed chunks" : "protobuf chunks");
   std::string data;
-  auto w = NewWriter(&data);
+  WriterOptions options;
+  options.packed_chunks = packed;
+  auto w = NewWriter(&data, options);
   proto::Track t;
   t.set_kind(proto::TRACK_KIND_COUNTER);
   const uint32_t track = w->AddTrack(t);
@@ -68,10 +72,19 @@ void ExpectCountersRoundTrip(const std::vector<double>& values,
         << "value " << i << ": wrote " << values[i] << ", read "
         << e.counters[i].value;
   }
+  if (packed) {
+    std::map<uint32_t, uint32_t> flags;
+    ASSERT_TRUE(testing::ReadPackedTrackFlags(data, r->chunks()[0].offset,
+                                              &flags));
+    EXPECT_EQ((flags[track] & testing::kPackedIntegralCounters) != 0,
+              expect_integer_column);
+    continue;
+  }
   proto::Chunk chunk;
   ASSERT_TRUE(testing::ReadChunkProto(data, r->chunks()[0].offset, &chunk));
   EXPECT_EQ(chunk.tracks(0).counter_int_delta_size() > 0,
             expect_integer_column);
+  }
 }
 
 TEST(RoundTrip, IntegralCountersUseIntegerDeltas) {

@@ -103,6 +103,8 @@ RandomTrace MakeRandomTrace(uint32_t seed, bool allow_overlap) {
   WriterOptions options;
   options.chunk_events = static_cast<size_t>(rng.Uniform(1, 12));
   options.compression_level = static_cast<int>(rng.Uniform(0, 9));  // 0: raw
+  // Every fourth seed writes the protobuf chunks of format 1.0.
+  options.packed_chunks = seed % 4 != 0;
   auto created = TraceWriter::Create(MakeStringSink(&trace.data), options);
   EXPECT_TRUE(created.ok());
   TraceWriter& w = **created;

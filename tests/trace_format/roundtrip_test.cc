@@ -21,9 +21,24 @@ using testing::OpenBothWays;
 using testing::OpenOrDie;
 using testing::ThreadTrack;
 
-TEST(RoundTrip, NestedSlicesInEndOrderGetDepths) {
+// Both chunk layouts: packed (format 1.1, the default) and the protobuf
+// Chunk of 1.0, which readers keep reading.
+class RoundTripLayouts : public ::testing::TestWithParam<bool> {
+ protected:
+  WriterOptions Options() const {
+    WriterOptions o;
+    o.packed_chunks = GetParam();
+    return o;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Layouts, RoundTripLayouts, ::testing::Bool(),
+                         [](const auto& info) {
+                           return info.param ? "packed" : "protobuf";
+                         });
+
+TEST_P(RoundTripLayouts, NestedSlicesInEndOrderGetDepths) {
   std::string data;
-  auto w = NewWriter(&data);
+  auto w = NewWriter(&data, Options());
   const uint32_t track = ThreadTrack(*w, "main");
   const uint32_t a = w->InternString("a");
   const uint32_t b = w->InternString("b");
@@ -45,18 +60,25 @@ TEST(RoundTrip, NestedSlicesInEndOrderGetDepths) {
     EXPECT_EQ(e.slices[3], (Slice{200, 0, b, 1}));
     EXPECT_EQ(e.slices[4], (Slice{300, 0, a, 0}));
   }
+  const uint64_t offset = OpenOrDie(data)->chunks()[0].offset;
+  if (GetParam()) {
+    std::map<uint32_t, uint32_t> flags;
+    ASSERT_TRUE(testing::ReadPackedTrackFlags(data, offset, &flags));
+    EXPECT_EQ(flags[track] & testing::kPackedFlatSlices, 0u)
+        << "nested slices use the nested encoding";
+    return;
+  }
   proto::Chunk chunk;
-  ASSERT_TRUE(testing::ReadChunkProto(data, OpenOrDie(data)->chunks()[0].offset,
-                                      &chunk));
+  ASSERT_TRUE(testing::ReadChunkProto(data, offset, &chunk));
   ASSERT_EQ(chunk.tracks_size(), 1);
   EXPECT_EQ(chunk.tracks(0).slice_boundary_delta_size(), 10)
       << "nested slices use the boundary encoding";
   EXPECT_EQ(chunk.tracks(0).slice_start_delta_size(), 0);
 }
 
-TEST(RoundTrip, OverlappingSlicesUseFlatEncoding) {
+TEST_P(RoundTripLayouts, OverlappingSlicesUseFlatEncoding) {
   std::string data;
-  auto w = NewWriter(&data);
+  auto w = NewWriter(&data, Options());
   const uint32_t track = ThreadTrack(*w, "io");
   const uint32_t n = w->InternString("read");
   w->AddSlice(track, 0, 100, n);
@@ -76,9 +98,15 @@ TEST(RoundTrip, OverlappingSlicesUseFlatEncoding) {
     EXPECT_GE(e.slices[2].depth, 1u) << "inside the slice at 50";
     EXPECT_EQ(e.slices[3], (Slice{500, 10, n, 0}));
   }
+  const uint64_t offset = OpenOrDie(data)->chunks()[0].offset;
+  if (GetParam()) {
+    std::map<uint32_t, uint32_t> flags;
+    ASSERT_TRUE(testing::ReadPackedTrackFlags(data, offset, &flags));
+    EXPECT_NE(flags[track] & testing::kPackedFlatSlices, 0u);
+    return;
+  }
   proto::Chunk chunk;
-  ASSERT_TRUE(testing::ReadChunkProto(data, OpenOrDie(data)->chunks()[0].offset,
-                                      &chunk));
+  ASSERT_TRUE(testing::ReadChunkProto(data, offset, &chunk));
   EXPECT_EQ(chunk.tracks(0).slice_start_delta_size(), 4);
   EXPECT_EQ(chunk.tracks(0).slice_duration_size(), 4);
   EXPECT_EQ(chunk.tracks(0).slice_boundary_delta_size(), 0);

@@ -263,4 +263,46 @@ bool ReadChunkProto(const std::string& file, uint64_t offset,
   return payload.ok() && chunk->ParseFromString(*payload);
 }
 
+bool ReadPackedTrackFlags(const std::string& file, uint64_t offset,
+                          std::map<uint32_t, uint32_t>* flags) {
+  auto record = ReadRecordAt(file, offset);
+  if (!record.ok() || record->type != RecordType::kChunk) return false;
+  auto payload = DecodePayload(*record);
+  if (!payload.ok() || payload->size() < 2 || (*payload)[0] != 0 ||
+      (*payload)[1] != 1) {
+    return false;
+  }
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(payload->data()) + 2;
+  const uint8_t* end = reinterpret_cast<const uint8_t*>(payload->data()) +
+                       payload->size();
+  auto varint = [&](uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; p < end && shift < 64; shift += 7) {
+      const uint8_t b = *p++;
+      *v |= uint64_t{b & 0x7fu} << shift;
+      if (b < 0x80) return true;
+    }
+    return false;
+  };
+  uint64_t sections, tracks_bytes, skip;
+  if (!varint(&sections) || sections < 1 || !varint(&tracks_bytes)) {
+    return false;
+  }
+  for (uint64_t i = 1; i < sections; ++i) {
+    if (!varint(&skip)) return false;
+  }
+  // The tracks section comes first.
+  if (tracks_bytes > static_cast<uint64_t>(end - p)) return false;
+  end = p + tracks_bytes;
+  while (p < end) {
+    uint64_t id, f;
+    if (!varint(&id) || !varint(&f)) return false;
+    for (int i = 0; i < 6; ++i) {
+      if (!varint(&skip)) return false;
+    }
+    (*flags)[static_cast<uint32_t>(id)] = static_cast<uint32_t>(f);
+  }
+  return true;
+}
+
 }  // namespace podscope::trace_format::testing

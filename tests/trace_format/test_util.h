@@ -6,6 +6,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -94,6 +95,14 @@ bool ReadIndex(const std::string& file, proto::Index* index);
 // The chunk record at `offset`, inflated and parsed.
 bool ReadChunkProto(const std::string& file, uint64_t offset,
                     proto::Chunk* chunk);
+
+// The per-track flags of the packed chunk record at `offset` (format 1.1,
+// docs/trace-format.md "Packed chunks"), read by hand from the spec: track
+// id -> flags. False if the record is not a packed chunk.
+inline constexpr uint32_t kPackedFlatSlices = 1;
+inline constexpr uint32_t kPackedIntegralCounters = 2;
+bool ReadPackedTrackFlags(const std::string& file, uint64_t offset,
+                          std::map<uint32_t, uint32_t>* flags);
 
 }  // namespace podscope::trace_format::testing
 

@@ -451,6 +451,7 @@ absl::Status DecodeTrackEventsBytes(std::string_view bytes,
 
 absl::Status DecodeChunkBytes(std::string_view bytes,
                               std::vector<TrackEvents>* out) {
+  if (IsPackedChunk(bytes)) return DecodePackedChunk(bytes, out);
   out->clear();
   const uint8_t* p = reinterpret_cast<const uint8_t*>(bytes.data());
   const uint8_t* end = p + bytes.size();

@@ -181,50 +181,114 @@ std::string EncodeRecord(RecordType type, RecordEncoding encoding,
 // deflate stream (RFC 1951): the record's CRC already guards the bytes, so
 // zlib's own header and Adler-32 would only cost time, and the size lets a
 // reader inflate into an exact buffer in one call.
-std::string EncodeCompressedRecord(RecordType type, std::string_view payload,
-                                   int level) {
-  // One deflater per thread, reset between records: initialising one
-  // allocates and clears its window each time.
+namespace {
+
+// One deflater per thread and settings, reset between records:
+// initialising one allocates and clears its window each time.
+z_stream* ThreadDeflater(int level, int strategy) {
   struct Deflater {
     z_stream zs;
     int level = -1;
+    int strategy = -1;
     Deflater() { std::memset(&zs, 0, sizeof(zs)); }
     ~Deflater() {
       if (level >= 0) deflateEnd(&zs);
     }
   };
   thread_local Deflater d;
-  if (d.level != level) {
+  if (d.level != level || d.strategy != strategy) {
     if (d.level >= 0) deflateEnd(&d.zs);
     std::memset(&d.zs, 0, sizeof(d.zs));
-    if (deflateInit2(&d.zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
-        Z_OK) {
-      d.level = -1;
-      return EncodeRecord(type, RecordEncoding::kRaw, payload);
+    d.level = -1;
+    if (deflateInit2(&d.zs, level, Z_DEFLATED, -15, 8, strategy) != Z_OK) {
+      return nullptr;
     }
     d.level = level;
+    d.strategy = strategy;
   } else {
     deflateReset(&d.zs);
   }
-  const uLong bound = deflateBound(&d.zs, static_cast<uLong>(payload.size()));
+  return &d.zs;
+}
+
+// Frames the deflated bytes that follow the header and size in `out`.
+void FinishCompressedRecord(RecordType type, size_t raw_size,
+                            size_t deflated, std::string* out) {
+  const size_t length = 4 + deflated;
+  out->resize(kRecordHeaderSize + length);
+  PutU32(out->data() + kRecordHeaderSize, static_cast<uint32_t>(raw_size));
+  PutU32(out->data(), static_cast<uint32_t>(length));
+  (*out)[8] = static_cast<char>(type);
+  (*out)[9] = static_cast<char>(RecordEncoding::kZlib);
+  PutU32(out->data() + 4,
+         RecordCrc(out->data(), static_cast<uint8_t>(type),
+                   static_cast<uint8_t>(RecordEncoding::kZlib),
+                   std::string_view(out->data() + kRecordHeaderSize, length)));
+}
+
+}  // namespace
+
+std::string EncodeCompressedRecord(RecordType type, std::string_view payload,
+                                   int level) {
+  z_stream* zs = ThreadDeflater(level, Z_DEFAULT_STRATEGY);
+  if (zs == nullptr) return EncodeRecord(type, RecordEncoding::kRaw, payload);
+  const uLong bound = deflateBound(zs, static_cast<uLong>(payload.size()));
   std::string out(kRecordHeaderSize + 4 + bound, '\0');
-  PutU32(out.data() + kRecordHeaderSize, static_cast<uint32_t>(payload.size()));
-  d.zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(payload.data()));
-  d.zs.avail_in = static_cast<uInt>(payload.size());
-  d.zs.next_out = reinterpret_cast<Bytef*>(out.data() + kRecordHeaderSize + 4);
-  d.zs.avail_out = static_cast<uInt>(bound);
-  if (deflate(&d.zs, Z_FINISH) != Z_STREAM_END) {
+  zs->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(payload.data()));
+  zs->avail_in = static_cast<uInt>(payload.size());
+  zs->next_out = reinterpret_cast<Bytef*>(out.data() + kRecordHeaderSize + 4);
+  zs->avail_out = static_cast<uInt>(bound);
+  if (deflate(zs, Z_FINISH) != Z_STREAM_END) {
     return EncodeRecord(type, RecordEncoding::kRaw, payload);
   }
-  const size_t length = 4 + d.zs.total_out;
-  out.resize(kRecordHeaderSize + length);
-  PutU32(out.data(), static_cast<uint32_t>(length));
-  out[8] = static_cast<char>(type);
-  out[9] = static_cast<char>(RecordEncoding::kZlib);
-  PutU32(out.data() + 4,
-         RecordCrc(out.data(), static_cast<uint8_t>(type),
-                   static_cast<uint8_t>(RecordEncoding::kZlib),
-                   std::string_view(out.data() + kRecordHeaderSize, length)));
+  FinishCompressedRecord(type, payload.size(), zs->total_out, &out);
+  return out;
+}
+
+std::string EncodeCompressedRecordParts(RecordType type,
+                                        std::span<const std::string_view> parts,
+                                        std::string_view stored, int level) {
+  size_t total = stored.size();
+  for (std::string_view p : parts) total += p.size();
+  auto raw = [&] {
+    std::string payload;
+    payload.reserve(total);
+    for (std::string_view p : parts) payload.append(p);
+    payload.append(stored);
+    return EncodeRecord(type, RecordEncoding::kRaw, payload);
+  };
+  if (level <= 0 || total > kMaxRecordPayload) return raw();
+  // Packed sections are already transformed for an entropy coder: at
+  // level 1 Huffman coding alone compresses them nearly as well as LZ77
+  // matching, at several times the speed.
+  const int strategy = level == 1 ? Z_HUFFMAN_ONLY : Z_DEFAULT_STRATEGY;
+  z_stream* zs = ThreadDeflater(level, strategy);
+  if (zs == nullptr) return raw();
+  // Stored blocks cost 5 bytes per 64 KiB at most.
+  const uLong bound = deflateBound(zs, static_cast<uLong>(total)) +
+                      5 * (stored.size() / 16384 + 2) + 64;
+  std::string out(kRecordHeaderSize + 4 + bound, '\0');
+  zs->next_out = reinterpret_cast<Bytef*>(out.data() + kRecordHeaderSize + 4);
+  zs->avail_out = static_cast<uInt>(bound);
+  for (std::string_view p : parts) {
+    zs->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p.data()));
+    zs->avail_in = static_cast<uInt>(p.size());
+    if (deflate(zs, Z_NO_FLUSH) != Z_OK || zs->avail_in != 0) return raw();
+  }
+  if (!stored.empty()) {
+    // Stored blocks for the bits: copying them costs less than coding
+    // bytes that do not compress. On failure they are coded as the rest.
+    (void)deflateParams(zs, 0, Z_DEFAULT_STRATEGY);
+    zs->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(stored.data()));
+    zs->avail_in = static_cast<uInt>(stored.size());
+  }
+  const int rc = deflate(zs, Z_FINISH);
+  const size_t deflated = zs->total_out;
+  // The next record starts from the settings ThreadDeflater expects.
+  (void)deflateReset(zs);
+  (void)deflateParams(zs, level, strategy);
+  if (rc != Z_STREAM_END) return raw();
+  FinishCompressedRecord(type, total, deflated, &out);
   return out;
 }
 

@@ -54,6 +54,7 @@ TraceWriter::TraceWriter(std::unique_ptr<RecordSink> sink,
   string_ids_.emplace("", 0);
   pending_strings_.set_first_id(1);
   if (options_.chunk_events == 0) options_.chunk_events = 1;
+  if (options_.packed_chunks) packer_ = std::make_unique<PackedChunkEncoder>();
 }
 
 TraceWriter::~TraceWriter() { (void)Close(); }
@@ -291,6 +292,7 @@ absl::Status TraceWriter::WriteDictionaries() {
 absl::Status TraceWriter::WriteChunk() {
   if (pending_event_count_ == 0) return absl::OkStatus();
   proto::Chunk chunk;
+  if (packer_) packer_->Reset();
   proto::ChunkEntry entry;
   int64_t chunk_min = std::numeric_limits<int64_t>::max();
   int64_t chunk_max = std::numeric_limits<int64_t>::min();
@@ -301,7 +303,11 @@ absl::Status TraceWriter::WriteChunk() {
       continue;
     }
     SortTrackEvents(&e);
-    EncodeTrackEvents(e, chunk.add_tracks());
+    if (packer_) {
+      packer_->Add(e);
+    } else {
+      EncodeTrackEvents(e, chunk.add_tracks());
+    }
     const auto [lo, hi] = e.time_range();
     const uint64_t count = e.event_count();
     proto::TrackRange* range = entry.add_tracks();
@@ -320,9 +326,18 @@ absl::Status TraceWriter::WriteChunk() {
     e.flows.clear();
     e.track_id = id;
   }
-  std::string payload;
-  chunk.SerializeToString(&payload);
-  std::string framed = Frame(RecordType::kChunk, payload);
+  std::string framed;
+  if (packer_) {
+    std::vector<std::string_view> parts;
+    std::string_view bits;
+    packer_->Finish(&parts, &bits);
+    framed = EncodeCompressedRecordParts(RecordType::kChunk, parts, bits,
+                                         options_.compression_level);
+  } else {
+    std::string payload;
+    chunk.SerializeToString(&payload);
+    framed = Frame(RecordType::kChunk, payload);
+  }
   entry.set_offset(stats_.bytes);
   entry.set_length(framed.size());
   entry.set_min_ns(chunk_min);

@@ -3,6 +3,7 @@
 #ifndef PODSCOPE_TRACE_FORMAT_CHUNK_CODEC_H_
 #define PODSCOPE_TRACE_FORMAT_CHUNK_CODEC_H_
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -32,9 +33,44 @@ absl::Status DecodeTrackEvents(const proto::TrackEvents& in,
 absl::Status DecodeTrackEventsBytes(std::string_view bytes,
                                     TrackEvents* events);
 
-// Decodes a serialised Chunk: one TrackEvents per track.
+// Decodes a chunk payload, packed or a serialised Chunk: one TrackEvents
+// per track.
 absl::Status DecodeChunkBytes(std::string_view bytes,
                               std::vector<TrackEvents>* out);
+
+// ------------------------------------------------- packed chunks (1.1)
+
+// The layout version in the second byte of a packed chunk.
+inline constexpr uint8_t kPackedChunkLayout = 1;
+
+// Writes the events of many tracks as one packed chunk (see
+// docs/trace-format.md, "Packed chunks"): Add each track (in reader
+// order, see SortTrackEvents), then Finish. Reuses its buffers across
+// chunks; Reset before the next one.
+class PackedChunkEncoder {
+ public:
+  PackedChunkEncoder();
+  ~PackedChunkEncoder();
+  PackedChunkEncoder(const PackedChunkEncoder&) = delete;
+  PackedChunkEncoder& operator=(const PackedChunkEncoder&) = delete;
+
+  void Add(const TrackEvents& events);
+  // The chunk's bytes: the concatenation of `compressible` then `bits`
+  // (views into the encoder, valid until Reset).
+  void Finish(std::vector<std::string_view>* compressible,
+              std::string_view* bits);
+  void Reset();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// True when a chunk payload is in the packed layout (its first byte is 0,
+// which never starts a protobuf Chunk).
+bool IsPackedChunk(std::string_view bytes);
+absl::Status DecodePackedChunk(std::string_view bytes,
+                               std::vector<TrackEvents>* out);
 
 // Sets each slice's depth from nesting; `slices` must be in SliceOrder.
 void ComputeSliceDepths(std::vector<Slice>* slices);

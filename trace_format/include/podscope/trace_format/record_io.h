@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,14 @@ std::string EncodeRecord(RecordType type, RecordEncoding encoding,
 // Compresses `payload` with zlib at `level` and frames it.
 std::string EncodeCompressedRecord(RecordType type, std::string_view payload,
                                    int level);
+// Frames the concatenation of `parts` and `stored` as one compressed
+// record (one standard raw deflate stream). `parts` are compressed with a
+// strategy suited to packed chunk sections (Huffman coding only at level
+// 1, zlib's default strategy above); `stored` (incompressible bits) goes
+// into stored blocks. Level 0 frames the bytes raw.
+std::string EncodeCompressedRecordParts(RecordType type,
+                                        std::span<const std::string_view> parts,
+                                        std::string_view stored, int level);
 
 // Where records go: a file, a network stream, memory.
 class RecordSink {

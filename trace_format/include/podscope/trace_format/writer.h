@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/events.h"
 #include "podscope/trace_format/record_io.h"
 #include "podscope/trace_format/trace.pb.h"
@@ -30,6 +31,9 @@ struct WriterOptions {
   int compression_level = 1;
   // Pending events that make the writer encode a chunk on its own.
   size_t chunk_events = 1 << 16;
+  // Packed chunks (format 1.1, the default); false writes the protobuf
+  // `Chunk` of format 1.0, for readers older than 1.1.
+  bool packed_chunks = true;
   // fdatasync on every Flush (durable against power loss, not only against
   // the process dying).
   bool sync_on_flush = false;
@@ -137,6 +141,7 @@ class TraceWriter {
   std::unique_ptr<proto::Metadata> pending_metadata_;
 
   std::vector<TrackEvents> pending_events_;  // by track id - 1
+  std::unique_ptr<PackedChunkEncoder> packer_;
   uint32_t track_zero_ = 0;  // holds events added with track id 0
   size_t pending_event_count_ = 0;
 

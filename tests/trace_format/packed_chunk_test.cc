@@ -1,0 +1,230 @@
+// The packed chunk layout of format 1.1: large chunks with repeated call
+// trees (what its predictions are built for), every event kind and
+// argument type, its escapes, the protobuf chunks of format 1.0 still
+// decoding, and damaged packed payloads failing cleanly.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "podscope/trace_format/chunk_codec.h"
+#include "podscope/trace_format/format.h"
+#include "podscope/trace_format/reader.h"
+#include "podscope/trace_format/record_io.h"
+#include "podscope/trace_format/writer.h"
+#include "test_util.h"
+
+namespace podscope::trace_format {
+namespace {
+
+using testing::FlatEvent;
+using testing::NewWriter;
+using testing::OpenOrDie;
+using testing::ReadAllFlat;
+using testing::ThreadTrack;
+
+struct Node {
+  uint32_t name;
+  int64_t self;
+  std::vector<Node> children;
+};
+
+Node Shape(std::mt19937_64& rng, int depth, const std::vector<uint32_t>& names) {
+  Node n{names[rng() % names.size()], static_cast<int64_t>(50 + rng() % 5000),
+         {}};
+  if (depth < 7) {
+    const int kids = static_cast<int>(rng() % (depth == 0 ? 6 : 3));
+    for (int i = 0; i < kids; ++i) {
+      n.children.push_back(Shape(rng, depth + 1, names));
+    }
+  }
+  return n;
+}
+
+// Emits `n` in end order (children first), as a recorder does.
+int64_t Emit(const Node& n, int64_t t, std::mt19937_64& rng, TraceWriter& w,
+             uint32_t track, const std::vector<uint32_t>& keys) {
+  const int64_t start = t;
+  t += static_cast<int64_t>(rng() % (n.self / 4 + 1));
+  for (const Node& c : n.children) t = Emit(c, t, rng, w, track, keys) + static_cast<int64_t>(rng() % 100);
+  t += static_cast<int64_t>(rng() % (n.self + 1));
+  std::vector<Arg> args;
+  if (rng() % 10 == 0) {
+    args.push_back({keys[0], static_cast<int64_t>((rng() % 9) << (rng() % 40)) -
+                                 (rng() % 3 == 0 ? int64_t{1} << 40 : 0)});
+  }
+  if (rng() % 29 == 0) args.push_back({keys[1], 0.25 * static_cast<double>(rng() % 1000)});
+  if (rng() % 31 == 0) args.push_back({keys[2], StringId{keys[1]}});
+  if (rng() % 53 == 0) {
+    args.push_back({keys[0], std::numeric_limits<int64_t>::min()});
+    args.push_back({keys[1], std::numeric_limits<int64_t>::max()});
+  }
+  const EventRef ref = w.AddSlice(track, start, t - start, n.name, args);
+  if (rng() % 37 == 0) w.AddFlow(ref, rng() % 100000 + 1, FlowPhase::kBegin);
+  if (rng() % 41 == 0) {
+    w.AddInstant(track, start + 1, n.name, args);
+  }
+  return t;
+}
+
+std::string RealisticTrace(bool packed, int level) {
+  std::string data;
+  WriterOptions o;
+  o.packed_chunks = packed;
+  o.compression_level = level;
+  o.chunk_events = 20000;
+  auto w = NewWriter(&data, o);
+  std::mt19937_64 rng(7);
+  std::vector<uint32_t> names;
+  for (int i = 0; i < 40; ++i) names.push_back(w->InternString("n" + std::to_string(i)));
+  const std::vector<uint32_t> keys = {w->InternString("bytes"),
+                                      w->InternString("ratio"),
+                                      w->InternString("kind")};
+  std::vector<uint32_t> tracks;
+  std::vector<std::vector<Node>> shapes;
+  for (int t = 0; t < 4; ++t) {
+    tracks.push_back(ThreadTrack(*w, "t" + std::to_string(t)));
+    shapes.emplace_back();
+    for (int s = 0; s < 5; ++s) shapes.back().push_back(Shape(rng, 0, names));
+  }
+  proto::Track counter;
+  counter.set_kind(proto::TRACK_KIND_COUNTER);
+  const uint32_t ints = w->AddTrack(counter);
+  const uint32_t doubles = w->AddTrack(counter);
+  std::vector<int64_t> now(tracks.size(), 1'000'000'000);
+  for (int round = 0; round < 400; ++round) {
+    for (size_t t = 0; t < tracks.size(); ++t) {
+      const Node& shape = shapes[t][rng() % shapes[t].size()];
+      now[t] = Emit(shape, now[t], rng, *w, tracks[t], keys) + 300;
+      w->AddCounter(ints, now[t], static_cast<double>(rng() % 100000) - 5000);
+      w->AddCounter(doubles, now[t], static_cast<double>(rng() % 1000) / 3);
+      w->AddSample(tracks[t], now[t] - 10, static_cast<uint32_t>(rng() % 50));
+    }
+  }
+  EXPECT_TRUE(w->Close().ok());
+  return data;
+}
+
+TEST(PackedChunk, RealisticTraceReadsTheSameAsProtobufChunks) {
+  const std::string old_layout = RealisticTrace(false, 1);
+  const std::vector<FlatEvent> expected = ReadAllFlat(*OpenOrDie(old_layout));
+  ASSERT_GT(expected.size(), 20000u);
+  for (int level : {0, 1, 6}) {
+    SCOPED_TRACE("level " + std::to_string(level));
+    const std::string packed = RealisticTrace(true, level);
+    auto reader = OpenOrDie(packed);
+    EXPECT_TRUE(reader->report().intact());
+    EXPECT_EQ(ReadAllFlat(*reader, 2), expected);
+    if (level == 1) {
+      EXPECT_LT(packed.size(), old_layout.size());
+    }
+  }
+}
+
+TEST(PackedChunk, EscapesAndExtremeTimes) {
+  std::string data;
+  auto w = NewWriter(&data);
+  const uint32_t track = ThreadTrack(*w, "deep");
+  const uint32_t name = w->InternString("x");
+  std::vector<Slice> want;
+  // 300 nested slices closing at once (pops beyond the byte's field), then
+  // gaps of every size up to 2^62 (bucket symbols beyond the field).
+  for (int d = 299; d >= 0; --d) {
+    w->AddSlice(track, d, 1000 - d, name + d % 2);
+  }
+  int64_t t = 2000;
+  for (int b = 0; b < 62; ++b) {
+    t += int64_t{1} << b;
+    w->AddSlice(track, t, b, name);
+    t += b;
+  }
+  w->AddSlice(track, std::numeric_limits<int64_t>::max() - 5, 5, name);
+  ASSERT_TRUE(w->Close().ok());
+  std::string old_data;
+  {
+    WriterOptions o;
+    o.packed_chunks = false;
+    auto v = NewWriter(&old_data, o);
+    ThreadTrack(*v, "deep");
+    for (int d = 299; d >= 0; --d) v->AddSlice(track, d, 1000 - d, name + d % 2);
+    int64_t u = 2000;
+    for (int b = 0; b < 62; ++b) {
+      u += int64_t{1} << b;
+      v->AddSlice(track, u, b, name);
+      u += b;
+    }
+    v->AddSlice(track, std::numeric_limits<int64_t>::max() - 5, 5, name);
+    ASSERT_TRUE(v->Close().ok());
+  }
+  EXPECT_EQ(ReadAllFlat(*OpenOrDie(data)), ReadAllFlat(*OpenOrDie(old_data)));
+  const TrackEvents e = OpenOrDie(data)->ReadTrack(track);
+  ASSERT_EQ(e.slices.size(), 300u + 62 + 1);
+  EXPECT_EQ(e.slices[299].depth, 299u);
+  EXPECT_EQ(e.slices.back().start_ns, std::numeric_limits<int64_t>::max() - 5);
+}
+
+// A file written by a 1.0 writer (protobuf chunks, minor version 0) reads
+// exactly as it always did.
+TEST(PackedChunk, FormatOnePointZeroFilesStillRead) {
+  std::string old_file = RealisticTrace(false, 1);
+  old_file[10] = 0;  // minor version 0, as 1.0 writers wrote
+  old_file[11] = 0;
+  std::string packed = RealisticTrace(true, 1);
+  auto old_reader = OpenOrDie(old_file);
+  ASSERT_NE(old_reader, nullptr);
+  EXPECT_TRUE(old_reader->report().intact());
+  EXPECT_EQ(ReadAllFlat(*old_reader), ReadAllFlat(*OpenOrDie(packed)));
+  // And its chunks are the protobuf Chunk of 1.0.
+  proto::Chunk chunk;
+  EXPECT_TRUE(testing::ReadChunkProto(old_file, old_reader->chunks()[0].offset,
+                                      &chunk));
+  EXPECT_GT(chunk.tracks_size(), 0);
+}
+
+// Damage inside a packed payload (past the record CRC, as a buggy writer
+// would make) fails the chunk with a DataLoss error or decodes to some
+// events, and never reads out of bounds (the ASan build checks that).
+TEST(PackedChunk, DamagedPayloadsFailCleanly) {
+  std::string data;
+  {
+    WriterOptions o;
+    o.compression_level = 0;
+    o.chunk_events = 3000;
+    auto w = NewWriter(&data, o);
+    (void)w;
+  }
+  const std::string file = RealisticTrace(true, 0);
+  auto reader = OpenOrDie(file);
+  ASSERT_NE(reader, nullptr);
+  auto record = ReadRecordAt(file, reader->chunks()[0].offset);
+  ASSERT_TRUE(record.ok());
+  auto payload = DecodePayload(*record);
+  ASSERT_TRUE(payload.ok());
+  ASSERT_TRUE(IsPackedChunk(*payload));
+  std::vector<TrackEvents> out;
+  ASSERT_TRUE(DecodeChunkBytes(*payload, &out).ok());
+  std::mt19937_64 rng(3);
+  int failures = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string damaged = *payload;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < edits; ++i) {
+      const size_t at = 1 + rng() % (damaged.size() - 1);
+      switch (rng() % 3) {
+        case 0: damaged[at] = static_cast<char>(rng()); break;
+        case 1: damaged[at] ^= static_cast<char>(1 << (rng() % 8)); break;
+        default: damaged.resize(at); break;
+      }
+    }
+    absl::Status s = DecodeChunkBytes(damaged, &out);
+    if (!s.ok()) {
+      ++failures;
+      EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+    }
+  }
+  EXPECT_GT(failures, 100);
+}
+
+}  // namespace
+}  // namespace podscope::trace_format

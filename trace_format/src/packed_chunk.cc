@@ -1,0 +1,862 @@
+// The packed chunk layout (format 1.1): every track's events written
+// straight into a few byte sections shaped for a fast entropy coder, and
+// one section of raw bits. docs/trace-format.md ("Packed chunks") is the
+// specification; this file and it must agree byte for byte.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "podscope/trace_format/chunk_codec.h"
+
+namespace podscope::trace_format {
+namespace {
+
+enum Section : int {
+  kTracksSection = 0,
+  kSliceSection,
+  kNameSection,
+  kCloseSection,
+  kMiscSection,
+  kArgIndexSection,
+  kArgValueSection,
+  kBitsSection,
+  kSectionCount,
+};
+
+constexpr uint32_t kFlatSlices = 1;
+constexpr uint32_t kIntegralCounters = 2;
+// A nested slice's byte: bit 0 is set when its name was not predicted,
+// bits 1-2 hold the pops code (0: as predicted, else pops + 1; 3 and more
+// continue in the misc section), bits 3-7 the open delta's bucket symbol
+// (31 and more continue in the misc section).
+constexpr uint32_t kPopsField = 3;
+constexpr uint32_t kOpenField = 31;
+constexpr uint32_t kNoName = ~0u;
+
+uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+int64_t UnZigZag(uint64_t v) {
+  return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1));
+}
+
+// The bit length of v: 0 for 0, else 1 + floor(log2 v).
+uint32_t Bucket(uint64_t v) { return v == 0 ? 0 : 64 - std::countl_zero(v); }
+
+// Prediction tables are direct-mapped, sized by the track's slice count so
+// that small tracks stay cheap; collisions only cost compression.
+uint32_t TableBits(size_t slices) {
+  uint32_t bits = 6;
+  while (bits < 12 && (size_t{1} << bits) < 2 * slices) ++bits;
+  return bits;
+}
+// Slices are predicted from their place in the call tree: a slice's path
+// hashes its parent's path with its name; its context hashes the parent's
+// path with the name of the sibling closed just before it (kNoName for a
+// first child). The context predicts the name; the context and name
+// predict the size of the open delta, the path that of the close delta. A loop that runs the same call trees again
+// and again repeats contexts, names and timings.
+constexpr uint64_t kRootPath = 0;
+uint64_t Mix(uint64_t a, uint32_t b) {
+  uint64_t x = (a ^ (uint64_t{b} + 0x632BE59BD9B4E019ull)) *
+               0x9E3779B97F4A7C15ull;
+  return x ^ (x >> 32);
+}
+uint32_t Slot(uint64_t hash, uint32_t bits) {
+  return static_cast<uint32_t>((hash * 0xD6E8FEB86659FD93ull) >> (64 - bits));
+}
+
+// A delta's bucket is predicted by a running average of the buckets seen
+// in the same place (fixed point, 4 fractional bits), or by the previous
+// delta of its kind in a place not seen yet.
+constexpr uint16_t kUnknownBucket = 0xFFFF;
+uint32_t PredictBucket(uint16_t average, uint32_t last) {
+  return average == kUnknownBucket ? last : (average + 8u) >> 4;
+}
+void LearnBucket(uint16_t* average, uint32_t bucket) {
+  const int32_t target = static_cast<int32_t>(bucket << 4);
+  if (*average == kUnknownBucket) {
+    *average = static_cast<uint16_t>(target);
+  } else {
+    *average = static_cast<uint16_t>(*average + (target - *average) / 4);
+  }
+}
+
+// ------------------------------------------------------------------ writing
+
+// A growable byte buffer written through a raw pointer: callers Reserve the
+// worst case, then append without checks.
+class Bytes {
+ public:
+  void Reserve(size_t more) {
+    if (size_ + more > data_.size()) {
+      data_.resize(std::max(data_.size() * 2, size_ + more + 64));
+    }
+  }
+  void Byte(uint8_t b) { data_[size_++] = static_cast<char>(b); }
+  void Varint(uint64_t v) {
+    while (v >= 0x80) {
+      data_[size_++] = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    data_[size_++] = static_cast<char>(v);
+  }
+  void Raw(const void* p, size_t n) {
+    std::memcpy(data_.data() + size_, p, n);
+    size_ += n;
+  }
+  // Checked forms, for the rare columns.
+  void PutVarint(uint64_t v) {
+    Reserve(10);
+    Varint(v);
+  }
+  void PutByte(uint8_t b) {
+    Reserve(1);
+    Byte(b);
+  }
+  void PutDouble(double d) {
+    Reserve(8);
+    Raw(&d, 8);  // little-endian on every supported target
+  }
+  size_t size() const { return size_; }
+  void Truncate(size_t n) { size_ = n; }
+  void Clear() { size_ = 0; }
+  std::string_view view() const { return {data_.data(), size_}; }
+  char* end() { return data_.data() + size_; }
+  void Advance(size_t n) { size_ += n; }
+
+ private:
+  std::string data_;
+  size_t size_ = 0;
+};
+
+// Little-endian bit stream, least significant bit first.
+class BitWriter {
+ public:
+  explicit BitWriter(Bytes* out) : out_(out) {}
+  // The caller has reserved (bits / 8 + 8) bytes.
+  void Put(uint64_t v, uint32_t n) {
+    if (n > 56) {
+      Put(v & 0xFFFFFFFFu, 32);
+      v >>= 32;
+      n -= 32;
+    }
+    acc_ |= v << bits_;
+    bits_ += n;
+    std::memcpy(out_->end(), &acc_, 8);
+    out_->Advance(bits_ >> 3);
+    acc_ >>= bits_ & ~7u;  // bits_ < 64
+    bits_ &= 7;
+  }
+  void Finish() {
+    if (bits_ > 0) {
+      out_->PutByte(static_cast<uint8_t>(acc_));
+      acc_ = 0;
+      bits_ = 0;
+    }
+  }
+  struct State {
+    size_t size;
+    uint64_t acc;
+    uint32_t bits;
+  };
+  State Save() const { return {out_->size(), acc_, bits_}; }
+  void Restore(const State& s) {
+    out_->Truncate(s.size);
+    acc_ = s.acc;
+    bits_ = s.bits;
+  }
+
+ private:
+  Bytes* out_;
+  uint64_t acc_ = 0;
+  uint32_t bits_ = 0;
+};
+
+class Encoder {
+ public:
+  Encoder() : bits_(&sections_[kBitsSection]) {}
+
+  void Track(const TrackEvents& e) {
+    const auto& slices = e.slices;
+    uint32_t flags = 0;
+    if (!slices.empty() && !Nested(slices)) {
+      flags |= kFlatSlices;
+      Flat(slices);
+    }
+    if (AllIntegral(e.counters)) flags |= kIntegralCounters;
+    Bytes& t = sections_[kTracksSection];
+    t.PutVarint(e.track_id);
+    t.PutVarint(flags);
+    t.PutVarint(slices.size());
+    t.PutVarint(e.instants.size());
+    t.PutVarint(e.counters.size());
+    t.PutVarint(e.samples.size());
+    t.PutVarint(e.args.size());
+    t.PutVarint(e.flows.size());
+    Others(e, (flags & kIntegralCounters) != 0);
+  }
+
+  void Finish(std::vector<std::string_view>* compressible,
+              std::string_view* bits) {
+    bits_.Finish();
+    Bytes& h = header_;
+    h.Clear();
+    h.PutByte(0);  // never the first byte of a protobuf Chunk
+    h.PutByte(kPackedChunkLayout);
+    h.PutVarint(kSectionCount);
+    for (int s = 0; s < kSectionCount; ++s) h.PutVarint(sections_[s].size());
+    compressible->clear();
+    compressible->push_back(h.view());
+    for (int s = 0; s < kBitsSection; ++s) {
+      if (sections_[s].size() > 0) compressible->push_back(sections_[s].view());
+    }
+    *bits = sections_[kBitsSection].view();
+  }
+
+  void Reset() {
+    for (Bytes& s : sections_) s.Clear();
+    bits_ = BitWriter(&sections_[kBitsSection]);
+  }
+
+ private:
+  // Writes the nested form; false (with nothing written) when the slices
+  // do not nest.
+  bool Nested(const std::vector<Slice>& slices) {
+    const size_t n = slices.size();
+    Bytes& bytes = sections_[kSliceSection];
+    Bytes& names = sections_[kNameSection];
+    Bytes& closes = sections_[kCloseSection];
+    Bytes& misc = sections_[kMiscSection];
+    Bytes& bits = sections_[kBitsSection];
+    const size_t marks[] = {bytes.size(), names.size(), closes.size(),
+                            misc.size()};
+    const BitWriter::State bit_mark = bits_.Save();
+    bytes.Reserve(n);
+    names.Reserve(5 * n);
+    closes.Reserve(n);
+    bits.Reserve(16 * n + 16);
+
+    const uint32_t tb = TableBits(n);
+    name_table_.assign(size_t{1} << tb, 0);
+    open_table_.assign(size_t{1} << tb, kUnknownBucket);
+    close_table_.assign(size_t{1} << tb, kUnknownBucket);
+    pops_table_.assign(size_t{1} << tb, 0);
+    uint32_t last_open = 0, last_close = 0;
+    uint64_t last_path = kRootPath;
+    open_.clear();
+
+    int64_t previous = 0;
+    // The bucket symbol of `delta`; its low bits go to the bit section.
+    auto code = [&](uint64_t delta, uint16_t* slot, uint32_t* last) {
+      const uint32_t b = Bucket(delta);
+      const uint32_t predicted = PredictBucket(*slot, *last);
+      if (b >= 2) bits_.Put(delta & ((uint64_t{1} << (b - 1)) - 1), b - 1);
+      LearnBucket(slot, b);
+      *last = b;
+      return static_cast<uint32_t>(
+          ZigZag(static_cast<int64_t>(b) - static_cast<int64_t>(predicted)));
+    };
+    auto fail = [&] {
+      bytes.Truncate(marks[0]);
+      names.Truncate(marks[1]);
+      closes.Truncate(marks[2]);
+      misc.Truncate(marks[3]);
+      bits_.Restore(bit_mark);
+      return false;
+    };
+    for (const Slice& s : slices) {
+      const int64_t end = s.end_ns();
+      uint32_t pops = 0;
+      uint32_t sibling = kNoName;
+      while (!open_.empty() && open_.back().end < end) {
+        const OpenSlice o = open_.back();
+        if (o.end > s.start_ns) return fail();  // overlaps without nesting
+        closes.Byte(static_cast<uint8_t>(
+            code(static_cast<uint64_t>(o.end - previous),
+                 &close_table_[Slot(o.path, tb)], &last_close)));
+        previous = o.end;
+        sibling = o.name;
+        open_.pop_back();
+        ++pops;
+      }
+      if (s.start_ns < previous) return fail();
+      // The slice opened last predicts how many slices close before the
+      // next one opens.
+      uint8_t& predicted_pops = pops_table_[Slot(~last_path, tb)];
+      const uint32_t pops_code = pops == predicted_pops ? 0 : pops + 1;
+      predicted_pops = static_cast<uint8_t>(std::min<uint32_t>(pops, 255));
+      if (pops_code >= kPopsField) misc.PutVarint(pops_code - kPopsField);
+      const uint64_t parent = open_.empty() ? kRootPath : open_.back().path;
+      const uint64_t context = Mix(parent, sibling);
+      uint32_t& predicted = name_table_[Slot(context, tb)];
+      const bool miss = predicted != s.name;
+      if (miss) {
+        names.Varint(s.name);
+        predicted = s.name;
+      }
+      const uint32_t open_code =
+          code(static_cast<uint64_t>(s.start_ns - previous),
+               &open_table_[Slot(Mix(context, s.name), tb)], &last_open);
+      if (open_code >= kOpenField) misc.PutVarint(open_code - kOpenField);
+      bytes.Byte(static_cast<uint8_t>(
+          (std::min(open_code, kOpenField) << 3) |
+          (std::min(pops_code, kPopsField) << 1) | miss));
+      previous = s.start_ns;
+      last_path = Mix(~parent, s.name);
+      open_.push_back({end, last_path, s.name});
+    }
+    closes.Reserve(open_.size());
+    while (!open_.empty()) {
+      const OpenSlice o = open_.back();
+      closes.Byte(static_cast<uint8_t>(
+          code(static_cast<uint64_t>(o.end - previous),
+               &close_table_[Slot(o.path, tb)], &last_close)));
+      previous = o.end;
+      open_.pop_back();
+    }
+    return true;
+  }
+
+  void Flat(const std::vector<Slice>& slices) {
+    Bytes& names = sections_[kNameSection];
+    Bytes& misc = sections_[kMiscSection];
+    names.Reserve(5 * slices.size());
+    misc.Reserve(20 * slices.size());
+    int64_t previous = 0;
+    for (const Slice& s : slices) {
+      names.Varint(s.name);
+      misc.Varint(ZigZag(WrapDelta(s.start_ns, previous)));
+      misc.Varint(static_cast<uint64_t>(s.duration_ns));
+      previous = s.start_ns;
+    }
+  }
+
+  static int64_t WrapDelta(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) -
+                                static_cast<uint64_t>(b));
+  }
+
+  static bool AllIntegral(const std::vector<CounterSample>& counters) {
+    if (counters.empty()) return false;
+    for (const CounterSample& c : counters) {
+      if (!(std::abs(c.value) < 9.0e15) || c.value != std::trunc(c.value)) {
+        return false;
+      }
+      if (c.value == 0 && std::signbit(c.value)) return false;  // keep -0.0
+    }
+    return true;
+  }
+
+  void Others(const TrackEvents& e, bool integral) {
+    Bytes& misc = sections_[kMiscSection];
+    int64_t previous = 0;
+    for (const Instant& i : e.instants) {
+      misc.PutVarint(ZigZag(WrapDelta(i.ts_ns, previous)));
+      misc.PutVarint(i.name);
+      previous = i.ts_ns;
+    }
+    previous = 0;
+    int64_t previous_value = 0;
+    for (const CounterSample& c : e.counters) {
+      misc.PutVarint(ZigZag(WrapDelta(c.ts_ns, previous)));
+      previous = c.ts_ns;
+      if (integral) {
+        const int64_t v = static_cast<int64_t>(c.value);
+        misc.PutVarint(ZigZag(WrapDelta(v, previous_value)));
+        previous_value = v;
+      } else {
+        misc.PutDouble(c.value);
+      }
+    }
+    previous = 0;
+    for (const StackSample& s : e.samples) {
+      misc.PutVarint(ZigZag(WrapDelta(s.ts_ns, previous)));
+      misc.PutVarint(s.stack);
+      previous = s.ts_ns;
+    }
+    Bytes& index = sections_[kArgIndexSection];
+    Bytes& values = sections_[kArgValueSection];
+    // Sorted by (kind, index): indices are deltas within a kind.
+    int previous_kind = -1;
+    uint32_t previous_index = 0;
+    uint32_t previous_key = 0;
+    for (const EventArgs& a : e.args) {
+      const int kind = static_cast<int>(a.kind);
+      index.PutVarint((uint64_t{a.args.size()} << 1) |
+                      static_cast<uint64_t>(kind));
+      const uint32_t base = kind == previous_kind ? previous_index : 0;
+      index.PutVarint(a.index - base);
+      previous_kind = kind;
+      previous_index = a.index;
+      for (const Arg& arg : a.args) {
+        // (key delta, trailing zeros of an integer, type) in one varint:
+        // sizes and addresses are multiples of powers of two.
+        const uint64_t key = ZigZag(static_cast<int64_t>(arg.key) -
+                                    static_cast<int64_t>(previous_key))
+                             << 8;
+        previous_key = arg.key;
+        if (const auto* i = std::get_if<int64_t>(&arg.value)) {
+          const uint32_t tz = *i == 0 ? 0 : std::countr_zero(
+                                                 static_cast<uint64_t>(*i));
+          values.PutVarint(key | (tz << 2));
+          values.PutVarint(ZigZag(*i >> tz));
+        } else if (const auto* d = std::get_if<double>(&arg.value)) {
+          values.PutVarint(key | 1);
+          values.PutDouble(*d);
+        } else {
+          values.PutVarint(key | 2);
+          values.PutVarint(std::get<StringId>(arg.value).id);
+        }
+      }
+    }
+    previous_kind = -1;
+    previous_index = 0;
+    for (const FlowLink& f : e.flows) {
+      const int kind = static_cast<int>(f.kind);
+      misc.PutVarint(static_cast<uint64_t>(kind));
+      const uint32_t base = kind == previous_kind ? previous_index : 0;
+      misc.PutVarint(f.index - base);
+      misc.PutVarint(f.flow_id);
+      misc.PutVarint(static_cast<uint64_t>(f.phase));
+      previous_kind = kind;
+      previous_index = f.index;
+    }
+  }
+
+  struct OpenSlice {
+    int64_t end;
+    uint64_t path;
+    uint32_t name;
+  };
+
+  Bytes sections_[kSectionCount];
+  Bytes header_;
+  BitWriter bits_;
+  std::vector<OpenSlice> open_;
+  std::vector<uint32_t> name_table_;
+  std::vector<uint16_t> open_table_, close_table_;
+  std::vector<uint8_t> pops_table_;
+};
+
+// ------------------------------------------------------------------ reading
+
+absl::Status Malformed(const char* what) {
+  return absl::DataLossError(
+      absl::StrFormat("packed chunk is malformed: %s", what));
+}
+
+// A bounded cursor over one section.
+struct Cursor {
+  const uint8_t* p = nullptr;
+  const uint8_t* end = nullptr;
+  size_t left() const { return static_cast<size_t>(end - p); }
+  bool Varint(uint64_t* v) {
+    uint64_t r = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (p == end) return false;
+      const uint8_t b = *p++;
+      if (shift < 64) r |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (b < 0x80) {
+        *v = r;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Varint32(uint32_t* v) {
+    uint64_t r;
+    if (!Varint(&r) || r > 0xFFFFFFFFu) return false;
+    *v = static_cast<uint32_t>(r);
+    return true;
+  }
+  bool Byte(uint8_t* b) {
+    if (p == end) return false;
+    *b = *p++;
+    return true;
+  }
+  bool Double(double* d) {
+    if (left() < 8) return false;
+    std::memcpy(d, p, 8);
+    p += 8;
+    return true;
+  }
+};
+
+class BitReader {
+ public:
+  BitReader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  // n <= 56. Reading past the end yields zeros; overrun() says so.
+  uint64_t Get(uint32_t n) {
+    const size_t byte = pos_ >> 3;
+    uint64_t w;
+    if (byte + 8 <= size_) {
+      std::memcpy(&w, data_ + byte, 8);
+    } else {
+      w = 0;
+      for (size_t i = byte; i < size_ && i < byte + 8; ++i) {
+        w |= uint64_t{data_[i]} << (8 * (i - byte));
+      }
+    }
+    const uint64_t v = (w >> (pos_ & 7)) & ((uint64_t{1} << n) - 1);
+    pos_ += n;
+    return v;
+  }
+  uint64_t GetWide(uint32_t n) {
+    if (n <= 56) return Get(n);
+    const uint64_t low = Get(32);
+    return low | (Get(n - 32) << 32);
+  }
+  bool overrun() const { return pos_ > 8 * uint64_t{size_}; }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+  uint64_t pos_ = 0;
+};
+
+int64_t AddDelta(int64_t base, uint64_t delta) {
+  return static_cast<int64_t>(static_cast<uint64_t>(base) + delta);
+}
+
+struct TrackHeader {
+  uint32_t track_id = 0, flags = 0;
+  uint64_t slices = 0, instants = 0, counters = 0, samples = 0, args = 0,
+           flows = 0;
+};
+
+class Decoder {
+ public:
+  absl::Status Decode(std::string_view bytes, std::vector<TrackEvents>* out) {
+    Cursor c{reinterpret_cast<const uint8_t*>(bytes.data()),
+             reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size()};
+    uint8_t zero, layout;
+    uint64_t count;
+    if (!c.Byte(&zero) || zero != 0 || !c.Byte(&layout)) {
+      return Malformed("no header");
+    }
+    if (layout != kPackedChunkLayout) {
+      return absl::DataLossError(absl::StrFormat(
+          "packed chunk layout %d is not known to this reader", layout));
+    }
+    if (!c.Varint(&count) || count < kSectionCount || count > 64) {
+      return Malformed("section count");
+    }
+    uint64_t lengths[64];
+    for (uint64_t s = 0; s < count; ++s) {
+      if (!c.Varint(&lengths[s])) return Malformed("section lengths");
+    }
+    for (uint64_t s = 0; s < count; ++s) {
+      if (lengths[s] > c.left()) return Malformed("a section overruns");
+      if (s < kSectionCount) sec_[s] = {c.p, c.p + lengths[s]};
+      c.p += lengths[s];
+    }
+    Cursor& t = sec_[kTracksSection];
+    out->clear();
+    BitReader bits(sec_[kBitsSection].p, sec_[kBitsSection].left());
+    while (t.left() > 0) {
+      TrackHeader h;
+      if (!t.Varint32(&h.track_id) || !t.Varint32(&h.flags) ||
+          !t.Varint(&h.slices) || !t.Varint(&h.instants) ||
+          !t.Varint(&h.counters) || !t.Varint(&h.samples) ||
+          !t.Varint(&h.args) || !t.Varint(&h.flows)) {
+        return Malformed("track header");
+      }
+      TrackEvents& e = out->emplace_back();
+      e.track_id = h.track_id;
+      if (auto s = DecodeTrack(h, &bits, &e); !s.ok()) return s;
+    }
+    if (bits.overrun()) return Malformed("the bit section is too short");
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status DecodeTrack(const TrackHeader& h, BitReader* bits,
+                           TrackEvents* e) {
+    const bool flat = (h.flags & kFlatSlices) != 0;
+    // Every event takes at least one byte of some section: a count beyond
+    // that is damage and must not make the reader allocate for it.
+    const uint64_t misc = sec_[kMiscSection].left();
+    if (h.slices > (flat ? sec_[kNameSection] : sec_[kSliceSection]).left() ||
+        h.instants > misc || h.counters > misc || h.samples > misc ||
+        h.flows > misc ||
+        h.instants + h.counters + h.samples + h.flows > misc ||
+        h.args > sec_[kArgIndexSection].left()) {
+      return Malformed("event counts exceed the sections");
+    }
+    if (h.slices > 0) {
+      absl::Status s = flat ? Flat(h.slices, e) : Nested(h.slices, bits, e);
+      if (!s.ok()) return s;
+    }
+    Cursor& m = sec_[kMiscSection];
+    e->instants.resize(h.instants);
+    int64_t time = 0;
+    for (Instant& i : e->instants) {
+      uint64_t d;
+      if (!m.Varint(&d) || !m.Varint32(&i.name)) return Malformed("instants");
+      time = AddDelta(time, static_cast<uint64_t>(UnZigZag(d)));
+      i.ts_ns = time;
+    }
+    e->counters.resize(h.counters);
+    time = 0;
+    int64_t value = 0;
+    const bool integral = (h.flags & kIntegralCounters) != 0;
+    for (CounterSample& s : e->counters) {
+      uint64_t d;
+      if (!m.Varint(&d)) return Malformed("counters");
+      time = AddDelta(time, static_cast<uint64_t>(UnZigZag(d)));
+      s.ts_ns = time;
+      if (integral) {
+        if (!m.Varint(&d)) return Malformed("counters");
+        value = AddDelta(value, static_cast<uint64_t>(UnZigZag(d)));
+        s.value = static_cast<double>(value);
+      } else if (!m.Double(&s.value)) {
+        return Malformed("counters");
+      }
+    }
+    e->samples.resize(h.samples);
+    time = 0;
+    for (StackSample& s : e->samples) {
+      uint64_t d;
+      if (!m.Varint(&d) || !m.Varint32(&s.stack)) return Malformed("samples");
+      time = AddDelta(time, static_cast<uint64_t>(UnZigZag(d)));
+      s.ts_ns = time;
+    }
+    auto valid = [&](uint64_t kind, uint64_t index) {
+      if (kind == 0) return index < e->slices.size();
+      if (kind == 1) return index < e->instants.size();
+      return false;
+    };
+    Cursor& ai = sec_[kArgIndexSection];
+    Cursor& av = sec_[kArgValueSection];
+    e->args.resize(h.args);
+    uint64_t previous_kind = ~uint64_t{0}, previous_index = 0;
+    int64_t key = 0;
+    for (EventArgs& a : e->args) {
+      uint64_t head, delta;
+      if (!ai.Varint(&head) || !ai.Varint(&delta)) {
+        return Malformed("arguments");
+      }
+      const uint64_t kind = head & 1, n = head >> 1;
+      if (n > av.left()) return Malformed("arguments");
+      const uint64_t index =
+          (kind == previous_kind ? previous_index : 0) + delta;
+      if (!valid(kind, index)) {
+        return Malformed("arguments refer to a missing event");
+      }
+      previous_kind = kind;
+      previous_index = index;
+      a.kind = static_cast<EventKind>(kind);
+      a.index = static_cast<uint32_t>(index);
+      a.args.resize(n);
+      for (Arg& arg : a.args) {
+        uint64_t head;
+        if (!av.Varint(&head) || head >> 41 != 0) return Malformed("arguments");
+        key += UnZigZag(head >> 8);
+        if (key < 0 || key > 0xFFFFFFFFll) return Malformed("argument keys");
+        arg.key = static_cast<uint32_t>(key);
+        const uint32_t type = head & 3, tz = (head >> 2) & 63;
+        if (type != 0 && tz != 0) return Malformed("argument values");
+        bool ok = true;
+        if (type == 0) {
+          uint64_t v;
+          ok = av.Varint(&v);
+          arg.value = static_cast<int64_t>(
+              static_cast<uint64_t>(UnZigZag(v)) << tz);
+        } else if (type == 1) {
+          double d = 0;
+          ok = av.Double(&d);
+          arg.value = d;
+        } else if (type == 2) {
+          uint32_t id = 0;
+          ok = av.Varint32(&id);
+          arg.value = StringId{id};
+        } else {
+          ok = false;
+        }
+        if (!ok) return Malformed("argument values");
+      }
+    }
+    e->flows.resize(h.flows);
+    previous_kind = ~uint64_t{0};
+    previous_index = 0;
+    for (FlowLink& f : e->flows) {
+      uint64_t kind, delta, phase;
+      if (!m.Varint(&kind) || !m.Varint(&delta) || !m.Varint(&f.flow_id) ||
+          !m.Varint(&phase)) {
+        return Malformed("flows");
+      }
+      const uint64_t index =
+          (kind == previous_kind ? previous_index : 0) + delta;
+      if (!valid(kind, index)) return Malformed("a flow refers to a missing event");
+      if (phase > 2) return Malformed("unknown flow phase");
+      previous_kind = kind;
+      previous_index = index;
+      f.kind = static_cast<EventKind>(kind);
+      f.index = static_cast<uint32_t>(index);
+      f.phase = static_cast<FlowPhase>(phase);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Flat(uint64_t n, TrackEvents* e) {
+    Cursor& names = sec_[kNameSection];
+    Cursor& m = sec_[kMiscSection];
+    e->slices.resize(n);
+    int64_t time = 0;
+    for (Slice& s : e->slices) {
+      uint64_t d, duration;
+      if (!names.Varint32(&s.name) || !m.Varint(&d) || !m.Varint(&duration)) {
+        return Malformed("flat slices");
+      }
+      time = AddDelta(time, static_cast<uint64_t>(UnZigZag(d)));
+      s.start_ns = time;
+      s.duration_ns = static_cast<int64_t>(duration);
+    }
+    ComputeSliceDepths(&e->slices);
+    return absl::OkStatus();
+  }
+
+  absl::Status Nested(uint64_t n, BitReader* bits, TrackEvents* e) {
+    Cursor& bytes = sec_[kSliceSection];
+    Cursor& names = sec_[kNameSection];
+    Cursor& closes = sec_[kCloseSection];
+    Cursor& misc = sec_[kMiscSection];
+    // Each slice takes one byte of the slice and close sections.
+    if (n > closes.left()) {
+      return Malformed("slice counts exceed the sections");
+    }
+    const uint32_t tb = TableBits(n);
+    name_table_.assign(size_t{1} << tb, 0);
+    open_table_.assign(size_t{1} << tb, kUnknownBucket);
+    close_table_.assign(size_t{1} << tb, kUnknownBucket);
+    pops_table_.assign(size_t{1} << tb, 0);
+    uint32_t last_open = 0, last_close = 0;
+    uint64_t last_path = kRootPath;
+    e->slices.resize(n);
+    Slice* slices = e->slices.data();
+    open_.clear();
+    int64_t time = 0;
+    bool bad = false;
+    auto delta = [&](uint32_t symbol, uint16_t* slot, uint32_t* last) {
+      const uint32_t predicted = PredictBucket(*slot, *last);
+      const int64_t b = static_cast<int64_t>(predicted) + UnZigZag(symbol);
+      if (b < 0 || b > 64) {
+        bad = true;
+        return uint64_t{0};
+      }
+      LearnBucket(slot, static_cast<uint32_t>(b));
+      *last = static_cast<uint32_t>(b);
+      if (b < 2) return static_cast<uint64_t>(b);
+      return (uint64_t{1} << (b - 1)) |
+             bits->GetWide(static_cast<uint32_t>(b - 1));
+    };
+    auto close_one = [&]() -> bool {
+      uint8_t symbol;
+      if (!closes.Byte(&symbol)) return false;
+      const OpenSlice o = open_.back();
+      open_.pop_back();
+      Slice& s = slices[o.index];
+      time = AddDelta(time, delta(symbol, &close_table_[Slot(o.path, tb)],
+                                  &last_close));
+      s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
+                                           static_cast<uint64_t>(s.start_ns));
+      return true;
+    };
+    // A field of the slice byte, continued in the misc section when full.
+    auto field = [&](uint32_t value, uint32_t limit, uint32_t* out) {
+      *out = value;
+      if (value < limit) return true;
+      uint64_t more;
+      if (!misc.Varint(&more) || more > (1u << 31)) return false;
+      *out += static_cast<uint32_t>(more);
+      return true;
+    };
+    for (uint64_t i = 0; i < n; ++i) {
+      uint8_t b;
+      uint32_t pops_code, open_code;
+      if (!bytes.Byte(&b) || !field((b >> 1) & 3, kPopsField, &pops_code)) {
+        return Malformed("slice shapes");
+      }
+      uint8_t& predicted_pops = pops_table_[Slot(~last_path, tb)];
+      const uint32_t pops = pops_code == 0 ? predicted_pops : pops_code - 1;
+      predicted_pops = static_cast<uint8_t>(std::min<uint32_t>(pops, 255));
+      if (pops > open_.size()) return Malformed("slices close unopened slices");
+      uint32_t sibling = kNoName;
+      for (uint32_t p = 0; p < pops; ++p) {
+        sibling = slices[open_.back().index].name;
+        if (!close_one()) return Malformed("slice closes");
+      }
+      const uint64_t parent = open_.empty() ? kRootPath : open_.back().path;
+      const uint64_t context = Mix(parent, sibling);
+      uint32_t& predicted = name_table_[Slot(context, tb)];
+      Slice& s = slices[i];
+      if (b & 1) {
+        if (!names.Varint32(&predicted)) return Malformed("slice names");
+      }
+      s.name = predicted;
+      if (!field(b >> 3, kOpenField, &open_code)) {
+        return Malformed("slice opens");
+      }
+      time = AddDelta(time, delta(open_code,
+                                  &open_table_[Slot(Mix(context, s.name), tb)],
+                                  &last_open));
+      s.start_ns = time;
+      s.depth = static_cast<uint32_t>(open_.size());
+      last_path = Mix(~parent, s.name);
+      open_.push_back({last_path, static_cast<uint32_t>(i)});
+    }
+    while (!open_.empty()) {
+      if (!close_one()) return Malformed("slice closes");
+    }
+    if (bad) return Malformed("a time delta's size is out of range");
+    return absl::OkStatus();
+  }
+
+  struct OpenSlice {
+    uint64_t path;
+    uint32_t index;
+  };
+  Cursor sec_[kSectionCount];
+  std::vector<OpenSlice> open_;
+  std::vector<uint32_t> name_table_;
+  std::vector<uint16_t> open_table_, close_table_;
+  std::vector<uint8_t> pops_table_;
+};
+
+}  // namespace
+
+struct PackedChunkEncoder::Impl {
+  Encoder encoder;
+};
+
+PackedChunkEncoder::PackedChunkEncoder() : impl_(std::make_unique<Impl>()) {}
+PackedChunkEncoder::~PackedChunkEncoder() = default;
+
+void PackedChunkEncoder::Add(const TrackEvents& events) {
+  impl_->encoder.Track(events);
+}
+
+void PackedChunkEncoder::Finish(std::vector<std::string_view>* compressible,
+                                std::string_view* bits) {
+  impl_->encoder.Finish(compressible, bits);
+}
+
+void PackedChunkEncoder::Reset() { impl_->encoder.Reset(); }
+
+bool IsPackedChunk(std::string_view bytes) {
+  return !bytes.empty() && bytes[0] == 0;
+}
+
+absl::Status DecodePackedChunk(std::string_view bytes,
+                               std::vector<TrackEvents>* out) {
+  thread_local Decoder decoder;
+  return decoder.Decode(bytes, out);
+}
+
+}  // namespace podscope::trace_format
