@@ -27,6 +27,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "capture_dialog.h"
 #include "details_panel.h"
 #include "flame_graph_widget.h"
 #include "search_bar.h"
@@ -173,6 +174,9 @@ void MainWindow::BuildMenus() {
         this, tr("Open a session folder or a logdir"));
     if (!path.isEmpty()) OpenPath(path);
   });
+  QAction* capture = file->addAction(tr("&Capture…"));
+  capture->setShortcut(QKeySequence("Ctrl+Shift+C"));
+  connect(capture, &QAction::triggered, this, [this] { ShowCaptureDialog(); });
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   session_menu_ = file->addMenu(tr("&Session"));
   session_menu_->setEnabled(false);
@@ -313,6 +317,18 @@ void MainWindow::UpdateSessionMenu() {
     connect(a, &QAction::triggered, this,
             [this, logdir, name] { OpenPath(logdir, name); });
   }
+}
+
+CaptureDialog* MainWindow::ShowCaptureDialog() {
+  if (capture_dialog_ == nullptr) {
+    capture_dialog_ = new CaptureDialog(this);
+    connect(capture_dialog_, &CaptureDialog::captured, this,
+            [this](const QString& dir) { OpenPath(dir); });
+  }
+  capture_dialog_->show();
+  capture_dialog_->raise();
+  capture_dialog_->activateWindow();
+  return capture_dialog_;
 }
 
 void MainWindow::OpenPath(const QString& path, const QString& session) {

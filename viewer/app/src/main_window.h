@@ -21,6 +21,7 @@ class QPushButton;
 
 namespace podscope::viewer::app {
 
+class CaptureDialog;
 class DetailsPanel;
 class FlameGraphWidget;
 class SearchBar;
@@ -61,6 +62,9 @@ class MainWindow : public QMainWindow {
   StatsPanel* stats() const { return stats_; }
   FlameGraphWidget* flame_graph() const { return flame_; }
   StepsPanel* steps() const { return steps_; }
+  // File › Capture…: shows the capture dialog (made on first use); a
+  // capture that writes files opens its session folder here.
+  CaptureDialog* ShowCaptureDialog();
 
  signals:
   void loaded(bool ok);
@@ -99,6 +103,7 @@ class MainWindow : public QMainWindow {
   QPushButton* cancel_;
   QMenu* recent_menu_ = nullptr;
   QMenu* session_menu_ = nullptr;
+  CaptureDialog* capture_dialog_ = nullptr;
   bool restore_state_on_close_ = false;
 };
 

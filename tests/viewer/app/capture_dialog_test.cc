@@ -1,0 +1,210 @@
+// File › Capture… against a real profiler server started in this process
+// (podscope::profiler::StartServer on a free loopback port) while a thread
+// records scopes: the dialog captures, shows progress, opens the session in
+// the main window, reports a worker that cannot be reached, and Cancel
+// stops a long capture early with a readable file.
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QtTest>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "capture_dialog.h"
+#include "main_window.h"
+#include "podscope/profiler/server.h"
+#include "podscope/profiler/trace.h"
+
+namespace podscope::viewer::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Records a "dialog_work" scope every 200 us until destroyed.
+class Workload {
+ public:
+  Workload()
+      : thread_([this] {
+          while (!stop_.load()) {
+            PODSCOPE_TRACE("dialog_work");
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+          }
+        }) {}
+  ~Workload() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+QString FreshLogdir(const char* name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const fs::path dir =
+      fs::path(tmp ? tmp : "/tmp") / ("capture_dialog_" + std::string(name));
+  fs::remove_all(dir);
+  return QString::fromStdString(dir.string());
+}
+
+bool WaitFor(const std::function<bool()>& done, int timeout_ms) {
+  QElapsedTimer timer;
+  timer.start();
+  while (!done()) {
+    if (timer.elapsed() > timeout_ms) return false;
+    QTest::qWait(20);
+  }
+  return true;
+}
+
+}  // namespace
+
+class CaptureDialogTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    auto server = profiler::StartServer(0);
+    QVERIFY2(server.ok(), std::string(server.status().message()).c_str());
+    server_ = *std::move(server);
+    work_ = std::make_unique<Workload>();
+  }
+  void cleanupTestCase() {
+    work_.reset();
+    server_.reset();
+  }
+
+  void parsesWorkerLists() {
+    QCOMPARE(ParseWorkerList(QStringLiteral(" a:1, b:2 ,,")),
+             QStringList({QStringLiteral("a:1"), QStringLiteral("b:2")}));
+    QVERIFY(ParseWorkerList(QStringLiteral(" , ")).isEmpty());
+  }
+
+  void capturesAndOpensTheSession() {
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    CaptureDialog* d = w.ShowCaptureDialog();
+    QVERIFY(d->isVisible());
+    QCOMPARE(d->workers_edit()->text(), QStringLiteral("localhost:9012"));
+    d->workers_edit()->setText(QString::fromStdString(server_->address()));
+    d->duration_edit()->setValue(600);
+    const QString logdir = FreshLogdir("ok");
+    d->logdir_edit()->setText(logdir);
+    d->session_edit()->setText(QStringLiteral("from-dialog"));
+    QSignalSpy captured(d, &CaptureDialog::captured);
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    QTest::mouseClick(d->start_button(), Qt::LeftButton);
+    QVERIFY(d->running());
+    QVERIFY(!d->start_button()->isEnabled());
+    QCOMPARE(d->cancel_button()->text(), QStringLiteral("Cancel"));
+    // Progress while it records.
+    QVERIFY(WaitFor([&] { return d->status_text().contains("recording"); },
+                    10000));
+    QVERIFY(WaitFor([&] { return captured.count() == 1; }, 30000));
+    const QString dir = captured.at(0).at(0).toString();
+    QCOMPARE(dir, logdir + "/from-dialog");
+    QVERIFY(fs::exists((dir + "/manifest.json").toStdString()));
+    QVERIFY(!d->running());
+    // All went well: the dialog closed itself.
+    QVERIFY(!d->isVisible());
+    QVERIFY(d->errors_text().isEmpty());
+    QVERIFY(WaitFor([&] { return loaded.count() >= 1; }, 30000));
+    QCOMPARE(loaded.last().at(0).toBool(), true);
+    QVERIFY(w.store() != nullptr);
+    QVERIFY(w.store()->FindString("dialog_work").has_value());
+    QVERIFY(w.store()->event_count() > 100);
+  }
+
+  void namesAWorkerThatCannotBeReached() {
+    MainWindow w;
+    w.show();
+    CaptureDialog* d = w.ShowCaptureDialog();
+    // A port nothing listens on (the server's, once it is gone, could be
+    // reused; 1 is never ours) next to the real server.
+    d->workers_edit()->setText(
+        QString::fromStdString(server_->address()) + ", 127.0.0.1:1");
+    d->duration_edit()->setValue(300);
+    d->logdir_edit()->setText(FreshLogdir("partial"));
+    d->session_edit()->setText(QStringLiteral("one-missing"));
+    QSignalSpy finished(d, &CaptureDialog::finishedCapture);
+    QSignalSpy captured(d, &CaptureDialog::captured);
+    d->StartCapture();
+    QVERIFY(WaitFor([&] { return finished.count() == 1; }, 30000));
+    QCOMPARE(captured.count(), 1);  // the reachable worker's file opens
+    QVERIFY(d->isVisible());        // and the error stays readable
+    QVERIFY2(d->errors_text().contains("127.0.0.1:1"),
+             qPrintable(d->errors_text()));
+    QVERIFY(d->status_text().contains("1 of 2"));
+    QVERIFY(w.WaitUntilIdle(30000));
+  }
+
+  void refusesAnEmptyForm() {
+    CaptureDialog d;
+    d.workers_edit()->setText(QStringLiteral(" , "));
+    d.StartCapture();
+    QVERIFY(!d.running());
+    QVERIFY(d.status_text().contains("worker"));
+  }
+
+  void cancelStopsALongCaptureAndOpensIt() {
+    MainWindow w;
+    w.show();
+    CaptureDialog* d = w.ShowCaptureDialog();
+    d->workers_edit()->setText(QString::fromStdString(server_->address()));
+    d->duration_edit()->setValue(600'000);
+    d->logdir_edit()->setText(FreshLogdir("cancel"));
+    d->session_edit()->setText(QStringLiteral("cancelled"));
+    QSignalSpy captured(d, &CaptureDialog::captured);
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    QElapsedTimer timer;
+    timer.start();
+    d->StartCapture();
+    QVERIFY(WaitFor([&] { return d->status_text().contains("1 of 1 workers "
+                                                           "recording"); },
+                    10000));
+    QTest::qWait(300);
+    QTest::mouseClick(d->cancel_button(), Qt::LeftButton);
+    QVERIFY(d->isVisible());  // Cancel stops the capture, not the dialog
+    QVERIFY(WaitFor([&] { return captured.count() == 1; }, 30000));
+    QVERIFY(timer.elapsed() < 30000);
+    QVERIFY(d->status_text().startsWith("Cancelled"));
+    QVERIFY(WaitFor([&] { return loaded.count() >= 1; }, 30000));
+    QCOMPARE(loaded.last().at(0).toBool(), true);
+    QVERIFY(w.store()->FindString("dialog_work").has_value());
+    // The file was finished: no load problems.
+    QVERIFY(w.store()->problems().empty());
+    // Now Cancel closes the dialog.
+    QCOMPARE(d->cancel_button()->text(), QStringLiteral("Close"));
+    QTest::mouseClick(d->cancel_button(), Qt::LeftButton);
+    QVERIFY(!d->isVisible());
+  }
+
+  void closingTheWindowWhileRecordingStopsTheCapture() {
+    auto w = std::make_unique<MainWindow>();
+    CaptureDialog* d = w->ShowCaptureDialog();
+    d->workers_edit()->setText(QString::fromStdString(server_->address()));
+    d->duration_edit()->setValue(600'000);
+    d->logdir_edit()->setText(FreshLogdir("closed"));
+    d->StartCapture();
+    QVERIFY(WaitFor([&] { return d->status_text().contains("recording"); },
+                    10000));
+    QElapsedTimer timer;
+    timer.start();
+    w.reset();  // the dialog's destructor cancels and waits
+    QVERIFY(timer.elapsed() < 30000);
+  }
+
+ private:
+  std::unique_ptr<profiler::ProfilerServer> server_;
+  std::unique_ptr<Workload> work_;
+};
+
+}  // namespace podscope::viewer::app
+
+QTEST_MAIN(podscope::viewer::app::CaptureDialogTest)
+#include "capture_dialog_test.moc"

@@ -1,0 +1,295 @@
+#include "capture_dialog.h"
+
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <string>
+#include <vector>
+
+#include "podscope/profiler/capture.h"
+#include "time_format.h"
+
+namespace podscope::viewer::app {
+namespace {
+
+QString Bytes(qulonglong bytes) {
+  if (bytes < 10'000) return QStringLiteral("%1 B").arg(bytes);
+  if (bytes < 10'000'000) {
+    return QStringLiteral("%1 kB").arg(static_cast<double>(bytes) / 1e3, 0,
+                                       'f', 1);
+  }
+  return QStringLiteral("%1 MB").arg(static_cast<double>(bytes) / 1e6, 0, 'f',
+                                     1);
+}
+
+QString Millis(qlonglong ms) {
+  return QString::fromStdString(FormatDuration(ms * 1'000'000));
+}
+
+}  // namespace
+
+struct CaptureDialog::Outcome {
+  bool ok = false;       // CaptureWorkers ran (workers may still have failed)
+  QString error;         // why it did not run
+  bool cancelled = false;
+  QString session_dir;
+  int asked = 0;
+  int answered = 0;
+  int files = 0;  // written, complete or not
+  qulonglong events = 0;
+  qulonglong bytes = 0;
+  QStringList worker_errors;
+};
+
+QStringList ParseWorkerList(const QString& text) {
+  QStringList out;
+  for (const QString& part : text.split(QLatin1Char(','))) {
+    const QString w = part.trimmed();
+    if (!w.isEmpty()) out << w;
+  }
+  return out;
+}
+
+CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
+  setWindowTitle(tr("Capture"));
+  workers_ = new QLineEdit(QStringLiteral("localhost:9012"));
+  workers_->setToolTip(
+      tr("The profiler servers to record, as host:port, separated by commas"));
+  duration_ = new QSpinBox;
+  duration_->setRange(1, 3'600'000);
+  duration_->setValue(2000);
+  duration_->setSuffix(tr(" ms"));
+  duration_->setSingleStep(500);
+  logdir_ = new QLineEdit(QDir(QDir::homePath()).filePath(
+      QStringLiteral("podscope-traces")));
+  browse_ = new QPushButton(tr("Browse…"));
+  connect(browse_, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(
+        this, tr("Log directory"), logdir_->text());
+    if (!dir.isEmpty()) logdir_->setText(dir);
+  });
+  auto* logdir_row = new QHBoxLayout;
+  logdir_row->addWidget(logdir_, 1);
+  logdir_row->addWidget(browse_);
+  session_ = new QLineEdit;
+  session_->setPlaceholderText(tr("a UTC timestamp"));
+  token_ = new QLineEdit;
+  token_->setEchoMode(QLineEdit::Password);
+  token_->setPlaceholderText(tr("$PODSCOPE_PROFILER_TOKEN"));
+
+  auto* form = new QFormLayout;
+  form->addRow(tr("&Workers:"), workers_);
+  form->addRow(tr("&Duration:"), duration_);
+  form->addRow(tr("&Log directory:"), logdir_row);
+  form->addRow(tr("&Session:"), session_);
+  form->addRow(tr("&Token:"), token_);
+
+  progress_ = new QProgressBar;
+  progress_->setRange(0, 1000);
+  progress_->setValue(0);
+  progress_->setTextVisible(false);
+  status_ = new QLabel(tr("Records every worker at once into "
+                          "<logdir>/<session>/, then opens it."));
+  status_->setWordWrap(true);
+  errors_ = new QPlainTextEdit;
+  errors_->setReadOnly(true);
+  errors_->setMaximumBlockCount(1000);
+  errors_->setPlaceholderText(tr("Problems with workers are listed here."));
+  errors_->setVisible(false);
+
+  start_ = new QPushButton(tr("&Start"));
+  start_->setDefault(true);
+  cancel_ = new QPushButton(tr("Close"));
+  auto* buttons = new QDialogButtonBox;
+  buttons->addButton(start_, QDialogButtonBox::ActionRole);
+  buttons->addButton(cancel_, QDialogButtonBox::RejectRole);
+  connect(start_, &QPushButton::clicked, this, &CaptureDialog::StartCapture);
+  connect(cancel_, &QPushButton::clicked, this, &CaptureDialog::CancelOrClose);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(form);
+  layout->addWidget(progress_);
+  layout->addWidget(status_);
+  layout->addWidget(errors_, 1);
+  layout->addWidget(buttons);
+  resize(520, 360);
+}
+
+CaptureDialog::~CaptureDialog() { StopAndJoin(); }
+
+void CaptureDialog::StopAndJoin() {
+  if (cancel_flag_) cancel_flag_->store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+CaptureRequestFields CaptureDialog::fields() const {
+  CaptureRequestFields f;
+  f.workers = ParseWorkerList(workers_->text());
+  f.duration_ms = duration_->value();
+  f.logdir = logdir_->text().trimmed();
+  f.session = session_->text().trimmed();
+  f.token = token_->text();
+  return f;
+}
+
+QString CaptureDialog::status_text() const { return status_->text(); }
+
+QString CaptureDialog::errors_text() const { return errors_->toPlainText(); }
+
+void CaptureDialog::SetRunning(bool running) {
+  running_ = running;
+  for (QWidget* w : std::initializer_list<QWidget*>{
+           workers_, duration_, logdir_, browse_, session_, token_, start_}) {
+    w->setEnabled(!running);
+  }
+  cancel_->setText(running ? tr("Cancel") : tr("Close"));
+}
+
+void CaptureDialog::StartCapture() {
+  if (running_) return;
+  const CaptureRequestFields f = fields();
+  errors_->clear();
+  errors_->setVisible(false);
+  if (f.workers.isEmpty()) {
+    status_->setText(tr("Name at least one worker (host:port)."));
+    return;
+  }
+  if (f.logdir.isEmpty()) {
+    status_->setText(tr("Choose a log directory."));
+    return;
+  }
+  if (thread_.joinable()) thread_.join();  // the previous capture's thread
+
+  profiler::CaptureOptions options;
+  for (const QString& w : f.workers) options.workers.push_back(w.toStdString());
+  options.logdir = QDir::cleanPath(f.logdir).toStdString();
+  options.duration_ms = f.duration_ms;
+  options.session = f.session.toStdString();
+  options.connect.token = f.token.toStdString();
+  cancel_flag_ = std::make_shared<std::atomic<bool>>(false);
+  duration_ms_ = f.duration_ms;
+  session_dir_.clear();
+  progress_->setValue(0);
+  status_->setText(tr("Connecting to %n worker(s)…", "", f.workers.size()));
+  SetRunning(true);
+
+  std::shared_ptr<std::atomic<bool>> cancel = cancel_flag_;
+  options.cancel = cancel.get();
+  options.progress = [this](const profiler::CaptureProgress& p) {
+    QMetaObject::invokeMethod(
+        this,
+        [this, p] {
+          OnProgress(p.workers, p.streaming, p.finished, p.failed, p.bytes,
+                     p.events, p.elapsed_ms);
+        },
+        Qt::QueuedConnection);
+  };
+  // The thread is joined before the dialog goes away (destructor), so
+  // `this` outlives it; its results come back as a queued call.
+  thread_ = std::thread([this, options = std::move(options), cancel] {
+    auto outcome = std::make_shared<Outcome>();
+    auto result = profiler::CaptureWorkers(options);
+    if (!result.ok()) {
+      outcome->error = QString::fromStdString(std::string(
+          result.status().message()));
+    } else {
+      outcome->ok = true;
+      outcome->cancelled = result->cancelled;
+      outcome->session_dir = QString::fromStdString(result->session_dir);
+      outcome->asked = static_cast<int>(result->workers.size());
+      outcome->answered = result->answered();
+      for (const profiler::WorkerResult& w : result->workers) {
+        outcome->events += w.events;
+        outcome->bytes += w.bytes;
+        if (!w.path.empty() && w.bytes > 0) ++outcome->files;
+        if (!w.ok) {
+          outcome->worker_errors << QString::fromStdString(
+              w.error.empty() ? w.address + ": failed" : w.error);
+        }
+      }
+    }
+    QMetaObject::invokeMethod(
+        this, [this, outcome] { OnFinished(outcome); }, Qt::QueuedConnection);
+  });
+}
+
+void CaptureDialog::OnProgress(int workers, int streaming, int finished,
+                               int failed, qulonglong bytes, qulonglong events,
+                               qlonglong elapsed_ms) {
+  if (!running_) return;
+  const bool stopping = cancel_flag_ && cancel_flag_->load();
+  if (duration_ms_ > 0) {
+    progress_->setValue(static_cast<int>(
+        std::min<qlonglong>(1000, elapsed_ms * 1000 / duration_ms_)));
+  }
+  QString text =
+      tr("%1 of %2 workers recording, %3 finished").arg(streaming).arg(workers)
+          .arg(finished);
+  if (failed > 0) text += tr(" (%1 failed)").arg(failed);
+  text += tr(" · %1 events · %2 · %3").arg(events).arg(Bytes(bytes))
+              .arg(Millis(elapsed_ms));
+  if (stopping) text = tr("Stopping… ") + text;
+  status_->setText(text);
+}
+
+void CaptureDialog::OnFinished(const std::shared_ptr<Outcome>& outcome) {
+  if (thread_.joinable()) thread_.join();
+  SetRunning(false);
+  progress_->setValue(1000);
+  if (!outcome->ok) {
+    status_->setText(tr("Capture failed: %1").arg(outcome->error));
+    emit finishedCapture(false);
+    return;
+  }
+  session_dir_ = outcome->session_dir;
+  QString text = outcome->cancelled ? tr("Cancelled. ") : QString();
+  text += tr("%1 of %2 workers recorded · %3 events · %4 → %5")
+              .arg(outcome->answered)
+              .arg(outcome->asked)
+              .arg(outcome->events)
+              .arg(Bytes(outcome->bytes))
+              .arg(outcome->session_dir);
+  status_->setText(text);
+  if (!outcome->worker_errors.isEmpty()) {
+    errors_->setPlainText(outcome->worker_errors.join(QLatin1Char('\n')));
+    errors_->setVisible(true);
+  }
+  const bool any_file = outcome->files > 0 || outcome->answered > 0;
+  emit finishedCapture(any_file);
+  if (any_file) emit captured(outcome->session_dir);
+  // Everything worked: nothing left to read here.
+  if (any_file && outcome->worker_errors.isEmpty() && !outcome->cancelled) {
+    accept();
+  }
+}
+
+void CaptureDialog::CancelOrClose() {
+  if (running_) {
+    if (cancel_flag_) cancel_flag_->store(true);
+    status_->setText(tr("Stopping… the workers send the rest of their "
+                        "files."));
+    return;
+  }
+  QDialog::reject();
+}
+
+void CaptureDialog::reject() {
+  // Esc or the window's close button while recording: stop, do not hide a
+  // capture that still runs.
+  if (running_) {
+    CancelOrClose();
+    return;
+  }
+  QDialog::reject();
+}
+
+}  // namespace podscope::viewer::app

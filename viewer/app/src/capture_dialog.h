@@ -1,0 +1,104 @@
+// File › Capture…: records running profiler servers (podscope::profiler's
+// capture client, as `podscope capture` does) into a session folder, off the
+// GUI thread, with progress, per-worker errors and Cancel. When at least
+// one worker's file was written, captured() hands the session folder to the
+// main window, which opens it.
+#ifndef PODSCOPE_VIEWER_APP_CAPTURE_DIALOG_H_
+#define PODSCOPE_VIEWER_APP_CAPTURE_DIALOG_H_
+
+#include <QDialog>
+#include <QString>
+#include <QStringList>
+#include <atomic>
+#include <memory>
+#include <thread>
+
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace podscope::viewer::app {
+
+struct CaptureRequestFields {
+  QStringList workers;  // host:port
+  int duration_ms = 2000;
+  QString logdir;
+  QString session;  // empty: a UTC timestamp
+  QString token;    // empty: $PODSCOPE_PROFILER_TOKEN
+};
+
+// "a:1, b:2 ,," -> {"a:1", "b:2"}.
+QStringList ParseWorkerList(const QString& text);
+
+class CaptureDialog : public QDialog {
+  Q_OBJECT
+
+ public:
+  explicit CaptureDialog(QWidget* parent = nullptr);
+  // Cancels a running capture and waits for it (the workers' files end
+  // complete).
+  ~CaptureDialog() override;
+
+  bool running() const { return running_; }
+  // The form's values; empty workers or logdir make Start refuse.
+  CaptureRequestFields fields() const;
+
+  // For tests and the main window.
+  QLineEdit* workers_edit() const { return workers_; }
+  QSpinBox* duration_edit() const { return duration_; }
+  QLineEdit* logdir_edit() const { return logdir_; }
+  QLineEdit* session_edit() const { return session_; }
+  QLineEdit* token_edit() const { return token_; }
+  QPushButton* start_button() const { return start_; }
+  QPushButton* cancel_button() const { return cancel_; }
+  QString status_text() const;
+  QString errors_text() const;
+  QString last_session_dir() const { return session_dir_; }
+
+ public slots:
+  void StartCapture();
+  // While running: stop the capture early (what was recorded is kept and
+  // opened). Otherwise: close the dialog.
+  void CancelOrClose();
+
+ signals:
+  // The capture ended with at least one complete or partial file.
+  void captured(const QString& session_dir);
+  // The capture ended (successfully, cancelled or failed).
+  void finishedCapture(bool any_file);
+
+ protected:
+  void reject() override;
+
+ private:
+  struct Outcome;
+  void SetRunning(bool running);
+  void OnProgress(int workers, int streaming, int finished, int failed,
+                  qulonglong bytes, qulonglong events, qlonglong elapsed_ms);
+  void OnFinished(const std::shared_ptr<Outcome>& outcome);
+  void StopAndJoin();
+
+  QLineEdit* workers_;
+  QSpinBox* duration_;
+  QLineEdit* logdir_;
+  QPushButton* browse_;
+  QLineEdit* session_;
+  QLineEdit* token_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QPlainTextEdit* errors_;
+  QPushButton* start_;
+  QPushButton* cancel_;
+  bool running_ = false;
+  int duration_ms_ = 0;
+  QString session_dir_;
+  std::shared_ptr<std::atomic<bool>> cancel_flag_;
+  std::thread thread_;
+};
+
+}  // namespace podscope::viewer::app
+
+#endif  // PODSCOPE_VIEWER_APP_CAPTURE_DIALOG_H_
