@@ -3,6 +3,8 @@
 // stopping one shared capture from many threads.
 #include "src/server/capture_hub.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -66,6 +68,63 @@ TEST(CaptureHub, ManyClientsGetTheSameCompleteFile) {
   EXPECT_GT((*reader)->known_event_count(), 100u);
   EXPECT_EQ((*reader)->metadata().session_id(), "shared");
   EXPECT_FALSE(IsTracing());
+}
+
+// Clients following a trace the process records itself, while that trace
+// records from several threads and one client stops the capture: every
+// client gets the same whole records, marked for the receiver to index,
+// and the local trace goes on.
+TEST(CaptureHub, ClientsFollowALocalTraceWhileItRecords) {
+  const std::string dir = ::testing::TempDir() + "/hub-follow-" + std::to_string(getpid());
+  ASSERT_TRUE(StartTrace(dir).ok());
+  {
+    Workload work_a;
+    Workload work_b(std::chrono::microseconds(300));
+    ServerOptions o;
+    CaptureHub hub(o);
+    constexpr int kClients = 3;
+    std::vector<std::string> files(kClients);
+    std::vector<absl::Status> ends(kClients);
+    std::vector<int> indexes(kClients, 0);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kClients; ++i) {
+      clients.emplace_back([&, i] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30 * i));
+        auto c = hub.Join(Request(0), "client");
+        ASSERT_TRUE(c.ok()) << c.status();
+        EXPECT_FALSE((*c)->local_path.empty());
+        std::string chunk;
+        size_t cursor = 0;
+        pb::CaptureData progress;
+        while (!(*c)->stream->Next(&cursor, &chunk, 1 << 16,
+                                   std::chrono::milliseconds(20), &progress,
+                                   &ends[i])) {
+          files[i] += chunk;
+        }
+        files[i] += chunk;
+        indexes[i] = progress.receiver_indexes() ? 1 : 0;
+        hub.Leave(*c);
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto stopped = hub.Stop("");
+    EXPECT_TRUE(stopped.ok()) << stopped.status();
+    for (auto& t : clients) t.join();
+    for (int i = 0; i < kClients; ++i) {
+      EXPECT_TRUE(ends[i].ok()) << ends[i];
+      EXPECT_TRUE(indexes[i]) << "client " << i;
+      EXPECT_EQ(files[i], files[0]) << "client " << i;
+    }
+    auto reader = trace_format::TraceReader::OpenBuffer(files[0], "followed");
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_FALSE((*reader)->report().has_index);
+    EXPECT_TRUE((*reader)->report().skipped.empty());
+    uint64_t events = 0;
+    for (const auto& t : (*reader)->ReadAllTracks()) events += t.event_count();
+    EXPECT_GT(events, 100u);
+  }
+  EXPECT_TRUE(IsTracing());
+  EXPECT_TRUE(StopTrace().ok());
 }
 
 TEST(CaptureHub, StopFromAnotherThreadEndsEveryClient) {

@@ -275,21 +275,103 @@ TEST(Server, StopEndsACaptureThatRunsUntilStopped) {
   EXPECT_TRUE(done);
 }
 
-TEST(Server, ALocalTraceRefusesARemoteCapture) {
+// A process that records itself (StartTrace) can still be captured: the
+// capture follows its trace from the first byte for as long as the capture
+// lasts, and the local trace goes on untouched.
+TEST(Server, ACaptureFollowsATraceTheProcessRecordsItself) {
   auto server = Serve();
   ASSERT_NE(server, nullptr);
   const std::string dir = FreshDir("local-first");
-  ASSERT_TRUE(StartTrace(dir).ok());
+  TraceOptions local;
+  local.session_id = "local";
+  ASSERT_TRUE(StartTrace(dir, local).ok());
+  { PODSCOPE_TRACE("before_capture"); }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::atomic<bool> capturing{true};
+  std::thread marks([&] {
+    while (capturing.load()) {
+      { PODSCOPE_TRACE("during_capture"); }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
   CaptureOptions o;
   o.workers = {server->address()};
-  o.logdir = dir;
-  o.duration_ms = 100;
+  o.logdir = FreshDir("followed");
+  o.duration_ms = 300;
+  o.session = "remote";
   auto result = CaptureWorkers(o);
-  ASSERT_TRUE(StopTrace().ok());
-  ASSERT_TRUE(result.ok());
-  ASSERT_EQ(result->answered(), 0);
-  EXPECT_NE(result->workers[0].error.find("FAILED_PRECONDITION"), std::string::npos)
-      << result->workers[0].error;
+  capturing = false;
+  marks.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->answered(), 1) << result->workers[0].error;
+  // The local trace is still recording; later events are not in the
+  // captured file.
+  EXPECT_TRUE(IsTracing());
+  { PODSCOPE_TRACE("after_capture"); }
+  auto stopped = StopTrace();
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+
+  auto captured = ReadTraceFile(result->workers[0].path);
+  ASSERT_NE(captured.reader, nullptr);
+  const auto report = captured.reader->report();
+  EXPECT_TRUE(report.intact()) << "index problem: " << report.index_problem;
+  EXPECT_TRUE(report.index_used);
+  EXPECT_EQ(captured.reader->metadata().session_id(), "local");
+  EXPECT_EQ(captured.reader->clock().offsets_size(), 2);
+  EXPECT_EQ(captured.SlicesNamed("before_capture").size(), 1u);
+  const size_t during = captured.SlicesNamed("during_capture").size();
+  // ~60 marks in 300 ms; at least those of the capture's first part, and the
+  // ones made until the capture's end (at most one drain may be missing).
+  EXPECT_GT(during, 20u);
+  EXPECT_TRUE(captured.SlicesNamed("after_capture").empty());
+  // The index built by the client covers exactly what the file holds: the
+  // same events as a scan of the same records.
+  const uint64_t indexed = captured.reader->known_event_count();
+  uint64_t scanned = 0;
+  for (const auto& t : captured.tracks) scanned += t.events.event_count();
+  EXPECT_EQ(indexed, scanned);
+
+  auto whole = ReadTraceFile(*stopped);
+  ASSERT_NE(whole.reader, nullptr);
+  EXPECT_TRUE(whole.reader->report().intact());
+  EXPECT_EQ(whole.SlicesNamed("after_capture").size(), 1u);
+  EXPECT_GE(whole.SlicesNamed("during_capture").size(), during);
+}
+
+// When the process's own trace ends during the capture, the capture ends
+// with it and gets the trace's own index: the two files hold the same
+// events.
+TEST(Server, ACapturedLocalTraceThatEndsGivesTheWholeFile) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  const std::string dir = FreshDir("local-ends");
+  ASSERT_TRUE(StartTrace(dir).ok());
+  Workload work;
+  std::string local_path;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto p = StopTrace();
+    if (p.ok()) local_path = *p;
+  });
+  CaptureOptions o;
+  o.workers = {server->address()};
+  o.logdir = FreshDir("local-ends-capture");
+  o.duration_ms = 5000;
+  auto result = CaptureWorkers(o);
+  stopper.join();
+  ASSERT_FALSE(local_path.empty());
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->answered(), 1) << result->workers[0].error;
+  auto captured = ReadTraceFile(result->workers[0].path);
+  auto local_file = ReadTraceFile(local_path);
+  ASSERT_NE(captured.reader, nullptr);
+  ASSERT_NE(local_file.reader, nullptr);
+  EXPECT_TRUE(captured.reader->report().intact());
+  EXPECT_GT(local_file.SlicesNamed("work").size(), 10u);
+  EXPECT_EQ(captured.SlicesNamed("work").size(),
+            local_file.SlicesNamed("work").size());
+  EXPECT_EQ(captured.reader->known_event_count(),
+            local_file.reader->known_event_count());
 }
 
 TEST(Server, TokenIsCheckedOnEveryCall) {

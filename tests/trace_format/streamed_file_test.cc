@@ -83,6 +83,62 @@ TEST(StreamedFile, PiecesOfAnyLengthMakeTheSameTraceWithTheAddedRecord) {
   }
 }
 
+// A sender that ends the stream on purpose before its own file is closed
+// (a process that goes on tracing itself) sends no index: the receiver
+// builds one that matches what the writer's own index says.
+TEST(StreamedFile, TheReceiverBuildsTheIndexOfAStreamThatHasNone) {
+  const std::string original = WriteSampleTrace();
+  uint64_t index_offset = 0;
+  for (int i = 7; i >= 0; --i) {
+    index_offset = (index_offset << 8) |
+                   static_cast<uint8_t>(original[original.size() - 8 + i]);
+  }
+  ASSERT_LT(index_offset, original.size());
+  auto reference = OpenOrDie(original);
+  ASSERT_NE(reference, nullptr);
+  ASSERT_GT(reference->chunks().size(), 1u);
+  // Whole records only, and the same with a torn record at the end.
+  for (size_t torn : {size_t{0}, size_t{5}}) {
+    const std::string path = TempPath("built-index.podtrace");
+    auto file = StreamedFile::Create(path);
+    ASSERT_TRUE(file.ok());
+    ASSERT_TRUE((*file)->Append(std::string_view(original).substr(0, index_offset)).ok());
+    if (torn > 0) {
+      ASSERT_TRUE((*file)->Append(std::string_view(original).substr(index_offset, torn)).ok());
+    }
+    EXPECT_FALSE((*file)->complete());
+    ASSERT_TRUE((*file)->AddRecord(RecordType::kClock, Offsets()).ok());
+    ASSERT_TRUE((*file)->Finish(/*build_index=*/true).ok());
+    EXPECT_TRUE((*file)->complete());
+
+    auto built = OpenOrDie(ReadFile(path));
+    ASSERT_NE(built, nullptr);
+    EXPECT_TRUE(built->report().intact()) << built->report().index_problem;
+    EXPECT_TRUE(built->report().index_used);
+    EXPECT_EQ(built->clock().offsets_size(), reference->clock().offsets_size() + 2);
+    EXPECT_EQ(built->known_event_count(), reference->known_event_count());
+    EXPECT_EQ(ReadAllFlat(*built), ReadAllFlat(*reference));
+    // Chunk by chunk, the same entries as the writer's index.
+    ASSERT_EQ(built->chunks().size(), reference->chunks().size());
+    for (size_t i = 0; i < built->chunks().size(); ++i) {
+      const ChunkInfo& a = built->chunks()[i];
+      const ChunkInfo& b = reference->chunks()[i];
+      EXPECT_EQ(a.offset, b.offset);
+      EXPECT_EQ(a.length, b.length);
+      EXPECT_EQ(a.min_ns, b.min_ns) << "chunk " << i;
+      EXPECT_EQ(a.max_ns, b.max_ns) << "chunk " << i;
+      EXPECT_EQ(a.event_count, b.event_count) << "chunk " << i;
+      ASSERT_EQ(a.tracks.size(), b.tracks.size()) << "chunk " << i;
+    }
+    // Time-range reads through the built index find what a scan finds.
+    for (const proto::Track& t : reference->tracks()) {
+      const TrackEvents x = built->ReadTrack(t.id(), 1'000, 50'000'000);
+      const TrackEvents y = reference->ReadTrack(t.id(), 1'000, 50'000'000);
+      EXPECT_EQ(x.event_count(), y.event_count()) << "track " << t.id();
+    }
+  }
+}
+
 TEST(StreamedFile, AStreamCutAnywhereLeavesAReadableFile) {
   const std::string original = WriteSampleTrace();
   auto reference = OpenOrDie(original);

@@ -1,6 +1,10 @@
 #include "podscope/trace_format/streamed_file.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
+#include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/trace.pb.h"
 
 namespace podscope::trace_format {
@@ -18,7 +22,8 @@ absl::StatusOr<std::unique_ptr<StreamedFile>> StreamedFile::Create(
     const std::string& path) {
   auto sink = OpenFileSink(path);
   if (!sink.ok()) return sink.status();
-  return std::unique_ptr<StreamedFile>(new StreamedFile(*std::move(sink)));
+  return std::unique_ptr<StreamedFile>(
+      new StreamedFile(path, *std::move(sink)));
 }
 
 absl::Status StreamedFile::Write(std::string_view bytes) {
@@ -66,6 +71,9 @@ absl::Status StreamedFile::Append(std::string_view bytes) {
       written_to = pos;
       continue;
     }
+    if (type != RecordType::kChunk) {
+      streamed_.push_back({type, offset_ + (pos - written_to), size});
+    }
     pos += size;
   }
   s = Write(std::string_view(pending_).substr(written_to, pos - written_to));
@@ -91,40 +99,122 @@ absl::Status StreamedFile::AddRecord(
   return s;
 }
 
-absl::Status StreamedFile::Finish() {
+absl::Status StreamedFile::WriteIndexAndTrailer(std::string payload) {
+  const uint64_t index_offset = offset_;
+  absl::Status s = Write(EncodeCompressedRecord(RecordType::kIndex, payload, 1));
+  if (!s.ok()) return s;
+  std::string trailer(kTrailerPayloadSize, '\0');
+  for (size_t i = 0; i < kTrailerPayloadSize; ++i) {
+    trailer[i] = static_cast<char>(index_offset >> (8 * i));
+  }
+  return Write(EncodeRecord(RecordType::kTrailer, RecordEncoding::kRaw, trailer));
+}
+
+absl::StatusOr<std::string> StreamedFile::BuildIndexPayload() {
+  if (absl::Status s = sink_->Flush(false); !s.ok()) return s;
+  proto::Index index;
+  {
+    auto reader = TraceReader::Open(path_);
+    if (!reader.ok()) return reader.status();
+    const TraceReader& r = **reader;
+    std::vector<proto::TrackRange> totals;
+    auto widen = [](proto::TrackRange* t, int64_t lo, int64_t hi, uint64_t n) {
+      if (t->event_count() == 0) {
+        t->set_min_ns(lo);
+        t->set_max_ns(hi);
+      } else {
+        t->set_min_ns(std::min(t->min_ns(), lo));
+        t->set_max_ns(std::max(t->max_ns(), hi));
+      }
+      t->set_event_count(t->event_count() + n);
+    };
+    uint64_t events = 0;
+    for (size_t i = 0; i < r.chunks().size(); ++i) {
+      auto decoded = r.DecodeChunk(i);
+      if (!decoded.ok()) continue;  // left out; readers would skip it too
+      proto::ChunkEntry* entry = index.add_chunks();
+      entry->set_offset(r.chunks()[i].offset);
+      entry->set_length(r.chunks()[i].length);
+      int64_t lo_all = std::numeric_limits<int64_t>::max();
+      int64_t hi_all = std::numeric_limits<int64_t>::min();
+      uint64_t count_all = 0;
+      for (const TrackEvents& e : *decoded) {
+        if (e.empty()) continue;
+        const auto [lo, hi] = e.time_range();
+        const uint64_t n = e.event_count();
+        proto::TrackRange* t = entry->add_tracks();
+        t->set_track_id(e.track_id);
+        widen(t, lo, hi, n);
+        auto it = std::find_if(totals.begin(), totals.end(), [&](const auto& x) {
+          return x.track_id() == e.track_id;
+        });
+        if (it == totals.end()) {
+          totals.emplace_back().set_track_id(e.track_id);
+          it = totals.end() - 1;
+        }
+        widen(&*it, lo, hi, n);
+        lo_all = std::min(lo_all, lo);
+        hi_all = std::max(hi_all, hi);
+        count_all += n;
+      }
+      entry->set_min_ns(count_all > 0 ? lo_all : 0);
+      entry->set_max_ns(count_all > 0 ? hi_all : 0);
+      entry->set_event_count(count_all);
+      events += count_all;
+    }
+    std::sort(totals.begin(), totals.end(), [](const auto& a, const auto& b) {
+      return a.track_id() < b.track_id();
+    });
+    for (proto::TrackRange& t : totals) *index.add_tracks() = std::move(t);
+    index.set_event_count(events);
+  }
+  for (const Added& a : streamed_) {
+    proto::RecordEntry* e = index.add_records();
+    e->set_type(static_cast<uint32_t>(a.type));
+    e->set_offset(a.offset);
+    e->set_length(a.length);
+  }
+  return index.SerializeAsString();
+}
+
+absl::Status StreamedFile::Finish(bool build_index) {
   if (finished_) return error_;
   finished_ = true;
   absl::Status s = error_;
+  proto::Index index;
+  bool have_index = false;
   if (s.ok() && !index_record_.empty()) {
     // Decode the held index through the reader's own validation.
     const std::string buf = EncodeFileHeader() + index_record_;
     auto view = ReadRecordAt(buf, kFileHeaderSize);
     absl::StatusOr<std::string> payload =
         view.ok() ? DecodePayload(*view) : absl::StatusOr<std::string>(view.status());
-    proto::Index index;
     if (!payload.ok()) {
       s = payload.status();
     } else if (!index.ParseFromString(*payload)) {
       s = absl::DataLossError("the capture stream's index does not parse");
     } else {
-      for (const Added& a : added_) {
-        proto::RecordEntry* r = index.add_records();
-        r->set_type(static_cast<uint32_t>(a.type));
-        r->set_offset(a.offset);
-        r->set_length(a.length);
-      }
-      const uint64_t index_offset = offset_;
-      s = Write(EncodeCompressedRecord(RecordType::kIndex,
-                                       index.SerializeAsString(), 1));
-      if (s.ok()) {
-        std::string trailer(kTrailerPayloadSize, '\0');
-        for (size_t i = 0; i < kTrailerPayloadSize; ++i) {
-          trailer[i] = static_cast<char>(index_offset >> (8 * i));
-        }
-        s = Write(EncodeRecord(RecordType::kTrailer, RecordEncoding::kRaw,
-                               trailer));
-      }
+      have_index = true;
     }
+  } else if (s.ok() && build_index && header_done_) {
+    absl::StatusOr<std::string> payload = BuildIndexPayload();
+    if (!payload.ok()) {
+      s = payload.status();
+    } else if (!index.ParseFromString(*payload)) {
+      s = absl::InternalError("the built index does not parse");
+    } else {
+      have_index = true;
+    }
+  }
+  if (s.ok() && have_index) {
+    for (const Added& a : added_) {
+      proto::RecordEntry* r = index.add_records();
+      r->set_type(static_cast<uint32_t>(a.type));
+      r->set_offset(a.offset);
+      r->set_length(a.length);
+    }
+    s = WriteIndexAndTrailer(index.SerializeAsString());
+    if (s.ok() && index_record_.empty()) index_built_ = true;
   }
   absl::Status f = sink_->Flush(false);
   if (s.ok()) s = f;

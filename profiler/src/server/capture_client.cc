@@ -286,6 +286,7 @@ void CaptureOne(const CaptureOptions& options, const std::string& dir,
   }
   pb::CaptureData data;
   bool done = false;
+  bool receiver_indexes = false;
   absl::Status file_status;
   while (reader->Read(&data)) {
     if (file_status.ok()) file_status = (*file)->Append(data.records());
@@ -298,7 +299,10 @@ void CaptureOne(const CaptureOptions& options, const std::string& dir,
     shared->progress.events += data.events() - result->events;
     result->events = data.events();
     result->dropped = data.dropped();
-    if (data.done()) done = true;
+    if (data.done()) {
+      done = true;
+      receiver_indexes = data.receiver_indexes();
+    }
   }
   const grpc::Status status = reader->Finish();
   if (stopper.joinable()) {
@@ -320,7 +324,7 @@ void CaptureOne(const CaptureOptions& options, const std::string& dir,
   } else if (!file_status.ok()) {
     error = absl::DataLossError(absl::StrCat(result->address, ": ",
                                              file_status.message()));
-  } else if (!done || !(*file)->complete()) {
+  } else if (!done || (!(*file)->complete() && !receiver_indexes)) {
     error = absl::DataLossError(absl::StrCat(
         result->address, ": the capture stream ended before the file was "
         "complete"));
@@ -350,7 +354,7 @@ void CaptureOne(const CaptureOptions& options, const std::string& dir,
   absl::Status s = (*file)->bytes_written() > 0
                        ? (*file)->AddRecord(tf::RecordType::kClock, clock)
                        : absl::OkStatus();
-  absl::Status f = (*file)->Finish();
+  absl::Status f = (*file)->Finish(/*build_index=*/error.ok() && receiver_indexes);
   if (error.ok() && !s.ok()) error = s;
   if (error.ok() && !f.ok()) error = f;
   if (!error.ok()) return fail(error);

@@ -1,12 +1,20 @@
 #include "src/server/capture_hub.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
+#include "podscope/trace_format/format.h"
 #include "podscope/trace_format/record_io.h"
 #include "src/session_internal.h"
 
@@ -36,6 +44,87 @@ class StreamSink : public trace_format::RecordSink {
 };
 
 std::atomic<uint64_t> g_next_owner{1};
+
+// Reads a trace file that its writer is still appending to and hands on
+// whole records only: the header first, then every record whose bytes are
+// all on disk (a record the writer is in the middle of waits for the next
+// read).
+class FileFollower {
+ public:
+  ~FileFollower() {
+    if (fd_ >= 0) close(fd_);
+  }
+  absl::Status Open(const std::string& path) {
+    path_ = path;
+    fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the process records itself to ", path,
+          ", which cannot be read: ", std::strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
+  // Reads what was appended since the last call (at most `max_read` bytes)
+  // and appends its whole records to `out`.
+  absl::Status Poll(std::string* out, size_t max_read) {
+    size_t got = 0;
+    char buf[1 << 16];
+    while (got < max_read) {
+      const ssize_t n = pread(fd_, buf, sizeof buf, static_cast<off_t>(read_));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return absl::DataLossError(absl::StrCat("reading ", path_, ": ",
+                                                std::strerror(errno)));
+      }
+      if (n == 0) break;
+      pending_.append(buf, static_cast<size_t>(n));
+      read_ += static_cast<uint64_t>(n);
+      got += static_cast<size_t>(n);
+    }
+    size_t pos = 0;
+    if (!header_done_) {
+      if (pending_.size() < trace_format::kFileHeaderSize) return absl::OkStatus();
+      absl::Status s = trace_format::CheckFileHeader(
+          std::string_view(pending_).substr(0, trace_format::kFileHeaderSize),
+          path_);
+      if (!s.ok()) return s;
+      header_done_ = true;
+      pos = trace_format::kFileHeaderSize;
+    }
+    while (pending_.size() - pos >= trace_format::kRecordHeaderSize) {
+      uint32_t length = 0;
+      for (int i = 3; i >= 0; --i) {
+        length = (length << 8) | static_cast<uint8_t>(pending_[pos + i]);
+      }
+      if (length > trace_format::kMaxRecordPayload) {
+        return absl::DataLossError(absl::StrCat(
+            path_, " holds an impossible record length ", length,
+            " at offset ", read_ - (pending_.size() - pos)));
+      }
+      const size_t size = trace_format::kRecordHeaderSize + length;
+      if (pending_.size() - pos < size) break;
+      if (static_cast<trace_format::RecordType>(
+              static_cast<uint8_t>(pending_[pos + 8])) ==
+          trace_format::RecordType::kTrailer) {
+        closed_ = true;
+      }
+      pos += size;
+    }
+    out->append(pending_, 0, pos);
+    pending_.erase(0, pos);
+    return absl::OkStatus();
+  }
+  // The writer closed the file: its trailer was read.
+  bool closed() const { return closed_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t read_ = 0;
+  std::string pending_;
+  bool header_done_ = false;
+  bool closed_ = false;
+};
 
 
 }  // namespace
@@ -120,6 +209,23 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Join(const pb::CaptureReque
       std::make_unique<StreamSink>(capture->stream), o,
       absl::StrCat("remote capture '", capture->session_id, "' for ", peer),
       capture->owner);
+  if (absl::IsFailedPrecondition(s)) {
+    // The process records itself (StartTrace): follow that trace instead,
+    // with its own options, from its first byte.
+    const std::string path = CurrentTracePath();
+    std::error_code ec;
+    if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return s;
+    bool active = false;
+    const std::string local_session = ActiveSessionId(&active);
+    if (wanted.empty() && !local_session.empty()) {
+      capture->session_id = local_session;
+    }
+    capture->owner = 0;
+    capture->local_path = path;
+    current_ = capture;
+    capture->controller = std::thread([this, capture] { FollowLocal(capture); });
+    return capture;
+  }
   if (!s.ok()) return s;
   current_ = capture;
   capture->controller = std::thread([this, capture] { Control(capture); });
@@ -158,29 +264,92 @@ void CaptureHub::StopAll() {
   JoinFinishedLocked(lock, /*wait=*/true);
 }
 
+absl::Status CaptureHub::WaitForEnd(
+    std::unique_lock<std::mutex>& lock, Capture& c,
+    std::chrono::milliseconds interval,
+    const std::function<bool(absl::Status*)>& poll) {
+  while (true) {
+    const int64_t now = MonotonicNs();
+    if (c.stop || c.clients <= 0 || now >= c.deadline_ns) return absl::OkStatus();
+    if (c.stream->overflow()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the capture ended early: it outgrew the server's ",
+          options_.max_capture_bytes, "-byte limit"));
+    }
+    const int64_t wait_ns = std::min<int64_t>(
+        c.deadline_ns - now,
+        std::chrono::duration_cast<std::chrono::nanoseconds>(interval).count());
+    cv_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
+    lock.unlock();
+    absl::Status why;
+    const bool more = poll(&why);
+    lock.lock();
+    if (!more) return why;
+  }
+}
+
 void CaptureHub::Control(std::shared_ptr<Capture> c) {
   absl::Status end;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    while (true) {
-      const int64_t now = MonotonicNs();
-      if (c->stop || c->clients <= 0 || now >= c->deadline_ns) break;
-      if (c->stream->overflow()) {
-        end = absl::ResourceExhaustedError(absl::StrCat(
-            "the capture ended early: it outgrew the server's ",
-            options_.max_capture_bytes, "-byte limit"));
-        break;
-      }
-      const int64_t wait_ns = std::min<int64_t>(c->deadline_ns - now, 100'000'000);
-      cv_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
-      lock.unlock();
-      const SessionStats st = CurrentSessionStats();
-      c->stream->SetProgress(st.events, st.dropped);
-      lock.lock();
-    }
+    end = WaitForEnd(lock, *c, std::chrono::milliseconds(100),
+                     [&](absl::Status*) {
+                       const SessionStats st = CurrentSessionStats();
+                       c->stream->SetProgress(st.events, st.dropped);
+                       return true;
+                     });
   }
   absl::Status s = internal::StopOwnedSession(c->owner);
   if (!s.ok() && end.ok()) end = s;
+  c->stream->Finish(end);
+  std::lock_guard<std::mutex> lock(mutex_);
+  c->finished = true;
+  cv_.notify_all();
+}
+
+void CaptureHub::FollowLocal(std::shared_ptr<Capture> c) {
+  constexpr size_t kMaxReadPerPoll = 8 << 20;
+  FileFollower file;
+  absl::Status end = file.Open(c->local_path);
+  std::string out;
+  // Hands on what the file holds now; false when the follow must end.
+  auto pump = [&](absl::Status* why) {
+    out.clear();
+    absl::Status s = file.Poll(&out, kMaxReadPerPoll);
+    if (!out.empty()) c->stream->Append(out);
+    if (!s.ok()) {
+      *why = s;
+      return false;
+    }
+    if (CurrentTracePath() == c->local_path) {
+      const SessionStats st = CurrentSessionStats();
+      c->stream->SetProgress(st.events, st.dropped);
+    }
+    return !file.closed();
+  };
+  if (end.ok()) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      end = WaitForEnd(lock, *c, std::chrono::milliseconds(50), pump);
+    }
+    if (end.ok() && !file.closed() && !c->stream->overflow()) {
+      // The events of the capture's last moments are on disk after the
+      // writer's next drain; wait for it (or for the trace to end).
+      const uint64_t flushes = CurrentSessionStats().flushes;
+      const int64_t give_up = MonotonicNs() + 1'000'000'000;
+      absl::Status why;
+      while (MonotonicNs() < give_up && pump(&why)) {
+        if (CurrentTracePath() != c->local_path ||
+            CurrentSessionStats().flushes >= flushes + 2) {
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (!why.ok()) end = why;
+      if (end.ok()) pump(&why);
+    }
+    if (!file.closed()) c->stream->SetReceiverIndexes();
+  }
   c->stream->Finish(end);
   std::lock_guard<std::mutex> lock(mutex_);
   c->finished = true;

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,11 @@ class CaptureStream {
     dropped_ = dropped;
   }
 
+  // The stream will end without an index (see CaptureData.receiver_indexes).
+  void SetReceiverIndexes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    receiver_indexes_ = true;
+  }
   void Finish(absl::Status status) {
     std::lock_guard<std::mutex> lock(mutex_);
     finished_ = true;
@@ -76,7 +82,9 @@ class CaptureStream {
     progress->set_events(events_);
     progress->set_dropped(dropped_);
     *end_status = status_;
-    return finished_ && *cursor == pieces_.size();
+    const bool last = finished_ && *cursor == pieces_.size();
+    if (last) progress->set_receiver_indexes(receiver_indexes_);
+    return last;
   }
 
  private:
@@ -87,16 +95,21 @@ class CaptureStream {
   int64_t total_ = 0;
   bool overflow_ = false;
   bool finished_ = false;
+  bool receiver_indexes_ = false;
   absl::Status status_;
   uint64_t events_ = 0, dropped_ = 0;
 };
 
 // One capture: the process's session, recording into a CaptureStream, with
 // a controller thread that ends it at the latest deadline of its clients,
-// on Stop, when every client has gone, or when it outgrows memory.
+// on Stop, when every client has gone, or when it outgrows memory. When the
+// process already records itself (StartTrace), the capture instead follows
+// that trace's file (`local_path`) from its first byte, for as long as the
+// capture lasts.
 struct Capture {
   std::string session_id;
   uint64_t owner = 0;
+  std::string local_path;
   std::shared_ptr<CaptureStream> stream;
   int64_t started_ns = 0;
   int64_t deadline_ns = 0;  // guarded by the hub's mutex
@@ -126,6 +139,13 @@ class CaptureHub {
 
  private:
   void Control(std::shared_ptr<Capture> c);
+  void FollowLocal(std::shared_ptr<Capture> c);
+  // Waits (hub mutex held) until the capture should end; returns why it
+  // ended early (OK when on time, stopped or left by its clients).
+  // `poll` runs without the mutex every interval.
+  absl::Status WaitForEnd(std::unique_lock<std::mutex>& lock, Capture& c,
+                          std::chrono::milliseconds interval,
+                          const std::function<bool(absl::Status*)>& poll);
 
   void JoinFinishedLocked(std::unique_lock<std::mutex>& lock, bool wait = false);
 

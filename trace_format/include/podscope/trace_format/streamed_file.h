@@ -36,20 +36,29 @@ class StreamedFile {
                          const google::protobuf::MessageLite& message);
 
   // Writes the held-back index, now listing the added records, and a new
-  // trailer. Without an index from the stream (the sender died), the file
-  // is left without one: readers scan it. Bytes of a torn last record are
-  // dropped. Idempotent.
-  absl::Status Finish();
+  // trailer. Without an index from the stream the file is left without one
+  // (the sender died: readers scan it and report it as recovered), unless
+  // `build_index`: the sender ended the stream on purpose before its own
+  // file was closed (a process that goes on tracing itself), so the index
+  // is built here from the records received, and the file is complete.
+  // Bytes of a torn last record are dropped. Idempotent.
+  absl::Status Finish(bool build_index = false);
 
-  // True when the stream delivered its index: the sender closed the file.
-  bool complete() const { return !index_record_.empty(); }
+  // True when the stream delivered its index (the sender closed the file),
+  // or once Finish(true) has built one.
+  bool complete() const { return !index_record_.empty() || index_built_; }
   uint64_t bytes_written() const { return offset_; }
   uint64_t bytes_received() const { return received_; }
 
  private:
-  explicit StreamedFile(std::unique_ptr<RecordSink> sink)
-      : sink_(std::move(sink)) {}
+  StreamedFile(std::string path, std::unique_ptr<RecordSink> sink)
+      : path_(std::move(path)), sink_(std::move(sink)) {}
   absl::Status Write(std::string_view bytes);
+  // An index of the records on disk (chunk ranges from decoding them).
+  absl::StatusOr<std::string> BuildIndexPayload();
+  absl::Status WriteIndexAndTrailer(std::string payload);
+
+  std::string path_;
 
   std::unique_ptr<RecordSink> sink_;
   std::string pending_;  // bytes of a record not yet whole
@@ -65,6 +74,9 @@ class StreamedFile {
     uint64_t length;
   };
   std::vector<Added> added_;
+  // The stream's records other than chunks, index and trailer, as written.
+  std::vector<Added> streamed_;
+  bool index_built_ = false;
 };
 
 }  // namespace podscope::trace_format
