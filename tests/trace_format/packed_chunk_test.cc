@@ -68,10 +68,11 @@ int64_t Emit(const Node& n, int64_t t, std::mt19937_64& rng, TraceWriter& w,
   return t;
 }
 
-std::string RealisticTrace(bool packed, int level) {
+std::string RealisticTrace(bool packed, int level, bool background = false) {
   std::string data;
   WriterOptions o;
   o.packed_chunks = packed;
+  o.background_thread = background;
   o.compression_level = level;
   o.chunk_events = 20000;
   auto w = NewWriter(&data, o);
@@ -118,6 +119,8 @@ TEST(PackedChunk, RealisticTraceReadsTheSameAsProtobufChunks) {
     EXPECT_EQ(ReadAllFlat(*reader, 2), expected);
     if (level == 1) {
       EXPECT_LT(packed.size(), old_layout.size());
+      // Encoding on the writer's own thread writes the same bytes.
+      EXPECT_EQ(RealisticTrace(true, level, /*background=*/true), packed);
     }
   }
 }

@@ -105,6 +105,10 @@ RandomTrace MakeRandomTrace(uint32_t seed, bool allow_overlap) {
   options.compression_level = static_cast<int>(rng.Uniform(0, 9));  // 0: raw
   // Every fourth seed writes the protobuf chunks of format 1.0.
   options.packed_chunks = seed % 4 != 0;
+  // Every third seed encodes chunks on the writer's own thread, queueing
+  // at most two.
+  options.background_thread = seed % 3 == 1;
+  options.max_queued_chunks = 2;
   auto created = TraceWriter::Create(MakeStringSink(&trace.data), options);
   EXPECT_TRUE(created.ok());
   TraceWriter& w = **created;

@@ -11,6 +11,15 @@ namespace {
 
 constexpr uint32_t kNone = ~0u;
 
+// Per-thread scratch vectors are kept between calls (a writer sorts every
+// track of every chunk) unless they grew past this many elements (a
+// reader merging a whole long track), which are given back.
+constexpr size_t kScratchKeep = size_t{1} << 18;
+template <typename T>
+void Trim(std::vector<T>& v) {
+  if (v.capacity() > kScratchKeep) std::vector<T>().swap(v);
+}
+
 // a - b with wrap-around. Readers add deltas with wrap-around, so this
 // decodes exactly, where a plain subtraction would be undefined behaviour
 // for times more than 2^63 ns apart.
@@ -30,8 +39,11 @@ bool PostOrderToPreOrder(const std::vector<Slice>& slices,
     uint32_t head, tail;
   };
   const uint32_t n = static_cast<uint32_t>(slices.size());
-  std::vector<uint32_t> next(n, kNone);
-  std::vector<Subtree> stack;
+  // Scratch kept per thread: a writer sorts every track of every chunk.
+  thread_local std::vector<uint32_t> next;
+  thread_local std::vector<Subtree> stack;
+  next.assign(n, kNone);
+  stack.clear();
   for (uint32_t i = 0; i < n; ++i) {
     const Slice& s = slices[i];
     size_t first_child = stack.size();
@@ -63,6 +75,8 @@ bool PostOrderToPreOrder(const std::vector<Slice>& slices,
     }
     order->push_back(i);
   }
+  Trim(next);
+  Trim(stack);
   return order->size() == n;
 }
 
@@ -79,12 +93,16 @@ bool IsIdentity(const std::vector<T>& order) {
 template <typename Event>
 void ApplyOrder(const std::vector<uint32_t>& order, EventKind kind,
                 std::vector<Event>* items, TrackEvents* events) {
-  std::vector<Event> sorted;
-  sorted.reserve(items->size());
-  for (uint32_t old_index : order) sorted.push_back((*items)[old_index]);
+  thread_local std::vector<Event> sorted;
+  sorted.resize(items->size());
+  Event* out = sorted.data();
+  const Event* in = items->data();
+  for (uint32_t old_index : order) *out++ = in[old_index];
   items->swap(sorted);
+  Trim(sorted);
   if (events->args.empty() && events->flows.empty()) return;
-  std::vector<uint32_t> new_position(order.size());
+  thread_local std::vector<uint32_t> new_position;
+  new_position.resize(order.size());
   for (uint32_t i = 0; i < order.size(); ++i) new_position[order[i]] = i;
   for (EventArgs& a : events->args) {
     if (a.kind == kind && a.index < new_position.size()) {
@@ -96,6 +114,7 @@ void ApplyOrder(const std::vector<uint32_t>& order, EventKind kind,
       f.index = new_position[f.index];
     }
   }
+  Trim(new_position);
 }
 
 template <typename Event, typename Less>
@@ -181,7 +200,7 @@ void ComputeSliceDepths(std::vector<Slice>* slices) {
 void SortTrackEvents(TrackEvents* events) {
   auto& slices = events->slices;
   if (!std::is_sorted(slices.begin(), slices.end(), SliceOrder)) {
-    std::vector<uint32_t> order;
+    thread_local std::vector<uint32_t> order;
     if (!PostOrderToPreOrder(slices, &order)) {
       order.resize(slices.size());
       std::iota(order.begin(), order.end(), 0u);
@@ -192,6 +211,7 @@ void SortTrackEvents(TrackEvents* events) {
     if (!IsIdentity(order)) {
       ApplyOrder(order, EventKind::kSlice, &slices, events);
     }
+    Trim(order);
   }
   SortColumn(EventKind::kInstant, &events->instants, events,
              [](const Instant& a, const Instant& b) { return a.ts_ns < b.ts_ns; });

@@ -128,6 +128,7 @@ class Bytes {
   void Clear() { size_ = 0; }
   std::string_view view() const { return {data_.data(), size_}; }
   char* end() { return data_.data() + size_; }
+  uint8_t* tail() { return reinterpret_cast<uint8_t*>(data_.data()) + size_; }
   void Advance(size_t n) { size_ += n; }
 
  private:
@@ -229,45 +230,81 @@ class Encoder {
   // do not nest.
   bool Nested(const std::vector<Slice>& slices) {
     const size_t n = slices.size();
-    Bytes& bytes = sections_[kSliceSection];
-    Bytes& names = sections_[kNameSection];
-    Bytes& closes = sections_[kCloseSection];
     Bytes& misc = sections_[kMiscSection];
-    Bytes& bits = sections_[kBitsSection];
-    const size_t marks[] = {bytes.size(), names.size(), closes.size(),
-                            misc.size()};
-    const BitWriter::State bit_mark = bits_.Save();
-    bytes.Reserve(n);
-    names.Reserve(5 * n);
-    closes.Reserve(n);
-    bits.Reserve(16 * n + 16);
+    const size_t misc_mark = misc.size();
+    sections_[kSliceSection].Reserve(n);
+    sections_[kNameSection].Reserve(5 * n);
+    sections_[kCloseSection].Reserve(n);
+    sections_[kBitsSection].Reserve(16 * n + 16);
+    // Raw pointers in locals: stores through a uint8_t pointer may alias
+    // anything, which would make the compiler reload every member after
+    // each byte. Nothing is committed until the slices prove to nest.
+    uint8_t* const bytes_start = sections_[kSliceSection].tail();
+    uint8_t* const names_start = sections_[kNameSection].tail();
+    uint8_t* const closes_start = sections_[kCloseSection].tail();
+    uint8_t* bp = bytes_start;
+    uint8_t* np = names_start;
+    uint8_t* cp = closes_start;
+    BitWriter::State bw = bits_.Save();
+    uint8_t* const bits_start = sections_[kBitsSection].tail();
+    uint8_t* wp = bits_start;
+    uint64_t acc = bw.acc;
+    uint32_t nbits = bw.bits;
 
     const uint32_t tb = TableBits(n);
-    name_table_.assign(size_t{1} << tb, 0);
-    open_table_.assign(size_t{1} << tb, kUnknownBucket);
-    close_table_.assign(size_t{1} << tb, kUnknownBucket);
-    pops_table_.assign(size_t{1} << tb, 0);
+    const size_t table_size = size_t{1} << tb;
+    name_table_.assign(table_size, 0);
+    open_table_.assign(table_size, kUnknownBucket);
+    close_table_.assign(table_size, kUnknownBucket);
+    pops_table_.assign(table_size, 0);
+    uint32_t* const name_table = name_table_.data();
+    uint16_t* const open_table = open_table_.data();
+    uint16_t* const close_table = close_table_.data();
+    uint16_t* const pops_table = pops_table_.data();
     uint32_t last_open = 0, last_close = 0;
     uint64_t last_path = kRootPath;
     open_.clear();
 
     int64_t previous = 0;
     // The bucket symbol of `delta`; its low bits go to the bit section.
-    auto code = [&](uint64_t delta, uint16_t* slot, uint32_t* last) {
+    auto code = [&](uint64_t delta, uint16_t* slot,
+                    uint32_t* last) __attribute__((always_inline)) {
       const uint32_t b = Bucket(delta);
       const uint32_t predicted = PredictBucket(*slot, *last);
-      if (b >= 2) bits_.Put(delta & ((uint64_t{1} << (b - 1)) - 1), b - 1);
+      if (b >= 2) {
+        uint64_t v = delta & ((uint64_t{1} << (b - 1)) - 1);
+        uint32_t nb = b - 1;
+        if (nb > 56) {
+          acc |= (v & 0xFFFFFFFFu) << nbits;
+          nbits += 32;
+          std::memcpy(wp, &acc, 8);
+          wp += nbits >> 3;
+          acc >>= nbits & ~7u;
+          nbits &= 7;
+          v >>= 32;
+          nb -= 32;
+        }
+        acc |= v << nbits;
+        nbits += nb;
+        std::memcpy(wp, &acc, 8);
+        wp += nbits >> 3;
+        acc >>= nbits & ~7u;
+        nbits &= 7;
+      }
       LearnBucket(slot, b);
       *last = b;
       return static_cast<uint32_t>(
           ZigZag(static_cast<int64_t>(b) - static_cast<int64_t>(predicted)));
     };
+    auto varint = [](uint8_t*& p, uint64_t v) {
+      while (v >= 0x80) {
+        *p++ = static_cast<uint8_t>(v | 0x80);
+        v >>= 7;
+      }
+      *p++ = static_cast<uint8_t>(v);
+    };
     auto fail = [&] {
-      bytes.Truncate(marks[0]);
-      names.Truncate(marks[1]);
-      closes.Truncate(marks[2]);
-      misc.Truncate(marks[3]);
-      bits_.Restore(bit_mark);
+      misc.Truncate(misc_mark);
       return false;
     };
     for (const Slice& s : slices) {
@@ -277,9 +314,9 @@ class Encoder {
       while (!open_.empty() && open_.back().end < end) {
         const OpenSlice o = open_.back();
         if (o.end > s.start_ns) return fail();  // overlaps without nesting
-        closes.Byte(static_cast<uint8_t>(
+        *cp++ = static_cast<uint8_t>(
             code(static_cast<uint64_t>(o.end - previous),
-                 &close_table_[Slot(o.path, tb)], &last_close)));
+                 &close_table[Slot(o.path, tb)], &last_close));
         previous = o.end;
         sibling = o.name;
         open_.pop_back();
@@ -288,38 +325,42 @@ class Encoder {
       if (s.start_ns < previous) return fail();
       // The slice opened last predicts how many slices close before the
       // next one opens.
-      uint8_t& predicted_pops = pops_table_[Slot(~last_path, tb)];
+      uint16_t& predicted_pops = pops_table[Slot(~last_path, tb)];
       const uint32_t pops_code = pops == predicted_pops ? 0 : pops + 1;
-      predicted_pops = static_cast<uint8_t>(std::min<uint32_t>(pops, 255));
+      predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops_code >= kPopsField) misc.PutVarint(pops_code - kPopsField);
       const uint64_t parent = open_.empty() ? kRootPath : open_.back().path;
       const uint64_t context = Mix(parent, sibling);
-      uint32_t& predicted = name_table_[Slot(context, tb)];
+      uint32_t& predicted = name_table[Slot(context, tb)];
       const bool miss = predicted != s.name;
       if (miss) {
-        names.Varint(s.name);
+        varint(np, s.name);
         predicted = s.name;
       }
       const uint32_t open_code =
           code(static_cast<uint64_t>(s.start_ns - previous),
-               &open_table_[Slot(Mix(context, s.name), tb)], &last_open);
+               &open_table[Slot(Mix(context, s.name), tb)], &last_open);
       if (open_code >= kOpenField) misc.PutVarint(open_code - kOpenField);
-      bytes.Byte(static_cast<uint8_t>(
-          (std::min(open_code, kOpenField) << 3) |
-          (std::min(pops_code, kPopsField) << 1) | miss));
+      *bp++ = static_cast<uint8_t>((std::min(open_code, kOpenField) << 3) |
+                                   (std::min(pops_code, kPopsField) << 1) |
+                                   miss);
       previous = s.start_ns;
       last_path = Mix(~parent, s.name);
       open_.push_back({end, last_path, s.name});
     }
-    closes.Reserve(open_.size());
     while (!open_.empty()) {
       const OpenSlice o = open_.back();
-      closes.Byte(static_cast<uint8_t>(
+      *cp++ = static_cast<uint8_t>(
           code(static_cast<uint64_t>(o.end - previous),
-               &close_table_[Slot(o.path, tb)], &last_close)));
+               &close_table[Slot(o.path, tb)], &last_close));
       previous = o.end;
       open_.pop_back();
     }
+    sections_[kSliceSection].Advance(static_cast<size_t>(bp - bytes_start));
+    sections_[kNameSection].Advance(static_cast<size_t>(np - names_start));
+    sections_[kCloseSection].Advance(static_cast<size_t>(cp - closes_start));
+    sections_[kBitsSection].Advance(static_cast<size_t>(wp - bits_start));
+    bits_.Restore({sections_[kBitsSection].size(), acc, nbits});
     return true;
   }
 
@@ -440,8 +481,8 @@ class Encoder {
   BitWriter bits_;
   std::vector<OpenSlice> open_;
   std::vector<uint32_t> name_table_;
-  std::vector<uint16_t> open_table_, close_table_;
-  std::vector<uint8_t> pops_table_;
+  // uint16_t, not uint8_t: a store through a char type may alias anything.
+  std::vector<uint16_t> open_table_, close_table_, pops_table_;
 };
 
 // ------------------------------------------------------------------ reading
@@ -783,9 +824,9 @@ class Decoder {
       if (!bytes.Byte(&b) || !field((b >> 1) & 3, kPopsField, &pops_code)) {
         return Malformed("slice shapes");
       }
-      uint8_t& predicted_pops = pops_table_[Slot(~last_path, tb)];
+      uint16_t& predicted_pops = pops_table_[Slot(~last_path, tb)];
       const uint32_t pops = pops_code == 0 ? predicted_pops : pops_code - 1;
-      predicted_pops = static_cast<uint8_t>(std::min<uint32_t>(pops, 255));
+      predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops > open_.size()) return Malformed("slices close unopened slices");
       uint32_t sibling = kNoName;
       for (uint32_t p = 0; p < pops; ++p) {
@@ -825,8 +866,7 @@ class Decoder {
   Cursor sec_[kSectionCount];
   std::vector<OpenSlice> open_;
   std::vector<uint32_t> name_table_;
-  std::vector<uint16_t> open_table_, close_table_;
-  std::vector<uint8_t> pops_table_;
+  std::vector<uint16_t> open_table_, close_table_, pops_table_;
 };
 
 }  // namespace

@@ -45,6 +45,9 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(
   std::string header = EncodeFileHeader();
   if (auto s = writer->sink_->Append(header); !s.ok()) return s;
   writer->stats_.bytes = header.size();
+  if (options.background_thread) {
+    writer->worker_ = std::thread([w = writer.get()] { w->WorkerLoop(); });
+  }
   return writer;
 }
 
@@ -54,7 +57,6 @@ TraceWriter::TraceWriter(std::unique_ptr<RecordSink> sink,
   string_ids_.emplace("", 0);
   pending_strings_.set_first_id(1);
   if (options_.chunk_events == 0) options_.chunk_events = 1;
-  if (options_.packed_chunks) packer_ = std::make_unique<PackedChunkEncoder>();
 }
 
 TraceWriter::~TraceWriter() { (void)Close(); }
@@ -77,8 +79,6 @@ uint32_t TraceWriter::AddTrack(const proto::Track& track) {
   tracks_.push_back(track);
   tracks_.back().set_id(id);
   pending_events_.emplace_back().track_id = id;
-  proto::TrackRange& total = track_totals_.emplace_back();
-  total.set_track_id(id);
   return id;
 }
 
@@ -204,9 +204,15 @@ void TraceWriter::MaybeWriteChunk() {
   if (error_.ok()) error_ = WriteChunk();
 }
 
+WriterStats TraceWriter::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
 absl::Status TraceWriter::AppendRecord(RecordType type,
                                        const std::string& framed) {
   if (auto s = sink_->Append(framed); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mutex_);
   if (type != RecordType::kChunk && type != RecordType::kIndex &&
       type != RecordType::kTrailer) {
     proto::RecordEntry* r = index_.add_records();
@@ -216,6 +222,84 @@ absl::Status TraceWriter::AppendRecord(RecordType type,
   }
   stats_.bytes += framed.size();
   return absl::OkStatus();
+}
+
+absl::Status TraceWriter::Submit(Job job) {
+  if (!worker_.joinable()) return Run(job);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (job.kind == Job::kChunk) {
+    work_done_.wait(lock, [&] {
+      return queued_chunks_ < std::max<size_t>(options_.max_queued_chunks, 1) ||
+             !worker_error_.ok();
+    });
+    ++queued_chunks_;
+  }
+  queue_.push_back(std::move(job));
+  work_ready_.notify_one();
+  return worker_error_;
+}
+
+absl::Status TraceWriter::Run(Job& job) {
+  switch (job.kind) {
+    case Job::kRecord:
+      return AppendRecord(job.type, job.framed);
+    case Job::kChunk: {
+      absl::Status s = EncodeChunk(job.tracks, job.events);
+      for (TrackEvents& e : job.tracks) {
+        // Keep the vectors' capacity for a later chunk.
+        e.slices.clear();
+        e.instants.clear();
+        e.counters.clear();
+        e.samples.clear();
+        e.args.clear();
+        e.flows.clear();
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (TrackEvents& e : job.tracks) spare_tracks_.push_back(std::move(e));
+      return s;
+    }
+    case Job::kFlush:
+      return sink_->Flush(options_.sync_on_flush);
+  }
+  return absl::OkStatus();
+}
+
+void TraceWriter::WorkerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    work_ready_.wait(lock, [&] { return !queue_.empty() || stop_worker_; });
+    if (queue_.empty()) break;  // stopping, and nothing left to do
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    worker_busy_ = true;
+    const bool failed = !worker_error_.ok();
+    lock.unlock();
+    // After a failure the sink's offsets are unknown: later jobs are
+    // dropped, and the owner sees the first error.
+    absl::Status s = failed ? absl::OkStatus() : Run(job);
+    lock.lock();
+    if (!s.ok() && worker_error_.ok()) worker_error_ = s;
+    if (job.kind == Job::kChunk) --queued_chunks_;
+    worker_busy_ = false;
+    work_done_.notify_all();
+  }
+}
+
+absl::Status TraceWriter::WaitForWorker() {
+  if (!worker_.joinable()) return absl::OkStatus();
+  std::unique_lock<std::mutex> lock(mutex_);
+  work_done_.wait(lock, [&] { return queue_.empty() && !worker_busy_; });
+  return worker_error_;
+}
+
+void TraceWriter::StopWorker() {
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_worker_ = true;
+  }
+  work_ready_.notify_all();
+  worker_.join();
 }
 
 std::string TraceWriter::Frame(RecordType type,
@@ -235,11 +319,12 @@ absl::Status TraceWriter::AppendMessage(
         absl::StrCat("cannot serialise the ", std::string(RecordTypeName(type)),
                      " record"));
   }
-  std::string framed =
-      compress && payload.size() >= kCompressThreshold
-          ? Frame(type, payload)
-          : EncodeRecord(type, RecordEncoding::kRaw, payload);
-  return AppendRecord(type, framed);
+  Job job;
+  job.type = type;
+  job.framed = compress && payload.size() >= kCompressThreshold
+                   ? Frame(type, payload)
+                   : EncodeRecord(type, RecordEncoding::kRaw, payload);
+  return Submit(std::move(job));
 }
 
 absl::Status TraceWriter::WriteDictionaries() {
@@ -291,17 +376,50 @@ absl::Status TraceWriter::WriteDictionaries() {
 
 absl::Status TraceWriter::WriteChunk() {
   if (pending_event_count_ == 0) return absl::OkStatus();
-  proto::Chunk chunk;
-  if (packer_) packer_->Reset();
-  proto::ChunkEntry entry;
-  int64_t chunk_min = std::numeric_limits<int64_t>::max();
-  int64_t chunk_max = std::numeric_limits<int64_t>::min();
+  Job job;
+  job.kind = Job::kChunk;
+  job.events = pending_event_count_;
+  std::vector<TrackEvents> spares;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    spares.swap(spare_tracks_);
+  }
   for (TrackEvents& e : pending_events_) {
     if (e.empty()) {
       e.flows.clear();
       e.args.clear();
       continue;
     }
+    // The events go with the job; the track keeps collecting into spare
+    // vectors whose capacity an earlier chunk left.
+    TrackEvents fresh;
+    if (!spares.empty()) {
+      fresh = std::move(spares.back());
+      spares.pop_back();
+    }
+    fresh.track_id = e.track_id;
+    std::swap(e, fresh);
+    job.tracks.push_back(std::move(fresh));
+  }
+  if (!spares.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (TrackEvents& e : spares) spare_tracks_.push_back(std::move(e));
+  }
+  pending_event_count_ = 0;
+  return Submit(std::move(job));
+}
+
+absl::Status TraceWriter::EncodeChunk(std::vector<TrackEvents>& tracks,
+                                      uint64_t events) {
+  proto::Chunk chunk;
+  if (options_.packed_chunks) {
+    if (!packer_) packer_ = std::make_unique<PackedChunkEncoder>();
+    packer_->Reset();
+  }
+  proto::ChunkEntry entry;
+  int64_t chunk_min = std::numeric_limits<int64_t>::max();
+  int64_t chunk_max = std::numeric_limits<int64_t>::min();
+  for (TrackEvents& e : tracks) {
     SortTrackEvents(&e);
     if (packer_) {
       packer_->Add(e);
@@ -313,18 +431,13 @@ absl::Status TraceWriter::WriteChunk() {
     proto::TrackRange* range = entry.add_tracks();
     range->set_track_id(e.track_id);
     Widen(range, lo, hi, count);
+    while (track_totals_.size() < e.track_id) {
+      const auto id = static_cast<uint32_t>(track_totals_.size() + 1);
+      track_totals_.emplace_back().set_track_id(id);
+    }
     Widen(&track_totals_[e.track_id - 1], lo, hi, count);
     chunk_min = std::min(chunk_min, lo);
     chunk_max = std::max(chunk_max, hi);
-    const uint32_t id = e.track_id;
-    // Keep the vectors' capacity for the next chunk.
-    e.slices.clear();
-    e.instants.clear();
-    e.counters.clear();
-    e.samples.clear();
-    e.args.clear();
-    e.flows.clear();
-    e.track_id = id;
   }
   std::string framed;
   if (packer_) {
@@ -338,16 +451,19 @@ absl::Status TraceWriter::WriteChunk() {
     chunk.SerializeToString(&payload);
     framed = Frame(RecordType::kChunk, payload);
   }
-  entry.set_offset(stats_.bytes);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entry.set_offset(stats_.bytes);
+  }
   entry.set_length(framed.size());
   entry.set_min_ns(chunk_min);
   entry.set_max_ns(chunk_max);
-  entry.set_event_count(pending_event_count_);
+  entry.set_event_count(events);
   if (auto s = AppendRecord(RecordType::kChunk, framed); !s.ok()) return s;
   *index_.add_chunks() = std::move(entry);
-  stats_.events += pending_event_count_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.events += events;
   stats_.chunks += 1;
-  pending_event_count_ = 0;
   return absl::OkStatus();
 }
 
@@ -365,22 +481,26 @@ absl::Status TraceWriter::Flush() {
     }
     pending_drops_.Clear();
   }
-  if (auto s = sink_->Flush(options_.sync_on_flush); !s.ok()) {
-    return error_ = s;
-  }
+  Job flush;
+  flush.kind = Job::kFlush;
+  if (auto s = Submit(std::move(flush)); !s.ok()) return error_ = s;
+  if (auto s = WaitForWorker(); !s.ok()) return error_ = s;
   return absl::OkStatus();
 }
 
 absl::Status TraceWriter::Close() {
   if (closed_) return error_;
   absl::Status s = Flush();
+  // The rest is appended on this thread.
+  StopWorker();
   closed_ = true;
   if (s.ok()) {
     for (const proto::TrackRange& t : track_totals_) {
       if (t.event_count() > 0) *index_.add_tracks() = t;
     }
-    index_.set_event_count(stats_.events);
-    const uint64_t index_offset = stats_.bytes;
+    const WriterStats totals = stats();
+    index_.set_event_count(totals.events);
+    const uint64_t index_offset = totals.bytes;
     s = AppendMessage(RecordType::kIndex, index_, /*compress=*/true);
     if (s.ok()) {
       std::string offset(kTrailerPayloadSize, '\0');

@@ -3,15 +3,20 @@
 // Close appends the index that readers use for random access.
 //
 // A TraceWriter is not thread-safe: one thread (a session's writer thread,
-// say) owns it.
+// say) owns it. (With WriterOptions::background_thread it runs a worker
+// thread of its own, invisible to the owner.)
 #ifndef PODSCOPE_TRACE_FORMAT_WRITER_H_
 #define PODSCOPE_TRACE_FORMAT_WRITER_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -34,6 +39,14 @@ struct WriterOptions {
   // Packed chunks (format 1.1, the default); false writes the protobuf
   // `Chunk` of format 1.0, for readers older than 1.1.
   bool packed_chunks = true;
+  // Sorts, encodes, compresses and appends chunks on a thread of the
+  // writer's own, so that the caller only collects events: a pipeline of
+  // two threads (a profiler session uses it when the machine has a spare
+  // core). Flush and Close wait for it; the caller never sees the worker
+  // otherwise. At most `max_queued_chunks` chunks wait for it, after which
+  // adding events blocks until one is written.
+  bool background_thread = false;
+  size_t max_queued_chunks = 4;
   // fdatasync on every Flush (durable against power loss, not only against
   // the process dying).
   bool sync_on_flush = false;
@@ -104,14 +117,33 @@ class TraceWriter {
   // Flushes, then appends the index and the trailer. Idempotent.
   absl::Status Close();
 
-  const WriterStats& stats() const { return stats_; }
+  // Counts of what reached the sink so far.
+  WriterStats stats() const;
   bool closed() const { return closed_; }
 
  private:
   TraceWriter(std::unique_ptr<RecordSink> sink, const WriterOptions& options);
 
+  // A unit of work for the sink, in file order: a framed record, a chunk
+  // to encode, or a flush of the sink.
+  struct Job {
+    enum Kind { kRecord, kChunk, kFlush } kind = kRecord;
+    RecordType type = RecordType::kMetadata;
+    std::string framed;
+    std::vector<TrackEvents> tracks;  // kChunk: the non-empty tracks
+    uint64_t events = 0;
+  };
+
   TrackEvents& Pending(uint32_t track_id);
   std::string Frame(RecordType type, std::string_view payload) const;
+  // Appends now, or queues for the worker (which then owns the sink).
+  absl::Status Submit(Job job);
+  absl::Status Run(Job& job);  // on the worker, or inline without one
+  void WorkerLoop();
+  // Waits until the worker has done every queued job; its first error.
+  absl::Status WaitForWorker();
+  void StopWorker();
+  absl::Status EncodeChunk(std::vector<TrackEvents>& tracks, uint64_t events);
   absl::Status AppendRecord(RecordType type, const std::string& framed);
   absl::Status AppendMessage(RecordType type,
                              const google::protobuf::MessageLite& message,
@@ -141,13 +173,24 @@ class TraceWriter {
   std::unique_ptr<proto::Metadata> pending_metadata_;
 
   std::vector<TrackEvents> pending_events_;  // by track id - 1
-  std::unique_ptr<PackedChunkEncoder> packer_;
   uint32_t track_zero_ = 0;  // holds events added with track id 0
   size_t pending_event_count_ = 0;
 
+  // State of whoever appends (the worker while it runs): the index, per
+  // track totals by track id - 1, the chunk encoder.
   proto::Index index_;
-  // Per track totals for the index, by track id - 1.
   std::vector<proto::TrackRange> track_totals_;
+  std::unique_ptr<PackedChunkEncoder> packer_;
+
+  std::thread worker_;
+  mutable std::mutex mutex_;  // guards the fields below and stats_
+  std::condition_variable work_ready_, work_done_;
+  std::deque<Job> queue_;
+  size_t queued_chunks_ = 0;
+  bool worker_busy_ = false;
+  bool stop_worker_ = false;
+  absl::Status worker_error_;
+  std::vector<TrackEvents> spare_tracks_;  // emptied, capacity kept
 };
 
 }  // namespace podscope::trace_format
