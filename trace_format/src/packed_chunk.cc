@@ -763,28 +763,40 @@ class Decoder {
     return absl::OkStatus();
   }
 
-  absl::Status Nested(uint64_t n, BitReader* bits, TrackEvents* e) {
-    Cursor& bytes = sec_[kSliceSection];
-    Cursor& names = sec_[kNameSection];
-    Cursor& closes = sec_[kCloseSection];
-    Cursor& misc = sec_[kMiscSection];
+  absl::Status Nested(uint64_t n, BitReader* bit_reader, TrackEvents* e) {
+    // Every section cursor lives in a local for the loop (the compiler
+    // keeps them in registers) and is written back at the end.
+    Cursor bytes = sec_[kSliceSection];
+    Cursor names = sec_[kNameSection];
+    Cursor closes = sec_[kCloseSection];
+    Cursor misc = sec_[kMiscSection];
+    BitReader bits = *bit_reader;
     // Each slice takes one byte of the slice and close sections.
-    if (n > closes.left()) {
+    if (n > closes.left() || n > bytes.left()) {
       return Malformed("slice counts exceed the sections");
     }
     const uint32_t tb = TableBits(n);
-    name_table_.assign(size_t{1} << tb, 0);
-    open_table_.assign(size_t{1} << tb, kUnknownBucket);
-    close_table_.assign(size_t{1} << tb, kUnknownBucket);
-    pops_table_.assign(size_t{1} << tb, 0);
+    const size_t table_size = size_t{1} << tb;
+    name_table_.assign(table_size, 0);
+    open_table_.assign(table_size, kUnknownBucket);
+    close_table_.assign(table_size, kUnknownBucket);
+    pops_table_.assign(table_size, 0);
+    uint32_t* const name_table = name_table_.data();
+    uint16_t* const open_table = open_table_.data();
+    uint16_t* const close_table = close_table_.data();
+    uint16_t* const pops_table = pops_table_.data();
     uint32_t last_open = 0, last_close = 0;
     uint64_t last_path = kRootPath;
     e->slices.resize(n);
-    Slice* slices = e->slices.data();
-    open_.clear();
+    Slice* const slices = e->slices.data();
+    // The stack of open slices, grown as deep nesting needs.
+    if (open_.size() < 64) open_.resize(64);
+    OpenSlice* stack = open_.data();
+    size_t depth = 0;
     int64_t time = 0;
     bool bad = false;
-    auto delta = [&](uint32_t symbol, uint16_t* slot, uint32_t* last) {
+    auto delta = [&](uint32_t symbol, uint16_t* slot,
+                     uint32_t* last) __attribute__((always_inline)) {
       const uint32_t predicted = PredictBucket(*slot, *last);
       const int64_t b = static_cast<int64_t>(predicted) + UnZigZag(symbol);
       if (b < 0 || b > 64) {
@@ -795,15 +807,14 @@ class Decoder {
       *last = static_cast<uint32_t>(b);
       if (b < 2) return static_cast<uint64_t>(b);
       return (uint64_t{1} << (b - 1)) |
-             bits->GetWide(static_cast<uint32_t>(b - 1));
+             bits.GetWide(static_cast<uint32_t>(b - 1));
     };
-    auto close_one = [&]() -> bool {
+    auto close_one = [&]() __attribute__((always_inline)) -> bool {
       uint8_t symbol;
       if (!closes.Byte(&symbol)) return false;
-      const OpenSlice o = open_.back();
-      open_.pop_back();
+      const OpenSlice o = stack[--depth];
       Slice& s = slices[o.index];
-      time = AddDelta(time, delta(symbol, &close_table_[Slot(o.path, tb)],
+      time = AddDelta(time, delta(symbol, &close_table[Slot(o.path, tb)],
                                   &last_close));
       s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
                                            static_cast<uint64_t>(s.start_ns));
@@ -819,23 +830,23 @@ class Decoder {
       return true;
     };
     for (uint64_t i = 0; i < n; ++i) {
-      uint8_t b;
+      const uint8_t b = *bytes.p++;  // n <= bytes.left()
       uint32_t pops_code, open_code;
-      if (!bytes.Byte(&b) || !field((b >> 1) & 3, kPopsField, &pops_code)) {
+      if (!field((b >> 1) & 3, kPopsField, &pops_code)) {
         return Malformed("slice shapes");
       }
-      uint16_t& predicted_pops = pops_table_[Slot(~last_path, tb)];
+      uint16_t& predicted_pops = pops_table[Slot(~last_path, tb)];
       const uint32_t pops = pops_code == 0 ? predicted_pops : pops_code - 1;
       predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
-      if (pops > open_.size()) return Malformed("slices close unopened slices");
+      if (pops > depth) return Malformed("slices close unopened slices");
       uint32_t sibling = kNoName;
       for (uint32_t p = 0; p < pops; ++p) {
-        sibling = slices[open_.back().index].name;
+        sibling = slices[stack[depth - 1].index].name;
         if (!close_one()) return Malformed("slice closes");
       }
-      const uint64_t parent = open_.empty() ? kRootPath : open_.back().path;
+      const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
       const uint64_t context = Mix(parent, sibling);
-      uint32_t& predicted = name_table_[Slot(context, tb)];
+      uint32_t& predicted = name_table[Slot(context, tb)];
       Slice& s = slices[i];
       if (b & 1) {
         if (!names.Varint32(&predicted)) return Malformed("slice names");
@@ -845,17 +856,26 @@ class Decoder {
         return Malformed("slice opens");
       }
       time = AddDelta(time, delta(open_code,
-                                  &open_table_[Slot(Mix(context, s.name), tb)],
+                                  &open_table[Slot(Mix(context, s.name), tb)],
                                   &last_open));
       s.start_ns = time;
-      s.depth = static_cast<uint32_t>(open_.size());
+      s.depth = static_cast<uint32_t>(depth);
       last_path = Mix(~parent, s.name);
-      open_.push_back({last_path, static_cast<uint32_t>(i)});
+      if (depth == open_.size()) {
+        open_.resize(2 * depth);
+        stack = open_.data();
+      }
+      stack[depth++] = {last_path, static_cast<uint32_t>(i)};
     }
-    while (!open_.empty()) {
+    while (depth > 0) {
       if (!close_one()) return Malformed("slice closes");
     }
     if (bad) return Malformed("a time delta's size is out of range");
+    sec_[kSliceSection] = bytes;
+    sec_[kNameSection] = names;
+    sec_[kCloseSection] = closes;
+    sec_[kMiscSection] = misc;
+    *bit_reader = bits;
     return absl::OkStatus();
   }
 
