@@ -6,6 +6,7 @@
 // record's CRC recomputed: random mutations almost never keep a CRC valid,
 // so without the second pass the decoders behind the CRC check would hardly
 // be reached.
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstddef>
@@ -143,9 +144,15 @@ void Exercise(const std::string& bytes, bool verify_all) {
 }
 
 // The same bytes as a capture stream arriving in two pieces: the stream
-// assembler must reject or accept them without crashing.
-void ExerciseStream(const std::string& bytes) {
-  auto file = StreamedFile::Create("/dev/null");
+// assembler must reject or accept them without crashing. With
+// `build_index`, the stream is taken as one that ended without an index on
+// purpose: the index built from whatever records arrived must give a file
+// that the reader opens.
+void ExerciseStream(const std::string& bytes, bool build_index) {
+  static const std::string path =
+      std::string(access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") +
+      "/podscope-fuzz-stream-" + std::to_string(getpid()) + ".podtrace";
+  auto file = StreamedFile::Create(build_index ? path : "/dev/null");
   if (!file.ok()) return;
   const size_t half = bytes.size() / 2;
   if ((*file)->Append(std::string_view(bytes).substr(0, half)).ok() &&
@@ -154,7 +161,18 @@ void ExerciseStream(const std::string& bytes) {
     clock.add_offsets()->set_offset_ns(1);
     (void)(*file)->AddRecord(RecordType::kClock, clock);
   }
-  (void)(*file)->Finish();
+  const bool finished = (*file)->Finish(build_index).ok();
+  if (!build_index) return;
+  if (finished && (*file)->complete()) {
+    auto reader = TraceReader::Open(path);
+    if (!reader.ok()) {
+      std::fprintf(stderr, "a streamed file with a built index does not open: %s\n",
+                   std::string(reader.status().message()).c_str());
+      std::abort();
+    }
+    (void)(*reader)->ReadAllTracks(1);
+  }
+  std::remove(path.c_str());
 }
 
 }  // namespace
@@ -163,7 +181,8 @@ void ExerciseStream(const std::string& bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace podscope::trace_format;
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  ExerciseStream(bytes);
+  ExerciseStream(bytes, /*build_index=*/false);
+  ExerciseStream(bytes, /*build_index=*/true);
   Exercise(bytes, /*verify_all=*/false);
   Exercise(bytes, /*verify_all=*/true);
   const std::string fixed = FixCrcs(bytes);
