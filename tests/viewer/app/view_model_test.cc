@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cli_options.h"
+#include "details_panel.h"
 #include "hit_test.h"
 #include "name_colors.h"
 #include "podscope/viewer/lod.h"
@@ -28,6 +29,7 @@ class ViewModelTest : public QObject {
   void CommandLine();
   void LayoutGroupsHostsProcessesTracks();
   void HitTestFindsWhatTheLodQueryDraws();
+  void LongTextGetsBreakOpportunities();
   void EnclosingSlicesAreTheNesting();
   void NameColorsAreStable();
 };
@@ -333,6 +335,28 @@ void ViewModelTest::NameColorsAreStable() {
   QVERIFY(distinct >= 45);
   QVERIFY(PrefersLightText(0x101010));
   QVERIFY(!PrefersLightText(0xF0F0F0));
+}
+
+void ViewModelTest::LongTextGetsBreakOpportunities() {
+  const QChar zwsp(0x200B);
+  const QString path = QStringLiteral(
+      "worker-node-0042.cluster.example.com › pid 4242 (process 3) › "
+      "pjrt_device_stream_compute_0_with_a_very_long_name");
+  const QString shown = BreakableText(path, 16);
+  QCOMPARE(QString(shown).remove(zwsp), path);
+  // No run of more than 16 characters without a place to break.
+  int run = 0;
+  for (const QChar c : shown) {
+    if (c == zwsp || c.isSpace()) {
+      run = 0;
+    } else {
+      ++run;
+      QVERIFY2(run <= 17, qPrintable(shown));
+    }
+  }
+  // Short plain words are left alone.
+  QCOMPARE(BreakableText(QStringLiteral("step 12")), QStringLiteral("step 12"));
+  QCOMPARE(BreakableText(QString()), QString());
 }
 
 }  // namespace podscope::viewer::app

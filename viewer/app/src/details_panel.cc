@@ -26,7 +26,35 @@ QString Duration(int64_t ns) {
   return QString::fromStdString(FormatDuration(ns));
 }
 
+constexpr QChar kBreak(0x200B);
+
 }  // namespace
+
+QString BreakableText(const QString& text, int max_run) {
+  static const QString kSeparators = QStringLiteral("›/._-:,");
+  QString out;
+  out.reserve(text.size() + text.size() / 8);
+  int run = 0;
+  for (int i = 0; i < text.size(); ++i) {
+    const QChar c = text[i];
+    // Keep surrogate pairs together.
+    if (run >= max_run && !c.isLowSurrogate() && !c.isSpace()) {
+      out += kBreak;
+      run = 0;
+    }
+    out += c;
+    if (c.isSpace()) {
+      run = 0;
+    } else if (kSeparators.contains(c) && i + 1 < text.size() &&
+               !text[i + 1].isSpace()) {
+      out += kBreak;
+      run = 0;
+    } else {
+      ++run;
+    }
+  }
+  return out;
+}
 
 DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   setObjectName("details");
@@ -49,6 +77,11 @@ DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
     value->setObjectName("details." + key);
     value->setTextInteractionFlags(Qt::TextSelectableByMouse);
     value->setWordWrap(true);
+    // Names are shown as they are, never as HTML.
+    value->setTextFormat(Qt::PlainText);
+    // A long value wraps to the panel's width rather than widening it.
+    value->setMinimumWidth(1);
+    value->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     form->addRow(label, value);
     fields_[key] = value;
   };
@@ -98,7 +131,8 @@ void DetailsPanel::SetStore(std::shared_ptr<const TraceStore> store) {
 
 QString DetailsPanel::field(const QString& key) const {
   auto it = fields_.find(key);
-  return it == fields_.end() ? QString() : (*it)->text();
+  return it == fields_.end() ? QString()
+                             : QString((*it)->text()).remove(kBreak);
 }
 
 std::optional<EventRef> DetailsPanel::flow_target(int row) const {
@@ -124,7 +158,7 @@ void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
   const EventRef e = *event;
   const StringId name_id = s.NameOf(e);
   const QString name = Str(s, name_id);
-  fields_["name"]->setText(name);
+  fields_["name"]->setText(BreakableText(name));
   const int64_t start = s.StartOf(e);
   fields_["start"]->setText(tr("%1 from the trace start (%2 ns)")
                                 .arg(Duration(start - s.first_ns()))
@@ -137,7 +171,9 @@ void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
     fields_["duration"]->setText(tr("instant"));
     fields_["self"]->setText(QString());
   }
-  fields_["track"]->setText(QString::fromStdString(TrackPath(s, e.track)));
+  const QString track = QString::fromStdString(TrackPath(s, e.track));
+  fields_["track"]->setText(BreakableText(track));
+  fields_["track"]->setToolTip(track);
   const std::string_view scope = ScopeOfName(s.str(name_id));
   const std::vector<EventRef> enclosing = EnclosingSlices(s, e);
   QStringList chain;
@@ -162,9 +198,10 @@ void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
       break;
     }
   }
-  fields_["scope"]->setText(scope_text.isEmpty() ? tr("(none)") : scope_text);
-  fields_["enclosing"]->setText(chain.isEmpty() ? tr("(top level)")
-                                                : chain.join(" › "));
+  fields_["scope"]->setText(scope_text.isEmpty() ? tr("(none)")
+                                                 : BreakableText(scope_text));
+  fields_["enclosing"]->setText(
+      chain.isEmpty() ? tr("(top level)") : BreakableText(chain.join(" › ")));
 
   if (const trace_format::EventArgs* args = s.FindArgs(e)) {
     args_->setRowCount(static_cast<int>(args->args.size()));

@@ -18,6 +18,13 @@ class QTableWidget;
 
 namespace podscope::viewer::app {
 
+// `text` with zero-width spaces (U+200B) where a line may break: after
+// path separators (› / . _ - : ,) and inside any run of more than
+// `max_run` characters without one, so that a long track path or name
+// wraps in a narrow panel instead of being cut. Removing the U+200B gives
+// `text` back.
+QString BreakableText(const QString& text, int max_run = 16);
+
 class DetailsPanel : public QWidget {
   Q_OBJECT
 
@@ -28,7 +35,7 @@ class DetailsPanel : public QWidget {
   void ShowEvent(std::optional<EventRef> event);
 
   // The text of a field ("name", "start", "duration", "self", "track",
-  // "scope", "enclosing"), as shown.
+  // "scope", "enclosing"), as shown (without the break opportunities).
   QString field(const QString& key) const;
   QTableWidget* args_table() const { return args_; }
   QListWidget* flows_list() const { return flows_; }
