@@ -263,7 +263,6 @@ class Encoder {
     uint16_t* const pops_table = pops_table_.data();
     uint32_t last_open = 0, last_close = 0;
     uint64_t last_path = kRootPath;
-    open_.clear();
 
     int64_t previous = 0;
     // The bucket symbol of `delta`; its low bits go to the bit section.
@@ -307,19 +306,24 @@ class Encoder {
       misc.Truncate(misc_mark);
       return false;
     };
+    // The stack of open slices, in locals; fields are read one by one (a
+    // whole-struct copy of what was just stored stalls store forwarding).
+    if (open_.size() < 64) open_.resize(64);
+    OpenSlice* stack = open_.data();
+    size_t depth = 0;
     for (const Slice& s : slices) {
       const int64_t end = s.end_ns();
       uint32_t pops = 0;
       uint32_t sibling = kNoName;
-      while (!open_.empty() && open_.back().end < end) {
-        const OpenSlice o = open_.back();
-        if (o.end > s.start_ns) return fail();  // overlaps without nesting
+      while (depth > 0 && stack[depth - 1].end < end) {
+        const int64_t o_end = stack[depth - 1].end;
+        if (o_end > s.start_ns) return fail();  // overlaps without nesting
         *cp++ = static_cast<uint8_t>(
-            code(static_cast<uint64_t>(o.end - previous),
-                 &close_table[Slot(o.path, tb)], &last_close));
-        previous = o.end;
-        sibling = o.name;
-        open_.pop_back();
+            code(static_cast<uint64_t>(o_end - previous),
+                 &close_table[Slot(stack[depth - 1].path, tb)], &last_close));
+        previous = o_end;
+        sibling = stack[depth - 1].name;
+        --depth;
         ++pops;
       }
       if (s.start_ns < previous) return fail();
@@ -329,7 +333,7 @@ class Encoder {
       const uint32_t pops_code = pops == predicted_pops ? 0 : pops + 1;
       predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops_code >= kPopsField) misc.PutVarint(pops_code - kPopsField);
-      const uint64_t parent = open_.empty() ? kRootPath : open_.back().path;
+      const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
       const uint64_t context = Mix(parent, sibling);
       uint32_t& predicted = name_table[Slot(context, tb)];
       const bool miss = predicted != s.name;
@@ -346,15 +350,22 @@ class Encoder {
                                    miss);
       previous = s.start_ns;
       last_path = Mix(~parent, s.name);
-      open_.push_back({end, last_path, s.name});
+      if (depth == open_.size()) {
+        open_.resize(2 * depth);
+        stack = open_.data();
+      }
+      stack[depth].end = end;
+      stack[depth].path = last_path;
+      stack[depth].name = s.name;
+      ++depth;
     }
-    while (!open_.empty()) {
-      const OpenSlice o = open_.back();
+    while (depth > 0) {
+      const int64_t o_end = stack[depth - 1].end;
       *cp++ = static_cast<uint8_t>(
-          code(static_cast<uint64_t>(o.end - previous),
-               &close_table[Slot(o.path, tb)], &last_close));
-      previous = o.end;
-      open_.pop_back();
+          code(static_cast<uint64_t>(o_end - previous),
+               &close_table[Slot(stack[depth - 1].path, tb)], &last_close));
+      previous = o_end;
+      --depth;
     }
     sections_[kSliceSection].Advance(static_cast<size_t>(bp - bytes_start));
     sections_[kNameSection].Advance(static_cast<size_t>(np - names_start));
@@ -812,9 +823,9 @@ class Decoder {
     auto close_one = [&]() __attribute__((always_inline)) -> bool {
       uint8_t symbol;
       if (!closes.Byte(&symbol)) return false;
-      const OpenSlice o = stack[--depth];
-      Slice& s = slices[o.index];
-      time = AddDelta(time, delta(symbol, &close_table[Slot(o.path, tb)],
+      --depth;
+      Slice& s = slices[stack[depth].index];
+      time = AddDelta(time, delta(symbol, &close_table[Slot(stack[depth].path, tb)],
                                   &last_close));
       s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
                                            static_cast<uint64_t>(s.start_ns));
@@ -865,7 +876,9 @@ class Decoder {
         open_.resize(2 * depth);
         stack = open_.data();
       }
-      stack[depth++] = {last_path, static_cast<uint32_t>(i)};
+      stack[depth].path = last_path;
+      stack[depth].index = static_cast<uint32_t>(i);
+      ++depth;
     }
     while (depth > 0) {
       if (!close_one()) return Malformed("slice closes");

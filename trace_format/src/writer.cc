@@ -146,9 +146,9 @@ TrackEvents& TraceWriter::Pending(uint32_t track_id) {
   return pending_events_[track_id - 1];
 }
 
-EventRef TraceWriter::AddSlice(uint32_t track_id, int64_t start_ns,
-                               int64_t duration_ns, uint32_t name,
-                               std::span<const Arg> args) {
+EventRef TraceWriter::AddSliceSlow(uint32_t track_id, int64_t start_ns,
+                                   int64_t duration_ns, uint32_t name,
+                                   std::span<const Arg> args) {
   MaybeWriteChunk();
   TrackEvents& e = Pending(track_id);
   const uint32_t index = static_cast<uint32_t>(e.slices.size());

@@ -105,7 +105,22 @@ class TraceWriter {
   // Events, in any order within a track (a recorder adds slices in end
   // order). Negative durations are clamped to 0.
   EventRef AddSlice(uint32_t track_id, int64_t start_ns, int64_t duration_ns,
-                    uint32_t name, std::span<const Arg> args = {});
+                    uint32_t name, std::span<const Arg> args = {}) {
+    // The common case inline: a known track, no chunk to cut first.
+    if (pending_event_count_ < options_.chunk_events &&
+        track_id - 1 < pending_events_.size()) {
+      TrackEvents& e = pending_events_[track_id - 1];
+      const auto index = static_cast<uint32_t>(e.slices.size());
+      e.slices.push_back(
+          {start_ns, duration_ns < 0 ? 0 : duration_ns, name, 0});
+      if (!args.empty()) {
+        e.args.push_back({EventKind::kSlice, index, {args.begin(), args.end()}});
+      }
+      ++pending_event_count_;
+      return {e.track_id, EventKind::kSlice, index};
+    }
+    return AddSliceSlow(track_id, start_ns, duration_ns, name, args);
+  }
   EventRef AddInstant(uint32_t track_id, int64_t ts_ns, uint32_t name,
                       std::span<const Arg> args = {});
   void AddCounter(uint32_t track_id, int64_t ts_ns, double value);
@@ -134,6 +149,9 @@ class TraceWriter {
     uint64_t events = 0;
   };
 
+  EventRef AddSliceSlow(uint32_t track_id, int64_t start_ns,
+                        int64_t duration_ns, uint32_t name,
+                        std::span<const Arg> args);
   TrackEvents& Pending(uint32_t track_id);
   std::string Frame(RecordType type, std::string_view payload) const;
   // Appends now, or queues for the worker (which then owns the sink).
