@@ -5,6 +5,7 @@
 
 #include <QCheckBox>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QListWidget>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
@@ -15,6 +16,7 @@
 #include <fstream>
 
 #include "app_test_capture.h"
+#include "bench_capture.h"
 #include "details_panel.h"
 #include "flame_graph_widget.h"
 #include "podscope/viewer/analysis.h"
@@ -85,6 +87,7 @@ class MainWindowTest : public QObject {
   void DamagedFilesOpenWithAWarning();
   void UnreadableTraceSaysWhy();
   void RememberRecentFiles();
+  void CancelStopsALoadAndKeepsWhatWasShown();
 
  private:
   void Open(MainWindow& w, const std::string& path);
@@ -536,6 +539,38 @@ void MainWindowTest::RememberRecentFiles() {
   Open(w, session_);
   QVERIFY(!w.recent_files().isEmpty());
   QCOMPARE(w.recent_files().front(), QString::fromStdString(session_));
+}
+
+void MainWindowTest::CancelStopsALoadAndKeepsWhatWasShown() {
+  // 16 files of 125 000 events: loading takes long enough that a Cancel
+  // pressed right after the load starts lands before it ends.
+  const std::string big = testing::EnsureBenchCapture(2'000'000);
+  MainWindow w;
+  Open(w, session_);
+  const auto shown = w.store();
+  QVERIFY(shown);
+  auto* cancel = w.findChild<QPushButton*>("status.cancel");
+  QVERIFY(cancel);
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.OpenPath(QString::fromStdString(big));
+  QVERIFY(w.loading());
+  QVERIFY(cancel->isVisible());
+  QTest::mouseClick(cancel, Qt::LeftButton);
+  QVERIFY(loaded.wait(60000) || loaded.count() > 0);
+  QCOMPARE(loaded.last().at(0).toBool(), false);
+  QVERIFY(!w.loading());
+  QVERIFY(!cancel->isVisible());
+  // The trace shown before is still there, unchanged and without an error.
+  QCOMPARE(w.store(), shown);
+  QVERIFY(w.load_error().isEmpty());
+  QVERIFY(!w.banner_shown());
+  // And the cancelled trace opens when asked again.
+  QSignalSpy again(&w, &MainWindow::loaded);
+  w.OpenPath(QString::fromStdString(big));
+  QVERIFY(again.wait(120000) || again.count() > 0);
+  QCOMPARE(again.last().at(0).toBool(), true);
+  QVERIFY(w.store() != shown);
+  QVERIFY(w.store()->event_count() > 1'000'000);
 }
 
 }  // namespace podscope::viewer::app
