@@ -110,7 +110,7 @@ absl::Status StreamedFile::WriteIndexAndTrailer(std::string payload) {
   return Write(EncodeRecord(RecordType::kTrailer, RecordEncoding::kRaw, trailer));
 }
 
-absl::StatusOr<std::string> StreamedFile::BuildIndexPayload() {
+absl::StatusOr<proto::Index> StreamedFile::BuildIndex() {
   if (absl::Status s = sink_->Flush(false); !s.ok()) return s;
   proto::Index index;
   {
@@ -174,7 +174,7 @@ absl::StatusOr<std::string> StreamedFile::BuildIndexPayload() {
     e->set_offset(a.offset);
     e->set_length(a.length);
   }
-  return index.SerializeAsString();
+  return index;
 }
 
 absl::Status StreamedFile::Finish(bool build_index) {
@@ -197,13 +197,12 @@ absl::Status StreamedFile::Finish(bool build_index) {
       have_index = true;
     }
   } else if (s.ok() && build_index && header_done_) {
-    absl::StatusOr<std::string> payload = BuildIndexPayload();
-    if (!payload.ok()) {
-      s = payload.status();
-    } else if (!index.ParseFromString(*payload)) {
-      s = absl::InternalError("the built index does not parse");
-    } else {
+    absl::StatusOr<proto::Index> built = BuildIndex();
+    if (built.ok()) {
+      index = *std::move(built);
       have_index = true;
+    } else {
+      s = built.status();
     }
   }
   if (s.ok() && have_index) {

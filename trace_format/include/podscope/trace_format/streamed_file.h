@@ -17,6 +17,7 @@
 #include "google/protobuf/message_lite.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/record_io.h"
+#include "podscope/trace_format/trace.pb.h"
 
 namespace podscope::trace_format {
 
@@ -55,7 +56,7 @@ class StreamedFile {
       : path_(std::move(path)), sink_(std::move(sink)) {}
   absl::Status Write(std::string_view bytes);
   // An index of the records on disk (chunk ranges from decoding them).
-  absl::StatusOr<std::string> BuildIndexPayload();
+  absl::StatusOr<proto::Index> BuildIndex();
   absl::Status WriteIndexAndTrailer(std::string payload);
 
   std::string path_;
