@@ -36,6 +36,7 @@ constexpr uint32_t kIntegralCounters = 2;
 // (31 and more continue in the misc section).
 constexpr uint32_t kPopsField = 3;
 constexpr uint32_t kOpenField = 31;
+constexpr uint32_t kCloseField = 15;
 constexpr uint32_t kNoName = ~0u;
 
 uint64_t ZigZag(int64_t v) {
@@ -306,6 +307,19 @@ class Encoder {
       misc.Truncate(misc_mark);
       return false;
     };
+    // Close symbols are nibbles, two to a byte (low one first); 15 and
+    // more continue in misc.
+    bool half = false;
+    auto close = [&](uint32_t symbol) __attribute__((always_inline)) {
+      const uint32_t nibble = std::min(symbol, kCloseField);
+      if (symbol >= kCloseField) misc.PutVarint(symbol - kCloseField);
+      if (half) {
+        *cp++ |= static_cast<uint8_t>(nibble << 4);
+      } else {
+        *cp = static_cast<uint8_t>(nibble);
+      }
+      half = !half;
+    };
     // The stack of open slices, in locals; fields are read one by one (a
     // whole-struct copy of what was just stored stalls store forwarding).
     if (open_.size() < 64) open_.resize(64);
@@ -313,26 +327,32 @@ class Encoder {
     size_t depth = 0;
     for (const Slice& s : slices) {
       const int64_t end = s.end_ns();
+      // Count the pops first: a pops code continued in misc comes before
+      // the closes' own continuations there.
       uint32_t pops = 0;
-      uint32_t sibling = kNoName;
-      while (depth > 0 && stack[depth - 1].end < end) {
-        const int64_t o_end = stack[depth - 1].end;
-        if (o_end > s.start_ns) return fail();  // overlaps without nesting
-        *cp++ = static_cast<uint8_t>(
-            code(static_cast<uint64_t>(o_end - previous),
-                 &close_table[Slot(stack[depth - 1].path, tb)], &last_close));
-        previous = o_end;
-        sibling = stack[depth - 1].name;
-        --depth;
+      while (pops < depth && stack[depth - 1 - pops].end < end) {
+        if (stack[depth - 1 - pops].end > s.start_ns) {
+          return fail();  // overlaps without nesting
+        }
         ++pops;
       }
-      if (s.start_ns < previous) return fail();
       // The slice opened last predicts how many slices close before the
       // next one opens.
       uint16_t& predicted_pops = pops_table[Slot(~last_path, tb)];
       const uint32_t pops_code = pops == predicted_pops ? 0 : pops + 1;
       predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops_code >= kPopsField) misc.PutVarint(pops_code - kPopsField);
+      uint32_t sibling = kNoName;
+      for (uint32_t p = 0; p < pops; ++p) {
+        const int64_t o_end = stack[depth - 1].end;
+        close(code(static_cast<uint64_t>(o_end - previous),
+                   &close_table[Slot(stack[depth - 1].path, tb)],
+                   &last_close));
+        previous = o_end;
+        sibling = stack[depth - 1].name;
+        --depth;
+      }
+      if (s.start_ns < previous) return fail();
       const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
       const uint64_t context = Mix(parent, sibling);
       uint32_t& predicted = name_table[Slot(context, tb)];
@@ -361,12 +381,12 @@ class Encoder {
     }
     while (depth > 0) {
       const int64_t o_end = stack[depth - 1].end;
-      *cp++ = static_cast<uint8_t>(
-          code(static_cast<uint64_t>(o_end - previous),
-               &close_table[Slot(stack[depth - 1].path, tb)], &last_close));
+      close(code(static_cast<uint64_t>(o_end - previous),
+                 &close_table[Slot(stack[depth - 1].path, tb)], &last_close));
       previous = o_end;
       --depth;
     }
+    if (half) ++cp;  // a track's closes end on a whole byte
     sections_[kSliceSection].Advance(static_cast<size_t>(bp - bytes_start));
     sections_[kNameSection].Advance(static_cast<size_t>(np - names_start));
     sections_[kCloseSection].Advance(static_cast<size_t>(cp - closes_start));
@@ -782,8 +802,9 @@ class Decoder {
     Cursor closes = sec_[kCloseSection];
     Cursor misc = sec_[kMiscSection];
     BitReader bits = *bit_reader;
-    // Each slice takes one byte of the slice and close sections.
-    if (n > closes.left() || n > bytes.left()) {
+    // Each slice takes a byte of the slice section, half of one of the
+    // close section.
+    if (n > 2 * closes.left() || n > bytes.left()) {
       return Malformed("slice counts exceed the sections");
     }
     const uint32_t tb = TableBits(n);
@@ -820,9 +841,23 @@ class Decoder {
       return (uint64_t{1} << (b - 1)) |
              bits.GetWide(static_cast<uint32_t>(b - 1));
     };
+    // Close symbols are nibbles, two to a byte; 15 continues in misc.
+    bool half = false;
+    uint8_t close_byte = 0;
     auto close_one = [&]() __attribute__((always_inline)) -> bool {
-      uint8_t symbol;
-      if (!closes.Byte(&symbol)) return false;
+      uint32_t symbol;
+      if (half) {
+        symbol = close_byte >> 4;
+      } else {
+        if (!closes.Byte(&close_byte)) return false;
+        symbol = close_byte & 15;
+      }
+      half = !half;
+      if (symbol == kCloseField) {
+        uint64_t more;
+        if (!misc.Varint(&more) || more > (1u << 31)) return false;
+        symbol += static_cast<uint32_t>(more);
+      }
       --depth;
       Slice& s = slices[stack[depth].index];
       time = AddDelta(time, delta(symbol, &close_table[Slot(stack[depth].path, tb)],

@@ -200,7 +200,7 @@ z_stream* ThreadDeflater(int level, int strategy) {
     if (d.level >= 0) deflateEnd(&d.zs);
     std::memset(&d.zs, 0, sizeof(d.zs));
     d.level = -1;
-    if (deflateInit2(&d.zs, level, Z_DEFLATED, -15, 8, strategy) != Z_OK) {
+    if (deflateInit2(&d.zs, level, Z_DEFLATED, -15, 7, strategy) != Z_OK) {
       return nullptr;
     }
     d.level = level;
