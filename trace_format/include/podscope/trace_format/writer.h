@@ -30,9 +30,10 @@
 namespace podscope::trace_format {
 
 struct WriterOptions {
-  // zlib level for chunks, 1 (fastest) to 9 (smallest); 0 stores records
-  // uncompressed (for captures whose event rate outruns compression). Level
-  // 6 saves about 2% of the bytes of level 1 for a third more time.
+  // Compression of chunks: 1 (the default) Huffman-codes each section of
+  // a packed chunk with a table of its own (standard deflate, written by
+  // the writer itself, several times faster than zlib); 2 to 9 are zlib
+  // levels; 0 stores records uncompressed.
   int compression_level = 1;
   // Pending events that make the writer encode a chunk on its own.
   size_t chunk_events = 1 << 16;
