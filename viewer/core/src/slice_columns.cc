@@ -17,21 +17,6 @@ int64_t CoveredEnd(const Slice& s) {
                                                           : s.start_ns;
 }
 
-// Whether every depth's slices have ascending covered ends (their starts
-// ascend by reader order).
-bool DepthsAreMonotone(const std::vector<Slice>& slices) {
-  std::vector<int64_t> last;
-  for (const Slice& s : slices) {
-    if (s.depth >= last.size()) {
-      last.resize(s.depth + 1, std::numeric_limits<int64_t>::min());
-    }
-    const int64_t e = CoveredEnd(s);
-    if (e < last[s.depth]) return false;
-    last[s.depth] = e;
-  }
-  return true;
-}
-
 // Puts each slice in the lane that freed up first, or a new lane: no two
 // slices of a lane overlap, so their ends ascend with their starts.
 void AssignLanes(std::vector<Slice>* slices) {
@@ -85,22 +70,42 @@ SliceColumns SliceColumns::Build(std::vector<Slice> slices,
   SliceColumns c;
   const size_t n = slices.size();
   std::vector<int64_t> reader_self;
-  if (!DepthsAreMonotone(slices)) {
+  // One pass over the slices (they are far larger than the cache, so each
+  // pass costs memory bandwidth): the slices per depth, and whether each
+  // depth's covered ends ascend.
+  std::vector<uint32_t> per_depth;
+  std::vector<int64_t> last_end;
+  bool monotone = true;
+  for (const Slice& s : slices) {
+    if (s.depth >= per_depth.size()) [[unlikely]] {
+      per_depth.resize(s.depth + 1, 0);
+      last_end.resize(s.depth + 1, std::numeric_limits<int64_t>::min());
+    }
+    ++per_depth[s.depth];
+    const int64_t e = CoveredEnd(s);
+    monotone &= e >= last_end[s.depth];
+    last_end[s.depth] = e;
+  }
+  if (!monotone) {
     c.relaid_ = true;
     reader_self = ComputeSelfTimes(slices);
     AssignLanes(&slices);
+    per_depth.clear();
+    for (const Slice& s : slices) {
+      if (s.depth >= per_depth.size()) per_depth.resize(s.depth + 1, 0);
+      ++per_depth[s.depth];
+    }
   }
-  uint32_t depths = 0;
-  for (const Slice& s : slices) depths = std::max(depths, s.depth + 1);
+  const uint32_t depths = static_cast<uint32_t>(per_depth.size());
   c.depth_begin_.assign(depths + 1, 0);
-  for (const Slice& s : slices) ++c.depth_begin_[s.depth + 1];
   for (uint32_t d = 0; d < depths; ++d) {
-    c.depth_begin_[d + 1] += c.depth_begin_[d];
+    c.depth_begin_[d + 1] = c.depth_begin_[d] + per_depth[d];
   }
   std::vector<uint32_t> next(c.depth_begin_.begin(), c.depth_begin_.end() - 1);
+  // Where each input slice goes, kept only when someone asks.
   std::vector<uint32_t> where;
-  where.reserve(n);
-  for (size_t i = 0; i < n; ++i) where.push_back(next[slices[i].depth]++);
+  const bool keep_where = storage_of_reader != nullptr || c.relaid_;
+  if (keep_where) where.resize(n);
 
   // Written in full below: no need to zero them first.
   std::unique_ptr<int64_t[]> starts(new int64_t[n]);
@@ -108,7 +113,8 @@ SliceColumns SliceColumns::Build(std::vector<Slice> slices,
   c.names_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const Slice& s = slices[i];
-    const uint32_t k = where[i];
+    const uint32_t k = next[s.depth]++;
+    if (keep_where) where[i] = k;
     starts[k] = s.start_ns;
     c.names_[k] = s.name;
     const int64_t d = std::max<int64_t>(0, s.duration_ns);
@@ -148,6 +154,10 @@ SliceColumns SliceColumns::Build(std::vector<Slice> slices,
         c.start_overflow_.push_back({static_cast<uint32_t>(i), starts[i]});
       }
     }
+  }
+  c.bucket_starts_.resize((n + kStartBucket - 1) / kStartBucket);
+  for (size_t k = 0; k < c.bucket_starts_.size(); ++k) {
+    c.bucket_starts_[k] = starts[k * kStartBucket];
   }
   std::sort(c.duration_overflow_.begin(), c.duration_overflow_.end());
   c.longest_.Build(c.durations_);
@@ -196,7 +206,9 @@ uint32_t SliceColumns::Longest(uint32_t lo, uint32_t hi) const {
   if (lo >= hi) return hi;
   const uint32_t best =
       static_cast<uint32_t>(longest_.Best(durations_, lo, hi));
-  if (durations_[best] != kSaturated) return best;
+  if (duration_overflow_.empty() || durations_[best] != kSaturated) {
+    return best;
+  }
   // Several slices of 4.3 s or more: compare their real durations.
   auto it =
       std::lower_bound(duration_overflow_.begin(), duration_overflow_.end(), lo,
@@ -269,6 +281,7 @@ size_t SliceColumns::resident_bytes() const {
          duration_overflow_.capacity() * sizeof(Side::value_type) +
          names_.capacity() * sizeof(uint32_t) +
          depth_begin_.capacity() * sizeof(uint32_t) +
+         bucket_starts_.capacity() * sizeof(int64_t) +
          longest_.resident_bytes() + self_.capacity() * sizeof(int64_t);
 }
 

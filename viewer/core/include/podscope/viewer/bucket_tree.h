@@ -1,8 +1,9 @@
 // A range-extremum index over a column of values: the best value of every
 // aligned bucket of kLeaf elements, then of pairs of buckets, and so on (a
 // mipmap, after Perfetto's slice_mipmap). It stores about 2 / kLeaf values
-// per element and answers "which element of [lo, hi) is best" in
-// O(kLeaf + log n) without touching the elements in between.
+// per element (plus a byte per bucket: where its best element is) and
+// answers "which element of [lo, hi) is best" in O(kLeaf + log n) without
+// touching the elements in between.
 #ifndef PODSCOPE_VIEWER_BUCKET_TREE_H_
 #define PODSCOPE_VIEWER_BUCKET_TREE_H_
 
@@ -27,17 +28,21 @@ class BucketTree {
 
   void Build(std::span<const T> values) {
     levels_.clear();
+    leaf_arg_.clear();
     size_t n = (values.size() + kLeaf - 1) / kLeaf;
     if (n == 0) return;
     std::vector<T> level(n);
+    leaf_arg_.resize(n);
     for (size_t b = 0; b < n; ++b) {
       const size_t lo = b * kLeaf;
       const size_t hi = std::min(values.size(), lo + kLeaf);
       T best = values[lo];
+      size_t at = lo;
       for (size_t i = lo + 1; i < hi; ++i) {
-        if (better_(values[i], best)) best = values[i];
+        if (better_(values[i], best)) best = values[i], at = i;
       }
       level[b] = best;
+      leaf_arg_[b] = static_cast<uint8_t>(at - lo);
     }
     levels_.push_back(std::move(level));
     while (levels_.back().size() > 1) {
@@ -80,6 +85,27 @@ class BucketTree {
       return best;
     }
     scan(lo, bl << kLeafBits);
+    if (bh - bl <= kLinearBuckets) {
+      // A few whole buckets: one pass over their adjacent bucket values
+      // reads fewer cache lines than the walk up and down the levels, and
+      // consecutive queries over neighbouring ranges stream through them.
+      const T* level = levels_[0].data();
+      size_t node = bl;
+      T value = level[bl];
+      for (size_t j = bl + 1; j < bh; ++j) {
+        const T v = level[j];
+        const bool take = better_(v, value);
+        value = take ? v : value;
+        node = take ? j : node;
+      }
+      // Left of the buckets only lower indices were scanned: equal values
+      // keep the earlier one.
+      if (best == hi || better_(value, values[best])) {
+        best = (node << kLeafBits) + leaf_arg_[node];
+      }
+      scan(bh << kLeafBits, hi);
+      return best;
+    }
     // Whole buckets: a segment-tree walk over the levels.
     size_t node_level = 0, node = SIZE_MAX;
     const T* node_value = nullptr;
@@ -104,15 +130,7 @@ class BucketTree {
       if (better_(*node_value, below[node])) ++node;
       --node_level;
     }
-    const size_t from = node << kLeafBits;
-    const size_t to = std::min(values.size(), from + kLeaf);
-    size_t found = from;
-    for (size_t i = from; i < to; ++i) {
-      if (!better_(*node_value, values[i])) {
-        found = i;
-        break;
-      }
-    }
+    const size_t found = (node << kLeafBits) + leaf_arg_[node];
     if (best == hi || better_(values[found], values[best]) ||
         (!better_(values[best], values[found]) && found < best)) {
       best = found;
@@ -124,11 +142,15 @@ class BucketTree {
   size_t resident_bytes() const {
     size_t bytes = 0;
     for (const auto& l : levels_) bytes += l.capacity() * sizeof(T);
-    return bytes;
+    return bytes + leaf_arg_.capacity();
   }
 
  private:
+  // Whole-bucket ranges up to this long are scanned rather than walked.
+  static constexpr size_t kLinearBuckets = 256;
   std::vector<std::vector<T>> levels_;
+  // Where in its bucket each bucket's best value is (the first of equals).
+  std::vector<uint8_t> leaf_arg_;
   [[no_unique_address]] Better better_;
 };
 

@@ -72,10 +72,24 @@ std::vector<VisibleInstant> QueryInstants(const InstantColumns& instants,
 class PixelGrid {
  public:
   PixelGrid(int64_t t0, int64_t t1, uint32_t pixels)
-      : t0_(t0), span_(static_cast<__int128>(t1) - t0), pixels_(pixels) {}
+      : t0_(t0),
+        span_(static_cast<__int128>(t1) - t0),
+        pixels_(pixels),
+        // span * pixels fits in 64 bits (any window shorter than ~50 days
+        // at 4K pixels): the same integer results without 128-bit
+        // division.
+        narrow_(pixels > 0 && span_ > 0 &&
+                span_ <= static_cast<__int128>((UINT64_MAX - pixels) /
+                                               pixels)),
+        span64_(static_cast<uint64_t>(span_)) {}
   uint32_t pixels() const { return pixels_; }
   // The first time of pixel p (p may be `pixels`: the window's end).
   int64_t Bound(uint32_t p) const {
+    if (narrow_ && p <= pixels_) [[likely]] {
+      const uint64_t num = uint64_t{p} * span64_;
+      return static_cast<int64_t>(static_cast<uint64_t>(t0_) +
+                                  (num + pixels_ - 1) / pixels_);
+    }
     const __int128 num = static_cast<__int128>(p) * span_;
     return static_cast<int64_t>(t0_ + (num + pixels_ - 1) / pixels_);
   }
@@ -83,6 +97,11 @@ class PixelGrid {
   uint32_t PixelOf(int64_t t) const {
     const __int128 off = static_cast<__int128>(t) - t0_;
     if (off <= 0) return 0;
+    if (off >= span_) return pixels_ - 1;
+    if (narrow_) [[likely]] {
+      return static_cast<uint32_t>(static_cast<uint64_t>(off) * pixels_ /
+                                   span64_);
+    }
     const __int128 p = off * pixels_ / span_;
     return p >= pixels_ ? pixels_ - 1 : static_cast<uint32_t>(p);
   }
@@ -94,6 +113,8 @@ class PixelGrid {
   int64_t t0_;
   __int128 span_;
   uint32_t pixels_;
+  bool narrow_;
+  uint64_t span64_;
 };
 
 }  // namespace podscope::viewer
