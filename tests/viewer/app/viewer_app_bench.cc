@@ -111,6 +111,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_store = store->get();
+  {
+    // The window's first paint, before any trace is open, loads the fonts
+    // (Qt's font database, fontconfig): once per process, not a frame's
+    // cost. No trace is involved, so no query result is kept.
+    QImage blank(QSize(640, 480), QImage::Format_ARGB32_Premultiplied);
+    QPainter painter(&blank);
+    app::TimelineRenderer renderer;
+    renderer.Paint(painter, blank.rect(), app::TimelineState{});
+  }
   std::fprintf(stderr, "loaded %llu events, %zu tracks\n",
                static_cast<unsigned long long>(g_store->event_count()),
                g_store->tracks().size());
