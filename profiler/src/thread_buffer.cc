@@ -53,7 +53,11 @@ void Install(ThreadBuffer* buffer, Block* block) {
 }
 
 Block* NextBlock(ThreadBuffer* buffer) {
-  if (buffer->spare == nullptr) {
+  // A plain load first: while the thread drops (every block waiting for
+  // the writer), an exchange per event would pull the list's cache line
+  // from the writer's core each time.
+  if (buffer->spare == nullptr &&
+      buffer->free.load(std::memory_order_relaxed) != nullptr) {
     buffer->spare = buffer->free.exchange(nullptr, std::memory_order_acquire);
   }
   if (buffer->spare != nullptr) {
@@ -144,7 +148,9 @@ RawEvent* ReserveSlow(uint32_t n) {
   }
   Block* fresh = NextBlock(buffer);
   if (fresh == nullptr) {
-    buffer->dropped.fetch_add(1, std::memory_order_relaxed);
+    // The owner is the only writer of its count: no read-modify-write.
+    buffer->dropped.store(buffer->dropped.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
     return nullptr;
   }
   Install(buffer, fresh);
