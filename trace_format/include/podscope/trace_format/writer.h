@@ -105,18 +105,18 @@ class TraceWriter {
 
   // Events, in any order within a track (a recorder adds slices in end
   // order). Negative durations are clamped to 0.
-  EventRef AddSlice(uint32_t track_id, int64_t start_ns, int64_t duration_ns,
-                    uint32_t name, std::span<const Arg> args = {}) {
-    // The common case inline: a known track, no chunk to cut first.
+  [[gnu::always_inline]] EventRef AddSlice(uint32_t track_id,
+                                          int64_t start_ns,
+                                          int64_t duration_ns, uint32_t name,
+                                          std::span<const Arg> args = {}) {
+    // The common case inline: a known track, no arguments, no chunk to
+    // cut first.
     if (pending_event_count_ < options_.chunk_events &&
-        track_id - 1 < pending_events_.size()) {
+        track_id - 1 < pending_events_.size() && args.empty()) {
       TrackEvents& e = pending_events_[track_id - 1];
       const auto index = static_cast<uint32_t>(e.slices.size());
       e.slices.push_back(
           {start_ns, duration_ns < 0 ? 0 : duration_ns, name, 0});
-      if (!args.empty()) {
-        e.args.push_back({EventKind::kSlice, index, {args.begin(), args.end()}});
-      }
       ++pending_event_count_;
       return {e.track_id, EventKind::kSlice, index};
     }
