@@ -119,6 +119,33 @@ TEST(LodTest, NestedTracksMatchBruteForce) {
   }
 }
 
+// Thousands of slices per pixel: the query's dense path (whole buckets of
+// slices inside one pixel) against brute force.
+TEST(LodTest, DenseWindowsMatchBruteForce) {
+  for (uint64_t seed = 200; seed <= 205; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    std::mt19937_64 rng(seed);
+    const auto slices = testing::RandomNestedSlices(
+        rng, 20000 + rng() % 20000, int64_t{1} << 30, 6);
+    const SliceColumns c = SliceColumns::Build(slices, nullptr);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& s : slices) {
+      lo = std::min(lo, s.start_ns);
+      hi = std::max(hi, s.end_ns() + 1);
+    }
+    for (int w = 0; w < 6; ++w) {
+      const uint32_t pixels = 1 + static_cast<uint32_t>(rng() % 40);
+      int64_t t0 = lo, t1 = hi;
+      if (w % 2 == 1) {
+        t0 = lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo));
+        t1 = t0 + (hi - lo) / (2 + static_cast<int64_t>(rng() % 4));
+      }
+      CheckWindow(c, t0, t1, pixels);
+      if (HasFailure()) return;
+    }
+  }
+}
+
 TEST(LodTest, OverlappingSlicesAreLaidOutInLanes) {
   for (uint64_t seed = 100; seed <= 120; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);

@@ -1,6 +1,7 @@
 #include "podscope/viewer/lod.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace podscope::viewer {
 namespace {
@@ -112,10 +113,14 @@ class PixelSweep {
       : slices_(&slices),
         grid_(&grid),
         t1_(t1),
+        lo_(lo),
         hi_(hi),
         p_(grid.PixelOf(std::max(slices.start(lo), t0))),
-        prev_a_(lo),
-        prev_b_(lo),
+        a_lo_(lo),
+        a_hi_(lo),
+        b_lo_(lo),
+        kl_(static_cast<uint32_t>((uint64_t{lo} + kB - 1) / kB)),
+        kh_(static_cast<uint32_t>((uint64_t{hi} + kB - 1) / kB)),
         picked_(picked) {}
 
   // One pixel; false when the sweep is done.
@@ -123,25 +128,31 @@ class PixelSweep {
     const uint32_t pixels = grid_->pixels();
     const int64_t from = grid_->Bound(p_);
     const int64_t to = grid_->Bound(p_ + 1);
-    // Covered ends ascend, and the previous pixel's b (the first slice
-    // starting at or after its end, which is `from`) ends after `from`:
-    // so a lies in [prev_a, prev_b], usually just before prev_b, where a
+    if (Dense(from, to)) {
+      ++p_;
+      return p_ < pixels;
+    }
+    // Covered ends ascend, and a_hi (the previous pixel's b: the first
+    // slice starting at or after its end, which is `from`) ends after
+    // `from`: so a lies in [a_lo, a_hi], usually just before a_hi, where a
     // backward search finds it in a probe or two.
     const uint32_t a =
-        GallopBack(prev_a_, std::max(prev_a_, prev_b_),
+        GallopBack(a_lo_, std::max(a_lo_, a_hi_),
                    [&](uint32_t i) { return slices_->covered_end(i) > from; });
     // The run is probably about as long as the previous pixel's.
-    const uint32_t b_lo = std::max(a, prev_b_);
+    const uint32_t b_lo = std::max(a, b_lo_);
     const uint32_t guess = static_cast<uint32_t>(
-        std::min<uint64_t>(uint64_t{b_lo} + (prev_b_ - prev_a_), hi_));
+        std::min<uint64_t>(uint64_t{b_lo} + run_, hi_));
     const uint32_t b = FirstStartingFrom(*slices_, b_lo, hi_, guess, to);
     // Where the next pixel's run probably ends.
     const uint32_t next_b = static_cast<uint32_t>(
         std::min<uint64_t>(uint64_t{b} + (b - a), hi_));
     slices_->Prefetch(next_b);
     slices_->PrefetchBucket(next_b / kB);
-    prev_a_ = a;
-    prev_b_ = b;
+    a_lo_ = a;
+    a_hi_ = b;
+    b_lo_ = b;
+    run_ = b - a;
     if (a < b) {
       const uint32_t longest = slices_->Longest(a, b);
       // Read again when the results are written out: fetch it now.
@@ -167,12 +178,78 @@ class PixelSweep {
 
  private:
   static constexpr uint32_t kB = SliceColumns::kStartBucket;
+  // Whole buckets a pixel must span for the dense case.
+  static constexpr uint32_t kMinInner = 4;
+
+  // A pixel that spans several whole buckets of the depth: when the
+  // longest slice of those buckets is at least as long as any slice of the
+  // two buckets at its edges (their precomputed longest), it is a longest
+  // slice of the pixel, found without reading a slice or finding the run's
+  // exact ends. False (and nothing done) when that cannot be told so.
+  bool Dense(int64_t from, int64_t to) {
+    if (kh_ < kl_ + kMinInner + 2) return false;
+    auto starts_by = [&](int64_t t) {
+      return [this, t](uint32_t k) { return slices_->bucket_start(k) >= t; };
+    };
+    // The depth's buckets whose first slice starts at or after each end.
+    const uint32_t kf =
+        from == last_to_ ? last_kt_ : Gallop(kl_, kh_, starts_by(from));
+    const uint32_t kt = Gallop(kf, kh_, starts_by(to));
+    last_to_ = to;
+    last_kt_ = kt;
+    // Buckets [kf, kt - 1) hold only slices of the depth that start in
+    // [from, to); bucket kt - 1 holds the slices around `to`, kf - 1 those
+    // around `from`, and no slice after bucket kt - 1 touches the pixel.
+    if (kt < kf + 1 + kMinInner) return false;
+    uint32_t edge = slices_->bucket_longest(kt - 1);
+    if (kf > 0) {
+      const uint32_t first = (kf - 1) * kB;
+      // Slices before bucket kf - 1 touch the pixel only if the last of
+      // them covers `from` (covered ends ascend): then go the exact way.
+      // It starts by bucket kf - 1's start and is no longer than its
+      // bucket's longest, which mostly settles it without reading it.
+      if (first > lo_) {
+        const uint32_t before = slices_->bucket_longest(kf - 2);
+        int64_t reach;
+        const bool short_enough =
+            before != SliceColumns::kSaturated &&
+            !__builtin_add_overflow(slices_->bucket_start(kf - 1),
+                                    std::max<int64_t>(before, 1), &reach) &&
+            reach <= from;
+        if (!short_enough && slices_->covered_end(first - 1) > from) {
+          return false;
+        }
+      }
+      edge = std::max(edge, slices_->bucket_longest(kf - 1));
+    }
+    const uint32_t m = slices_->LongestOfBuckets(kf, kt - 1);
+    const uint32_t longest = slices_->bucket_longest(m / kB);
+    if (longest == SliceColumns::kSaturated || longest < edge) return false;
+    slices_->Prefetch(m);
+    picked_->push_back(m);
+    // Bounds for the next pixel's exact search: its a is at or after this
+    // pixel's (at or after bucket kf - 1) and at or before the first slice
+    // starting at or after `to`; its b at or after bucket kt - 1.
+    a_lo_ = kf > 0 ? std::max(lo_, (kf - 1) * kB) : lo_;
+    a_hi_ = kt < kh_ ? kt * kB : hi_;
+    b_lo_ = std::max(lo_, (kt - 1) * kB);
+    run_ = (kt - kf) * kB;
+    return true;
+  }
+
   const SliceColumns* slices_;
   const PixelGrid* grid_;
   int64_t t1_;
-  uint32_t hi_;
+  uint32_t lo_, hi_;
   uint32_t p_;
-  uint32_t prev_a_, prev_b_;
+  // Bounds of the next pixel's run: a in [a_lo, a_hi], b >= b_lo; run_ is
+  // the last run's length, the guess for the next.
+  uint32_t a_lo_, a_hi_, b_lo_;
+  uint32_t run_ = 0;
+  // The depth's buckets whose first slice lies in [lo, hi).
+  uint32_t kl_, kh_;
+  int64_t last_to_ = std::numeric_limits<int64_t>::min();
+  uint32_t last_kt_ = 0;
   std::vector<uint32_t>* picked_;
 };
 

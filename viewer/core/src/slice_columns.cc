@@ -6,6 +6,12 @@
 #include <queue>
 
 namespace podscope::viewer {
+
+// The level-of-detail query reads bucket starts and bucket maxima as one
+// grid.
+static_assert(SliceColumns::kStartBucket ==
+              BucketTree<uint32_t, std::greater<uint32_t>>::kLeaf);
+
 namespace {
 
 using trace_format::Slice;

@@ -139,6 +139,24 @@ class BucketTree {
     return best;
   }
 
+  // The best value of bucket k (elements [k * kLeaf, (k + 1) * kLeaf)),
+  // and the index of the element that holds it.
+  const T& bucket_value(size_t k) const { return levels_[0][k]; }
+  size_t bucket_best(size_t k) const { return (k << kLeafBits) + leaf_arg_[k]; }
+  // The first bucket of [k0, k1) (non-empty) whose value is best.
+  size_t BestBucket(size_t k0, size_t k1) const {
+    const T* level = levels_[0].data();
+    size_t node = k0;
+    T value = level[k0];
+    for (size_t j = k0 + 1; j < k1; ++j) {
+      const T v = level[j];
+      const bool take = better_(v, value);
+      value = take ? v : value;
+      node = take ? j : node;
+    }
+    return node;
+  }
+
   size_t resident_bytes() const {
     size_t bytes = 0;
     for (const auto& l : levels_) bytes += l.capacity() * sizeof(T);

@@ -120,6 +120,18 @@ class SliceColumns {
   void PrefetchBucket(uint32_t k) const {
     if (k < bucket_starts_.size()) __builtin_prefetch(&bucket_starts_[k]);
   }
+  // The longest duration (saturated) among the slices of bucket k, which
+  // may hold slices of two depths: an upper bound for any of them.
+  uint32_t bucket_longest(uint32_t k) const { return longest_.bucket_value(k); }
+  // The longest slice of the whole buckets [k0, k1) (non-empty), when
+  // none of them holds a saturated duration; else any of their slices
+  // whose saturated duration is the largest (use Longest to compare
+  // those).
+  uint32_t LongestOfBuckets(uint32_t k0, uint32_t k1) const {
+    return static_cast<uint32_t>(
+        longest_.bucket_best(longest_.BestBucket(k0, k1)));
+  }
+
   // Within [from, to), which lie in one bucket of one depth: the first
   // slice that starts at or after t. Counts rather than bisects, so that
   // the answer costs no mispredicted branches.
