@@ -48,6 +48,10 @@ void ExternalEvents::Clear() {
 
 }  // namespace internal
 
+// Counters after host threads and device streams, in the order they were
+// registered (ties are broken by track id).
+constexpr int kCounterSortIndex = 2000000;
+
 TrackHandle RegisterDeviceStreamTrack(int device_id, int stream_id,
                                       std::string_view name) {
   trace_format::proto::Track t;
@@ -65,6 +69,7 @@ TrackHandle RegisterCounterTrack(std::string_view name, std::string_view unit) {
   t.set_kind(trace_format::proto::TRACK_KIND_COUNTER);
   t.set_name(std::string(name));
   t.set_unit(std::string(unit));
+  t.set_sort_index(kCounterSortIndex);
   return {internal::ExternalEvents::Get().AddTrack(t)};
 }
 

@@ -249,6 +249,8 @@ class Session {
       track.set_kind(tf::proto::TRACK_KIND_COUNTER);
       track.set_name(std::string(internal::StringRegistry::Get().Lookup(name_id)));
       track.set_unit(std::string(unit));
+      // After host threads (their tids) and device streams (1000000 + ...).
+      track.set_sort_index(2000000);
       id = writer_->AddTrack(track);
     }
     return id;

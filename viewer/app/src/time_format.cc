@@ -20,6 +20,50 @@ std::string_view Trim(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// `x` (>= 0) with three significant digits.
+std::string ThreeDigits(double x) {
+  char buf[64];
+  const int decimals = x >= 99.95 ? 0 : x >= 9.995 ? 1 : x == 0 ? 0 : 2;
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
+}  // namespace
+
+std::string FormatValue(double v, std::string_view unit) {
+  if (!std::isfinite(v)) return std::to_string(v);
+  if (unit == "ns") return FormatDuration(static_cast<int64_t>(std::llround(v)));
+  const std::string sign = v < 0 ? "-" : "";
+  double x = std::fabs(v);
+  if (unit == "bytes" || unit == "B") {
+    static constexpr const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (x >= 1023.5 && i < 4) {
+      x /= 1024;
+      ++i;
+    }
+    return sign + (i == 0 ? std::to_string(static_cast<int64_t>(std::llround(x)))
+                          : ThreeDigits(x)) +
+           " " + kNames[i];
+  }
+  std::string suffix;
+  static constexpr const char* kSi[] = {"", "k", "M", "G", "T"};
+  int i = 0;
+  while (x >= 999.5 && i < 4) {
+    x /= 1000;
+    ++i;
+  }
+  suffix = kSi[i];
+  std::string text = sign + (i == 0 && x == std::floor(x)
+                                 ? std::to_string(static_cast<int64_t>(x))
+                                 : ThreeDigits(x)) +
+                     suffix;
+  if (unit.empty()) return text;
+  return text + " " + std::string(unit);
+}
+
 std::string FormatDuration(int64_t ns) {
   const bool negative = ns < 0;
   const long double v =

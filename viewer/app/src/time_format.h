@@ -13,6 +13,12 @@ namespace podscope::viewer::app {
 // it at least 1: "0 ns", "950 ns", "1.23 µs", "45.6 ms", "2.35 s".
 std::string FormatDuration(int64_t ns);
 
+// A counter's value in its unit, three significant digits: "ns" as a
+// duration, "bytes" in B/KiB/MiB/GiB/TiB, "%" as is, other units (or none)
+// with k/M/G/T for thousands: "474 MiB", "1.60 s", "203 %", "34 count",
+// "1.25M events".
+std::string FormatValue(double v, std::string_view unit);
+
 // A duration or time offset typed by a user: a decimal number with a unit
 // suffix ns, us (or µs), ms or s, e.g. "1.5ms", "250 us", "2s". A bare "0"
 // is allowed; any other bare number is an error, since no unit is the

@@ -477,10 +477,8 @@ void TimelineRenderer::PaintCounter(const QRect& plot, const TimelineState& s,
   line.translate(plot.x(), plot.y());
   out->boxes += view.pixels.size();
   const TrackInfo& info = s.store->tracks()[row.track];
-  QString scale = QStringLiteral("max %1").arg(hi, 0, 'g', 6);
-  if (!info.unit.empty()) {
-    scale += QChar(' ') + QString::fromStdString(info.unit);
-  }
+  const QString scale =
+      QStringLiteral("max ") + QString::fromStdString(FormatValue(hi, info.unit));
   out->labels.push_back(
       {QPointF(plot.x() + 4, plot.y() + top + 11), scale, kDimText.rgb()});
   out->lines.push_back(std::move(line));
