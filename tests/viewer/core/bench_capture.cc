@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/writer.h"
 
 namespace podscope::viewer::testing {
@@ -91,6 +92,27 @@ absl::Status WriteHostFile(const std::string& path, int file, uint64_t events) {
   return w.Close();
 }
 
+// A capture left by an earlier run is reused only if every file is intact
+// and decodes with this build's reader (a build with another chunk layout
+// may have written it).
+bool UsableCapture(const fs::path& dir) {
+  if (!fs::exists(dir / "complete")) return false;
+  for (int f = 0; f < kFiles; ++f) {
+    const auto path = dir / ("host" + std::to_string(f) + "." +
+                             std::to_string(1000 + f) + ".podtrace");
+    auto reader = tf::TraceReader::Open(path.string());
+    if (!reader.ok() || !(*reader)->report().intact() ||
+        (*reader)->chunks().empty()) {
+      return false;
+    }
+    const size_t last = (*reader)->chunks().size() - 1;
+    if (!(*reader)->DecodeChunk(0).ok() || !(*reader)->DecodeChunk(last).ok()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string EnsureBenchCapture(uint64_t events) {
@@ -98,7 +120,7 @@ std::string EnsureBenchCapture(uint64_t events) {
   const fs::path dir = fs::path(tmp ? tmp : "/tmp") /
                        ("podscope_viewer_bench_" + std::to_string(events)) /
                        "session";
-  if (fs::exists(dir / "complete")) return dir.string();
+  if (UsableCapture(dir)) return dir.string();
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::fprintf(stderr, "generating %llu events in %s ...\n",
