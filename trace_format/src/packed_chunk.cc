@@ -76,6 +76,25 @@ uint32_t Slot(uint64_t hash, uint32_t bits) {
 // in the same place (fixed point, 4 fractional bits), or by the previous
 // delta of its kind in a place not seen yet.
 constexpr uint16_t kUnknownBucket = 0xFFFF;
+
+// The prediction tables of one track's slices. The encoder and the decoder
+// start every track from this same state, so both reset it here.
+struct SlicePredictor {
+  std::vector<uint32_t> names;
+  // uint16_t, not uint8_t: a store through a char type may alias anything.
+  std::vector<uint16_t> opens, closes, pops;
+  // Sizes and clears the tables for a track of `slices`; returns the bits
+  // of a slot index.
+  uint32_t Reset(size_t slices) {
+    const uint32_t bits = TableBits(slices);
+    const size_t size = size_t{1} << bits;
+    names.assign(size, 0);
+    opens.assign(size, kUnknownBucket);
+    closes.assign(size, kUnknownBucket);
+    pops.assign(size, 0);
+    return bits;
+  }
+};
 uint32_t PredictBucket(uint16_t average, uint32_t last) {
   return average == kUnknownBucket ? last : (average + 8u) >> 4;
 }
@@ -252,16 +271,11 @@ class Encoder {
     uint64_t acc = bw.acc;
     uint32_t nbits = bw.bits;
 
-    const uint32_t tb = TableBits(n);
-    const size_t table_size = size_t{1} << tb;
-    name_table_.assign(table_size, 0);
-    open_table_.assign(table_size, kUnknownBucket);
-    close_table_.assign(table_size, kUnknownBucket);
-    pops_table_.assign(table_size, 0);
-    uint32_t* const name_table = name_table_.data();
-    uint16_t* const open_table = open_table_.data();
-    uint16_t* const close_table = close_table_.data();
-    uint16_t* const pops_table = pops_table_.data();
+    const uint32_t tb = predictor_.Reset(n);
+    uint32_t* const name_table = predictor_.names.data();
+    uint16_t* const open_table = predictor_.opens.data();
+    uint16_t* const close_table = predictor_.closes.data();
+    uint16_t* const pops_table = predictor_.pops.data();
     uint32_t last_open = 0, last_close = 0;
     uint64_t last_path = kRootPath;
 
@@ -511,9 +525,7 @@ class Encoder {
   Bytes header_;
   BitWriter bits_;
   std::vector<OpenSlice> open_;
-  std::vector<uint32_t> name_table_;
-  // uint16_t, not uint8_t: a store through a char type may alias anything.
-  std::vector<uint16_t> open_table_, close_table_, pops_table_;
+  SlicePredictor predictor_;
 };
 
 // ------------------------------------------------------------------ reading
@@ -807,16 +819,11 @@ class Decoder {
     if (n > 2 * closes.left() || n > bytes.left()) {
       return Malformed("slice counts exceed the sections");
     }
-    const uint32_t tb = TableBits(n);
-    const size_t table_size = size_t{1} << tb;
-    name_table_.assign(table_size, 0);
-    open_table_.assign(table_size, kUnknownBucket);
-    close_table_.assign(table_size, kUnknownBucket);
-    pops_table_.assign(table_size, 0);
-    uint32_t* const name_table = name_table_.data();
-    uint16_t* const open_table = open_table_.data();
-    uint16_t* const close_table = close_table_.data();
-    uint16_t* const pops_table = pops_table_.data();
+    const uint32_t tb = predictor_.Reset(n);
+    uint32_t* const name_table = predictor_.names.data();
+    uint16_t* const open_table = predictor_.opens.data();
+    uint16_t* const close_table = predictor_.closes.data();
+    uint16_t* const pops_table = predictor_.pops.data();
     uint32_t last_open = 0, last_close = 0;
     uint64_t last_path = kRootPath;
     e->slices.resize(n);
@@ -933,8 +940,7 @@ class Decoder {
   };
   Cursor sec_[kSectionCount];
   std::vector<OpenSlice> open_;
-  std::vector<uint32_t> name_table_;
-  std::vector<uint16_t> open_table_, close_table_, pops_table_;
+  SlicePredictor predictor_;
 };
 
 }  // namespace

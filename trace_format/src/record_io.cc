@@ -623,6 +623,13 @@ absl::StatusOr<std::string> DecodePayload(const RecordView& record) {
   return std::string(payload->view());
 }
 
+RecordFrame PeekRecordFrame(std::string_view header) {
+  RecordFrame frame;
+  frame.payload_length = GetU32(header.data());
+  frame.type = static_cast<RecordType>(static_cast<uint8_t>(header[8]));
+  return frame;
+}
+
 std::string ValidateRecord(std::string_view file, uint64_t offset,
                            RecordView* record) {
   const uint64_t remaining = file.size() - offset;

@@ -2,22 +2,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/trace.pb.h"
+#include "track_range.h"
 
 namespace podscope::trace_format {
-namespace {
-
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<StreamedFile>> StreamedFile::Create(
     const std::string& path) {
   auto sink = OpenFileSink(path);
@@ -52,16 +44,16 @@ absl::Status StreamedFile::Append(std::string_view bytes) {
   }
   size_t written_to = pos;  // records before this are on disk
   while (pending_.size() - pos >= kRecordHeaderSize) {
-    const uint32_t length = GetU32(pending_.data() + pos);
-    if (length > kMaxRecordPayload) {
+    const RecordFrame frame =
+        PeekRecordFrame(std::string_view(pending_).substr(pos));
+    if (frame.payload_length > kMaxRecordPayload) {
       return error_ = absl::DataLossError(absl::StrCat(
                  "the capture stream holds an impossible record length ",
-                 length, " at offset ", offset_ + (pos - written_to)));
+                 frame.payload_length, " at offset ", offset_ + (pos - written_to)));
     }
-    const size_t size = kRecordHeaderSize + length;
+    const size_t size = frame.size();
     if (pending_.size() - pos < size) break;
-    const auto type = static_cast<RecordType>(
-        static_cast<uint8_t>(pending_[pos + 8]));
+    const RecordType type = frame.type;
     if (type == RecordType::kIndex || type == RecordType::kTrailer) {
       // Flush what precedes, then hold the index (the trailer is rebuilt).
       s = Write(std::string_view(pending_).substr(written_to, pos - written_to));
@@ -117,17 +109,7 @@ absl::StatusOr<proto::Index> StreamedFile::BuildIndex() {
     auto reader = TraceReader::Open(path_);
     if (!reader.ok()) return reader.status();
     const TraceReader& r = **reader;
-    std::vector<proto::TrackRange> totals;
-    auto widen = [](proto::TrackRange* t, int64_t lo, int64_t hi, uint64_t n) {
-      if (t->event_count() == 0) {
-        t->set_min_ns(lo);
-        t->set_max_ns(hi);
-      } else {
-        t->set_min_ns(std::min(t->min_ns(), lo));
-        t->set_max_ns(std::max(t->max_ns(), hi));
-      }
-      t->set_event_count(t->event_count() + n);
-    };
+    std::map<uint32_t, proto::TrackRange> totals;  // by track id
     uint64_t events = 0;
     for (size_t i = 0; i < r.chunks().size(); ++i) {
       auto decoded = r.DecodeChunk(i);
@@ -144,15 +126,10 @@ absl::StatusOr<proto::Index> StreamedFile::BuildIndex() {
         const uint64_t n = e.event_count();
         proto::TrackRange* t = entry->add_tracks();
         t->set_track_id(e.track_id);
-        widen(t, lo, hi, n);
-        auto it = std::find_if(totals.begin(), totals.end(), [&](const auto& x) {
-          return x.track_id() == e.track_id;
-        });
-        if (it == totals.end()) {
-          totals.emplace_back().set_track_id(e.track_id);
-          it = totals.end() - 1;
-        }
-        widen(&*it, lo, hi, n);
+        WidenTrackRange(t, lo, hi, n);
+        proto::TrackRange& total = totals[e.track_id];
+        total.set_track_id(e.track_id);
+        WidenTrackRange(&total, lo, hi, n);
         lo_all = std::min(lo_all, lo);
         hi_all = std::max(hi_all, hi);
         count_all += n;
@@ -162,10 +139,7 @@ absl::StatusOr<proto::Index> StreamedFile::BuildIndex() {
       entry->set_event_count(count_all);
       events += count_all;
     }
-    std::sort(totals.begin(), totals.end(), [](const auto& a, const auto& b) {
-      return a.track_id() < b.track_id();
-    });
-    for (proto::TrackRange& t : totals) *index.add_tracks() = std::move(t);
+    for (auto& [id, t] : totals) *index.add_tracks() = std::move(t);
     index.set_event_count(events);
   }
   for (const Added& a : streamed_) {

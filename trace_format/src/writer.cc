@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/trace_format/chunk_codec.h"
+#include "track_range.h"
 
 namespace podscope::trace_format {
 namespace {
@@ -12,17 +13,6 @@ namespace {
 // Dictionary records smaller than this are not worth compressing.
 constexpr size_t kCompressThreshold = 256;
 
-void Widen(proto::TrackRange* range, int64_t min_ns, int64_t max_ns,
-           uint64_t count) {
-  if (range->event_count() == 0) {
-    range->set_min_ns(min_ns);
-    range->set_max_ns(max_ns);
-  } else {
-    range->set_min_ns(std::min(range->min_ns(), min_ns));
-    range->set_max_ns(std::max(range->max_ns(), max_ns));
-  }
-  range->set_event_count(range->event_count() + count);
-}
 
 }  // namespace
 
@@ -430,12 +420,12 @@ absl::Status TraceWriter::EncodeChunk(std::vector<TrackEvents>& tracks,
     const uint64_t count = e.event_count();
     proto::TrackRange* range = entry.add_tracks();
     range->set_track_id(e.track_id);
-    Widen(range, lo, hi, count);
+    WidenTrackRange(range, lo, hi, count);
     while (track_totals_.size() < e.track_id) {
       const auto id = static_cast<uint32_t>(track_totals_.size() + 1);
       track_totals_.emplace_back().set_track_id(id);
     }
-    Widen(&track_totals_[e.track_id - 1], lo, hi, count);
+    WidenTrackRange(&track_totals_[e.track_id - 1], lo, hi, count);
     chunk_min = std::min(chunk_min, lo);
     chunk_max = std::max(chunk_max, hi);
   }

@@ -92,23 +92,16 @@ class FileFollower {
       pos = trace_format::kFileHeaderSize;
     }
     while (pending_.size() - pos >= trace_format::kRecordHeaderSize) {
-      uint32_t length = 0;
-      for (int i = 3; i >= 0; --i) {
-        length = (length << 8) | static_cast<uint8_t>(pending_[pos + i]);
-      }
-      if (length > trace_format::kMaxRecordPayload) {
+      const trace_format::RecordFrame frame =
+          trace_format::PeekRecordFrame(std::string_view(pending_).substr(pos));
+      if (frame.payload_length > trace_format::kMaxRecordPayload) {
         return absl::DataLossError(absl::StrCat(
-            path_, " holds an impossible record length ", length,
+            path_, " holds an impossible record length ", frame.payload_length,
             " at offset ", read_ - (pending_.size() - pos)));
       }
-      const size_t size = trace_format::kRecordHeaderSize + length;
-      if (pending_.size() - pos < size) break;
-      if (static_cast<trace_format::RecordType>(
-              static_cast<uint8_t>(pending_[pos + 8])) ==
-          trace_format::RecordType::kTrailer) {
-        closed_ = true;
-      }
-      pos += size;
+      if (pending_.size() - pos < frame.size()) break;
+      if (frame.type == trace_format::RecordType::kTrailer) closed_ = true;
+      pos += frame.size();
     }
     out->append(pending_, 0, pos);
     pending_.erase(0, pos);

@@ -38,6 +38,17 @@ std::string EncodeCompressedRecordParts(RecordType type,
                                         std::span<const std::string_view> parts,
                                         std::string_view stored, int level);
 
+// The framing of the record that starts `header` (at least
+// kRecordHeaderSize bytes): its payload length and type as written; neither
+// the CRC nor the payload is checked. For assembling whole records from a
+// byte stream.
+struct RecordFrame {
+  uint32_t payload_length = 0;
+  RecordType type = RecordType::kMetadata;
+  uint64_t size() const { return kRecordHeaderSize + payload_length; }
+};
+RecordFrame PeekRecordFrame(std::string_view header);
+
 // Where records go: a file, a network stream, memory.
 class RecordSink {
  public:
