@@ -64,19 +64,11 @@ class BucketTree {
   size_t Best(std::span<const T> values, size_t lo, size_t hi) const {
     if (lo >= hi) return hi;
     size_t best = hi;
-    // The best of [a, b) against the best so far; the running best value
-    // stays in a register and the first of equals wins.
+    // The best of [a, b) against the best so far; the first of equals wins.
     auto scan = [&](size_t a, size_t b) {
       if (a >= b) return;
-      size_t found = a;
-      T value = values[a];
-      for (size_t i = a + 1; i < b; ++i) {
-        const T v = values[i];
-        const bool take = better_(v, value);
-        value = take ? v : value;
-        found = take ? i : found;
-      }
-      if (best == hi || better_(value, values[best])) best = found;
+      const size_t found = ArgBest(values.data(), a, b);
+      if (best == hi || better_(values[found], values[best])) best = found;
     };
     size_t bl = (lo + kLeaf - 1) >> kLeafBits;  // first whole bucket
     size_t bh = hi >> kLeafBits;                // one past the last
@@ -89,19 +81,11 @@ class BucketTree {
       // A few whole buckets: one pass over their adjacent bucket values
       // reads fewer cache lines than the walk up and down the levels, and
       // consecutive queries over neighbouring ranges stream through them.
-      const T* level = levels_[0].data();
-      size_t node = bl;
-      T value = level[bl];
-      for (size_t j = bl + 1; j < bh; ++j) {
-        const T v = level[j];
-        const bool take = better_(v, value);
-        value = take ? v : value;
-        node = take ? j : node;
-      }
+      const size_t node = BestBucket(bl, bh);
       // Left of the buckets only lower indices were scanned: equal values
       // keep the earlier one.
-      if (best == hi || better_(value, values[best])) {
-        best = (node << kLeafBits) + leaf_arg_[node];
+      if (best == hi || better_(levels_[0][node], values[best])) {
+        best = bucket_best(node);
       }
       scan(bh << kLeafBits, hi);
       return best;
@@ -145,16 +129,7 @@ class BucketTree {
   size_t bucket_best(size_t k) const { return (k << kLeafBits) + leaf_arg_[k]; }
   // The first bucket of [k0, k1) (non-empty) whose value is best.
   size_t BestBucket(size_t k0, size_t k1) const {
-    const T* level = levels_[0].data();
-    size_t node = k0;
-    T value = level[k0];
-    for (size_t j = k0 + 1; j < k1; ++j) {
-      const T v = level[j];
-      const bool take = better_(v, value);
-      value = take ? v : value;
-      node = take ? j : node;
-    }
-    return node;
+    return ArgBest(levels_[0].data(), k0, k1);
   }
 
   size_t resident_bytes() const {
@@ -164,6 +139,20 @@ class BucketTree {
   }
 
  private:
+  // The index of the best of data[a, b) (a < b), the first of equals; the
+  // running best value stays in a register.
+  size_t ArgBest(const T* data, size_t a, size_t b) const {
+    size_t found = a;
+    T value = data[a];
+    for (size_t i = a + 1; i < b; ++i) {
+      const T v = data[i];
+      const bool take = better_(v, value);
+      value = take ? v : value;
+      found = take ? i : found;
+    }
+    return found;
+  }
+
   // Whole-bucket ranges up to this long are scanned rather than walked.
   static constexpr size_t kLinearBuckets = 256;
   std::vector<std::vector<T>> levels_;
