@@ -127,8 +127,12 @@ class XprofService final : public tf::ProfilerService::Service {
 
     pb::CaptureRequest capture_request;
     capture_request.set_duration_ms(static_cast<int64_t>(duration_ms));
+    // The host level is the capture's level (XProf's 1..3 are ours); with
+    // host tracing off, the capture records at the default level so that
+    // device events (recorded at info level) are kept, and the host plane
+    // is left out of the answer.
     capture_request.set_level(
-        static_cast<int32_t>(std::max<uint32_t>(host_level, 1)));
+        host_level == 0 ? 2 : static_cast<int32_t>(host_level));
     capture_request.set_client(
         absl::StrCat("XProf ProfilerService at ", ctx->peer()));
     capture_request.set_join_any_session(true);
