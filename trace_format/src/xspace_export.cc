@@ -2,6 +2,7 @@
 // per argument, XProf's step conventions, and the plane info that lets an
 // import restore the trace exactly.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -34,6 +35,15 @@ int64_t ToPs(int64_t ns) {
   return ps;
 }
 
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    return b > 0 ? std::numeric_limits<int64_t>::max()
+                 : std::numeric_limits<int64_t>::min();
+  }
+  return sum;
+}
+
 int64_t SaturatingSub(int64_t a, int64_t b) {
   int64_t d;
   if (__builtin_sub_overflow(a, b, &d)) {
@@ -47,11 +57,12 @@ int64_t SaturatingSub(int64_t a, int64_t b) {
 int64_t RealtimeMinusMonotonic(const TraceReader& reader) {
   const auto& snapshots = reader.clock().snapshots();
   if (!snapshots.empty()) {
-    return snapshots[0].realtime_ns() - snapshots[0].monotonic_ns();
+    return SaturatingSub(snapshots[0].realtime_ns(),
+                         snapshots[0].monotonic_ns());
   }
   const proto::Metadata& m = reader.metadata();
   if (m.start_realtime_ns() != 0) {
-    return m.start_realtime_ns() - m.start_monotonic_ns();
+    return SaturatingSub(m.start_realtime_ns(), m.start_monotonic_ns());
   }
   return 0;
 }
@@ -123,7 +134,9 @@ struct StepSpan {
 // name contains "step" on thread tracks.
 bool IsStepName(std::string_view name) {
   std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(c));
+  for (char& c : lower) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
   return lower.find("step") != std::string::npos;
 }
 
@@ -339,11 +352,11 @@ class Exporter {
     line->set_id(line_id);
     line->set_display_id(line_id);
     line->set_name(t.name());
-    const int64_t base = e.empty() ? delta_ : first + delta_;
+    const int64_t base = e.empty() ? delta_ : SaturatingAdd(first, delta_);
     line->set_timestamp_ns(base);
     if (!e.empty()) line->set_duration_ps(ToPs(SaturatingSub(last, first)));
     auto offset_ps = [&](int64_t ns) {
-      return ToPs(SaturatingSub(ns + delta_, base));
+      return ToPs(SaturatingSub(SaturatingAdd(ns, delta_), base));
     };
     const bool thread = t.kind() == proto::TRACK_KIND_THREAD;
     for (uint32_t i = 0; i < e.slices.size(); ++i) {
@@ -465,12 +478,13 @@ class Exporter {
     line->set_id(kStepsLineId);
     line->set_display_id(kStepsLineId);
     line->set_name(std::string(kStepsLineName));
-    const int64_t base = sorted_steps_.front().start_ns + delta_;
+    const int64_t base = SaturatingAdd(sorted_steps_.front().start_ns, delta_);
     line->set_timestamp_ns(base);
     for (const StepSpan& s : sorted_steps_) {
       xp::XEvent* x = line->add_events();
       x->set_metadata_id(b.EventMetadata(absl::StrCat(s.step_num), false));
-      x->set_offset_ps(ToPs(SaturatingSub(s.start_ns + delta_, base)));
+      x->set_offset_ps(
+          ToPs(SaturatingSub(SaturatingAdd(s.start_ns, delta_), base)));
       x->set_duration_ps(ToPs(SaturatingSub(s.end_ns, s.start_ns)));
       AddDerivedInt(b, x, kGroupIdStat, s.group_id);
     }
