@@ -1,4 +1,4 @@
-// bench/run interop: how fast foreign traces open. The XSpace of a
+// bench/run xspace: how fast XSpace traces open. The XSpace of a
 // realistic synthetic trace (16 threads, nested scopes, some arguments and
 // counters; 500,000 events) is imported as XProf's files are (no Podscope
 // plane info: the foreign mapping), and the figure is compared with two
