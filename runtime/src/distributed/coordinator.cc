@@ -290,7 +290,8 @@ class Service final : public pb::CoordinationService::Service {
       if (WaitSlice(lock, deadline, ctx)) {
         BarrierState& now = barriers_[name];
         if (now.generation != generation) break;
-        now.arrived.erase(rank);
+        // The rank stays counted as arrived: the missing ranks named are
+        // those that never came, and calling again waits on.
         std::vector<int> missing;
         for (int r = 0; r < n; ++r) {
           if (!now.arrived.count(r) && r != rank) missing.push_back(r);
