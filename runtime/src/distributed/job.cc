@@ -32,6 +32,10 @@
 namespace podscope::runtime {
 namespace {
 
+// Clock probes kept for the best estimate, and the probes of Init's burst.
+constexpr size_t kClockWindow = 3;
+constexpr int kBurstProbes = 8;
+
 std::mutex g_current_mu;
 std::weak_ptr<Job> g_current;  // guarded by g_current_mu
 
@@ -291,7 +295,7 @@ absl::Status JobImpl::Start() {
     std::lock_guard<std::mutex> lock(mu_);
     clock_ = {true, profiler::ProfilerNowNs(), 0, 0, 0, 1};
   } else {
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < kBurstProbes; ++i) {
       auto beat = client_->Heartbeat(env_.rank, incarnation_, absl::Seconds(2),
                                      &profiler::ProfilerNowNs);
       if (beat.ok()) OnProbe(beat->probe);
@@ -303,8 +307,10 @@ absl::Status JobImpl::Start() {
 
 void JobImpl::OnProbe(const ClockProbe& probe) {
   if (env_.rank == 0) return;  // rank 0's clock is the reference
+  // The best of the last few probes: short enough that a new measurement
+  // is recorded every few heartbeats, so the offsets follow drift.
   window_.push_back(probe);
-  if (window_.size() > 8) window_.pop_front();
+  if (window_.size() > kClockWindow) window_.pop_front();
   const ClockProbe* best = &window_.front();
   for (const ClockProbe& p : window_) {
     if (p.round_trip_ns() < best->round_trip_ns()) best = &p;

@@ -7,7 +7,8 @@
 //            record steps for --run_ms, then barrier, StopTrace, Shutdown.
 //            --skew_ns N / --drift_ppm P give rank r a clock offset of r*N
 //            and drift of r*P (the test-only clock hook);
-//            --trace_marks_only 1 stops the trace after the marks.
+//            --trace_marks_only 1 stops the trace after the marks;
+//            --mark_delay_ms: when the first mark is, after Init.
 //   spawn    Launch(fn, 3): each process joins the job, creates a client
 //            and prints what it sees.
 #include <signal.h>
@@ -136,7 +137,8 @@ int RunJob(int argc, char** argv) {
   if (marks > 0) {
     int64_t t0 = 0;
     if ((*job)->rank() == 0) {
-      t0 = prof::MonotonicNs() + 500'000'000;
+      t0 = prof::MonotonicNs() +
+           IntFlag(argc, argv, "mark_delay_ms", 500) * 1'000'000;
       if (absl::Status s = (*job)->store().Set("test/t0", absl::StrCat(t0));
           !s.ok()) {
         return Die(s);

@@ -44,10 +44,11 @@ std::string ReadAll(const std::string& path) {
   return s.str();
 }
 
-// Rank r's marks, aligned by its file's offsets, lie in the interval in
-// which they really happened (rank 0's clock is unskewed, so the reference
-// is CLOCK_MONOTONIC) within the file's stated uncertainty (plus 50 us for
-// interpolating the drift between measurements).
+// Rank r's marks, aligned by its file's offsets (measured every heartbeat
+// or few, so that marks between them are interpolated with the drift), lie
+// in the interval in which they really happened (rank 0's clock is unskewed, so
+// the reference is CLOCK_MONOTONIC) within the file's stated uncertainty (plus
+// 50 us for interpolating the drift between measurements).
 void ExpectAligned(
     const std::map<int, testing::RankTrace>& traces,
     const std::map<int, std::map<int, testing::PrintedMark>>& marks, int ranks,
@@ -84,8 +85,8 @@ TEST(JobClock, PerRankTracesLineUpOnRankZerosClock) {
   constexpr int64_t kSkew = 1'500'000'000;
   Process launcher({kPodscope, "launch", "--nproc_per_node", "3", kWorker,
                     "job", "--logdir", logdir, "--marks", "3", "--skew_ns",
-                    std::to_string(kSkew), "--drift_ppm", "40", "--run_ms",
-                    "2500"});
+                    std::to_string(kSkew), "--drift_ppm", "40",
+                    "--mark_delay_ms", "2500", "--run_ms", "2500"});
   const int status = launcher.Wait(120000);
   ASSERT_TRUE(WIFEXITED(status)) << launcher.output();
   ASSERT_EQ(WEXITSTATUS(status), 0) << launcher.output();
