@@ -95,6 +95,58 @@ TEST(JobClock, PerRankTracesLineUpOnRankZerosClock) {
   EXPECT_THAT(launcher.output(), HasSubstr("[rank 2] done rank 2"));
 }
 
+TEST(CaptureJob, EveryRankOnLoopbackByTheCoordinatorsAddress) {
+  const std::string logdir = FreshDir("loopback-job");
+  const std::string capdir = FreshDir("loopback-capture");
+  Process launcher({kPodscope, "launch", "--nproc_per_node", "2", kWorker,
+                    "job", "--run_ms", "5000"});
+  std::string coordinator, line;
+  int ready = 0;
+  const std::regex re(R"(ready rank \d+ pid \d+ coordinator (\S+))");
+  while (ready < 2 && launcher.ReadLine(&line, 60000)) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) {
+      coordinator = m[1];
+      ++ready;
+    }
+  }
+  ASSERT_EQ(ready, 2) << launcher.output();
+  Process capture({kPodscope, "capture", "--job", coordinator, "--logdir",
+                   capdir, "--duration_ms", "800", "--session", "loop"});
+  const int cap_status = capture.Wait(60000);
+  EXPECT_TRUE(WIFEXITED(cap_status) && WEXITSTATUS(cap_status) == 0)
+      << capture.output();
+  EXPECT_THAT(capture.output(), HasSubstr("2 of 2 workers answered"));
+  const std::string manifest = ReadAll(capdir + "/loop/manifest.json");
+  EXPECT_THAT(manifest, HasSubstr("\"job\": \"" + coordinator + "\""));
+  EXPECT_THAT(manifest, HasSubstr("{\"rank\": 0, \"address\": \"127.0.0.1:"));
+  EXPECT_THAT(manifest, HasSubstr("{\"rank\": 1, \"address\": \"127.0.0.1:"));
+  auto captured = testing::ReadRankTraces(capdir + "/loop");
+  ASSERT_EQ(captured.size(), 2u) << manifest;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(captured[r].world, 2);
+    EXPECT_TRUE(captured[r].complete) << captured[r].path;
+  }
+  const int status = launcher.Wait(60000);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << launcher.output();
+}
+
+TEST(CaptureJob, NoCoordinatorIsAClearError) {
+  const std::string capdir = FreshDir("no-job");
+  // A port where nothing listens.
+  Process capture({kPodscope, "capture", "--job", "127.0.0.1:1", "--logdir",
+                   capdir, "--duration_ms", "100"});
+  const int status = capture.Wait(60000);
+  ASSERT_TRUE(WIFEXITED(status)) << capture.output();
+  EXPECT_EQ(WEXITSTATUS(status), 6) << capture.output();
+  EXPECT_THAT(capture.output(), HasSubstr("--job 127.0.0.1:1"));
+  EXPECT_THAT(capture.output(), HasSubstr("unreachable"));
+  Process both({kPodscope, "capture", "--job", "127.0.0.1:1", "--service_addr",
+                "127.0.0.1:2", "--logdir", capdir});
+  EXPECT_EQ(WEXITSTATUS(both.Wait(30000)), 2) << both.output();
+}
+
 bool CanMakeNamespaces() {
   return geteuid() == 0 && std::system("ip netns list >/dev/null 2>&1") == 0;
 }
