@@ -141,5 +141,28 @@ TEST(DeadWorker, StoppedRankIsReportedAsHung) {
   EXPECT_THAT(Check(traces[1].path), ::testing::AnyOf(0, 1)) << traces[1].path;
 }
 
+TEST(DeadWorker, KilledCoordinatorIsReportedToEverySurvivor) {
+  // Rank 0 hosts the coordinator: the others' heartbeats go unanswered.
+  const std::string logdir = FreshDir("coordinator");
+  Outcome o = RunWithFault(logdir, 0, SIGKILL);
+  ASSERT_TRUE(WIFEXITED(o.status)) << o.output;
+  EXPECT_EQ(WEXITSTATUS(o.status), 128 + SIGKILL) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("job failed: rank 0 (pid " +
+                                  std::to_string(o.victim_pid) +
+                                  ") failed: killed by signal SIGKILL"));
+  for (int r : {1, 2}) {
+    ASSERT_TRUE(o.detected_s.count(r)) << "rank " << r << "\n" << o.output;
+    EXPECT_LE(o.detected_s[r], 10.0) << "rank " << r;
+  }
+  EXPECT_THAT(o.output, HasSubstr("the job failed: rank 0 (host "));
+  EXPECT_THAT(o.output, HasSubstr("the job's coordinator) is dead or hung"));
+  auto traces = testing::ReadRankTraces(logdir + "/run");
+  ASSERT_EQ(traces.size(), 3u) << logdir;
+  for (int r : {1, 2}) {
+    EXPECT_TRUE(traces[r].complete) << traces[r].path;
+    EXPECT_EQ(Check(traces[r].path), 0) << traces[r].path;
+  }
+}
+
 }  // namespace
 }  // namespace podscope::runtime
