@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "workload.h"
 #include "podscope/profiler/capture.h"
+#include "podscope/profiler/clock.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
@@ -318,14 +320,24 @@ TEST(Server, ACaptureFollowsATraceTheProcessRecordsItself) {
   EXPECT_TRUE(report.index_used);
   EXPECT_EQ(captured.reader->metadata().session_id(), "local");
   EXPECT_EQ(captured.reader->clock().offsets_size(), 2);
-  EXPECT_EQ(captured.SlicesNamed("before_capture").size(), 1u);
-  const size_t during = captured.SlicesNamed("during_capture").size();
-  // ~60 marks in 300 ms; at least those of the capture's first part, and the
-  // ones made until the capture's end (at most one drain may be missing).
-  EXPECT_GT(during, 20u);
+  // Only the capture's window: not what the trace recorded before it.
+  EXPECT_TRUE(captured.SlicesNamed("before_capture").empty());
+  auto marks_seen = captured.SlicesNamed("during_capture");
+  const size_t during = marks_seen.size();
+  // A mark every 5 ms (more on a loaded machine) through the whole 300 ms
+  // window, none missing in between.
+  ASSERT_GE(during, 2u);
+  std::sort(marks_seen.begin(), marks_seen.end(),
+            [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  EXPECT_GE(marks_seen.back().start_ns - marks_seen.front().start_ns,
+            250'000'000);
+  for (size_t i = 1; i < during; ++i) {
+    EXPECT_LT(marks_seen[i].start_ns - marks_seen[i - 1].start_ns, 100'000'000)
+        << "a gap after mark " << i - 1;
+  }
   EXPECT_TRUE(captured.SlicesNamed("after_capture").empty());
-  // The index built by the client covers exactly what the file holds: the
-  // same events as a scan of the same records.
+  // The index covers exactly what the file holds: the same events as a
+  // scan of the same records.
   const uint64_t indexed = captured.reader->known_event_count();
   uint64_t scanned = 0;
   for (const auto& t : captured.tracks) scanned += t.events.event_count();
@@ -339,9 +351,9 @@ TEST(Server, ACaptureFollowsATraceTheProcessRecordsItself) {
 }
 
 // When the process's own trace ends during the capture, the capture ends
-// with it and gets the trace's own index: the two files hold the same
-// events.
-TEST(Server, ACapturedLocalTraceThatEndsGivesTheWholeFile) {
+// with it, complete: it holds the trace's events from the capture's start
+// on, exactly as the trace's own file does.
+TEST(Server, ACapturedLocalTraceThatEndsEndsTheCapture) {
   auto server = Serve();
   ASSERT_NE(server, nullptr);
   const std::string dir = FreshDir("local-ends");
@@ -357,21 +369,112 @@ TEST(Server, ACapturedLocalTraceThatEndsGivesTheWholeFile) {
   o.workers = {server->address()};
   o.logdir = FreshDir("local-ends-capture");
   o.duration_ms = 5000;
+  const auto started = std::chrono::steady_clock::now();
   auto result = CaptureWorkers(o);
+  const auto took = std::chrono::steady_clock::now() - started;
   stopper.join();
   ASSERT_FALSE(local_path.empty());
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->answered(), 1) << result->workers[0].error;
+  EXPECT_LT(took, std::chrono::seconds(4)) << "the capture outlived the trace";
   auto captured = ReadTraceFile(result->workers[0].path);
   auto local_file = ReadTraceFile(local_path);
   ASSERT_NE(captured.reader, nullptr);
   ASSERT_NE(local_file.reader, nullptr);
   EXPECT_TRUE(captured.reader->report().intact());
-  EXPECT_GT(local_file.SlicesNamed("work").size(), 10u);
-  EXPECT_EQ(captured.SlicesNamed("work").size(),
-            local_file.SlicesNamed("work").size());
-  EXPECT_EQ(captured.reader->known_event_count(),
-            local_file.reader->known_event_count());
+  const auto captured_work = captured.SlicesNamed("work");
+  const auto local_work = local_file.SlicesNamed("work");
+  ASSERT_FALSE(captured_work.empty());
+  EXPECT_LT(captured_work.size(), local_work.size());
+  // The captured scopes are the local file's from the capture's first on.
+  size_t first = 0;
+  while (first < local_work.size() &&
+         local_work[first].start_ns != captured_work[0].start_ns) {
+    ++first;
+  }
+  ASSERT_LT(first, local_work.size());
+  ASSERT_EQ(local_work.size() - first, captured_work.size());
+  for (size_t i = 0; i < captured_work.size(); ++i) {
+    EXPECT_EQ(captured_work[i].start_ns, local_work[first + i].start_ns);
+    EXPECT_EQ(captured_work[i].duration_ns, local_work[first + i].duration_ns);
+  }
+}
+
+// A process that has recorded itself for a while, then a short capture at
+// another level and with stack samples: the capture holds only its window,
+// at its level and with its samples; the local trace keeps its options
+// (verbose events appear in it only while the capture asked for them).
+TEST(Server, ACaptureOfASelfRecordingProcessHoldsItsWindowAtItsLevel) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  const std::string dir = FreshDir("local-window");
+  TraceOptions local;
+  local.level = Level::kInfo;
+  ASSERT_TRUE(StartTrace(dir, local).ok());
+  std::atomic<bool> run{true};
+  std::thread marks([&] {
+    SetThreadName("marks");
+    while (run.load()) {
+      {
+        PODSCOPE_TRACE("info_mark");
+        // Burn CPU time so that the stack sampler's timer fires.
+        const int64_t until = MonotonicNs() + 1'000'000;
+        while (MonotonicNs() < until) {
+        }
+      }
+      { PODSCOPE_TRACE_LEVEL(Level::kVerbose, "verbose_mark"); }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CaptureOptions o;
+  o.workers = {server->address()};
+  o.logdir = FreshDir("local-window-capture");
+  o.duration_ms = 400;
+  o.level = 3;
+  o.sampling_hz = 997;
+  const int64_t capture_start = MonotonicNs();
+  auto result = CaptureWorkers(o);
+  const int64_t capture_end = MonotonicNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  run = false;
+  marks.join();
+  auto stopped = StopTrace();
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->answered(), 1) << result->workers[0].error;
+
+  auto captured = ReadTraceFile(result->workers[0].path);
+  ASSERT_NE(captured.reader, nullptr);
+  EXPECT_TRUE(captured.reader->report().intact());
+  EXPECT_EQ(captured.reader->metadata().capture_options().at("level"), "3");
+  EXPECT_EQ(captured.reader->metadata().capture_options().at("sampling_hz"),
+            "997");
+  const auto info = captured.SlicesNamed("info_mark");
+  const auto verbose = captured.SlicesNamed("verbose_mark");
+  EXPECT_GT(info.size(), 20u);
+  EXPECT_GT(verbose.size(), 20u);
+  for (const auto* slices : {&info, &verbose}) {
+    for (const auto& slice : *slices) {
+      EXPECT_GE(slice.start_ns, capture_start);
+      EXPECT_LE(slice.end_ns(), capture_end);
+    }
+  }
+  size_t samples = 0;
+  for (const auto& t : captured.tracks) samples += t.events.samples.size();
+  EXPECT_GT(samples, 0u);
+
+  auto whole = ReadTraceFile(*stopped);
+  ASSERT_NE(whole.reader, nullptr);
+  EXPECT_EQ(whole.reader->metadata().capture_options().at("level"), "2");
+  EXPECT_GT(whole.SlicesNamed("info_mark").size(), info.size());
+  for (const auto& slice : whole.SlicesNamed("verbose_mark")) {
+    EXPECT_GE(slice.start_ns, capture_start);
+    EXPECT_LE(slice.end_ns(), capture_end);
+  }
+  size_t local_samples = 0;
+  for (const auto& t : whole.tracks) local_samples += t.events.samples.size();
+  EXPECT_EQ(local_samples, 0u);
 }
 
 TEST(Server, TokenIsCheckedOnEveryCall) {

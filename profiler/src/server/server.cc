@@ -21,6 +21,7 @@
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "src/server/capture_hub.h"
+#include "src/server/probe_responder.h"
 #include "src/server/server_internal.h"
 #include "src/session_internal.h"
 
@@ -58,8 +59,12 @@ int64_t RealtimeNs() {
 
 class Service final : public pb::ProfilerService::Service {
  public:
-  Service(const ServerOptions& options, std::string token)
-      : options_(options), token_(std::move(token)), hub_(options) {}
+  Service(const ServerOptions& options, std::string token,
+          std::unique_ptr<internal::ProbeResponder> probes)
+      : options_(options),
+        token_(std::move(token)),
+        hub_(options),
+        probes_(std::move(probes)) {}
 
   void Shutdown() { hub_.StopAll(); }
 
@@ -72,6 +77,10 @@ class Service final : public pb::ProfilerService::Service {
     info->set_capturing(active);
     info->set_max_duration_ms(options_.max_duration_ms);
     info->set_max_clients(options_.max_clients);
+    if (probes_) {
+      info->set_probe_port(probes_->port());
+      info->set_probe_key(probes_->key());
+    }
     return Status::OK;
   }
 
@@ -169,6 +178,8 @@ class Service final : public pb::ProfilerService::Service {
   const ServerOptions options_;
   const std::string token_;
   internal::CaptureHub hub_;
+  // Null when the UDP port could not be bound: clients probe through gRPC.
+  std::unique_ptr<internal::ProbeResponder> probes_;
 };
 
 bool IsLoopback(const std::string& host) {
@@ -285,7 +296,9 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   }
   listen = absl::StrCat(listen, ":", port);
 
-  auto service = std::make_unique<Service>(options, token);
+  auto probes = internal::ProbeResponder::Start(host);
+  auto service = std::make_unique<Service>(
+      options, token, probes.ok() ? *std::move(probes) : nullptr);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(listen, creds, &bound);
