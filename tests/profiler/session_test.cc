@@ -70,7 +70,7 @@ TEST(Session, WritesHostPidFileWithMetadata) {
 TEST(Session, ASkewedClockMovesTheSessionsTimestamps) {
   const std::string dir = FreshDir("skewed");
   constexpr int64_t kOffset = int64_t{7'500'000'000};  // +7.5 s
-  constexpr double kDriftPpm = 250;
+  constexpr double kDriftPpm = 2000;
   ClockSkew skew;
   skew.offset_ns = kOffset;
   skew.drift_ppm = kDriftPpm;
@@ -93,16 +93,16 @@ TEST(Session, ASkewedClockMovesTheSessionsTimestamps) {
   EXPECT_GE(m.start_monotonic_ns(), skew.Apply(before));
   EXPECT_LE(m.start_monotonic_ns(), skew.Apply(after));
   EXPECT_EQ(m.capture_options().at("test_clock_offset_ns"), "7500000000");
-  EXPECT_EQ(m.capture_options().at("test_clock_drift_ppm"), "250");
+  EXPECT_EQ(m.capture_options().at("test_clock_drift_ppm"), "2000");
   const auto marks = file.SlicesNamed("mark");
   ASSERT_EQ(marks.size(), 1u);
-  // 400 ms after the anchor the drift adds 100 us: the mark is where the
-  // skewed clock puts it (within the TSC calibration's error), not where
-  // the offset alone would.
-  const int64_t slack = 20'000;
+  // 400 ms after the anchor the drift adds 800 us: the mark is where the
+  // skewed clock puts it (within the TSC calibration's error on a loaded
+  // machine, up to ~100 ppm), not where the offset alone would.
+  const int64_t slack = 150'000;
   EXPECT_GE(marks[0].start_ns, skew.Apply(mark_begin) - slack);
   EXPECT_LE(marks[0].start_ns, skew.Apply(mark_end) + slack);
-  EXPECT_GT(marks[0].start_ns, mark_end + kOffset + 60'000);
+  EXPECT_GT(marks[0].start_ns, mark_end + kOffset + 400'000);
   for (const auto& snap : file.reader->clock().snapshots()) {
     EXPECT_GE(snap.monotonic_ns(), skew.Apply(before));
     EXPECT_LE(snap.monotonic_ns(), skew.Apply(after));
