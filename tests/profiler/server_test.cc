@@ -8,11 +8,13 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -80,6 +82,67 @@ TEST(Server, DefaultsToLoopbackAndAnswersInfo) {
     close(fd);
   }
   freeifaddrs(addrs);
+}
+
+// Clock probes on the server's UDP port: answered only with the key that
+// GetInfo hands out, with the server's clock at receive and send.
+TEST(Server, ClockProbesOnTheUdpPortNeedTheKey) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  grpc::ClientContext ctx;
+  pb::ProcessInfo info;
+  ASSERT_TRUE(Stub(server->address())->GetInfo(&ctx, {}, &info).ok());
+  ASSERT_GT(info.probe_port(), 0);
+  ASSERT_EQ(info.probe_key().size(), 16u);
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(info.probe_port()));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  timeval wait{0, 300'000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  auto probe = [&](const std::string& key, int64_t sent, std::string* reply) {
+    std::string request = "PSPROBE1" + key;
+    for (int i = 0; i < 8; ++i) {
+      request.push_back(static_cast<char>((static_cast<uint64_t>(sent) >> (8 * i)) & 0xff));
+    }
+    request.append(8, '\0');
+    EXPECT_EQ(send(fd, request.data(), request.size(), 0), 40);
+    char buf[64];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    reply->assign(buf, static_cast<size_t>(n));
+    return true;
+  };
+  auto field = [](const std::string& r, int at) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) {
+      v |= uint64_t{static_cast<unsigned char>(r[at + i])} << (8 * i);
+    }
+    return static_cast<int64_t>(v);
+  };
+  std::string reply;
+  EXPECT_FALSE(probe(std::string(16, 'x'), 1, &reply)) << "answered a wrong key";
+  const int64_t before = MonotonicNs();
+  ASSERT_TRUE(probe(info.probe_key(), 12345, &reply));
+  const int64_t after = MonotonicNs();
+  ASSERT_EQ(reply.size(), 40u);
+  EXPECT_EQ(reply.substr(0, 8), "PSPROBR1");
+  EXPECT_EQ(field(reply, 8), 12345);
+  const int64_t received = field(reply, 16), sent = field(reply, 24);
+  // Same machine, no skew: the server's clock is this one.
+  EXPECT_GE(received, before);
+  EXPECT_LE(received, sent);
+  EXPECT_LE(sent, after);
+  close(fd);
+  // The capture client takes this path: its estimate's round trip is that
+  // of a UDP datagram, not a gRPC call.
+  auto estimate = MeasureClockOffset(server->address(), {}, 16);
+  ASSERT_TRUE(estimate.ok()) << estimate.status();
+  EXPECT_LT(std::abs(estimate->offset_ns), estimate->uncertainty_ns + 20'000);
+  EXPECT_LT(estimate->round_trip_ns, 1'000'000);
 }
 
 TEST(Server, NonLoopbackBindRequiresAToken) {

@@ -4,47 +4,14 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
-#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/json.h"
 
 namespace podscope::profiler::internal {
 namespace {
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c >= 0x80) {
-          // Non-ASCII bytes are escaped one by one: the manifest stays
-          // valid JSON whatever a host name or error holds.
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 absl::Status Errno(const std::string& what, const std::string& path) {
   return absl::InternalError(
@@ -56,39 +23,43 @@ absl::Status Errno(const std::string& what, const std::string& path) {
 std::string ManifestJson(const CaptureOptions& options,
                          const CaptureResult& result,
                          int64_t started_realtime_ns, int64_t wall_ms) {
-  std::ostringstream j;
-  j << "{\n  \"session\": " << JsonString(result.session)
-    << ",\n  \"duration_ms\": " << options.duration_ms
-    << ",\n  \"started_realtime_ns\": " << started_realtime_ns
-    << ",\n  \"wall_ms\": " << wall_ms
-    << ",\n  \"reference_clock\": \"CLOCK_MONOTONIC of the capture client\""
-    << ",\n  \"asked\": " << result.workers.size()
-    << ",\n  \"answered\": " << result.answered() << ",\n  \"workers\": [";
-  for (size_t i = 0; i < result.workers.size(); ++i) {
-    const WorkerResult& w = result.workers[i];
-    j << (i ? "," : "") << "\n    {\"address\": " << JsonString(w.address)
-      << ", \"ok\": " << (w.ok ? "true" : "false");
-    if (!w.error.empty()) j << ", \"error\": " << JsonString(w.error);
-    if (!w.host.empty()) {
-      j << ", \"host\": " << JsonString(w.host) << ", \"pid\": " << w.pid;
-    }
+  std::string text;
+  base::JsonWriter j(&text, base::JsonLayout::kPretty);
+  j.BeginObject()
+      .Field("session", result.session)
+      .Field("duration_ms", options.duration_ms)
+      .Field("started_realtime_ns", started_realtime_ns)
+      .Field("wall_ms", wall_ms)
+      .Field("reference_clock", "CLOCK_MONOTONIC of the capture client")
+      .Field("asked", result.workers.size())
+      .Field("answered", result.answered());
+  j.Key("workers").BeginArray();
+  for (const WorkerResult& w : result.workers) {
+    // One line per worker.
+    j.BeginObject(base::JsonLayout::kOneLine)
+        .Field("address", w.address)
+        .Field("ok", w.ok);
+    if (!w.error.empty()) j.Field("error", w.error);
+    if (!w.host.empty()) j.Field("host", w.host).Field("pid", w.pid);
     if (!w.path.empty()) {
-      j << ", \"file\": "
-        << JsonString(std::filesystem::path(w.path).filename().string());
+      j.Field("file", std::filesystem::path(w.path).filename().string());
     }
-    j << ", \"bytes\": " << w.bytes << ", \"events\": " << w.events
-      << ", \"dropped\": " << w.dropped << ", \"clock\": [";
-    for (size_t k = 0; k < w.clock.size(); ++k) {
-      const ClockEstimate& c = w.clock[k];
-      j << (k ? ", " : "") << "{\"local_ns\": " << c.local_ns
-        << ", \"offset_ns\": " << c.offset_ns
-        << ", \"uncertainty_ns\": " << c.uncertainty_ns
-        << ", \"round_trip_ns\": " << c.round_trip_ns << "}";
+    j.Field("bytes", w.bytes)
+        .Field("events", w.events)
+        .Field("dropped", w.dropped);
+    j.Key("clock").BeginArray();
+    for (const ClockEstimate& c : w.clock) {
+      j.BeginObject()
+          .Field("local_ns", c.local_ns)
+          .Field("offset_ns", c.offset_ns)
+          .Field("uncertainty_ns", c.uncertainty_ns)
+          .Field("round_trip_ns", c.round_trip_ns)
+          .EndObject();
     }
-    j << "], \"drift_ppm\": " << w.drift_ppm << "}";
+    j.EndArray().Field("drift_ppm", w.drift_ppm).EndObject();
   }
-  j << "\n  ]\n}\n";
-  return j.str();
+  j.EndArray().EndObject();
+  return text;
 }
 
 absl::Status WriteFileAtomically(const std::string& path,

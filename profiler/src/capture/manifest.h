@@ -1,5 +1,6 @@
-// A capture's `manifest.json`: the session, who was asked, who answered,
-// and per worker the address, outcome, file, counts and clock measurements.
+// A capture's `manifest.json` (written with podscope::base::JsonWriter):
+// the session, who was asked, who answered, and per worker (one line each)
+// the address, outcome, file, counts and clock measurements.
 // Written to a temporary file that replaces the manifest only once every
 // byte is on disk, so a manifest is either complete or absent.
 #ifndef PODSCOPE_PROFILER_SRC_CAPTURE_MANIFEST_H_
