@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "podscope/profiler/clock.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/trace_format/trace.pb.h"
 
@@ -41,6 +43,10 @@ struct TraceOptions {
   int compression_level = 1;
   // Identifies the capture across processes; defaults to $PODSCOPE_SESSION.
   std::string session_id;
+  // The clock the session's timestamps are on; null is the process's clock
+  // (ProcessClock(), skewed only by the PODSCOPE_TEST_CLOCK_* variables).
+  // Tests set a SkewedClock to give one session a clock of its own.
+  std::shared_ptr<const ProfilerClock> clock;
 };
 
 // Starts recording into `dir` (created if missing). With a session id
