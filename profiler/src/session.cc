@@ -98,6 +98,8 @@ class Session {
     WriteMetadata();
     internal::BufferRegistry::Get().set_max_blocks_per_thread(
         std::max<uint32_t>(options_.max_blocks_per_thread, 1));
+    internal::BufferRegistry::Get().set_max_blocks_total(
+        std::max<uint32_t>(options_.max_blocks_total, 1));
     // Drop counts are cumulative per thread; remember where they stood.
     internal::BufferRegistry::Get().ForEach([&](internal::ThreadBuffer* b) {
       drop_base_[b] = b->dropped.load(std::memory_order_relaxed);
@@ -193,6 +195,7 @@ class Session {
     opts["level"] = absl::StrCat(static_cast<int>(options_.level));
     opts["flush_interval_ms"] = absl::StrCat(options_.flush_interval.count());
     opts["max_blocks_per_thread"] = absl::StrCat(options_.max_blocks_per_thread);
+    opts["max_blocks_total"] = absl::StrCat(options_.max_blocks_total);
     opts["sampling_hz"] = absl::StrCat(options_.sampling_hz);
     opts["clock"] = calibration_.tsc ? "tsc" : "clock_gettime";
     if (skew_.active()) {

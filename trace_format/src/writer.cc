@@ -1,7 +1,10 @@
 #include "podscope/trace_format/writer.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "podscope/trace_format/chunk_codec.h"
@@ -12,6 +15,89 @@ namespace {
 
 // Dictionary records smaller than this are not worth compressing.
 constexpr size_t kCompressThreshold = 256;
+
+// Reorders slices that arrive in end order (each slice after the slices
+// nested in it, as a recorder emits them) into reader order. In end order
+// a slice's subtree is the run of slices ending at it; in reader order the
+// same subtree takes the same positions, the slice itself first. So a
+// slice's place is the first position of its subtree plus its depth: one
+// pass forward finds subtrees, one backward finds depths and places the
+// slices. True when the result is in SliceOrder (it is then applied, with
+// argument and flow indices remapped); false, changing nothing, when the
+// slices were in another order.
+bool EndOrderToReaderOrder(TrackEvents* events) {
+  std::vector<Slice>& slices = events->slices;
+  const size_t n = slices.size();
+  if (n < 2 || n > UINT32_MAX) return n < 2;
+  thread_local std::vector<uint32_t> first;  // subtree start, then position
+  thread_local std::vector<uint32_t> stack;
+  thread_local std::vector<Slice> placed;
+  first.resize(n);
+  stack.clear();
+  const Slice* in = slices.data();
+  uint32_t* const f = first.data();
+  for (uint32_t i = 0; i < n; ++i) {
+    const int64_t start = in[i].start_ns, end = in[i].end_ns();
+    uint32_t from = i;
+    // Adopt the finished subtrees this slice contains.
+    while (!stack.empty()) {
+      const Slice& root = in[stack.back()];
+      if (root.start_ns < start || root.end_ns() > end) break;
+      from = f[stack.back()];
+      stack.pop_back();
+    }
+    f[i] = from;
+    stack.push_back(i);
+  }
+  placed.resize(n);
+  Slice* const out = placed.data();
+  stack.clear();  // now the subtree starts of the ancestors
+  for (uint32_t i = static_cast<uint32_t>(n); i-- > 0;) {
+    while (!stack.empty() && stack.back() > i) stack.pop_back();
+    const uint32_t from = f[i];
+    const uint32_t position = from + static_cast<uint32_t>(stack.size());
+    out[position] = in[i];
+    f[i] = position;
+    stack.push_back(from);
+  }
+  for (size_t i = 1; i < n; ++i) {
+    if (SliceOrder(out[i], out[i - 1])) return false;
+  }
+  slices.swap(placed);
+  for (EventArgs& a : events->args) {
+    if (a.kind == EventKind::kSlice && a.index < n) a.index = f[a.index];
+  }
+  for (FlowLink& l : events->flows) {
+    if (l.kind == EventKind::kSlice && l.index < n) l.index = f[l.index];
+  }
+  // Scratch is kept between chunks unless a huge track grew it.
+  if (placed.capacity() > (size_t{1} << 17)) {
+    std::vector<Slice>().swap(placed);
+    std::vector<uint32_t>().swap(first);
+  }
+  return true;
+}
+
+template <typename T, typename Less>
+bool Sorted(const std::vector<T>& v, Less less) {
+  return std::is_sorted(v.begin(), v.end(), less);
+}
+
+// Puts a track's events in reader order: the common case (slices in end
+// order, everything else already in order) without SortTrackEvents' general
+// search.
+void ToReaderOrder(TrackEvents* e) {
+  auto by_time = [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; };
+  auto by_event = [](const auto& a, const auto& b) {
+    return std::make_pair(a.kind, a.index) < std::make_pair(b.kind, b.index);
+  };
+  if (EndOrderToReaderOrder(e) && Sorted(e->instants, by_time) &&
+      Sorted(e->counters, by_time) && Sorted(e->samples, by_time) &&
+      Sorted(e->args, by_event) && Sorted(e->flows, by_event)) {
+    return;
+  }
+  SortTrackEvents(e);
+}
 
 
 }  // namespace
@@ -410,7 +496,7 @@ absl::Status TraceWriter::EncodeChunk(std::vector<TrackEvents>& tracks,
   int64_t chunk_min = std::numeric_limits<int64_t>::max();
   int64_t chunk_max = std::numeric_limits<int64_t>::min();
   for (TrackEvents& e : tracks) {
-    SortTrackEvents(&e);
+    ToReaderOrder(&e);
     if (packer_) {
       packer_->Add(e);
     } else {
