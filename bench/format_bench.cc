@@ -202,7 +202,9 @@ void BM_FormatWriteRegular(benchmark::State& state) {
   state.counters["format.regular_write_events_per_s"] = benchmark::Counter(
       events * state.iterations(), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_FormatWriteRegular)->Unit(benchmark::kMillisecond)->UseRealTime()
+BENCHMARK(BM_FormatWriteRegular)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
     ->MinTime(1.0);
 
 const bool kHeadlines = [] {

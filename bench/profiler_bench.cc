@@ -1,7 +1,7 @@
 // bench/run profiler: the recording hot path against its floor (two
 // timestamp reads), the disabled cost, drops under sustained load and in a
-// burst, and the overhead on a realistic workload. Every figure is measured in the same
-// run as its reference.
+// burst, and the overhead on a realistic workload. Every figure is measured in
+// the same run as its reference.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -208,9 +208,10 @@ void BM_Burst(benchmark::State& state) {
     seconds = std::chrono::duration<double>(end - start).count();
     stop_seconds = std::chrono::duration<double>(stopped - end).count();
     // The file's own account: its drop counts and its events.
-    auto reader = path.ok() ? trace_format::TraceReader::Open(*path)
-                            : absl::StatusOr<std::unique_ptr<
-                                  trace_format::TraceReader>>(path.status());
+    auto reader =
+        path.ok() ? trace_format::TraceReader::Open(*path)
+                  : absl::StatusOr<std::unique_ptr<trace_format::TraceReader>>(
+                        path.status());
     if (!reader.ok()) {
       state.SkipWithError("the burst's file does not open");
       break;

@@ -266,7 +266,8 @@ TEST(PackedChunk, LayoutOneAndTwoDecodeToTheSameEvents) {
   std::string damaged = one;
   damaged.resize(damaged.size() / 2);
   std::vector<TrackEvents> out;
-  EXPECT_EQ(DecodeChunkBytes(damaged, &out).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeChunkBytes(damaged, &out).code(),
+            absl::StatusCode::kDataLoss);
   damaged = one;
   damaged[1] = 3;
   absl::Status unknown = DecodeChunkBytes(damaged, &out);

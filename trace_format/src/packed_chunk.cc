@@ -308,9 +308,8 @@ class Encoder {
     auto code = [&](uint64_t delta, uint16_t* slot,
                     uint32_t* last) __attribute__((always_inline)) {
       const uint32_t length = BitLength(delta);
-      const uint32_t b =
-          delta < kCoding.exact() ? static_cast<uint32_t>(delta)
-                                  : length + kCoding.shift();
+      const uint32_t b = delta < kCoding.exact() ? static_cast<uint32_t>(delta)
+                                                 : length + kCoding.shift();
       const uint32_t predicted = PredictBucket(*slot, *last);
       if (delta >= kCoding.exact()) {
         uint64_t v = delta & ((uint64_t{1} << (length - 1)) - 1);
@@ -703,7 +702,7 @@ class Decoder {
       return Malformed("event counts exceed the sections");
     }
     if (h.slices > 0) {
-      absl::Status s = flat                             ? Flat(h.slices, e)
+      absl::Status s = flat ? Flat(h.slices, e)
                        : coding_.exact_bits == kCoding11.exact_bits
                            ? Nested<kCoding11.exact_bits>(h.slices, bits, e)
                            : Nested<kCoding12.exact_bits>(h.slices, bits, e);

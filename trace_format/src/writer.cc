@@ -29,39 +29,46 @@ bool EndOrderToReaderOrder(TrackEvents* events) {
   std::vector<Slice>& slices = events->slices;
   const size_t n = slices.size();
   if (n < 2 || n > UINT32_MAX) return n < 2;
+  // Scratch kept per thread between chunks; it only grows.
   thread_local std::vector<uint32_t> first;  // subtree start, then position
   thread_local std::vector<uint32_t> stack;
   thread_local std::vector<Slice> placed;
-  first.resize(n);
-  stack.clear();
-  const Slice* in = slices.data();
+  if (first.size() < n) first.resize(n);
+  if (stack.size() < n) stack.resize(n);
+  placed.resize(n);
+  const Slice* const in = slices.data();
   uint32_t* const f = first.data();
+  uint32_t* const st = stack.data();
+  size_t depth = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const int64_t start = in[i].start_ns, end = in[i].end_ns();
     uint32_t from = i;
     // Adopt the finished subtrees this slice contains.
-    while (!stack.empty()) {
-      const Slice& root = in[stack.back()];
+    while (depth > 0) {
+      const Slice& root = in[st[depth - 1]];
       if (root.start_ns < start || root.end_ns() > end) break;
-      from = f[stack.back()];
-      stack.pop_back();
+      from = f[st[--depth]];
     }
     f[i] = from;
-    stack.push_back(i);
+    st[depth++] = i;
   }
-  placed.resize(n);
   Slice* const out = placed.data();
-  stack.clear();  // now the subtree starts of the ancestors
+  depth = 0;  // the stack now holds the subtree starts of the ancestors
   for (uint32_t i = static_cast<uint32_t>(n); i-- > 0;) {
-    while (!stack.empty() && stack.back() > i) stack.pop_back();
+    while (depth > 0 && st[depth - 1] > i) --depth;
     const uint32_t from = f[i];
-    const uint32_t position = from + static_cast<uint32_t>(stack.size());
+    const uint32_t position = from + static_cast<uint32_t>(depth);
     out[position] = in[i];
     f[i] = position;
-    stack.push_back(from);
+    st[depth++] = from;
   }
   for (size_t i = 1; i < n; ++i) {
-    if (SliceOrder(out[i], out[i - 1])) return false;
+    // SliceOrder(out[i], out[i - 1]), ends computed only on equal starts.
+    if (out[i].start_ns < out[i - 1].start_ns ||
+        (out[i].start_ns == out[i - 1].start_ns &&
+         out[i].end_ns() > out[i - 1].end_ns())) {
+      return false;
+    }
   }
   slices.swap(placed);
   for (EventArgs& a : events->args) {
@@ -71,9 +78,10 @@ bool EndOrderToReaderOrder(TrackEvents* events) {
     if (l.kind == EventKind::kSlice && l.index < n) l.index = f[l.index];
   }
   // Scratch is kept between chunks unless a huge track grew it.
-  if (placed.capacity() > (size_t{1} << 17)) {
+  if (first.size() > (size_t{1} << 17)) {
     std::vector<Slice>().swap(placed);
     std::vector<uint32_t>().swap(first);
+    std::vector<uint32_t>().swap(stack);
   }
   return true;
 }
@@ -98,7 +106,6 @@ void ToReaderOrder(TrackEvents* e) {
   }
   SortTrackEvents(e);
 }
-
 
 }  // namespace
 
