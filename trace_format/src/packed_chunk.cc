@@ -87,8 +87,16 @@ uint64_t Mix(uint64_t a, uint32_t b) {
                0x9E3779B97F4A7C15ull;
   return x ^ (x >> 32);
 }
+// A table slot. Layout 1 mixed the hash once more; Mix's high bits are
+// already the high bits of a product, so layout 2 takes them as they are
+// (one multiply less on the path from a slice to the next).
+template <uint32_t kExactBits>
 uint32_t Slot(uint64_t hash, uint32_t bits) {
-  return static_cast<uint32_t>((hash * 0xD6E8FEB86659FD93ull) >> (64 - bits));
+  if constexpr (kExactBits == 1) {
+    return static_cast<uint32_t>((hash * 0xD6E8FEB86659FD93ull) >> (64 - bits));
+  } else {
+    return static_cast<uint32_t>(hash >> (64 - bits));
+  }
 }
 
 // A delta's bucket is predicted by a running average of the buckets seen
@@ -378,7 +386,7 @@ class Encoder {
       }
       // The slice opened last predicts how many slices close before the
       // next one opens.
-      uint16_t& predicted_pops = pops_table[Slot(~last_path, tb)];
+      uint16_t& predicted_pops = pops_table[Slot<kExactBits>(~last_path, tb)];
       const uint32_t pops_code = pops == predicted_pops ? 0 : pops + 1;
       predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops_code >= kPopsField) misc.PutVarint(pops_code - kPopsField);
@@ -386,7 +394,7 @@ class Encoder {
       for (uint32_t p = 0; p < pops; ++p) {
         const int64_t o_end = stack[depth - 1].end;
         close(code(static_cast<uint64_t>(o_end - previous),
-                   &close_table[Slot(stack[depth - 1].path, tb)],
+                   &close_table[Slot<kExactBits>(stack[depth - 1].path, tb)],
                    &last_close));
         previous = o_end;
         sibling = stack[depth - 1].name;
@@ -395,7 +403,7 @@ class Encoder {
       if (s.start_ns < previous) return fail();
       const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
       const uint64_t context = Mix(parent, sibling);
-      uint32_t& predicted = name_table[Slot(context, tb)];
+      uint32_t& predicted = name_table[Slot<kExactBits>(context, tb)];
       const bool miss = predicted != s.name;
       if (miss) {
         varint(np, s.name);
@@ -403,7 +411,7 @@ class Encoder {
       }
       const uint32_t open_code =
           code(static_cast<uint64_t>(s.start_ns - previous),
-               &open_table[Slot(Mix(context, s.name), tb)], &last_open);
+               &open_table[Slot<kExactBits>(Mix(context, s.name), tb)], &last_open);
       if (open_code >= kOpenField) misc.PutVarint(open_code - kOpenField);
       *bp++ = static_cast<uint8_t>((std::min(open_code, kOpenField) << 3) |
                                    (std::min(pops_code, kPopsField) << 1) |
@@ -422,7 +430,7 @@ class Encoder {
     while (depth > 0) {
       const int64_t o_end = stack[depth - 1].end;
       close(code(static_cast<uint64_t>(o_end - previous),
-                 &close_table[Slot(stack[depth - 1].path, tb)], &last_close));
+                 &close_table[Slot<kExactBits>(stack[depth - 1].path, tb)], &last_close));
       previous = o_end;
       --depth;
     }
@@ -900,7 +908,7 @@ class Decoder {
       }
       --depth;
       Slice& s = slices[stack[depth].index];
-      time = AddDelta(time, delta(symbol, &close_table[Slot(stack[depth].path, tb)],
+      time = AddDelta(time, delta(symbol, &close_table[Slot<kExactBits>(stack[depth].path, tb)],
                                   &last_close));
       s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
                                            static_cast<uint64_t>(s.start_ns));
@@ -921,7 +929,7 @@ class Decoder {
       if (!field((b >> 1) & 3, kPopsField, &pops_code)) {
         return Malformed("slice shapes");
       }
-      uint16_t& predicted_pops = pops_table[Slot(~last_path, tb)];
+      uint16_t& predicted_pops = pops_table[Slot<kExactBits>(~last_path, tb)];
       const uint32_t pops = pops_code == 0 ? predicted_pops : pops_code - 1;
       predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops > depth) return Malformed("slices close unopened slices");
@@ -932,7 +940,7 @@ class Decoder {
       }
       const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
       const uint64_t context = Mix(parent, sibling);
-      uint32_t& predicted = name_table[Slot(context, tb)];
+      uint32_t& predicted = name_table[Slot<kExactBits>(context, tb)];
       Slice& s = slices[i];
       if (b & 1) {
         if (!names.Varint32(&predicted)) return Malformed("slice names");
@@ -942,7 +950,7 @@ class Decoder {
         return Malformed("slice opens");
       }
       time = AddDelta(time, delta(open_code,
-                                  &open_table[Slot(Mix(context, s.name), tb)],
+                                  &open_table[Slot<kExactBits>(Mix(context, s.name), tb)],
                                   &last_open));
       s.start_ns = time;
       s.depth = static_cast<uint32_t>(depth);
