@@ -78,10 +78,6 @@ class BufferRegistry {
   uint32_t max_blocks_total() const {
     return max_total_.load(std::memory_order_relaxed);
   }
-  // Blocks allocated now, over all threads.
-  uint32_t blocks_allocated() const {
-    return total_.load(std::memory_order_relaxed);
-  }
   // Counts a new block against both budgets; false (nothing counted) when
   // either is spent. Owner thread of `buffer`.
   bool TryAllocate(ThreadBuffer* buffer);
