@@ -84,6 +84,8 @@ class Session {
     WriteMetadata();
     internal::BufferRegistry::Get().set_max_blocks_per_thread(
         std::max<uint32_t>(options_.max_blocks_per_thread, 1));
+    internal::BufferRegistry::Get().set_max_blocks_total(
+        std::max<uint32_t>(options_.max_blocks_total, 1));
     external_drop_base_ = internal::ExternalEvents::Get().dropped();
     internal::ExternalEvents::Get().Clear();
     internal::g_level.store(static_cast<int>(options_.level),
