@@ -6,6 +6,7 @@
 #include "command.h"
 #include "flags.h"
 #include "podscope/trace_format/chrome_export.h"
+#include "podscope/trace_format/perfetto_export.h"
 #include "podscope/trace_format/reader.h"
 #include "text_format.h"
 
@@ -13,19 +14,21 @@ namespace podscope::tools {
 namespace {
 
 constexpr std::string_view kHelp =
-    R"(Usage: podscope export --format chrome PATH -o OUT [--gzip] [--no-align-clocks]
+    R"(Usage: podscope export --format chrome|perfetto PATH -o OUT [--gzip] [--no-align-clocks]
 
 Converts traces to Chrome trace JSON (the Trace Event Format), which
-Perfetto UI (ui.perfetto.dev) and chrome://tracing open. PATH is a trace
-file or a folder, searched recursively for *.podtrace files; all of them go
-into one document, one process per file and one thread per track. Each
-file's clock offsets are applied so that hosts line up.
+Perfetto UI (ui.perfetto.dev) and chrome://tracing open, or to Perfetto's
+protobuf trace format (--format perfetto, e.g. OUT.pftrace; written as it
+goes, so traces too large for JSON convert too). PATH is a trace file or a
+folder, searched recursively for *.podtrace files; all of them go into one
+document, one process per file and one thread per track. Each file's clock
+offsets are applied so that hosts line up.
 
 Flags:
-  --format FORMAT    The output format; one of: chrome
+  --format FORMAT    The output format; one of: chrome, perfetto
   -o, --output OUT   The file to write (replaced if it exists)
   --gzip             Compress the output with gzip (implied when OUT ends
-                     in .gz)
+                     in .gz; chrome only)
   --no-align-clocks  Keep every file on its own host's monotonic clock
   -h, --help         Show this help
 
@@ -34,7 +37,7 @@ readable, 4 OUT cannot be written. Unreadable or recovered files beside
 readable ones are reported as warnings.
 )";
 
-constexpr std::string_view kFormats[] = {"chrome"};
+constexpr std::string_view kFormats[] = {"chrome", "perfetto"};
 
 int RunExport(std::span<const std::string> args, const CommandIo& io) {
   std::string format;
@@ -53,13 +56,15 @@ int RunExport(std::span<const std::string> args, const CommandIo& io) {
   }
   if (help) return PrintCommandHelp(io, kExportCommand);
   if (format.empty()) {
-    return UsageError(io, "export", "--format is required (one of: chrome)");
+    return UsageError(io, "export",
+                      "--format is required (one of: chrome, perfetto)");
   }
   bool known = false;
   for (std::string_view f : kFormats) known = known || f == format;
   if (!known) {
-    return UsageError(io, "export",
-                      "unknown --format '" + format + "' (one of: chrome)");
+    return UsageError(
+        io, "export",
+        "unknown --format '" + format + "' (one of: chrome, perfetto)");
   }
   if (paths.size() != 1) {
     return UsageError(io, "export",
@@ -90,6 +95,33 @@ int RunExport(std::span<const std::string> args, const CommandIo& io) {
   }
   std::vector<const trace_format::TraceReader*> readers;
   for (const auto& r : opened->readers) readers.push_back(r.get());
+
+  if (format == "perfetto") {
+    if (gzip) {
+      return UsageError(io, "export", "--gzip applies to --format chrome only");
+    }
+    ProgressLine chunks(io, "exporting", "chunks");
+    trace_format::PerfettoExportOptions perfetto_options;
+    perfetto_options.align_clocks = !no_align;
+    perfetto_options.progress = [&](size_t done, size_t total) {
+      chunks.Update(done, total);
+    };
+    auto written =
+        trace_format::ExportPerfetto(readers, out_path, perfetto_options);
+    chunks.Finish();
+    if (!written.ok()) {
+      std::fprintf(io.err, "podscope export: %s\n",
+                   std::string(written.status().message()).c_str());
+      return kExitInternal;
+    }
+    std::fprintf(io.out,
+                 "wrote %s events (%s packets, %s bytes) from %s to %s\n",
+                 FormatCount(written->events).c_str(),
+                 FormatCount(written->packets).c_str(),
+                 FormatCount(written->bytes).c_str(),
+                 Plural(readers.size(), "file").c_str(), out_path.c_str());
+    return kExitOk;
+  }
 
   ProgressLine progress(io, "exporting", "tracks");
   trace_format::ChromeExportOptions options;
@@ -134,7 +166,7 @@ int RunExport(std::span<const std::string> args, const CommandIo& io) {
 
 const Command kExportCommand = {
     "export",
-    "Convert traces to Chrome trace JSON (Perfetto UI, chrome://tracing)",
+    "Convert traces to Chrome trace JSON or Perfetto's trace format",
     kHelp,
     RunExport,
 };
