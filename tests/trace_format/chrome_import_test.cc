@@ -275,7 +275,7 @@ TEST_F(ChromeImportTest, MalformedInputIsAClearErrorWithTheByteOffset) {
       {"{\"traceEvents\": [1]}", "is not an object"},
       {"{\"traceEvents\": [{\"ph\": \"X\" \"ts\": 1}]}", "byte 17: event"},
       {"[{\"ph\":\"X\",\"ts\":1} {\"ph\":\"X\",\"ts\":1}]",
-       "byte 21: expected ',' or ']'"},
+       "byte 19: expected ',' or ']'"},
       {"{\"traceEvents\": []} trailing",
        "unexpected text after the JSON object"},
       {"{\"distributedInfo\": {\"rank\": -1}, \"traceEvents\": []}",

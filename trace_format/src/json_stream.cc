@@ -136,6 +136,7 @@ absl::StatusOr<size_t> JsonEventStream::ValueLength() {
   size_t i = 0;
   int depth = 0;
   bool in_string = false;
+  size_t string_start = 0;  // the first byte inside the open string
   const uint64_t start = base_ + pos_;
   const char first = buf_[pos_];
   const bool scalar = first != '{' && first != '[' && first != '"';
@@ -152,23 +153,21 @@ absl::StatusOr<size_t> JsonEventStream::ValueLength() {
       while (i < n) {
         const char c = p[i];
         if (in_string) {
-          // Jump to the next quote or backslash.
+          // The next quote not escaped by an odd run of backslashes.
           const void* q = std::memchr(p + i, '"', n - i);
-          const void* b = std::memchr(p + i, '\\', n - i);
-          if (q == nullptr && b == nullptr) {
+          if (q == nullptr) {
             i = n;
             break;
           }
-          const char* stop = static_cast<const char*>(
-              q == nullptr ? b : (b == nullptr ? q : std::min(q, b)));
-          i = stop - p;
-          if (*stop == '\\') {
-            if (i + 1 >= n) break;  // need the escaped character
-            i += 2;
-            continue;
+          const size_t at = static_cast<const char*>(q) - p;
+          size_t backslashes = 0;
+          while (at - backslashes > string_start &&
+                 p[at - backslashes - 1] == '\\') {
+            ++backslashes;
           }
+          i = at + 1;
+          if (backslashes % 2 == 1) continue;
           in_string = false;
-          ++i;
           if (depth == 0) return i;
           continue;
         }
@@ -179,6 +178,7 @@ absl::StatusOr<size_t> JsonEventStream::ValueLength() {
         ++i;
         if (c == '"') {
           in_string = true;
+          string_start = i;
         } else if (c == '{' || c == '[') {
           ++depth;
         } else if (--depth == 0) {
