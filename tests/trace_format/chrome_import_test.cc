@@ -204,6 +204,31 @@ TEST_F(ChromeImportTest, GzipAndBareArrayWithoutClosingBracket) {
   EXPECT_EQ(e.slices[1].start_ns, 6500);
 }
 
+TEST_F(ChromeImportTest, EscapesAndEventsAcrossReadBlocks) {
+  // Quotes and backslashes inside strings, and events that straddle the
+  // importer's 1 MiB read blocks (a 3 MB argument among them).
+  std::string text = "{\"traceEvents\": [";
+  const int kEvents = 3000;
+  for (int i = 0; i < kEvents; ++i) {
+    if (i > 0) text += ",\n";
+    text +=
+        "{\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": " +
+        std::to_string(i * 10) +
+        ", \"dur\": 5, \"name\": \"q\\\"uote\\\\\", \"args\": {\"pad\": \"" +
+        std::string(i == 1500 ? 3000000 : 500 + i % 7, 'x') + "\\\\\"}}";
+  }
+  text += "], \"after\": \"end\\\"\"}";
+  auto r = Import(text);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->known_event_count(), static_cast<uint64_t>(kEvents));
+  TrackEvents e = r->ReadTrack(r->tracks()[0].id());
+  ASSERT_EQ(e.slices.size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(r->GetString(e.slices[0].name), "q\"uote\\");
+  EXPECT_EQ(ArgText(*r, e, EventKind::kSlice, 1500, "pad"),
+            std::string(3000000, 'x') + "\\");
+  EXPECT_EQ(r->metadata().attributes().at("json.after"), "end\"");
+}
+
 TEST_F(ChromeImportTest, UnmatchedBeginAndEndAreKeptAndReported) {
   ChromeImportResult result;
   auto r = Import(R"([
@@ -305,6 +330,40 @@ TEST_F(ChromeImportTest, MalformedInputIsAClearErrorWithTheByteOffset) {
   ASSERT_FALSE(imported.ok());
   EXPECT_NE(imported.status().message().find("cut2.json.gz"), std::string::npos)
       << imported.status();
+}
+
+TEST_F(ChromeImportTest, ABadFileAmongGoodOnesIsReportedOrFailsTheImport) {
+  const std::string good = Write(
+      "good.json", "[{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1}]");
+  const std::string bad = Write("broken.json", "{\"traceEvents\": [{]}");
+  // Without a handler, the import fails and leaves nothing behind.
+  auto failed = ImportChromeJsonFiles({good, bad}, (dir_ / "all").string());
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("broken.json: byte 17"),
+            std::string::npos)
+      << failed.status();
+  EXPECT_TRUE(fs::is_empty(dir_ / "all"));
+  // With one, the good file is imported and the bad one reported.
+  std::vector<std::string> reported;
+  ChromeImportOptions options;
+  options.on_file_error = [&](const std::string& file, const absl::Status& s) {
+    reported.push_back(file + " | " + std::string(s.message()));
+  };
+  auto some =
+      ImportChromeJsonFiles({good, bad, (dir_ / "missing.json").string()},
+                            (dir_ / "some").string(), options);
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_EQ(some->paths.size(), 1u);
+  ASSERT_EQ(reported.size(), 2u);
+  EXPECT_EQ(reported[0].rfind(bad, 0), 0u) << reported[0];
+  EXPECT_NE(reported[1].find("missing.json: cannot open"), std::string::npos)
+      << reported[1];
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir_ / "some")) {
+    EXPECT_EQ(entry.path().extension(), ".podtrace") << entry.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
 }
 
 // ------------------------------------------------------------------ Kineto

@@ -271,7 +271,15 @@ absl::Status ChromeConverter::HandleEvent(const JsonItem& item) {
       s = ParseId(v, off, "tid", &e.tid);
     } else if (key == "args") {
       od::object args;
-      if (v.get_object().get(args) || args.raw_json().get(e.args)) {
+      if (v.get_object().get(args)) {
+        s = in_->Error(off, "event: \"args\" is not an object");
+      } else if (e.ph == 'X' || e.ph == 'B' || e.ph == 'E' || e.ph == 'i' ||
+                 e.ph == 'I') {
+        // The usual order ("ph" first): convert in this pass.
+        args_.clear();
+        e.args_converted = true;
+        s = ConvertArgObject(args, off, &args_, &e.correlation);
+      } else if (args.raw_json().get(e.args)) {
         s = in_->Error(off, "event: \"args\" is not an object");
       } else {
         e.args_capacity = item.capacity - (e.args.data() - item.value.data());
@@ -353,18 +361,21 @@ absl::Status ChromeConverter::Dispatch(Event& e) {
     t = &GetThread(e.pid, e.tid, gpu);
   }
 
-  std::vector<Arg> args;
-  int64_t correlation = 0;
+  std::vector<Arg>& args = args_;
+  int64_t correlation = e.correlation;
+  if (!e.args_converted) {
+    args.clear();
+    if (!e.args.empty()) {
+      if (auto s = ConvertArgs(e, &args, &correlation); !s.ok()) return s;
+    }
+  }
   if (!e.cat.empty()) {
     args.push_back({k_category_, StringId{w_->InternString(e.cat)}});
-  }
-  if (!e.args.empty()) {
-    if (auto s = ConvertArgs(e, &args, &correlation); !s.ok()) return s;
   }
   const uint32_t name = w_->InternString(e.name);
   if (ph == 'X' || ph == 'B') {
     if (ph == 'B') {
-      t->begins.push_back({ts, name, std::move(args), gpu});
+      t->begins.push_back({ts, name, args, gpu});
       return absl::OkStatus();
     }
     int64_t dur = e.dur.value_or(0);
@@ -416,13 +427,19 @@ absl::Status ChromeConverter::ConvertArgs(const Event& e, std::vector<Arg>* out,
       doc.get_object().get(obj)) {
     return in_->Error(e.offset, "event: malformed \"args\"");
   }
+  return ConvertArgObject(obj, e.offset, out, correlation);
+}
+
+absl::Status ChromeConverter::ConvertArgObject(od::object obj, uint64_t offset,
+                                               std::vector<Arg>* out,
+                                               int64_t* correlation) {
   for (auto field : obj) {
     std::string_view key;
     od::value v;
     od::json_type type;
     if (field.unescaped_key().get(key) || field.value().get(v) ||
         v.type().get(type)) {
-      return in_->Error(e.offset, "event: malformed \"args\"");
+      return in_->Error(offset, "event: malformed \"args\"");
     }
     Arg arg;
     arg.key = w_->InternString(key);
@@ -430,7 +447,7 @@ absl::Status ChromeConverter::ConvertArgs(const Event& e, std::vector<Arg>* out,
       case od::json_type::number: {
         od::number_type nt;
         if (v.get_number_type().get(nt)) {
-          return in_->Error(e.offset, "event: malformed number in \"args\"");
+          return in_->Error(offset, "event: malformed number in \"args\"");
         }
         int64_t i;
         double d;
@@ -440,14 +457,14 @@ absl::Status ChromeConverter::ConvertArgs(const Event& e, std::vector<Arg>* out,
         } else if (!v.get_double().get(d)) {
           arg.value = d;
         } else {
-          return in_->Error(e.offset, "event: malformed number in \"args\"");
+          return in_->Error(offset, "event: malformed number in \"args\"");
         }
         break;
       }
       case od::json_type::string: {
         std::string_view s;
         if (v.get_string().get(s)) {
-          return in_->Error(e.offset, "event: malformed string in \"args\"");
+          return in_->Error(offset, "event: malformed string in \"args\"");
         }
         arg.value = StringId{w_->InternString(s)};
         break;
@@ -455,7 +472,7 @@ absl::Status ChromeConverter::ConvertArgs(const Event& e, std::vector<Arg>* out,
       case od::json_type::boolean: {
         bool b;
         if (v.get_bool().get(b)) {
-          return in_->Error(e.offset, "event: malformed boolean in \"args\"");
+          return in_->Error(offset, "event: malformed boolean in \"args\"");
         }
         arg.value = int64_t{b ? 1 : 0};
         break;
@@ -477,7 +494,7 @@ absl::Status ChromeConverter::ConvertArgs(const Event& e, std::vector<Arg>* out,
           err = v.get_object().get(o);
           if (!err) err = o.raw_json().get(raw);
         }
-        if (err) return AsStatus(*in_, e.offset, err, "event \"args\"");
+        if (err) return AsStatus(*in_, offset, err, "event \"args\"");
         arg.value = StringId{w_->InternString(Trim(raw))};
         break;
       }

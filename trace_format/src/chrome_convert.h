@@ -94,6 +94,10 @@ class ChromeConverter {
     std::optional<int64_t> ts, dur;
     std::string_view args;  // the raw object, or empty
     size_t args_capacity = 0;
+    // The args were converted into args_ while parsing (when "ph" came
+    // before them), with Kineto's "correlation".
+    bool args_converted = false;
+    int64_t correlation = 0;
     uint64_t offset = 0;
   };
 
@@ -105,6 +109,8 @@ class ChromeConverter {
   // Converts an args object; picks out Kineto's "correlation" on the way.
   absl::Status ConvertArgs(const Event& e, std::vector<Arg>* out,
                            int64_t* correlation);
+  absl::Status ConvertArgObject(simdjson::ondemand::object obj, uint64_t offset,
+                                std::vector<Arg>* out, int64_t* correlation);
   absl::Status HandleMetadata(const Event& e);
   absl::Status HandleCounter(const Event& e);
   absl::Status HandleFlow(const Event& e);
@@ -138,6 +144,7 @@ class ChromeConverter {
   TraceWriter* w_;
   JsonEventStream* in_;
   simdjson::ondemand::parser parser_, args_parser_;
+  std::vector<Arg> args_;  // the current event's, capacity kept
 
   absl::flat_hash_map<std::pair<int64_t, int64_t>, std::unique_ptr<Thread>>
       threads_;

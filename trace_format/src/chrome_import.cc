@@ -127,10 +127,7 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
   uint64_t total = 0, done_before = 0;
   for (const std::string& f : files) {
     const auto size = fs::file_size(f, ec);
-    if (ec) {
-      return absl::NotFoundError(absl::StrCat(f, ": ", ec.message()));
-    }
-    total += size;
+    if (!ec) total += size;  // a missing file fails when it is opened
   }
   std::string session = options.session_id;
   if (session.empty()) {
@@ -149,17 +146,29 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
   };
   std::map<std::string, size_t> used_names;
   for (size_t i = 0; i < files.size(); ++i) {
-    auto in = JsonEventStream::Open(files[i]);
-    if (!in.ok()) {
-      cleanup();
-      return in.status();
-    }
+    // A file that fails: reported and skipped when the caller asks so,
+    // otherwise the end of the import.
     const std::string temp =
         absl::StrCat(out_dir, "/.import-", getpid(), "-", i, ".partial");
+    auto fail = [&](absl::Status s) -> bool {
+      fs::remove(temp, ec);
+      std::erase(temps, temp);
+      if (options.on_file_error && !absl::IsCancelled(s)) {
+        options.on_file_error(files[i], s);
+        return true;
+      }
+      cleanup();
+      return false;
+    };
+    auto in = JsonEventStream::Open(files[i]);
+    if (!in.ok()) {
+      if (fail(in.status())) continue;
+      return in.status();
+    }
     temps.push_back(temp);
     auto writer = TraceWriter::Create(temp);
     if (!writer.ok()) {
-      cleanup();
+      if (fail(writer.status())) continue;
       return writer.status();
     }
     Converted converted;
@@ -190,7 +199,7 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     }
     writer->reset();
     if (!s.ok()) {
-      cleanup();
+      if (fail(s)) continue;
       return s;
     }
     std::string base =
@@ -210,7 +219,8 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     for (std::string& w : converted.result.warnings) {
       result.warnings.push_back(std::move(w));
     }
-    done_before += fs::file_size(files[i], ec);
+    const auto size = fs::file_size(files[i], ec);
+    if (!ec) done_before += size;
   }
   if (options.progress) options.progress(total, total);
   return result;

@@ -2,6 +2,10 @@
 
 #include <zlib.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include <cerrno>
 #include <cstring>
 
@@ -19,14 +23,95 @@ constexpr size_t kMaxValue = size_t{512} << 20;
 
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-// Characters the container scanner stops at.
-struct ScanTable {
-  bool stop[256] = {};
-  constexpr ScanTable() {
-    for (unsigned char c : {'"', '{', '}', '[', ']'}) stop[c] = true;
-  }
+// The state of the scan for the end of a value; it survives reading more
+// text (positions are relative to the value's start).
+struct ScanState {
+  size_t i = 0;
+  int depth = 0;
+  bool in_string = false;
+  bool escape = false;  // the previous byte was a backslash in a string
 };
-constexpr ScanTable kScan;
+
+// Scans p[state.i, end) byte by byte; true when the value ended (at
+// state.i).
+bool ScanBytes(const char* p, size_t end, ScanState& st) {
+  for (; st.i < end; ++st.i) {
+    const char c = p[st.i];
+    if (st.in_string) {
+      if (st.escape) {
+        st.escape = false;
+      } else if (c == '\\') {
+        st.escape = true;
+      } else if (c == '"') {
+        st.in_string = false;
+        if (st.depth == 0) {
+          ++st.i;
+          return true;
+        }
+      }
+    } else if (c == '"') {
+      st.in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++st.depth;
+    } else if (c == '}' || c == ']') {
+      if (--st.depth <= 0) {
+        ++st.i;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Scans p[state.i, n): 16 bytes at a time where they hold no backslash,
+// visiting only the quotes and brackets; true when the value ended.
+bool Scan(const char* p, size_t n, ScanState& st) {
+#ifdef __SSE2__
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i open_brace = _mm_set1_epi8('{');
+  const __m128i close_brace = _mm_set1_epi8('}');
+  const __m128i open_bracket = _mm_set1_epi8('[');
+  const __m128i close_bracket = _mm_set1_epi8(']');
+  while (st.i + 16 <= n) {
+    const __m128i v =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + st.i));
+    if (st.escape || _mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)) != 0) {
+      if (ScanBytes(p, st.i + 16, st)) return true;
+      continue;
+    }
+    uint32_t quotes = _mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
+    uint32_t brackets = _mm_movemask_epi8(
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, open_brace),
+                                  _mm_cmpeq_epi8(v, close_brace)),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, open_bracket),
+                                  _mm_cmpeq_epi8(v, close_bracket))));
+    while (true) {
+      const uint32_t hits = st.in_string ? quotes : (quotes | brackets);
+      if (hits == 0) break;
+      const int k = __builtin_ctz(hits);
+      const uint32_t done = (2u << k) - 1;
+      quotes &= ~done;
+      brackets &= ~done;
+      const char c = p[st.i + k];
+      if (c == '"') {
+        st.in_string = !st.in_string;
+        if (!st.in_string && st.depth == 0) {
+          st.i += k + 1;
+          return true;
+        }
+      } else if (c == '{' || c == '[') {
+        ++st.depth;
+      } else if (--st.depth <= 0) {
+        st.i += k + 1;
+        return true;
+      }
+    }
+    st.i += 16;
+  }
+#endif
+  return ScanBytes(p, n, st);
+}
 
 }  // namespace
 
@@ -132,11 +217,8 @@ absl::StatusOr<bool> JsonEventStream::SkipSpace() {
 }
 
 absl::StatusOr<size_t> JsonEventStream::ValueLength() {
-  // Offsets are relative to pos_, which Ensure may move.
-  size_t i = 0;
-  int depth = 0;
-  bool in_string = false;
-  size_t string_start = 0;  // the first byte inside the open string
+  // Positions are relative to pos_, which Ensure may move.
+  ScanState st;
   const uint64_t start = base_ + pos_;
   const char first = buf_[pos_];
   const bool scalar = first != '{' && first != '[' && first != '"';
@@ -144,52 +226,15 @@ absl::StatusOr<size_t> JsonEventStream::ValueLength() {
     const char* p = buf_.data() + pos_;
     const size_t n = end_ - pos_;
     if (scalar) {
-      while (i < n && !IsSpace(p[i]) && p[i] != ',' && p[i] != ']' &&
-             p[i] != '}') {
-        ++i;
+      while (st.i < n && !IsSpace(p[st.i]) && p[st.i] != ',' &&
+             p[st.i] != ']' && p[st.i] != '}') {
+        ++st.i;
       }
-      if (i < n) return i;
-    } else {
-      while (i < n) {
-        const char c = p[i];
-        if (in_string) {
-          // The next quote not escaped by an odd run of backslashes.
-          const void* q = std::memchr(p + i, '"', n - i);
-          if (q == nullptr) {
-            i = n;
-            break;
-          }
-          const size_t at = static_cast<const char*>(q) - p;
-          size_t backslashes = 0;
-          while (at - backslashes > string_start &&
-                 p[at - backslashes - 1] == '\\') {
-            ++backslashes;
-          }
-          i = at + 1;
-          if (backslashes % 2 == 1) continue;
-          in_string = false;
-          if (depth == 0) return i;
-          continue;
-        }
-        if (!kScan.stop[static_cast<unsigned char>(c)]) {
-          ++i;
-          continue;
-        }
-        ++i;
-        if (c == '"') {
-          in_string = true;
-          string_start = i;
-        } else if (c == '{' || c == '[') {
-          ++depth;
-        } else if (--depth == 0) {
-          return i;
-        } else if (depth < 0) {
-          return Error(start + i - 1,
-                       absl::StrCat("unexpected '", std::string(1, c), "'"));
-        }
-      }
+      if (st.i < n) return st.i;
+    } else if (Scan(p, n, st)) {
+      return st.i;
     }
-    auto more = Ensure(i + 1);
+    auto more = Ensure(st.i + 1);
     if (!more.ok()) return more.status();
     if (!*more) {
       if (scalar) return end_ - pos_;

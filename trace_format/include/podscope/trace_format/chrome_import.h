@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace podscope::trace_format {
@@ -37,6 +38,11 @@ struct ChromeImportOptions {
   std::function<void(uint64_t, uint64_t)> progress;
   // Set to true (from any thread) to stop; the import returns Cancelled.
   const std::atomic<bool>* cancel = nullptr;
+  // When set, a file that cannot be imported is reported here (and leaves
+  // nothing behind) while the others are imported; when unset, the first
+  // such error fails the whole import.
+  std::function<void(const std::string& file, const absl::Status& error)>
+      on_file_error;
 };
 
 struct ChromeImportResult {
