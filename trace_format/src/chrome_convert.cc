@@ -42,6 +42,35 @@ absl::Status AsStatus(const JsonEventStream& in, uint64_t offset,
 }  // namespace
 
 std::optional<int64_t> MicrosToNs(std::string_view text) {
+  // The common forms first: "123", "123.0", "123.125" with up to 15
+  // integer digits, no sign and nothing after.
+  {
+    const size_t n = text.size();
+    size_t i = 0;
+    uint64_t whole = 0;
+    while (i < n && i < 15 && static_cast<unsigned>(text[i] - '0') < 10) {
+      whole = whole * 10 + static_cast<unsigned>(text[i] - '0');
+      ++i;
+    }
+    if (i > 0 && (i == n || !absl::ascii_isdigit(text[i]))) {
+      uint64_t frac = 0;
+      int digits = 0;
+      if (i < n && text[i] == '.') {
+        ++i;
+        while (i < n && digits < 3 && absl::ascii_isdigit(text[i])) {
+          frac = frac * 10 + static_cast<unsigned>(text[i] - '0');
+          ++digits;
+          ++i;
+        }
+        if (digits == 0) i = 0;  // "12." or "12.x": the general path
+      }
+      while (i > 0 && i < n && absl::ascii_isspace(text[i])) ++i;
+      if (i == n) {
+        for (; digits < 3; ++digits) frac *= 10;
+        return static_cast<int64_t>(whole * 1000 + frac);
+      }
+    }
+  }
   text = Trim(text);
   if (text.size() >= 2 && text.front() == '"' && text.back() == '"') {
     text = Trim(text.substr(1, text.size() - 2));
