@@ -713,7 +713,9 @@ std::string ChromeConverter::TrackName(const Thread& t, size_t lane) const {
   if (name != thread_names_.end() && !Trim(name->second).empty()) {
     thread = std::string(Trim(name->second));
   } else {
-    thread = absl::StrCat(t.device ? "stream " : "thread ", id_text(t.tid));
+    thread = id_names_.count(t.tid)
+                 ? id_text(t.tid)  // a tid given as a name
+                 : absl::StrCat(t.device ? "stream " : "thread ", t.tid);
   }
   std::string out;
   if (t.device) {

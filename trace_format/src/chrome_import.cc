@@ -87,6 +87,13 @@ absl::Status Convert(JsonEventStream* in, TraceWriter* writer,
   // viewer shows real times.
   if (converter.min_ts() != INT64_MAX && converter.min_ts() > kEpoch2001Ns) {
     writer->AddClockSnapshot(converter.min_ts(), converter.min_ts());
+    // Every rank's times are on the same (wall) clock already: an offset
+    // of 0 to it lets readers treat the ranks as aligned.
+    proto::ClockOffset offset;
+    offset.set_local_monotonic_ns(converter.min_ts());
+    offset.set_offset_ns(0);
+    offset.set_reference("wall clock (trace timestamps)");
+    writer->AddClockOffset(offset);
     m.set_start_monotonic_ns(converter.min_ts());
     m.set_start_realtime_ns(converter.min_ts());
   } else if (converter.min_ts() != INT64_MAX) {
@@ -155,6 +162,7 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
       std::erase(temps, temp);
       if (options.on_file_error && !absl::IsCancelled(s)) {
         options.on_file_error(files[i], s);
+        if (options.files_done) options.files_done(i + 1, files.size());
         return true;
       }
       cleanup();
@@ -221,6 +229,7 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     }
     const auto size = fs::file_size(files[i], ec);
     if (!ec) done_before += size;
+    if (options.files_done) options.files_done(i + 1, files.size());
   }
   if (options.progress) options.progress(total, total);
   return result;

@@ -36,6 +36,8 @@ struct ChromeImportOptions {
   std::string session_id;
   // Called now and then with (input bytes read, input bytes in all).
   std::function<void(uint64_t, uint64_t)> progress;
+  // Called as each file is done (imported or reported): (files done, files).
+  std::function<void(size_t, size_t)> files_done;
   // Set to true (from any thread) to stop; the import returns Cancelled.
   const std::atomic<bool>* cancel = nullptr;
   // When set, a file that cannot be imported is reported here (and leaves
