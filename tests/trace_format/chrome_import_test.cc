@@ -490,8 +490,10 @@ TEST_F(ChromeImportTest, TwoKinetoRanksBecomeOneSession) {
   for (const FlowLink& f : gpu.flows) {
     if (f.index == k) kernel_flow = f.flow_id;
   }
-  EXPECT_EQ(launch_flow, 6935929u);
-  EXPECT_EQ(kernel_flow, 6935929u);
+  // The correlation id, made unique in the session by the file's place
+  // (rank 0 was given second).
+  EXPECT_EQ(launch_flow, (uint64_t{2} << 40) | 6935929u);
+  EXPECT_EQ(kernel_flow, launch_flow);
 }
 
 }  // namespace

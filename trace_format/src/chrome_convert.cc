@@ -120,8 +120,9 @@ std::optional<int64_t> MicrosToNs(std::string_view text) {
   return static_cast<int64_t>(ns);
 }
 
-ChromeConverter::ChromeConverter(TraceWriter* writer, JsonEventStream* in)
-    : w_(writer), in_(in) {
+ChromeConverter::ChromeConverter(TraceWriter* writer, JsonEventStream* in,
+                                 uint32_t file_index)
+    : w_(writer), in_(in), flow_base_(uint64_t{file_index + 1} << 40) {
   k_category_ = w_->InternString("category");
   k_unclosed_ = w_->InternString("unclosed");
 }
@@ -416,9 +417,9 @@ absl::Status ChromeConverter::Dispatch(Event& e) {
     if (correlation > 0) {
       const auto id = static_cast<uint64_t>(correlation);
       if (gpu && corr_end_.insert(id).second) {
-        w_->AddFlow(ref, id, FlowPhase::kEnd);
+        w_->AddFlow(ref, FlowId(id), FlowPhase::kEnd);
       } else if (IsLaunchCategory(e.cat) && corr_begin_.insert(id).second) {
-        w_->AddFlow(ref, id, FlowPhase::kBegin);
+        w_->AddFlow(ref, FlowId(id), FlowPhase::kBegin);
       }
     }
     return absl::OkStatus();
@@ -640,10 +641,11 @@ absl::Status ChromeConverter::HandleFlow(const Event& e) {
     id = static_cast<uint64_t>(numeric);
     auto& seen = phase == FlowPhase::kBegin ? corr_begin_ : corr_end_;
     if (!seen.insert(id).second) return absl::OkStatus();
+    id = FlowId(id);
   } else {
     auto [it, inserted] =
         flow_ids_.try_emplace(absl::StrCat(A(e.cat), "\x1f", A(e.id)),
-                              (uint64_t{1} << 62) + flow_ids_.size());
+                              FlowId((uint64_t{1} << 39) + flow_ids_.size()));
     id = it->second;
   }
   Thread& t = GetThread(e.pid, e.tid, false);

@@ -33,7 +33,10 @@ std::optional<int64_t> MicrosToNs(std::string_view text);
 
 class ChromeConverter {
  public:
-  ChromeConverter(TraceWriter* writer, JsonEventStream* in);
+  // `file_index`: the file's position in its session; flow ids (which a
+  // viewer matches across the files of a session) are made unique with it.
+  ChromeConverter(TraceWriter* writer, JsonEventStream* in,
+                  uint32_t file_index);
 
   // Converts the whole document. `tick` is called now and then; returning
   // false cancels.
@@ -134,6 +137,11 @@ class ChromeConverter {
     if (warnings_.size() < 100) warnings_.push_back(std::move(what));
   }
   absl::Status Finish();
+  // A flow id of this file: the file's base, then the JSON's id (a Kineto
+  // correlation id, say) in the low 40 bits.
+  uint64_t FlowId(uint64_t id) const {
+    return flow_base_ | (id & ((uint64_t{1} << 40) - 1));
+  }
 
  public:
   // The writer's WriterOptions::chunk_events, mirrored to know when an
@@ -143,6 +151,7 @@ class ChromeConverter {
  private:
   TraceWriter* w_;
   JsonEventStream* in_;
+  uint64_t flow_base_;
   simdjson::ondemand::parser parser_, args_parser_;
   std::vector<Arg> args_;  // the current event's, capacity kept
 

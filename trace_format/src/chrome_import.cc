@@ -49,8 +49,8 @@ struct Converted {
 // Converts one stream into `writer`, filling `metadata`.
 absl::Status Convert(JsonEventStream* in, TraceWriter* writer,
                      const std::function<bool()>& tick, Converted* out,
-                     const std::string& source) {
-  ChromeConverter converter(writer, in);
+                     const std::string& source, uint32_t file_index) {
+  ChromeConverter converter(writer, in, file_index);
   if (auto s = converter.Run(tick); !s.ok()) return s;
   proto::Metadata& m = out->metadata;
   m.set_pid(converter.main_pid());
@@ -186,8 +186,8 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
       }
       return options.cancel == nullptr || !options.cancel->load();
     };
-    absl::Status s =
-        Convert(in->get(), writer->get(), tick, &converted, files[i]);
+    absl::Status s = Convert(in->get(), writer->get(), tick, &converted,
+                             files[i], static_cast<uint32_t>(i));
     if (s.ok()) {
       proto::Metadata& m = converted.metadata;
       m.set_session_id(session);
@@ -242,7 +242,8 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonBuffer(
   auto writer = TraceWriter::Create(out_path);
   if (!writer.ok()) return writer.status();
   Converted converted;
-  absl::Status s = Convert(in.get(), writer->get(), nullptr, &converted, name);
+  absl::Status s =
+      Convert(in.get(), writer->get(), nullptr, &converted, name, 0);
   if (s.ok()) {
     converted.metadata.set_session_id("import");
     if (converted.metadata.process_index() < 0) {
