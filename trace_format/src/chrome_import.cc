@@ -15,6 +15,7 @@
 #include "chrome_convert.h"
 #include "json_stream.h"
 #include "podscope/trace_format/format.h"
+#include "podscope/trace_format/import.h"
 #include "podscope/trace_format/writer.h"
 
 namespace podscope::trace_format {
@@ -254,6 +255,20 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonBuffer(
   }
   if (!s.ok()) return s;
   return converted.result;
+}
+
+// The import dispatch's entry for Chrome trace JSON (import.h).
+absl::StatusOr<std::vector<std::string>> ImportChromeTrace(
+    const std::vector<std::string>& files, const std::string& out_dir,
+    const ImportOptions& options) {
+  ChromeImportOptions chrome;
+  chrome.session_id = options.session;
+  chrome.cancel = options.cancel;
+  chrome.on_file_error = options.on_file_error;
+  chrome.files_done = options.progress;
+  auto result = ImportChromeJsonFiles(files, out_dir, chrome);
+  if (!result.ok()) return result.status();
+  return std::move(result->paths);
 }
 
 }  // namespace podscope::trace_format
