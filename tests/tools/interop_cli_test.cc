@@ -3,6 +3,7 @@
 // traces read by `podscope summary` like any capture.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,7 +11,6 @@
 #include <sstream>
 #include <string>
 
-#include "podscope/trace_format/chrome_import.h"
 #include "podscope/trace_format/perfetto_export.h"
 #include "podscope/trace_format/perfetto_trace.pb.h"
 #include "run_podscope.h"
@@ -94,30 +94,34 @@ TEST_F(InteropCli, PerfettoRefusesGzip) {
   EXPECT_THAT(r.err, HasSubstr("--gzip applies to --format chrome only"));
 }
 
-TEST_F(InteropCli, ImportedKinetoRanksSummarizeAsOneSession) {
+TEST_F(InteropCli, KinetoRanksSummarizeAsOneSession) {
+  // The per-rank .json.gz files of a PyTorch job, as the profiler left
+  // them: the command line imports them (into a cache of the test's own).
   const fs::path data = fs::path(PODSCOPE_SHARED_DATA) / "kineto";
-  auto imported = trace_format::ImportChromeJsonFiles(
-      {(data / "sampled_rank-0.json.gz").string(),
-       (data / "sampled_rank-1.json.gz").string()},
-      (dir_ / "kineto").string());
-  ASSERT_TRUE(imported.ok()) << imported.status();
-  const RunResult r = RunPodscope({"summary", (dir_ / "kineto").string()});
+  fs::create_directories(dir_ / "job");
+  for (const char* name :
+       {"sampled_rank-0.json.gz", "sampled_rank-1.json.gz"}) {
+    fs::copy_file(data / name, dir_ / "job" / name);
+  }
+  setenv("XDG_CACHE_HOME", (dir_ / "cache").c_str(), 1);
+  const RunResult r = RunPodscope({"summary", (dir_ / "job").string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("rank0"));
-  EXPECT_THAT(r.out, HasSubstr("rank1"));
-  EXPECT_THAT(r.out, HasSubstr("process 0 of 128"));
-  EXPECT_THAT(r.out, HasSubstr("process 1 of 128"));
+  EXPECT_THAT(r.out, HasSubstr("2 processes on 2 hosts, 9,487 events"));
+  EXPECT_THAT(r.out,
+              HasSubstr("rank0 pid 4037, process 0 of 128, session job"));
+  EXPECT_THAT(r.out,
+              HasSubstr("rank1 pid 4045, process 1 of 128, session job"));
   EXPECT_THAT(r.out, HasSubstr("device stream  GPU 1 stream 7"));
   EXPECT_THAT(r.out, HasSubstr("ProfilerStep#552"));
   // Kineto's timestamps are wall-clock time on every rank.
   EXPECT_THAT(r.out, HasSubstr("clocks aligned"));
   EXPECT_THAT(r.out, HasSubstr("first event at 2023-04-28 23:51:37.226 UTC"));
-  // And they export to Perfetto like any capture.
+  // And they export to Perfetto like any capture (the import is reused).
   const RunResult e =
-      RunPodscope({"export", "--format", "perfetto", (dir_ / "kineto").string(),
+      RunPodscope({"export", "--format", "perfetto", (dir_ / "job").string(),
                    "-o", (dir_ / "kineto.pftrace").string()});
+  unsetenv("XDG_CACHE_HOME");
   ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
-  // 4,811 + 4,676 complete events in the two JSON files.
   EXPECT_THAT(e.out, HasSubstr("wrote 9,487 events ("));
 }
 
