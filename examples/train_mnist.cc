@@ -30,10 +30,10 @@
 // parameters ("params <hex>"), equal on every rank.
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -105,7 +105,8 @@ absl::StatusOr<uint64_t> ParamsHash(const mnist::Trainer& trainer) {
     for (const rt::Tensor& p : trainer.params(r)) {
       auto values = p.ToVector<float>();
       if (!values.ok()) return values.status();
-      const auto* bytes = reinterpret_cast<const unsigned char*>(values->data());
+      const auto* bytes =
+          reinterpret_cast<const unsigned char*>(values->data());
       for (size_t i = 0; i < values->size() * sizeof(float); ++i) {
         h = (h ^ bytes[i]) * 1099511628211ull;
       }
@@ -188,9 +189,9 @@ int Run(const Flags& flags) {
   prof::SetThreadName("main");
   const JobEnv job = ReadJobEnv();
   if (job.world_size < 1 || job.rank < 0 || job.rank >= job.world_size) {
-    return Fail(absl::InvalidArgumentError(
-        "RANK " + std::to_string(job.rank) + " is not in WORLD_SIZE " +
-        std::to_string(job.world_size)));
+    return Fail(absl::InvalidArgumentError("RANK " + std::to_string(job.rank) +
+                                           " is not in WORLD_SIZE " +
+                                           std::to_string(job.world_size)));
   }
 
   // The seed's start_server(9012): the job can be inspected (GetInfo, clock

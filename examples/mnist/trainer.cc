@@ -163,8 +163,8 @@ absl::Status Trainer::Step(absl::Span<const float> images,
     for (size_t p = 0; p < grads[0].size(); ++p) {
       std::vector<rt::Tensor> per_replica;
       for (const auto& g : grads) per_replica.push_back(g[p]);
-      auto means =
-          rt::AllReduce(*options_.communicator, per_replica, rt::ReduceOp::kMean);
+      auto means = rt::AllReduce(*options_.communicator, per_replica,
+                                 rt::ReduceOp::kMean);
       if (!means.ok()) return means.status();
       for (int r = 0; r < num_replicas(); ++r) grads[r][p] = (*means)[r];
     }
@@ -221,8 +221,8 @@ absl::StatusOr<float> Trainer::LastLoss() const {
   // Equal slices: the mean of the replicas' means is the batch's mean.
   float mean = static_cast<float>(sum / num_replicas());
   if (options_.communicator != nullptr) {
-    absl::Status s = options_.communicator->AllReduce(
-        absl::MakeSpan(&mean, 1), rt::ReduceOp::kMean);
+    absl::Status s = options_.communicator->AllReduce(absl::MakeSpan(&mean, 1),
+                                                      rt::ReduceOp::kMean);
     if (!s.ok()) return s;
   }
   return mean;

@@ -21,10 +21,10 @@ struct ParallelLoader::State {
 
   std::mutex mu;
   std::condition_variable changed;
-  int64_t next_to_start = 0;    // guarded by mu
-  int64_t next_to_return = 0;   // guarded by mu
-  int64_t end = INT64_MAX;      // the first index past the data; guarded
-  bool closed = false;          // guarded by mu
+  int64_t next_to_start = 0;   // guarded by mu
+  int64_t next_to_return = 0;  // guarded by mu
+  int64_t end = INT64_MAX;     // the first index past the data; guarded
+  bool closed = false;         // guarded by mu
   std::map<int64_t, absl::StatusOr<DeviceBatch>> ready;  // guarded by mu
   std::vector<std::thread> threads;
 

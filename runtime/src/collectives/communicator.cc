@@ -10,9 +10,9 @@
 #include <exception>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "collectives/gloo_store.h"
 #include "collectives/reduce.h"
@@ -24,6 +24,7 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/transport/tcp/device.h"
 #include "gloo/types.h"
+#include "podscope/runtime/ir.h"
 #include "profiler_observer.h"
 
 namespace podscope::runtime {
@@ -110,6 +111,33 @@ absl::string_view ReduceOpName(ReduceOp op) {
   return "?";
 }
 
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  absl::flat_hash_map<int64_t, std::weak_ptr<Communicator::State>> by_id;
+};
+
+Registry& TheRegistry() {
+  static Registry* const registry = new Registry();
+  return *registry;
+}
+
+int64_t IdOfPrefix(const std::string& prefix) {
+  const int64_t id =
+      static_cast<int64_t>(StableHash64(prefix) & ((uint64_t{1} << 62) - 1));
+  return id == 0 ? 1 : id;
+}
+
+}  // namespace
+
+std::shared_ptr<Communicator::State> LookupCommunicator(int64_t id) {
+  Registry& registry = TheRegistry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  auto it = registry.by_id.find(id);
+  return it == registry.by_id.end() ? nullptr : it->second.lock();
+}
+
 std::chrono::milliseconds Communicator::State::timeout() const {
   return std::chrono::milliseconds(
       std::max<int64_t>(1, absl::ToInt64Milliseconds(options.timeout)));
@@ -144,7 +172,8 @@ absl::Status Communicator::State::Run(
   if (recording) {
     profiler::RecordSlice(
         call.track.valid() ? call.track : default_track, arrival,
-        profiler::NowNs(), std::string_view(call.name.data(), call.name.size()), 0,
+        profiler::NowNs(), std::string_view(call.name.data(), call.name.size()),
+        0,
         {{"bytes", call.bytes},
          {"op", std::string_view(call.op.data(), call.op.size())},
          {"algorithm",
@@ -157,10 +186,9 @@ absl::Status Communicator::State::Run(
   return status;
 }
 
-absl::Status Communicator::State::AllReduceInPlace(ElementType type,
-                                                   void* data, int64_t count,
-                                                   ReduceOp op, uint32_t tag,
-                                                   int divisor) {
+absl::Status Communicator::State::AllReduceInPlace(ElementType type, void* data,
+                                                   int64_t count, ReduceOp op,
+                                                   uint32_t tag, int divisor) {
   absl::StatusOr<internal::ReduceFn> fn = internal::ReduceFunction(type, op);
   if (!fn.ok()) return fn.status();
   if (count > 0 && world_size > 1) {
@@ -185,14 +213,14 @@ Communicator::~Communicator() = default;
 int Communicator::rank() const { return state_->rank; }
 int Communicator::world_size() const { return state_->world_size; }
 const std::string& Communicator::prefix() const { return state_->prefix; }
+int64_t Communicator::id() const { return state_->id; }
 
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
     KeyValueStore& store, int rank, int world_size, std::string prefix,
     const CommunicatorOptions& options) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Communicator: rank ", rank, " is not in a world of ",
-                     world_size));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Communicator: rank ", rank, " is not in a world of ", world_size));
   }
   if (prefix.empty()) {
     return absl::InvalidArgumentError("Communicator: empty key prefix");
@@ -220,29 +248,35 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
   } else {
     attr.hostname = BindHostname(options);
   }
-  const std::string where = iface.empty() ? "host " + attr.hostname
-                                          : "interface " + iface;
+  const std::string where =
+      iface.empty() ? "host " + attr.hostname : "interface " + iface;
   try {
     state->device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Communicator '", state->prefix, "': cannot bind ", where, ": ",
-        e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Communicator '", state->prefix, "': cannot bind ", where,
+                     ": ", e.what()));
   }
   try {
     auto context =
         std::make_shared<gloo::rendezvous::Context>(rank, world_size);
     context->setTimeout(state->timeout());
-    internal::GlooStore gloo_store(
-        store, absl::StrCat(state->prefix, "/gloo/"), state->timeout());
+    internal::GlooStore gloo_store(store, absl::StrCat(state->prefix, "/gloo/"),
+                                   state->timeout());
     context->connectFullMesh(gloo_store, state->device);
     state->context = std::move(context);
   } catch (const std::exception& e) {
     return ErrorFromGloo(
-        absl::StrCat("Communicator '", state->prefix, "': rank ", rank,
-                     " of ", world_size, " could not connect to its peers (",
-                     where, ")"),
+        absl::StrCat("Communicator '", state->prefix, "': rank ", rank, " of ",
+                     world_size, " could not connect to its peers (", where,
+                     ")"),
         e);
+  }
+  state->id = IdOfPrefix(state->prefix);
+  {
+    Registry& registry = TheRegistry();
+    std::lock_guard<std::mutex> lock(registry.mu);
+    registry.by_id[state->id] = state;
   }
   return std::unique_ptr<Communicator>(new Communicator(std::move(state)));
 }
@@ -253,8 +287,9 @@ absl::Status Communicator::AllReduce(ElementType type, void* data,
   if (auto fn = internal::ReduceFunction(type, op); !fn.ok()) {
     return fn.status();
   }
-  State::Call call{"AllReduce", "ring", ReduceOpName(op),
-                   count * ElementSize(type), state_->world_size, {}};
+  State::Call call{"AllReduce",        "ring",
+                   ReduceOpName(op),   count * ElementSize(type),
+                   state_->world_size, {}};
   return state_->Run(call, [&](uint32_t tag) {
     return state_->AllReduceInPlace(type, data, count, op, tag,
                                     state_->world_size);
@@ -269,7 +304,7 @@ absl::Status Communicator::AllGather(ElementType type, const void* input,
   if (count > 0 && output == nullptr) {
     return absl::InvalidArgumentError("AllGather: null output");
   }
-  State::Call call{"AllGather", "ring", "", count * ElementSize(type),
+  State::Call call{"AllGather",        "ring", "", count * ElementSize(type),
                    state_->world_size, {}};
   return state_->Run(call, [&](uint32_t tag) {
     if (count == 0) return absl::OkStatus();
@@ -309,8 +344,8 @@ absl::Status Communicator::ReduceScatter(ElementType type, const void* input,
   const int world = state_->world_size;
   const int rank = state_->rank;
   const int64_t esize = ElementSize(type);
-  State::Call call{"ReduceScatter", "ring", ReduceOpName(op), count * esize,
-                   world, {}};
+  State::Call call{"ReduceScatter", "ring", ReduceOpName(op),
+                   count * esize,   world,  {}};
   return state_->Run(call, [&](uint32_t tag) {
     auto range = [&](int r) { return ReduceScatterRange(count, world, r); };
     const auto [mine_begin, mine_end] = range(rank);
@@ -377,12 +412,16 @@ absl::Status Communicator::Broadcast(ElementType type, void* data,
                                      int64_t count, int root) {
   if (absl::Status s = CheckCount("Broadcast", count, data); !s.ok()) return s;
   if (root < 0 || root >= state_->world_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Broadcast: root ", root, " is not in a world of ",
-        state_->world_size));
+    return absl::InvalidArgumentError(absl::StrCat("Broadcast: root ", root,
+                                                   " is not in a world of ",
+                                                   state_->world_size));
   }
-  State::Call call{"Broadcast", "one_to_all", "", count * ElementSize(type),
-                   state_->world_size, {}};
+  State::Call call{"Broadcast",
+                   "one_to_all",
+                   "",
+                   count * ElementSize(type),
+                   state_->world_size,
+                   {}};
   return state_->Run(call, [&](uint32_t tag) {
     if (count == 0 || state_->world_size == 1) return absl::OkStatus();
     gloo::BroadcastOptions opts(state_->context);
@@ -416,15 +455,17 @@ absl::StatusOr<std::vector<std::string>> Communicator::Rendezvous(
   }
   State& st = *state_;
   std::vector<std::string> payloads(st.world_size);
-  State::Call call{"Rendezvous", "store", "",
-                   static_cast<int64_t>(payload.size()), st.world_size, {}};
+  State::Call call{
+      "Rendezvous",  "store", "", static_cast<int64_t>(payload.size()),
+      st.world_size, {}};
   call.measure_wait = false;
   absl::Status status = st.Run(call, [&](uint32_t) -> absl::Status {
     const int64_t use = st.rendezvous_uses[std::string(tag)]++;
     const std::string dir =
         absl::StrCat(st.prefix, "/rdv/", tag, "/", use, "/");
-    if (absl::Status s = st.store->Set(absl::StrCat(dir, st.rank),
-                                       std::string_view(payload.data(), payload.size()));
+    if (absl::Status s =
+            st.store->Set(absl::StrCat(dir, st.rank),
+                          std::string_view(payload.data(), payload.size()));
         !s.ok()) {
       return s;
     }

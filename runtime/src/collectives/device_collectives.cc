@@ -19,7 +19,8 @@ namespace {
 
 using internal::BufferAccess;
 
-absl::Status CheckLocal(absl::string_view op, absl::Span<const BufferPtr> local) {
+absl::Status CheckLocal(absl::string_view op,
+                        absl::Span<const BufferPtr> local) {
   if (local.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": no buffers"));
   }
@@ -87,21 +88,21 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
   const int participants = st->world_size * static_cast<int>(local.size());
   const profiler::TrackHandle track =
       internal::StreamTrackOf(*local[0]->device());
-  return RunOnFirstStream(local, [st, inputs, shape, op, fn = *fn,
-                                  participants, track](void* out) {
-    const int64_t count = shape.num_elements();
-    const int64_t bytes = shape.byte_size();
-    if (bytes > 0) std::memcpy(out, BufferAccess::Data(*inputs[0]), bytes);
-    for (size_t i = 1; i < inputs.size(); ++i) {
-      fn(out, out, BufferAccess::Data(*inputs[i]), count);
-    }
-    State::Call call{"AllReduce", "ring", ReduceOpName(op), bytes,
-                     participants, track};
-    return st->Run(call, [&](uint32_t tag) {
-      return st->AllReduceInPlace(shape.element_type(), out, count, op, tag,
-                                  participants);
-    });
-  });
+  return RunOnFirstStream(
+      local, [st, inputs, shape, op, fn = *fn, participants, track](void* out) {
+        const int64_t count = shape.num_elements();
+        const int64_t bytes = shape.byte_size();
+        if (bytes > 0) std::memcpy(out, BufferAccess::Data(*inputs[0]), bytes);
+        for (size_t i = 1; i < inputs.size(); ++i) {
+          fn(out, out, BufferAccess::Data(*inputs[i]), count);
+        }
+        State::Call call{"AllReduce", "ring",       ReduceOpName(op),
+                         bytes,       participants, track};
+        return st->Run(call, [&](uint32_t tag) {
+          return st->AllReduceInPlace(shape.element_type(), out, count, op, tag,
+                                      participants);
+        });
+      });
 }
 
 absl::StatusOr<std::vector<BufferPtr>> Communicator::Broadcast(
@@ -116,25 +117,23 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::Broadcast(
   const profiler::TrackHandle track =
       internal::StreamTrackOf(*local[0]->device());
   const int participants = st->world_size * static_cast<int>(local.size());
-  return RunOnFirstStream(
-      local,
-      [st, source, root, track, participants](void* out) {
-        const Shape& shape = source->shape();
-        const int64_t bytes = shape.byte_size();
-        if (bytes > 0) std::memcpy(out, BufferAccess::Data(*source), bytes);
-        State::Call call{"Broadcast", "one_to_all", "", bytes, participants,
-                         track};
-        return st->Run(call, [&](uint32_t tag) {
-          if (bytes == 0 || st->world_size == 1) return absl::OkStatus();
-          gloo::BroadcastOptions opts(st->context);
-          opts.setOutput(static_cast<uint8_t*>(out), bytes);
-          opts.setRoot(root);
-          opts.setTag(tag);
-          opts.setTimeout(st->timeout());
-          gloo::broadcast(opts);
-          return absl::OkStatus();
-        });
-      });
+  return RunOnFirstStream(local, [st, source, root, track,
+                                  participants](void* out) {
+    const Shape& shape = source->shape();
+    const int64_t bytes = shape.byte_size();
+    if (bytes > 0) std::memcpy(out, BufferAccess::Data(*source), bytes);
+    State::Call call{"Broadcast", "one_to_all", "", bytes, participants, track};
+    return st->Run(call, [&](uint32_t tag) {
+      if (bytes == 0 || st->world_size == 1) return absl::OkStatus();
+      gloo::BroadcastOptions opts(st->context);
+      opts.setOutput(static_cast<uint8_t*>(out), bytes);
+      opts.setRoot(root);
+      opts.setTag(tag);
+      opts.setTimeout(st->timeout());
+      gloo::broadcast(opts);
+      return absl::OkStatus();
+    });
+  });
 }
 
 namespace {
@@ -184,9 +183,9 @@ absl::Status BroadcastMasterParams(
   }
   for (size_t r = 0; r < replicas.size(); ++r) {
     if (replicas[r] == nullptr || replicas[r]->size() != replicas[0]->size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "BroadcastMasterParams: replica ", r,
-          " does not have as many parameters as replica 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("BroadcastMasterParams: replica ", r,
+                       " does not have as many parameters as replica 0"));
     }
   }
   for (size_t p = 0; p < replicas[0]->size(); ++p) {

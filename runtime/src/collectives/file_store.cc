@@ -91,8 +91,8 @@ class FileStore : public KeyValueStore {
     }
   }
 
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
-  GetDirectory(std::string_view prefix) override {
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> GetDirectory(
+      std::string_view prefix) override {
     DIR* d = ::opendir(dir_.c_str());
     if (d == nullptr) return ErrnoError("FileStore: cannot list", dir_);
     std::vector<std::string> keys;

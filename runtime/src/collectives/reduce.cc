@@ -90,9 +90,9 @@ absl::StatusOr<ReduceFn> ReduceFunction(ElementType type, ReduceOp op) {
       }
       break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("collectives: no reduction ", ReduceOpName(op), " on ",
-                   ElementTypeName(type)));
+  return absl::InvalidArgumentError(absl::StrCat("collectives: no reduction ",
+                                                 ReduceOpName(op), " on ",
+                                                 ElementTypeName(type)));
 }
 
 void DivideInPlace(ElementType type, void* data, int64_t count, int divisor) {

@@ -10,10 +10,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "gloo/context.h"
 #include "gloo/transport/device.h"
 #include "podscope/profiler/recorder.h"
@@ -26,6 +26,7 @@ struct Communicator::State {
   int rank = 0;
   int world_size = 1;
   std::string prefix;
+  int64_t id = 0;
   CommunicatorOptions options;
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::Context> context;
@@ -33,7 +34,7 @@ struct Communicator::State {
 
   // Serializes operations: their order defines the sequence numbers.
   std::mutex mu;
-  uint64_t sequence = 0;  // guarded by mu
+  uint64_t sequence = 0;                                      // guarded by mu
   absl::flat_hash_map<std::string, int64_t> rendezvous_uses;  // guarded by mu
 
   std::chrono::milliseconds timeout() const;
@@ -61,6 +62,10 @@ struct Communicator::State {
   absl::Status AllReduceInPlace(ElementType type, void* data, int64_t count,
                                 ReduceOp op, uint32_t tag, int divisor);
 };
+
+// The communicator created last in this process with id `id`
+// (Communicator::id()), or null.
+std::shared_ptr<Communicator::State> LookupCommunicator(int64_t id);
 
 }  // namespace podscope::runtime
 

@@ -49,9 +49,8 @@ TEST(ParallelLoader, DeliversBatchesInOrderToEveryDeviceThenTheEnd) {
   LoaderOptions options;
   options.threads = 3;  // several threads, still in order
   options.prefetch = 3;
-  auto loader = ParallelLoader::Create(client.get(),
-                                       client->addressable_devices(),
-                                       Numbered(2, 12), options);
+  auto loader = ParallelLoader::Create(
+      client.get(), client->addressable_devices(), Numbered(2, 12), options);
   ASSERT_TRUE(loader.ok()) << loader.status();
   for (int64_t i = 0; i < 12; ++i) {
     auto batch = (*loader)->Next();

@@ -80,8 +80,7 @@ inline std::vector<WorkerResult> RunWorkers(
       if (pids[rank] <= 0) continue;
       int status = 0;
       if (waitpid(pids[rank], &status, WNOHANG) == pids[rank]) {
-        results[rank].exit_code =
-            WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        results[rank].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         pids[rank] = -1;
         --running;
       }

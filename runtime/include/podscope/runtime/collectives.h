@@ -36,24 +36,22 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "podscope/runtime/buffer.h"
 #include "podscope/runtime/device.h"
 #include "podscope/runtime/key_value_store.h"
 #include "podscope/runtime/lazy.h"
+#include "podscope/runtime/reduce_op.h"
 #include "podscope/runtime/shape.h"
 
 namespace podscope::runtime {
-
-enum class ReduceOp { kSum, kMax, kMin, kMean };
-absl::string_view ReduceOpName(ReduceOp op);  // "sum", "max", "min", "mean"
 
 struct CommunicatorOptions {
   // How long a collective (and the connection set-up) waits for peers.
@@ -86,6 +84,10 @@ class Communicator {
   int rank() const;
   int world_size() const;
   const std::string& prefix() const;
+  // The communicator's id in all_reduce IR ops (GraphBuilder::AllReduce): a
+  // hash of the prefix, equal on every rank. The latest communicator
+  // created with a prefix in this process is the one the id names.
+  int64_t id() const;
 
   // ---- Host memory (the calling thread does the work).
   // In place over `count` elements.
@@ -96,16 +98,15 @@ class Communicator {
                          void* output);
   // Reduces `count` elements over the ranks; this rank receives the range
   // ReduceScatterRange(count, world_size, rank) into `output` (ring).
-  absl::Status ReduceScatter(ElementType type, const void* input,
-                             int64_t count, void* output, ReduceOp op);
+  absl::Status ReduceScatter(ElementType type, const void* input, int64_t count,
+                             void* output, ReduceOp op);
   // The range [begin, end) of elements rank `rank` gets: count / world
   // each, the first count % world ranks one more.
   static std::pair<int64_t, int64_t> ReduceScatterRange(int64_t count,
                                                         int world_size,
                                                         int rank);
   // Root's `count` elements into every rank's `data`.
-  absl::Status Broadcast(ElementType type, void* data, int64_t count,
-                         int root);
+  absl::Status Broadcast(ElementType type, void* data, int64_t count, int root);
   absl::Status Barrier();
 
   template <typename T>
@@ -118,8 +119,8 @@ class Communicator {
   // rank's payload in rank order. DEADLINE_EXCEEDED naming the tag and the
   // ranks that did not arrive within the timeout. A tag may be reused; each
   // use is a new rendezvous.
-  absl::StatusOr<std::vector<std::string>> Rendezvous(absl::string_view tag,
-                                                      absl::string_view payload);
+  absl::StatusOr<std::vector<std::string>> Rendezvous(
+      absl::string_view tag, absl::string_view payload);
 
   // ---- Device buffers: one per local device, equal shapes. The work runs
   // on the first buffer's device stream after the inputs are ready; the
@@ -130,8 +131,10 @@ class Communicator {
   absl::StatusOr<std::vector<BufferPtr>> Broadcast(
       absl::Span<const BufferPtr> local, int root);
 
- private:
+  // The internals (src/collectives/state.h).
   struct State;
+
+ private:
   explicit Communicator(std::shared_ptr<State> state);
   // Shared with enqueued device work, which may outlive the object.
   std::shared_ptr<State> state_;
@@ -143,6 +146,13 @@ class Communicator {
 absl::StatusOr<std::vector<Tensor>> AllReduce(Communicator& comm,
                                               absl::Span<const Tensor> replicas,
                                               ReduceOp op);
+
+// Records x all-reduced across the communicator's processes as an op of
+// x's pending step (GraphBuilder::AllReduce): it runs on the device stream
+// when the step executes, inside the compiled computation, and Grad goes
+// through it (sum and mean). One device per process, or one communicator
+// per device.
+Tensor AllReduce(const Tensor& x, const Communicator& comm, ReduceOp op);
 
 // The seed's broadcast_master_param: rank 0's first replica's parameters
 // replace every replica's, in every process. `replicas[r]` is local
