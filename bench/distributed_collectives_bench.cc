@@ -231,6 +231,9 @@ int TrainWorker() {
   const std::string trace_dir = dir + "/trace" + std::to_string(rank);
   auto run = [&](bool profiled) {
     if (profiled) ok = ok && profiler::StartTrace(trace_dir).ok();
+    // Both ranks start together: starting or stopping a capture takes a
+    // different time on each, and the skew would land in the first step.
+    ok = ok && (*comm)->Barrier().ok();
     auto t0 = Clock::now();
     for (int i = 0; i < kStepsPerRun; ++i, ++step) {
       mnist::Gather(data, order, step * kGlobalBatch + rank * shard, shard,
