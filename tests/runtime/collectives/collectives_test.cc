@@ -387,6 +387,20 @@ int IrWorker() {
   return 0;
 }
 
+// Rank 1 dies after connecting; rank 0's next collective fails, naming it.
+int DeadPeerWorker() {
+  auto store = Store();
+  CommunicatorOptions options;
+  options.timeout = absl::Seconds(5);
+  auto comm = Connect(*store, "dead", options);
+  if (comm->rank() == 1) _exit(0);
+  std::vector<float> v(1000, 1.0f);
+  absl::Status s = comm->AllReduce(absl::MakeSpan(v), ReduceOp::kSum);
+  WORKER_CHECK(!s.ok(), "an all-reduce with a dead peer succeeded");
+  std::printf("ERROR: %s\n", s.ToString().c_str());
+  return 0;
+}
+
 // ---- Tests (the parent process).
 
 void ExpectAllSucceeded(const std::vector<testing::WorkerResult>& results) {
@@ -436,6 +450,13 @@ TEST(Collectives, RendezvousTimeoutNamesTheMissingRank) {
     EXPECT_THAT(results[r].output, HasSubstr("Rendezvous 'checkpoint'"));
     EXPECT_THAT(results[r].output, HasSubstr("rank 2 of 3 did not arrive"));
   }
+}
+
+TEST(Collectives, ADeadPeerFailsTheCollectiveWithItsName) {
+  const std::string dir = testing::FreshRunDir("dead");
+  auto results = RunWorkers("dead_peer", 2, dir);
+  ExpectAllSucceeded(results);
+  EXPECT_THAT(results[0].output, HasSubstr("AllReduce dead#0 (rank 0 of 2)"));
 }
 
 TEST(Collectives, ConnectingWithoutPeersTimesOut) {
@@ -519,9 +540,13 @@ int main(int argc, char** argv) {
   using namespace podscope::runtime;
   if (argc >= 3 && std::string(argv[1]) == "--worker") {
     const std::map<std::string, std::function<int()>> workers = {
-        {"ops", OpsWorker},         {"two_comms", TwoCommunicatorsWorker},
-        {"devices", DevicesWorker}, {"rendezvous", RendezvousWorker},
-        {"trace", TraceWorker},     {"ir", IrWorker},
+        {"ops", OpsWorker},
+        {"two_comms", TwoCommunicatorsWorker},
+        {"devices", DevicesWorker},
+        {"rendezvous", RendezvousWorker},
+        {"trace", TraceWorker},
+        {"ir", IrWorker},
+        {"dead_peer", DeadPeerWorker},
     };
     auto it = workers.find(argv[2]);
     if (it == workers.end()) {

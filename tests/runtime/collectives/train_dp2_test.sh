@@ -7,7 +7,9 @@
 #   loss on the same global batch within 2e-3 (absolute; losses are ~2.3 and
 #   only float summation order differs);
 # - each rank's trace holds AllReduce slices with bytes, op, wait_ns and a
-#   collective_id, and both ranks hold the same ids.
+#   collective_id, and both ranks hold the same ids;
+# - with CPU_NUM_DEVICES=2 (two devices per rank) the replicas stay
+#   identical too.
 # usage: train_dp2_test.sh TRAIN_MNIST PODSCOPE OUTDIR
 set -eu
 train=$1; podscope=$2; out=$3
@@ -56,4 +58,23 @@ done
 [ $n -eq 2 ] || { echo "expected 2 traces in $out/job/dp2, found $n"; exit 1; }
 [ -s "$out/ids0.txt" ] || { echo "no collective ids"; exit 1; }
 cmp -s "$out/ids0.txt" "$out/ids1.txt" || { echo "collective ids differ across ranks"; exit 1; }
-echo "ok: $(wc -l < "$out/ids0.txt") all-reduces joined across 2 ranks; $h0"
+# Two devices per rank: in-process reduction, then Gloo.
+common2="MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 1)) WORLD_SIZE=2 PODSCOPE_SESSION=dp2x2 CPU_NUM_DEVICES=2"
+args2="--fake_data --steps 2 --log_every 1 --batch_size 32 --test_batches 0 --profiler_port -1"
+env $common2 RANK=0 LOCAL_RANK=0 "$train" $args2 --logdir "$out/job2" \
+  --store_dir "$out/store2" > "$out/rank0_2dev.log" 2>&1 &
+p0=$!
+env $common2 RANK=1 LOCAL_RANK=1 "$train" $args2 --logdir "$out/job2" \
+  --store_dir "$out/store2" > "$out/rank1_2dev.log" 2>&1 &
+p1=$!
+wait $p0 || rc=1
+wait $p1 || rc=1
+if [ $rc -ne 0 ]; then
+  echo "a two-device rank failed:"; cat "$out/rank0_2dev.log" "$out/rank1_2dev.log"; exit 1
+fi
+grep -q 'devices: CPU:2, CPU:3; batch 32 (8 per device)' "$out/rank1_2dev.log" || {
+  echo "rank 1 did not use global devices 2 and 3:"; cat "$out/rank1_2dev.log"; exit 1; }
+g0=$(grep '^params ' "$out/rank0_2dev.log"); g1=$(grep '^params ' "$out/rank1_2dev.log")
+[ -n "$g0" ] && [ "$g0" = "$g1" ] || {
+  echo "two-device replicas differ: rank 0 '$g0', rank 1 '$g1'"; exit 1; }
+echo "ok: $(wc -l < "$out/ids0.txt") all-reduces joined across 2 ranks; $h0; 2x2 devices $g0"
