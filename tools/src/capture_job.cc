@@ -55,13 +55,21 @@ absl::Status AddRanksToManifest(const std::string& manifest_path,
   buffer << in.rdbuf();
   std::string text = buffer.str();
   in.close();
-  // The workers appear in the manifest in the order they were asked: each
-  // entry starts with its address.
+  // The workers appear in the manifest in the order they were asked, each
+  // an object with an "address" field: the rank goes first in it.
   size_t pos = 0;
   for (const JobWorker& w : workers) {
-    const std::string needle =
-        absl::StrCat("{\"address\": \"", w.address, "\"");
-    const size_t at = text.find(needle, pos);
+    const std::string quoted = absl::StrCat("\"", w.address, "\"");
+    size_t at = std::string::npos;
+    for (size_t key = text.find("\"address\"", pos); key != std::string::npos;
+         key = text.find("\"address\"", key + 1)) {
+      size_t v = key + 9;  // past "address"
+      while (v < text.size() && (text[v] == ' ' || text[v] == ':')) ++v;
+      if (text.compare(v, quoted.size(), quoted) == 0) {
+        at = text.rfind('{', key);
+        break;
+      }
+    }
     if (at == std::string::npos) {
       return absl::InternalError(absl::StrCat("manifest ", manifest_path,
                                               " has no entry for rank ", w.rank,
@@ -69,7 +77,7 @@ absl::Status AddRanksToManifest(const std::string& manifest_path,
     }
     const std::string rank = absl::StrCat("\"rank\": ", w.rank, ", ");
     text.insert(at + 1, rank);
-    pos = at + needle.size() + rank.size();
+    pos = at + rank.size() + 1;
   }
   const size_t open = text.find('{');
   if (open == std::string::npos) {

@@ -119,8 +119,12 @@ TEST(CaptureJob, EveryRankOnLoopbackByTheCoordinatorsAddress) {
   EXPECT_THAT(capture.output(), HasSubstr("2 of 2 workers answered"));
   const std::string manifest = ReadAll(capdir + "/loop/manifest.json");
   EXPECT_THAT(manifest, HasSubstr("\"job\": \"" + coordinator + "\""));
-  EXPECT_THAT(manifest, HasSubstr("{\"rank\": 0, \"address\": \"127.0.0.1:"));
-  EXPECT_THAT(manifest, HasSubstr("{\"rank\": 1, \"address\": \"127.0.0.1:"));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(std::regex_search(
+        manifest, std::regex("\\{\"rank\": " + std::to_string(r) +
+                             ", \"address\": ?\"127\\.0\\.0\\.1:")))
+        << manifest;
+  }
   auto captured = testing::ReadRankTraces(capdir + "/loop");
   ASSERT_EQ(captured.size(), 2u) << manifest;
   for (int r = 0; r < 2; ++r) {
@@ -287,9 +291,10 @@ TEST(JobClock, ThreeHostsOneJobCapturedByName) {
   const std::string manifest = ReadAll(capdir + "/byjob/manifest.json");
   EXPECT_THAT(manifest, HasSubstr("\"job\": \"" + coordinator + "\""));
   for (int r = 0; r < 3; ++r) {
-    EXPECT_THAT(manifest,
-                HasSubstr("{\"rank\": " + std::to_string(r) +
-                          ", \"address\": \"" + hosts.address(r) + ":"));
+    EXPECT_TRUE(std::regex_search(
+        manifest, std::regex("\\{\"rank\": " + std::to_string(r) +
+                             ", \"address\": ?\"" + hosts.address(r) + ":")))
+        << manifest;
   }
   auto captured = testing::ReadRankTraces(capdir + "/byjob");
   ASSERT_EQ(captured.size(), 3u) << manifest;
