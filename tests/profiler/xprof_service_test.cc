@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/recorder.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/trace.h"
@@ -79,6 +80,20 @@ std::unique_ptr<tf::ProfilerService::Stub> Stub(const ProfilerServer& s) {
       grpc::CreateChannel(s.address(), grpc::InsecureChannelCredentials()));
 }
 
+// A Profile that arrives while a capture runs joins it (with its level), so
+// each capture below waits for the previous one to be over.
+void WaitUntilIdle(const ProfilerServer& s) {
+  auto stub = proto::ProfilerService::NewStub(
+      grpc::CreateChannel(s.address(), grpc::InsecureChannelCredentials()));
+  for (int i = 0; i < 200; ++i) {
+    grpc::ClientContext ctx;
+    proto::ProcessInfo info;
+    if (stub->GetInfo(&ctx, {}, &info).ok() && !info.capturing()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ADD_FAILURE() << "the server kept capturing";
+}
+
 tf::ProfileRequest Request(uint64_t duration_ms, uint32_t host_level,
                            uint32_t device_level) {
   tf::ProfileRequest r;
@@ -111,6 +126,16 @@ TEST(XprofService, EmitXSpaceHonoursHostAndDeviceTracerLevels) {
   ASSERT_NE(server, nullptr);
   auto stub = Stub(*server);
 
+  {  // Level 2 leaves verbose scopes out; device level 0 the devices.
+    grpc::ClientContext ctx;
+    tf::ProfileResponse response;
+    ASSERT_TRUE(stub->Profile(&ctx, Request(300, 2, 0), &response).ok());
+    auto names = Names(response.xspace());
+    EXPECT_TRUE(names["/host:CPU"].count("work"));
+    EXPECT_FALSE(names["/host:CPU"].count("detail"));
+    EXPECT_FALSE(names.count("/device:DEVICE:0"));
+  }
+  WaitUntilIdle(*server);
   {
     grpc::ClientContext ctx;
     tf::ProfileResponse response;
@@ -124,15 +149,25 @@ TEST(XprofService, EmitXSpaceHonoursHostAndDeviceTracerLevels) {
     ASSERT_TRUE(names.count("/device:DEVICE:0")) << names.size();
     EXPECT_TRUE(names["/device:DEVICE:0"].count("kernel"));
   }
-  {  // Level 2 leaves verbose scopes out; device level 0 the devices.
+  WaitUntilIdle(*server);
+  {  // max_events bounds the answer, and its warnings say so.
+    tf::ProfileRequest r = Request(300, 2, 1);
+    r.set_max_events(5);
     grpc::ClientContext ctx;
     tf::ProfileResponse response;
-    ASSERT_TRUE(stub->Profile(&ctx, Request(300, 2, 0), &response).ok());
-    auto names = Names(response.xspace());
-    EXPECT_TRUE(names["/host:CPU"].count("work"));
-    EXPECT_FALSE(names["/host:CPU"].count("detail"));
-    EXPECT_FALSE(names.count("/device:DEVICE:0"));
+    ASSERT_TRUE(stub->Profile(&ctx, r, &response).ok());
+    int events = 0;
+    for (const auto& p : response.xspace().planes()) {
+      for (const auto& l : p.lines()) {
+        if (l.name() != "Steps") events += l.events_size();
+      }
+    }
+    EXPECT_EQ(events, 5);
+    ASSERT_EQ(response.xspace().warnings_size(), 1);
+    EXPECT_NE(response.xspace().warnings(0).find("max_events 5"),
+              std::string::npos);
   }
+  WaitUntilIdle(*server);
   {  // Host level 0: only the devices.
     grpc::ClientContext ctx;
     tf::ProfileResponse response;

@@ -372,6 +372,11 @@ TEST(ImportDispatch, DetectsFormatsByContentThenExtension) {
   EXPECT_EQ(*DetectFormat(write("e.bin", std::string("\x1f\x8b\x08\x00", 4))),
             SourceFormat::kChromeJson);
   EXPECT_EQ(*DetectFormat(write("empty.xplane.pb", "")), SourceFormat::kXSpace);
+  // A podtrace whose header is damaged is still a podtrace.
+  EXPECT_EQ(*DetectFormat(write("damaged.podtrace", std::string("\x0a\x02"
+                                                                "ab",
+                                                                4))),
+            SourceFormat::kPodtrace);
   auto unknown = DetectFormat(write("notes.txt", "hello"));
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("notes.txt"), std::string::npos);

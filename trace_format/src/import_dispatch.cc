@@ -273,8 +273,12 @@ absl::StatusOr<SourceFormat> DetectFormat(const std::string& path) {
   if (!json.empty() && (json[0] == '{' || json[0] == '[')) {
     return SourceFormat::kChromeJson;
   }
+  // The XSpace test is a heuristic: a .podtrace whose header was damaged
+  // stays a podtrace (its reader says what is wrong with it).
+  const std::string name = fs::path(path).filename().string();
+  if (EndsWith(name, kFileExtension)) return SourceFormat::kPodtrace;
   if (LooksLikeXSpace(head, size)) return SourceFormat::kXSpace;
-  if (auto by_name = FormatByName(fs::path(path).filename().string())) {
+  if (auto by_name = FormatByName(name)) {
     return *by_name;
   }
   return absl::InvalidArgumentError(absl::StrCat(
