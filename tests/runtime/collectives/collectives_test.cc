@@ -405,12 +405,13 @@ int IrWorker() {
   return 0;
 }
 
-// Rank 1 dies after connecting; rank 0's next collective fails, naming it.
+// Rank 1 dies after a first collective; rank 0's next one fails, naming it.
 int DeadPeerWorker() {
   auto store = Store();
   CommunicatorOptions options;
   options.timeout = absl::Seconds(5);
   auto comm = Connect(*store, "dead", options);
+  WORKER_OK(comm->Barrier());  // both connected and past a collective
   if (comm->rank() == 1) _exit(0);
   std::vector<float> v(1000, 1.0f);
   absl::Status s = comm->AllReduce(absl::MakeSpan(v), ReduceOp::kSum);
@@ -474,7 +475,7 @@ TEST(Collectives, ADeadPeerFailsTheCollectiveWithItsName) {
   const std::string dir = testing::FreshRunDir("dead");
   auto results = RunWorkers("dead_peer", 2, dir);
   ExpectAllSucceeded(results);
-  EXPECT_THAT(results[0].output, HasSubstr("AllReduce dead#0 (rank 0 of 2)"));
+  EXPECT_THAT(results[0].output, HasSubstr("AllReduce dead#1 (rank 0 of 2)"));
 }
 
 TEST(Collectives, ConnectingWithoutPeersTimesOut) {
