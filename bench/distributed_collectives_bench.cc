@@ -238,24 +238,31 @@ int TrainWorker() {
   const int shard = kGlobalBatch / world;
   int step = 0;
   bool ok = true;
+  auto check = [&](const absl::Status& s, const char* what) {
+    if (ok && !s.ok()) {
+      std::fprintf(stderr, "rank %d: %s: %s\n", rank, what,
+                   s.ToString().c_str());
+      ok = false;
+    }
+  };
   const std::string trace_dir = dir + "/trace" + std::to_string(rank);
   double cpu = 0;  // of the last run, per step
   auto run = [&](bool profiled) {
-    if (profiled) ok = ok && profiler::StartTrace(trace_dir).ok();
+    if (profiled) check(profiler::StartTrace(trace_dir), "StartTrace");
     // Both ranks start together: starting or stopping a capture takes a
     // different time on each, and the skew would land in the first step.
-    ok = ok && (*comm)->Barrier().ok();
+    check((*comm)->Barrier(), "Barrier");
     auto t0 = Clock::now();
     const double cpu0 = ProcessCpuSeconds();
     for (int i = 0; i < kStepsPerRun; ++i, ++step) {
       mnist::Gather(data, order, step * kGlobalBatch + rank * shard, shard,
                     &images, &labels);
-      ok = ok && (*trainer)->Step(images, labels).ok();
+      check((*trainer)->Step(images, labels), "Step");
     }
-    ok = ok && (*trainer)->LastLoss().ok();
+    check((*trainer)->LastLoss().status(), "LastLoss");
     const double seconds = Seconds(t0, Clock::now()) / kStepsPerRun;
     cpu = (ProcessCpuSeconds() - cpu0) / kStepsPerRun;
-    if (profiled) ok = ok && profiler::StopTrace().ok();
+    if (profiled) check(profiler::StopTrace().status(), "StopTrace");
     return seconds;
   };
   run(false);  // compiles
@@ -303,8 +310,8 @@ void BM_DataParallelTrainStep(benchmark::State& state) {
   }
   std::printf(
       "dp2 profiling overhead: median %.2f %% (quartiles %.2f .. "
-      "%.2f %%) over paired runs\n",
-      median, q25, q75);
+      "%.2f %%) over paired runs; in process CPU time: median %.2f %%\n",
+      median, q25, q75, cpu_median);
   state.counters["train.dp2_step_ms"] = step_ms;
   state.counters["train.dp2_profiling_overhead_pct"] = median;
   state.counters["overhead_q25_pct"] = q25;

@@ -22,8 +22,10 @@
 // them) the job trains data-parallel across processes: rank 0's parameters
 // are broadcast at start, each rank takes its shard of every global batch
 // (--batch_size is the global batch), gradients are all-reduced (mean)
-// over Gloo each step. The ranks meet through a FileStore in --store_dir
-// (default $PODSCOPE_STORE_DIR, else <logdir>/.store), under a key prefix
+// over Gloo each step. The ranks join the job with Job::Init (rank 0
+// hosts the coordinator at MASTER_ADDR:MASTER_PORT) and meet through its
+// store; with --store_dir DIR (or $PODSCOPE_STORE_DIR) they meet through a
+// FileStore in DIR instead, without a coordinator. Keys go under a prefix
 // of the session id ($PODSCOPE_SESSION, else "job-<MASTER_PORT>"); every
 // rank writes its trace into <logdir>/<session>/ and serves its profiler on
 // --profiler_port + LOCAL_RANK. At the end each rank prints a hash of its
@@ -49,6 +51,7 @@
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/client.h"
 #include "podscope/runtime/collectives.h"
+#include "podscope/runtime/distributed.h"
 #include "podscope/runtime/file_store.h"
 
 namespace {
@@ -198,6 +201,24 @@ int Run(const Flags& flags) {
   // probes) and, when it is not recording itself, captured remotely with
   // `podscope capture --service_addr localhost:9012`. A port in use is
   // reported and training goes on without the server.
+  // Joining the job comes first: the client then spans every rank's
+  // devices. Without --store_dir the job's coordinator is the store.
+  std::string store_dir = flags.store_dir;
+  if (store_dir.empty()) {
+    const char* env = std::getenv("PODSCOPE_STORE_DIR");
+    if (env != nullptr) store_dir = env;
+  }
+  std::shared_ptr<rt::Job> job_membership;
+  if (job.world_size > 1 && store_dir.empty()) {
+    PODSCOPE_TRACE("job_init");
+    rt::InitOptions init;
+    // This program serves its own profiler (below).
+    init.start_profiler_server = false;
+    auto joined = rt::Job::Init(init);
+    if (!joined.ok()) return Fail(joined.status());
+    job_membership = *std::move(joined);
+  }
+
   std::unique_ptr<prof::ProfilerServer> server;
   if (flags.profiler_port >= 0) {
     auto started = prof::StartServer(
@@ -241,7 +262,7 @@ int Run(const Flags& flags) {
   if (!client_options.ok()) return Fail(client_options.status());
   auto topology = rt::LocalTopology(*client_options);
   if (!topology.ok()) return Fail(topology.status());
-  if (job.world_size > 1) {
+  if (job.world_size > 1 && job_membership == nullptr) {
     // Every process has the same devices; global ids go process by process.
     const std::vector<rt::DeviceDescription> local = topology->devices;
     topology->process_index = job.rank;
@@ -256,7 +277,9 @@ int Run(const Flags& flags) {
       }
     }
   }
-  auto client = rt::Client::Create(*client_options, *topology);
+  auto client = job_membership != nullptr
+                    ? rt::CreateClient(*client_options)
+                    : rt::Client::Create(*client_options, *topology);
   if (!client.ok()) return Fail(client.status());
   const absl::Span<rt::Device* const> devices =
       (*client)->addressable_devices();
@@ -268,27 +291,29 @@ int Run(const Flags& flags) {
   }
   const int shard = n / job.world_size;
 
-  std::unique_ptr<rt::KeyValueStore> store;
+  std::unique_ptr<rt::KeyValueStore> file_store;
+  rt::KeyValueStore* store = nullptr;
   std::unique_ptr<rt::Communicator> communicator;
   const std::string prefix = "train_mnist/" + job.session;
   if (job.world_size > 1) {
     PODSCOPE_TRACE("connect");
-    std::string store_dir = flags.store_dir;
-    if (store_dir.empty()) {
-      const char* env = std::getenv("PODSCOPE_STORE_DIR");
-      store_dir = env && *env ? env : flags.logdir + "/.store";
+    if (job_membership != nullptr) {
+      store = &job_membership->store();
+    } else {
+      auto opened = rt::OpenFileStore(store_dir);
+      if (!opened.ok()) return Fail(opened.status());
+      file_store = *std::move(opened);
+      store = file_store.get();
     }
-    auto opened = rt::OpenFileStore(store_dir);
-    if (!opened.ok()) return Fail(opened.status());
-    store = *std::move(opened);
     rt::CommunicatorOptions comm_options;
     comm_options.trace_device = devices[0];
     auto comm = rt::Communicator::Create(*store, job.rank, job.world_size,
                                          prefix, comm_options);
     if (!comm.ok()) return Fail(comm.status());
     communicator = *std::move(comm);
-    std::printf("rank %d of %d connected (store %s)\n", job.rank,
-                job.world_size, store_dir.c_str());
+    std::printf("rank %d of %d connected (%s)\n", job.rank, job.world_size,
+                job_membership != nullptr ? "job coordinator"
+                                          : ("store " + store_dir).c_str());
   }
   mnist::TrainerOptions trainer_options;
   trainer_options.communicator = communicator.get();
@@ -375,6 +400,9 @@ int Run(const Flags& flags) {
   }
   auto path = prof::StopTrace();
   if (!path.ok()) return Fail(path.status());
+  if (job_membership != nullptr) {
+    if (absl::Status s = job_membership->Shutdown(); !s.ok()) return Fail(s);
+  }
   const rt::CompileCacheStats cache = (*client)->compile_cache_stats();
   std::printf(
       "trained %d steps in %.1f s (%.2f s/step); compiles: %lld "

@@ -143,10 +143,31 @@ std::chrono::milliseconds Communicator::State::timeout() const {
       std::max<int64_t>(1, absl::ToInt64Milliseconds(options.timeout)));
 }
 
-absl::Status Communicator::State::Run(
-    const Call& call, const std::function<absl::Status(uint32_t)>& body) {
+uint64_t Communicator::State::TakeTicket() {
   std::lock_guard<std::mutex> lock(mu);
-  const uint64_t seq = sequence++;
+  return next_ticket++;
+}
+
+absl::Status Communicator::State::Run(
+    const Call& call, const std::function<absl::Status(uint32_t)>& body,
+    int64_t ticket) {
+  std::unique_lock<std::mutex> lock(mu);
+  const uint64_t seq =
+      ticket < 0 ? next_ticket++ : static_cast<uint64_t>(ticket);
+  if (!turn.wait_for(lock, timeout(), [&] { return serving == seq; })) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        call.name, " ", prefix, "#", seq, " (rank ", rank, "): collective #",
+        serving, " issued before it has not run within ",
+        absl::FormatDuration(options.timeout)));
+  }
+  // The next ticket's turn comes when this one is done, however it ends.
+  struct NextTurn {
+    State* st;
+    ~NextTurn() {
+      ++st->serving;
+      st->turn.notify_all();
+    }
+  } next_turn{this};
   const uint32_t tag = static_cast<uint32_t>(seq);
   const std::string id = absl::StrCat(prefix, "#", seq);
   const bool recording = profiler::IsRecording();

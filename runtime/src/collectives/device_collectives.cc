@@ -43,10 +43,11 @@ absl::Status CheckLocal(absl::string_view op,
 }
 
 // results[0] (on local[0]'s device) is defined by `work` on that device's
-// stream; every other device copies it.
+// stream; every other device copies it. `work` always runs (it holds a
+// ticket), with the inputs' error and no output when an input failed.
 absl::StatusOr<std::vector<BufferPtr>> RunOnFirstStream(
     absl::Span<const BufferPtr> local,
-    std::function<absl::Status(void* out)> work) {
+    std::function<absl::Status(absl::Status inputs, void* out)> work) {
   Device* home = local[0]->device();
   const Shape shape = local[0]->shape();
   BufferPtr first = BufferAccess::CreatePending(shape, home);
@@ -62,7 +63,7 @@ absl::StatusOr<std::vector<BufferPtr>> RunOnFirstStream(
           status = allocated.status();
           if (status.ok()) storage = *std::move(allocated);
         }
-        if (status.ok()) status = work(storage->data());
+        status = work(status, status.ok() ? storage->data() : nullptr);
         BufferAccess::Define(*first, status.ok() ? storage : nullptr, status);
       });
   std::vector<BufferPtr> results = {first};
@@ -88,21 +89,28 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
   const int participants = st->world_size * static_cast<int>(local.size());
   const profiler::TrackHandle track =
       internal::StreamTrackOf(*local[0]->device());
-  return RunOnFirstStream(
-      local, [st, inputs, shape, op, fn = *fn, participants, track](void* out) {
-        const int64_t count = shape.num_elements();
-        const int64_t bytes = shape.byte_size();
-        if (bytes > 0) std::memcpy(out, BufferAccess::Data(*inputs[0]), bytes);
-        for (size_t i = 1; i < inputs.size(); ++i) {
-          fn(out, out, BufferAccess::Data(*inputs[i]), count);
-        }
-        State::Call call{"AllReduce", "ring",       ReduceOpName(op),
-                         bytes,       participants, track};
-        return st->Run(call, [&](uint32_t tag) {
+  const int64_t ticket = static_cast<int64_t>(st->TakeTicket());
+  return RunOnFirstStream(local, [st, inputs, shape, op, fn = *fn, participants,
+                                  track, ticket](absl::Status in, void* out) {
+    const int64_t count = shape.num_elements();
+    const int64_t bytes = shape.byte_size();
+    State::Call call{"AllReduce", "ring",       ReduceOpName(op),
+                     bytes,       participants, track};
+    return st->Run(
+        call,
+        [&](uint32_t tag) {
+          if (!in.ok()) return in;
+          if (bytes > 0) {
+            std::memcpy(out, BufferAccess::Data(*inputs[0]), bytes);
+          }
+          for (size_t i = 1; i < inputs.size(); ++i) {
+            fn(out, out, BufferAccess::Data(*inputs[i]), count);
+          }
           return st->AllReduceInPlace(shape.element_type(), out, count, op, tag,
                                       participants);
-        });
-      });
+        },
+        ticket);
+  });
 }
 
 absl::StatusOr<std::vector<BufferPtr>> Communicator::Broadcast(
@@ -117,22 +125,27 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::Broadcast(
   const profiler::TrackHandle track =
       internal::StreamTrackOf(*local[0]->device());
   const int participants = st->world_size * static_cast<int>(local.size());
-  return RunOnFirstStream(local, [st, source, root, track,
-                                  participants](void* out) {
+  const int64_t ticket = static_cast<int64_t>(st->TakeTicket());
+  return RunOnFirstStream(local, [st, source, root, track, participants,
+                                  ticket](absl::Status in, void* out) {
     const Shape& shape = source->shape();
     const int64_t bytes = shape.byte_size();
-    if (bytes > 0) std::memcpy(out, BufferAccess::Data(*source), bytes);
     State::Call call{"Broadcast", "one_to_all", "", bytes, participants, track};
-    return st->Run(call, [&](uint32_t tag) {
-      if (bytes == 0 || st->world_size == 1) return absl::OkStatus();
-      gloo::BroadcastOptions opts(st->context);
-      opts.setOutput(static_cast<uint8_t*>(out), bytes);
-      opts.setRoot(root);
-      opts.setTag(tag);
-      opts.setTimeout(st->timeout());
-      gloo::broadcast(opts);
-      return absl::OkStatus();
-    });
+    return st->Run(
+        call,
+        [&](uint32_t tag) {
+          if (!in.ok()) return in;
+          if (bytes > 0) std::memcpy(out, BufferAccess::Data(*source), bytes);
+          if (bytes == 0 || st->world_size == 1) return absl::OkStatus();
+          gloo::BroadcastOptions opts(st->context);
+          opts.setOutput(static_cast<uint8_t*>(out), bytes);
+          opts.setRoot(root);
+          opts.setTag(tag);
+          opts.setTimeout(st->timeout());
+          gloo::broadcast(opts);
+          return absl::OkStatus();
+        },
+        ticket);
   });
 }
 

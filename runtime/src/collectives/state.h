@@ -5,6 +5,7 @@
 // (communicator.cc) and its buffer and tensor forms (device_collectives.cc).
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,9 +33,14 @@ struct Communicator::State {
   std::shared_ptr<gloo::Context> context;
   profiler::TrackHandle default_track;
 
-  // Serializes operations: their order defines the sequence numbers.
+  // Orders operations: each takes a ticket (its sequence number) when it is
+  // issued and runs when its turn comes, so collectives enqueued on device
+  // streams and those called on host threads run in the order the process
+  // issued them, on every rank alike.
   std::mutex mu;
-  uint64_t sequence = 0;                                      // guarded by mu
+  std::condition_variable turn;
+  uint64_t next_ticket = 0;                                   // guarded by mu
+  uint64_t serving = 0;                                       // guarded by mu
   absl::flat_hash_map<std::string, int64_t> rendezvous_uses;  // guarded by mu
 
   std::chrono::milliseconds timeout() const;
@@ -50,11 +56,14 @@ struct Communicator::State {
     profiler::TrackHandle track;  // invalid: default_track
     bool measure_wait = true;     // Barrier and Rendezvous do not
   };
-  // Runs `body(tag)` under mu as the next collective: the wait barrier (when
-  // recording), the trace slice, and exceptions turned into errors naming
-  // the collective.
+  uint64_t TakeTicket();
+  // Runs `body(tag)` as collective `ticket` (a fresh ticket when negative)
+  // once every earlier ticket has run: the wait barrier, the trace slice,
+  // and exceptions turned into errors naming the collective. Every ticket
+  // taken must be run, or later ones wait (up to the timeout).
   absl::Status Run(const Call& call,
-                   const std::function<absl::Status(uint32_t tag)>& body);
+                   const std::function<absl::Status(uint32_t tag)>& body,
+                   int64_t ticket = -1);
 
   // The host all-reduce in place; `divisor` divides for kMean (the number
   // of contributions summed). Call it from inside Run's body: Gloo

@@ -270,6 +270,24 @@ int DevicesWorker() {
         *v == std::vector<float>({4.0f * n / 2 * 1, 4.0f * n, rank_sum}),
         "tensor sum on device %d: %f %f %f", d, (*v)[0], (*v)[1], (*v)[2]);
   }
+  // Issue order holds across a device stream and the host: rank 0's
+  // tensor is still being computed (a large matmul) when the host issues
+  // the next collective, yet both run in the order they were issued.
+  {
+    Tensor m = contexts[0]->Full(F32Shape({rank == 0 ? 600 : 2, 600}), 0.01f);
+    Tensor w = contexts[0]->Full(F32Shape({600, 600}), 0.01f);
+    Tensor slow = Sum(Matmul(Matmul(m, w), w), {0, 1});
+    auto reduced_slow = AllReduce(*comm, {Reshape(slow, {1})}, ReduceOp::kMax);
+    WORKER_OK(reduced_slow.status());
+    std::vector<int32_t> quick = {rank + 1};
+    WORKER_OK(comm->AllReduce(absl::MakeSpan(quick), ReduceOp::kSum));
+    WORKER_CHECK(quick[0] == world * (world + 1) / 2, "host sum %d", quick[0]);
+    auto v = (*reduced_slow)[0].ToVector<float>();
+    WORKER_OK(v.status());
+    const float big = 600 * 600 * (600 * 0.01f * 0.01f) * (600 * 0.01f);
+    WORKER_CHECK(std::abs((*v)[0] - big) < big * 1e-3, "slow max %f vs %f",
+                 (*v)[0], big);
+  }
   std::vector<std::vector<Tensor>*> lists = {&params[0], &params[1]};
   WORKER_OK(BroadcastMasterParams(*comm, lists));
   for (int d = 0; d < 2; ++d) {
@@ -387,12 +405,13 @@ int IrWorker() {
   return 0;
 }
 
-// Rank 1 dies after connecting; rank 0's next collective fails, naming it.
+// Rank 1 dies after a first collective; rank 0's next one fails, naming it.
 int DeadPeerWorker() {
   auto store = Store();
   CommunicatorOptions options;
   options.timeout = absl::Seconds(5);
   auto comm = Connect(*store, "dead", options);
+  WORKER_OK(comm->Barrier());  // both connected and past a collective
   if (comm->rank() == 1) _exit(0);
   std::vector<float> v(1000, 1.0f);
   absl::Status s = comm->AllReduce(absl::MakeSpan(v), ReduceOp::kSum);
@@ -456,7 +475,7 @@ TEST(Collectives, ADeadPeerFailsTheCollectiveWithItsName) {
   const std::string dir = testing::FreshRunDir("dead");
   auto results = RunWorkers("dead_peer", 2, dir);
   ExpectAllSucceeded(results);
-  EXPECT_THAT(results[0].output, HasSubstr("AllReduce dead#0 (rank 0 of 2)"));
+  EXPECT_THAT(results[0].output, HasSubstr("AllReduce dead#1 (rank 0 of 2)"));
 }
 
 TEST(Collectives, ConnectingWithoutPeersTimesOut) {

@@ -175,7 +175,9 @@ TEST(ParallelLoader, ItsWorkIsInTheTrace) {
   for (const auto& s : thread->events.slices) {
     prepares += file.Name(s.name) == "loader_prepare";
   }
-  EXPECT_EQ(prepares, 4);
+  // Four batches, and possibly the call that found the end of the data.
+  EXPECT_GE(prepares, 4);
+  EXPECT_LE(prepares, 5);
   const auto* transfers = file.Track("device 0 transfers");
   ASSERT_NE(transfers, nullptr);
   int to_device = 0;

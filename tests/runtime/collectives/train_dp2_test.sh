@@ -1,6 +1,8 @@
 #!/bin/sh
 # examples/train_mnist as a two-process data-parallel job on synthetic data
-# (ranks started by hand with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT),
+# (ranks started by hand with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT;
+# the first job meets through Job::Init's coordinator, the second, with two
+# devices per rank, through a FileStore),
 # against the same job in one process on the same global batch:
 # - both ranks end with bitwise identical parameters (same "params" hash);
 # - every step's loss (the mean over both ranks) matches the single-process
@@ -18,10 +20,10 @@ args="--fake_data --steps 3 --log_every 1 --batch_size 32 --test_batches 0 --pro
 port=$(( 20000 + $$ % 20000 ))
 common="MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 PODSCOPE_SESSION=dp2"
 env $common RANK=0 LOCAL_RANK=0 "$train" $args --logdir "$out/job" \
-  --store_dir "$out/store" > "$out/rank0.log" 2>&1 &
+  > "$out/rank0.log" 2>&1 &
 p0=$!
 env $common RANK=1 LOCAL_RANK=1 "$train" $args --logdir "$out/job" \
-  --store_dir "$out/store" > "$out/rank1.log" 2>&1 &
+  > "$out/rank1.log" 2>&1 &
 p1=$!
 rc=0
 wait $p0 || rc=1
@@ -72,8 +74,12 @@ wait $p1 || rc=1
 if [ $rc -ne 0 ]; then
   echo "a two-device rank failed:"; cat "$out/rank0_2dev.log" "$out/rank1_2dev.log"; exit 1
 fi
+grep -q 'connected (store ' "$out/rank1_2dev.log" || {
+  echo "the two-device job did not use its FileStore"; exit 1; }
 grep -q 'devices: CPU:2, CPU:3; batch 32 (8 per device)' "$out/rank1_2dev.log" || {
   echo "rank 1 did not use global devices 2 and 3:"; cat "$out/rank1_2dev.log"; exit 1; }
+grep -q 'connected (job coordinator)' "$out/rank1.log" || {
+  echo "the first job did not meet through Job::Init"; exit 1; }
 g0=$(grep '^params ' "$out/rank0_2dev.log"); g1=$(grep '^params ' "$out/rank1_2dev.log")
 [ -n "$g0" ] && [ "$g0" = "$g1" ] || {
   echo "two-device replicas differ: rank 0 '$g0', rank 1 '$g1'"; exit 1; }

@@ -8,9 +8,13 @@
 // Contract:
 // - A Communicator spans `world_size` processes (ranks 0..world_size-1),
 //   one Communicator object per process. Every rank must issue the same
-//   collectives in the same order; calls on one Communicator are
-//   serialized (several in flight need several communicators, each with
-//   its own key prefix).
+//   collectives in the same order. A Communicator runs its collectives one
+//   at a time in the order this process issued them: host calls when
+//   called, buffer and tensor forms when called (not when their device
+//   stream gets to them), the all_reduce IR op when its kernel runs (so do
+//   not mix that op with other calls on one communicator while an
+//   execution is in flight). Several in flight at once need several
+//   communicators, each with its own key prefix.
 // - Every dtype of the runtime (f32, i32, pred). ReduceOp on pred: kSum and
 //   kMax are logical or, kMin logical and, kMean is InvalidArgument. On
 //   i32, kMean is the sum divided by the participants, truncated.
