@@ -229,6 +229,19 @@ TEST_F(ChromeImportTest, EscapesAndEventsAcrossReadBlocks) {
   EXPECT_EQ(r->metadata().attributes().at("json.after"), "end\"");
 }
 
+TEST_F(ChromeImportTest, MemberNamesThatAreNotUtf8KeepTheMetadataReadable) {
+  // Attribute keys are proto strings: invalid UTF-8 there would make the
+  // whole metadata record unreadable.
+  auto r = Import(
+      "{\"a\xff\xfe\": \"v\", \"traceEvents\": [{\"ph\": \"X\", \"pid\": "
+      "1, "
+      "\"tid\": 1, \"ts\": 1, \"dur\": 1, \"name\": \"n\"}]}");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->metadata().pid(), 1);
+  EXPECT_EQ(r->metadata().attributes().at("json.a__"), "v");
+  EXPECT_EQ(r->known_event_count(), 1u);
+}
+
 TEST_F(ChromeImportTest, UnmatchedBeginAndEndAreKeptAndReported) {
   ChromeImportResult result;
   auto r = Import(R"([

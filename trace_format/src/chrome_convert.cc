@@ -27,6 +27,16 @@ bool IsLaunchCategory(std::string_view cat) {
          cat == "Driver" || cat == "hip_runtime";
 }
 
+// A metadata attribute key (a proto `string`, which must be valid UTF-8)
+// from a JSON member name: printable ASCII kept, any other byte '_'.
+std::string AttributeKey(std::string_view prefix, std::string_view name) {
+  std::string key(prefix);
+  for (char c : name) {
+    key.push_back(c >= 0x20 && c < 0x7f ? c : '_');
+  }
+  return key;
+}
+
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && absl::ascii_isspace(s.front())) s.remove_prefix(1);
   while (!s.empty() && absl::ascii_isspace(s.back())) s.remove_suffix(1);
@@ -167,7 +177,7 @@ absl::Status ChromeConverter::HandleMember(const JsonItem& item) {
       std::string_view raw = Trim(v.raw_json_token());
       if (!raw.empty() && raw.front() == '"')
         raw = raw.substr(1, raw.size() - 2);
-      attributes_["distributedInfo." + k] = std::string(raw);
+      attributes_[AttributeKey("distributedInfo.", k)] = std::string(raw);
       int64_t value;
       if (k == "rank" || k == "world_size") {
         if (!absl::SimpleAtoi(A(raw), &value) || value < 0 ||
@@ -189,7 +199,7 @@ absl::Status ChromeConverter::HandleMember(const JsonItem& item) {
   if (item.key == "schemaVersion" || item.key == "deviceProperties") {
     kineto_ = true;
   }
-  attributes_[absl::StrCat("json.", A(item.key))] =
+  attributes_[AttributeKey("json.", item.key)] =
       std::string(raw.substr(0, 4096));
   return absl::OkStatus();
 }
