@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/profiler/clock_sync.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/writer.h"
 #include "src/external_events.h"
@@ -83,6 +84,8 @@ class Session {
     WriteMetadata();
     internal::BufferRegistry::Get().set_max_blocks_per_thread(
         std::max<uint32_t>(options_.max_blocks_per_thread, 1));
+    internal::BufferRegistry::Get().set_max_blocks_total(
+        std::max<uint32_t>(options_.max_blocks_total, 1));
     external_drop_base_ = internal::ExternalEvents::Get().dropped();
     internal::ExternalEvents::Get().Clear();
     internal::g_level.store(static_cast<int>(options_.level),
@@ -236,6 +239,12 @@ class Session {
     {
       std::lock_guard<std::mutex> drain(drain_mutex_);
       DrainPassLocked(/*counters=*/true);
+      if (owner_ == 0) {  // remote captures measure their own offsets
+        internal::DrainReferenceClockOffsets(
+            &clock_cursor_, [&](const tf::proto::ClockOffset& o) {
+              writer_->AddClockOffset(o);
+            });
+      }
       // A capture's stream failing (its clients gone) is the capture's
       // end, not this trace's error.
       if (tap_) (void)tap_->Flush();
@@ -271,6 +280,7 @@ class Session {
   const ClockSkew skew_;
   internal::RecordingClock clock_;  // calibration guarded by drain_mutex_
   uint64_t facts_generation_ = 0;
+  uint64_t clock_cursor_ = internal::kClockCursorStart;  // drain_mutex_
   uint64_t external_drop_base_ = 0;
 
   std::mutex stats_mutex_;

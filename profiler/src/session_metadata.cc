@@ -80,6 +80,7 @@ tf::proto::Metadata RecordingMetadata(const TraceOptions& options,
   opts["level"] = absl::StrCat(static_cast<int>(options.level));
   opts["flush_interval_ms"] = absl::StrCat(options.flush_interval.count());
   opts["max_blocks_per_thread"] = absl::StrCat(options.max_blocks_per_thread);
+  opts["max_blocks_total"] = absl::StrCat(options.max_blocks_total);
   opts["sampling_hz"] = absl::StrCat(options.sampling_hz);
   opts["clock"] = clock.calibration.tsc ? "tsc" : "clock_gettime";
   if (skew.active()) {

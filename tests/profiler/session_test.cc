@@ -214,6 +214,44 @@ TEST(Session, FullBuffersDropAndCountExactlyWithoutBlocking) {
   EXPECT_EQ(recorded + dropped, static_cast<uint64_t>(kAttempts));
 }
 
+// max_blocks_total bounds all threads together: once it is spent, a thread
+// under its own bound drops (and counts) too.
+TEST(Session, TheSessionBudgetBoundsAllThreadsTogether) {
+  const std::string dir = FreshDir("session_budget");
+  TraceOptions options;
+  options.max_blocks_per_thread = 4;
+  options.max_blocks_total = 6;
+  options.flush_interval = std::chrono::hours(1);  // the writer never drains
+  options.process_counters = false;
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  constexpr int kAttempts = 50000;
+  for (const char* name : {"first", "second"}) {
+    std::thread([&] {
+      SetThreadName(name);
+      for (int i = 0; i < kAttempts; ++i) PODSCOPE_TRACE("budgeted");
+    }).join();
+  }
+  auto path = StopTrace();
+  ASSERT_TRUE(path.ok());
+  const auto file = ReadTraceFile(*path);
+  uint64_t recorded[2] = {0, 0};
+  int i = 0;
+  for (const char* name : {"first", "second"}) {
+    auto tracks = file.TracksNamed(name);
+    ASSERT_EQ(tracks.size(), 1u) << name;
+    recorded[i] = tracks[0]->events.slices.size();
+    const auto& drops = file.reader->drop_counts();
+    const auto it = drops.find(tracks[0]->track.id());
+    const uint64_t dropped = it == drops.end() ? 0 : it->second;
+    EXPECT_EQ(recorded[i] + dropped, static_cast<uint64_t>(kAttempts)) << name;
+    ++i;
+  }
+  EXPECT_LE(recorded[0], 4u * 2048);
+  // The second thread had its own 4 blocks left but not the session's.
+  EXPECT_LT(recorded[1], 4u * 2048);
+  EXPECT_LE(recorded[0] + recorded[1], 6u * 2048);
+}
+
 TEST(Session, WriterRecyclesBlocksSoABusyThreadLosesNothing) {
   const std::string dir = FreshDir("recycle");
   TraceOptions options;

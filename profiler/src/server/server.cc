@@ -23,6 +23,7 @@
 #include "src/server/capture_hub.h"
 #include "src/server/probe_responder.h"
 #include "src/server/server_internal.h"
+#include "src/server/xprof_service.h"
 #include "src/session_internal.h"
 
 namespace podscope::profiler {
@@ -64,9 +65,12 @@ class Service final : public pb::ProfilerService::Service {
       : options_(options),
         token_(std::move(token)),
         hub_(options),
+        xprof_(internal::MakeXprofService(options_, token_, &hub_)),
         probes_(std::move(probes)) {}
 
   void Shutdown() { hub_.StopAll(); }
+  // XProf's tensorflow.ProfilerService, on the same captures.
+  grpc::Service* xprof() { return xprof_.get(); }
 
   Status GetInfo(ServerContext* ctx, const pb::GetInfoRequest*,
                  pb::ProcessInfo* info) override {
@@ -178,6 +182,7 @@ class Service final : public pb::ProfilerService::Service {
   const ServerOptions options_;
   const std::string token_;
   internal::CaptureHub hub_;
+  std::unique_ptr<grpc::Service> xprof_;
   // Null when the UDP port could not be bound: clients probe through gRPC.
   std::unique_ptr<internal::ProbeResponder> probes_;
 };
@@ -303,6 +308,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   int bound = 0;
   builder.AddListeningPort(listen, creds, &bound);
   builder.RegisterService(service.get());
+  builder.RegisterService(service->xprof());
   // A second server on a port in use must fail, not share it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(1 << 20);
