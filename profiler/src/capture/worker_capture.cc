@@ -145,13 +145,19 @@ struct StreamOutcome {
 
 // Writes every message of the stream into `file` as it arrives.
 StreamOutcome ReceiveStream(
+    grpc::ClientContext* ctx,
     grpc::ClientReaderInterface<pb::CaptureData>* reader,
     tf::StreamedFile* file, CancelStopper* stopper, WorkerResult* result,
     CaptureShared* shared) {
   StreamOutcome out;
   pb::CaptureData data;
   while (reader->Read(&data)) {
-    if (out.file_status.ok()) out.file_status = file->Append(data.records());
+    if (out.file_status.ok()) {
+      out.file_status = file->Append(data.records());
+      // Nothing more can be kept: leave the capture (it goes on for the
+      // worker's other clients).
+      if (IsLocalWriteError(out.file_status)) ctx->TryCancel();
+    }
     if (!data.session_id().empty()) stopper->SetSession(data.session_id());
     shared->Received(data.records().size(), data.events() - result->events);
     result->events = data.events();
@@ -169,12 +175,12 @@ StreamOutcome ReceiveStream(
 absl::Status StreamError(const WorkerConnection& worker, const StreamOutcome& o,
                          const tf::StreamedFile& file,
                          const std::string& path) {
-  if (!o.status.ok()) return worker.Error("Capture", o.status);
   if (IsLocalWriteError(o.file_status)) {
     return absl::Status(o.file_status.code(),
                         absl::StrCat(worker.address(), ": cannot write ", path,
                                      ": ", o.file_status.message()));
   }
+  if (!o.status.ok()) return worker.Error("Capture", o.status);
   if (!o.file_status.ok()) {
     return absl::DataLossError(
         absl::StrCat(worker.address(), ": ", o.file_status.message()));
@@ -300,8 +306,8 @@ void CaptureWorker(const CaptureOptions& options, const std::string& dir,
       during = std::make_unique<ProbesThroughCapture>(
           &worker, std::chrono::milliseconds(100), 4);
     }
-    outcome =
-        ReceiveStream(reader.get(), file->get(), &stopper, result, shared);
+    outcome = ReceiveStream(&ctx, reader.get(), file->get(), &stopper, result,
+                            shared);
     if (during) {
       for (const ClockEstimate& e : during->End()) probes.push_back(e);
     }
