@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -173,6 +174,21 @@ TEST(Wrapping, SaturatingRound) {
   EXPECT_EQ(SaturatingRound(std::numeric_limits<double>::infinity()), kMax);
   EXPECT_EQ(SaturatingRound(-std::numeric_limits<double>::infinity()), kMin);
   EXPECT_EQ(SaturatingRound(std::nan("")), 0);
+}
+
+TEST(Wrapping, SaturatingRoundIsLlroundWithinRange) {
+  for (double v : {0.0, -0.0, 0.49999999999999994, 0.5, -0.5, 1.5, 2.5, -2.5,
+                   4503599627370495.5, 4503599627370496.0, -4503599627370495.5,
+                   9.1e18, -9.1e18, 123456.49999, -123456.50001}) {
+    EXPECT_EQ(SaturatingRound(v), std::llround(v)) << v;
+  }
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 100000; ++i) {
+    const double scale = std::ldexp(1.0, static_cast<int>(rng() % 62));
+    const double v =
+        (static_cast<double>(rng()) / 1.8446744073709552e19 - 0.5) * scale;
+    ASSERT_EQ(SaturatingRound(v), std::llround(v)) << v;
+  }
 }
 
 TEST(Integral, WholeNumbersThatSurviveInt64) {

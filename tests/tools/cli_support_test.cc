@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "flags.h"
-#include "json_writer.h"
 #include "text_format.h"
 
 namespace podscope::tools {
@@ -86,53 +85,6 @@ TEST_F(FlagParserTest, ErrorsNameTheFlagAndWhatWasExpected) {
   EXPECT_EQ(message({"--top", "-1"}),
             "--top expects a number from 0 to 100, got -1");
   EXPECT_EQ(message({"--json=yes"}), "--json takes no value");
-}
-
-TEST(JsonWriter, WritesIndentedValidJson) {
-  std::string out;
-  JsonWriter j(&out);
-  j.BeginObject();
-  j.Field("name", "a \"quoted\"\n\x01 name");
-  j.Field("count", uint64_t{18446744073709551615u});
-  j.Field("delta", int64_t{-5});
-  j.Field("ok", true);
-  j.Key("nothing").Null();
-  j.Key("ratio").Double(0.1);
-  j.Key("nan").Double(std::numeric_limits<double>::quiet_NaN());
-  j.Key("empty").BeginArray().EndArray();
-  j.Key("list").BeginArray().Int(1).BeginObject().EndObject().EndArray();
-  j.EndObject();
-  EXPECT_EQ(out,
-            "{\n"
-            "  \"name\": \"a \\\"quoted\\\"\\n\\u0001 name\",\n"
-            "  \"count\": 18446744073709551615,\n"
-            "  \"delta\": -5,\n"
-            "  \"ok\": true,\n"
-            "  \"nothing\": null,\n"
-            "  \"ratio\": 0.1,\n"
-            "  \"nan\": null,\n"
-            "  \"empty\": [],\n"
-            "  \"list\": [\n"
-            "    1,\n"
-            "    {}\n"
-            "  ]\n"
-            "}\n");
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  ASSERT_EQ(parser.parse(out).get(doc), simdjson::SUCCESS);
-  std::string_view name;
-  ASSERT_EQ(doc["name"].get(name), simdjson::SUCCESS);
-  EXPECT_EQ(name, "a \"quoted\"\n\x01 name");
-  uint64_t count = 0;
-  ASSERT_EQ(doc["count"].get(count), simdjson::SUCCESS);
-  EXPECT_EQ(count, 18446744073709551615u);
-}
-
-TEST(JsonWriter, TopLevelArray) {
-  std::string out;
-  JsonWriter j(&out);
-  j.BeginArray().String("x").EndArray();
-  EXPECT_EQ(out, "[\n  \"x\"\n]\n");
 }
 
 TEST(TextFormat, DurationsUseThreeDigitsAndTheLargestFittingUnit) {

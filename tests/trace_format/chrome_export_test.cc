@@ -431,35 +431,5 @@ TEST_F(ChromeExportTest, UnwritablePathIsAnErrorNamingIt) {
   EXPECT_NE(stats.status().message().find(path), std::string_view::npos);
 }
 
-TEST(AppendJsonString, EscapesWhatJsonRequires) {
-  std::string out;
-  AppendJsonString("a\"b\\c/\n\r\t\b\f\x01\x1f\x7f", &out);
-  EXPECT_EQ(out, "\"a\\\"b\\\\c/\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\"");
-  out.clear();
-  AppendJsonString(std::string("nul\0in", 6), &out);
-  EXPECT_EQ(out, "\"nul\\u0000in\"");
-  out.clear();
-  AppendJsonString("\xE6\x97\xA5\xF0\x9F\x9A\x80", &out);
-  EXPECT_EQ(out, "\"\xE6\x97\xA5\xF0\x9F\x9A\x80\"") << "UTF-8 passes through";
-}
-
-TEST(AppendJsonString, InvalidUtf8StillMakesValidJson) {
-  // A name cut in the middle of a character, a stray continuation byte, an
-  // overlong encoding, a surrogate: strict JSON parsers reject these bytes.
-  for (const std::string& bad :
-       {std::string("cut \xE6\x97"), std::string("\x80stray"),
-        std::string("over\xC0\xAFlong"), std::string("sur\xED\xA0\x80gate"),
-        std::string("\xFF\xFE")}) {
-    std::string json;
-    AppendJsonString(bad, &json);
-    simdjson::dom::parser parser;
-    std::string_view value;
-    EXPECT_EQ(parser.parse(json).get(value), simdjson::SUCCESS)
-        << "not valid JSON: " << json;
-    EXPECT_NE(value.find("\xEF\xBF\xBD"), std::string_view::npos)
-        << "replaced with U+FFFD";
-  }
-}
-
 }  // namespace
 }  // namespace podscope::trace_format

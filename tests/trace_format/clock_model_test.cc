@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <random>
+
 #include "podscope/trace_format/writer.h"
 #include "test_util.h"
 
@@ -114,6 +117,48 @@ TEST(ClockModel, BuiltFromAFilesClockRecords) {
   EXPECT_EQ(model.ToReference(500'000), 501'500);
   EXPECT_DOUBLE_EQ(model.DriftPpm(), -1'000.0);
   EXPECT_EQ(model.ToRealtime(10), 565);
+}
+
+TEST(ClockModel, CursorEqualsToReferenceBitForBit) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    proto::ClockRecord record;
+    const int points = static_cast<int>(rng() % 6);
+    for (int i = 0; i < points; ++i) {
+      proto::ClockOffset* o = record.add_offsets();
+      o->set_local_monotonic_ns(
+          static_cast<int64_t>(rng() % 1'000'000'000'000));
+      o->set_offset_ns(static_cast<int64_t>(rng() % 2'000'000'000) -
+                       1'000'000'000);
+    }
+    const ClockModel model(record);
+    ClockModel::Cursor cursor(model);
+    int64_t t = -static_cast<int64_t>(rng() % 100'000'000'000);
+    for (int i = 0; i < 3000; ++i) {
+      t += static_cast<int64_t>(rng() % 2'000'000'000);
+      if (rng() % 40 == 0) t -= static_cast<int64_t>(rng() % 800'000'000'000);
+      ASSERT_EQ(cursor.ToReference(t), model.ToReference(t))
+          << "seed " << seed << " t " << t;
+    }
+  }
+}
+
+TEST(ClockModel, AbsurdRecordsStayDefinedThroughTheCursor) {
+  // Offsets at the ends of int64: sums must wrap and interpolated offsets
+  // saturate (under UBSan an overflow here fails the test).
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const ClockModel model(
+      Offsets({{kMin, kMax, 0}, {0, kMin, 0}, {kMax, kMax, 0}}));
+  ClockModel::Cursor cursor(model);
+  for (int64_t t : {kMin, kMin + 1, int64_t{-1}, int64_t{0}, int64_t{1},
+                    kMax - 1, kMax, int64_t{0}, kMin}) {
+    EXPECT_EQ(cursor.ToReference(t), model.ToReference(t)) << t;
+  }
+  const ClockModel one(Offsets({{5, kMax, 0}}));
+  ClockModel::Cursor one_cursor(one);
+  EXPECT_EQ(one_cursor.ToReference(kMax), one.ToReference(kMax));
+  EXPECT_EQ(one.ToReference(1), kMin) << "wraps";
 }
 
 }  // namespace

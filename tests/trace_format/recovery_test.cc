@@ -247,6 +247,39 @@ TEST_F(RecoveryTest, ResynchronisesAfterInsertedGarbage) {
   EXPECT_EQ(report.skipped_bytes(), garbage.size());
 }
 
+TEST_F(RecoveryTest, DescribeSaysWhatHappenedInOneWording) {
+  EXPECT_EQ(testing::OpenOrDie(file_)->report().Describe(), "intact");
+
+  const std::string unclosed = testing::WriteSampleTrace({.close = false});
+  EXPECT_EQ(testing::OpenOrDie(unclosed)->report().Describe(),
+            "not closed: no index, read by scanning");
+
+  // 37 bytes of garbage in an unclosed file.
+  std::string garbage(37, '\0');
+  std::mt19937 rng(11);
+  for (char& c : garbage) c = static_cast<char>(rng());
+  std::string damaged = unclosed;
+  damaged.insert(chunks_[1].offset, garbage);
+  RecoveryReport report = testing::OpenOrDie(damaged)->report();
+  report.file_bytes = 3 * 1024 * 1024;  // to show the larger units
+  EXPECT_EQ(report.Describe(),
+            "not closed: no index, read by scanning; 37 bytes skipped in 1 "
+            "damaged range (of 3.00 MiB)");
+  report.skipped.push_back({0, 4000, "CRC mismatch"});
+  EXPECT_EQ(report.Describe(),
+            "not closed: no index, read by scanning; 4,037 bytes skipped in "
+            "2 damaged ranges (3.94 KiB of 3.00 MiB)");
+
+  RecoveryReport bad_index;
+  bad_index.has_index = true;
+  bad_index.index_problem = "the trailer does not point at an index record";
+  bad_index.file_bytes = 100;
+  bad_index.skipped.push_back({50, 10, "CRC mismatch"});
+  EXPECT_EQ(bad_index.Describe(),
+            "index unusable (the trailer does not point at an index record), "
+            "read by scanning; 10 bytes skipped in 1 damaged range (of 100 B)");
+}
+
 TEST_F(RecoveryTest, GarbageAfterTheHeaderOnly) {
   std::string damaged = file_.substr(0, kFileHeaderSize) + std::string(100, 'z');
   auto reader = testing::OpenOrDie(damaged);

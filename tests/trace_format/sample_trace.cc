@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "podscope/trace_format/record_io.h"
+#include "podscope/trace_format/trailer.h"
 #include "podscope/trace_format/writer.h"
 
 namespace podscope::trace_format::testing {
@@ -154,11 +155,7 @@ std::string ReframeUncompressed(const std::string& file) {
   const uint64_t index_offset = out.size();
   out += EncodeRecord(RecordType::kIndex, RecordEncoding::kRaw,
                       index.SerializeAsString());
-  std::string trailer(kTrailerPayloadSize, '\0');
-  for (size_t i = 0; i < kTrailerPayloadSize; ++i) {
-    trailer[i] = static_cast<char>(index_offset >> (8 * i));
-  }
-  out += EncodeRecord(RecordType::kTrailer, RecordEncoding::kRaw, trailer);
+  Trailer{index_offset}.EncodeTo(&out);
   return out;
 }
 

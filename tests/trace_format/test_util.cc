@@ -8,6 +8,7 @@
 
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/record_io.h"
+#include "podscope/trace_format/trailer.h"
 
 namespace podscope::trace_format::testing {
 namespace {
@@ -242,14 +243,9 @@ uint32_t ThreadTrack(TraceWriter& w, const std::string& name) {
 }
 
 bool ReadIndex(const std::string& file, proto::Index* index) {
-  if (file.size() < kFileHeaderSize + kTrailerRecordSize) return false;
-  auto trailer = ReadRecordAt(file, file.size() - kTrailerRecordSize);
-  if (!trailer.ok() || trailer->type != RecordType::kTrailer) return false;
-  uint64_t offset = 0;
-  for (int i = kTrailerPayloadSize - 1; i >= 0; --i) {
-    offset = (offset << 8) | static_cast<uint8_t>(trailer->payload[i]);
-  }
-  auto record = ReadRecordAt(file, offset);
+  Trailer trailer;
+  if (!trailer.ReadFromEnd(file).ok()) return false;
+  auto record = ReadRecordAt(file, trailer.index_offset);
   if (!record.ok() || record->type != RecordType::kIndex) return false;
   auto payload = DecodePayload(*record);
   return payload.ok() && index->ParseFromString(*payload);

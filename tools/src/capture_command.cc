@@ -10,6 +10,7 @@
 #include "command.h"
 #include "flags.h"
 #include "podscope/profiler/capture.h"
+#include "text_format.h"
 
 namespace podscope::tools {
 namespace {
@@ -140,8 +141,8 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     const std::string line = absl::StrCat(
         "capturing ", p.workers, " worker", p.workers == 1 ? "" : "s", ": ",
         p.streaming, " streaming, ", p.finished, " done, ", p.failed,
-        " failed; ", p.events, " events, ", p.bytes / 1024, " KiB, ",
-        p.elapsed_ms / 1000, ".", (p.elapsed_ms % 1000) / 100, " s");
+        " failed; ", p.events, " events, ", FormatBytes(p.bytes), ", ",
+        FormatDuration(p.elapsed_ms * 1'000'000));
     if (io.err_is_tty) {
       std::fprintf(io.err, "\r%s\033[K", line.c_str());
     }

@@ -10,7 +10,7 @@
 #include "command.h"
 #include "flags.h"
 #include "import_path.h"
-#include "json_writer.h"
+#include "podscope/base/json.h"
 #include "podscope/trace_format/reader.h"
 #include "text_format.h"
 
@@ -129,20 +129,6 @@ std::vector<FileCheck> CheckPaths(const std::vector<std::string>& paths,
   return out;
 }
 
-std::string WhyRecovered(const FileCheck& c) {
-  std::vector<std::string> why;
-  if (!c.report.has_index) {
-    why.push_back("not closed: no index");
-  }
-  if (!c.report.skipped.empty()) why.push_back("damaged");
-  std::string out;
-  for (const std::string& w : why) {
-    out += out.empty() ? "" : "; ";
-    out += w;
-  }
-  return out;
-}
-
 void PrintHuman(const std::vector<FileCheck>& checks, const CommandIo& io) {
   size_t counts[3] = {0, 0, 0};
   for (const FileCheck& c : checks) {
@@ -162,19 +148,15 @@ void PrintHuman(const std::vector<FileCheck>& checks, const CommandIo& io) {
                       Plural(c.tracks, "track"), ", ", size,
                       "; closed with an index\n");
     } else {
-      absl::StrAppend(&b, " (", WhyRecovered(c), ")\n  ", FormatCount(c.events),
-                      " events recovered from ", FormatCount(c.chunks_decoded),
-                      " of ", Plural(c.chunks, "chunk"), ", ",
+      absl::StrAppend(&b, " (", c.report.Describe(), ")\n  ",
+                      FormatCount(c.events), " events recovered from ",
+                      FormatCount(c.chunks_decoded), " of ",
+                      Plural(c.chunks, "chunk"), ", ",
                       Plural(c.tracks, "track"), ", ", size, "\n");
-      const uint64_t skipped = c.report.skipped_bytes();
       if (c.report.skipped.empty()) {
         absl::StrAppend(&b, "  no bytes skipped\n");
       } else {
-        absl::StrAppend(&b, "  ", FormatCount(skipped), " bytes skipped");
-        if (skipped >= 1024)
-          absl::StrAppend(&b, " (", FormatBytes(skipped), ")");
-        absl::StrAppend(&b, " in ", Plural(c.report.skipped.size(), "range"),
-                        ":\n");
+        absl::StrAppend(&b, "  skipped:\n");
       }
       size_t shown = 0;
       for (const auto& r : c.report.skipped) {
@@ -199,7 +181,7 @@ void PrintHuman(const std::vector<FileCheck>& checks, const CommandIo& io) {
 
 void PrintJson(const std::vector<FileCheck>& checks, const CommandIo& io) {
   std::string out;
-  JsonWriter j(&out);
+  base::JsonWriter j(&out);
   j.BeginArray();
   for (const FileCheck& c : checks) {
     j.BeginObject();

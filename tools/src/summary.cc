@@ -117,14 +117,6 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
 
 }  // namespace
 
-int64_t SliceNameStats::mean_ns() const {
-  if (count == 0) return 0;
-  // Rounded to the nearest nanosecond.
-  return static_cast<int64_t>(
-      (static_cast<long double>(total_ns) / static_cast<long double>(count)) +
-      0.5L);
-}
-
 void NameStatsTable::AddTrack(
     std::span<const Slice> slices,
     const std::function<std::string_view(uint32_t)>& name_of) {
@@ -132,22 +124,15 @@ void NameStatsTable::AddTrack(
   const std::vector<int64_t> self = viewer::ComputeSelfTimes(slices);
   // Aggregate by id first: one string lookup per name and track instead of
   // one per slice.
-  absl::flat_hash_map<uint32_t, SliceNameStats> by_id;
+  absl::flat_hash_map<uint32_t, viewer::SliceTimeStats> by_id;
   for (size_t i = 0; i < slices.size(); ++i) {
-    SliceNameStats& st = by_id[slices[i].name];
-    ++st.count;
-    st.total_ns += slices[i].duration_ns;
-    st.self_ns += self[i];
-    st.max_ns = std::max(st.max_ns, slices[i].duration_ns);
+    by_id[slices[i].name].Add(slices[i].duration_ns, self[i]);
   }
   for (const auto& [id, st] : by_id) {
     std::string name(name_of(id));
     SliceNameStats& into = by_name_[name];
     if (into.count == 0) into.name = name;
-    into.count += st.count;
-    into.total_ns += st.total_ns;
-    into.self_ns += st.self_ns;
-    into.max_ns = std::max(into.max_ns, st.max_ns);
+    into.Merge(st);
   }
 }
 
@@ -156,7 +141,7 @@ std::vector<SliceNameStats> NameStatsTable::Top(size_t limit) const {
   out.reserve(by_name_.size());
   for (const auto& [name, st] : by_name_) out.push_back(st);
   auto longer = [](const SliceNameStats& a, const SliceNameStats& b) {
-    if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+    if (a.total_ns != b.total_ns) return viewer::LongerTotal(a, b);
     return a.name < b.name;
   };
   if (limit != 0 && limit < out.size()) {

@@ -20,21 +20,14 @@
 #include "podscope/trace_format/events.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/trace.pb.h"
+#include "podscope/viewer/slice_time_stats.h"
 
 namespace podscope::tools {
 
-// Time statistics of all slices that share a name.
-struct SliceNameStats {
+// Time statistics of all slices that share a name, over files (whose string
+// ids differ, hence the name itself).
+struct SliceNameStats : viewer::SliceTimeStats {
   std::string name;
-  uint64_t count = 0;
-  // Sum of durations. A name nested in itself counts each level, as in
-  // Perfetto's and Chrome's tables.
-  int64_t total_ns = 0;
-  // Sum of durations minus the time covered by each slice's direct children
-  // on the same track.
-  int64_t self_ns = 0;
-  int64_t max_ns = 0;
-  int64_t mean_ns() const;
 };
 
 // Accumulates SliceNameStats over tracks of any number of files.

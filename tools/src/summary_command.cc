@@ -10,7 +10,7 @@
 #include "command.h"
 #include "flags.h"
 #include "import_path.h"
-#include "json_writer.h"
+#include "podscope/base/json.h"
 #include "summary.h"
 #include "text_format.h"
 
@@ -100,16 +100,9 @@ std::string ClockSentence(const TraceSummary& s) {
 }
 
 std::string RecoveredWarning(const ProcessSummary& p) {
-  std::string w = absl::StrCat(p.path, ": recovered: ");
-  if (!p.recovery.has_index) w += "not closed: no index; ";
-  if (!p.recovery.skipped.empty()) {
-    absl::StrAppend(&w, FormatCount(p.recovery.skipped_bytes()),
-                    " bytes skipped in ",
-                    Plural(p.recovery.skipped.size(), "damaged range"), "; ");
-  }
-  absl::StrAppend(&w, "summarised from the ", FormatCount(p.events),
-                  " events that could be read");
-  return w;
+  return absl::StrCat(p.path, ": recovered: ", p.recovery.Describe(),
+                      "; summarised from the ", FormatCount(p.events),
+                      " events that could be read");
 }
 
 // Code points, so that "µs" lines up with "ms".
@@ -257,7 +250,7 @@ void PrintHuman(const std::string& path, const TraceSummary& s,
 void PrintJson(const std::string& path, const TraceSummary& s,
                const CommandIo& io) {
   std::string out;
-  JsonWriter j(&out);
+  base::JsonWriter j(&out);
   j.BeginObject();
   j.Field("path", path);
   j.Key("hosts").BeginArray();

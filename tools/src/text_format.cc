@@ -1,68 +1,11 @@
 #include "text_format.h"
 
-#include <cmath>
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace podscope::tools {
-namespace {
-
-// `value` (>= 1) with three significant digits.
-std::string ThreeDigits(double value) {
-  if (value < 10) return absl::StrFormat("%.2f", value);
-  if (value < 100) return absl::StrFormat("%.1f", value);
-  return absl::StrFormat("%.0f", value);
-}
-
-struct Unit {
-  const char* name;
-  double scale;
-};
-
-// Picks the largest unit in which `magnitude` is at least 1 once rounded to
-// three digits ("999.96 µs" reads "1.00 ms", not "1000 µs").
-std::string Scaled(double magnitude, const Unit* units, size_t count) {
-  size_t u = 0;
-  while (u + 1 < count && magnitude / units[u + 1].scale >= 0.9995) ++u;
-  return absl::StrCat(ThreeDigits(magnitude / units[u].scale), " ",
-                      units[u].name);
-}
-
-}  // namespace
-
-std::string FormatDuration(int64_t ns) {
-  static constexpr Unit kUnits[] = {
-      {"ns", 1}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-  const bool negative = ns < 0;
-  // Work in double so that INT64_MIN needs no special case.
-  const double magnitude = std::fabs(static_cast<double>(ns));
-  std::string text = magnitude < 1000
-                         ? absl::StrCat(static_cast<int64_t>(magnitude), " ns")
-                         : Scaled(magnitude, kUnits, std::size(kUnits));
-  return negative ? absl::StrCat("-", text) : text;
-}
-
-std::string FormatBytes(uint64_t bytes) {
-  static constexpr Unit kUnits[] = {{"B", 1},
-                                    {"KiB", 1024.0},
-                                    {"MiB", 1024.0 * 1024},
-                                    {"GiB", 1024.0 * 1024 * 1024},
-                                    {"TiB", 1024.0 * 1024 * 1024 * 1024}};
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  return Scaled(static_cast<double>(bytes), kUnits, std::size(kUnits));
-}
-
-std::string FormatCount(uint64_t n) {
-  std::string digits = absl::StrCat(n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
 
 std::string FormatUtc(int64_t realtime_ns) {
   // Floor division keeps times before 1970 correct.

@@ -1,6 +1,6 @@
-// Numbers as people read them in the podscope command's output: durations
-// and sizes with a unit chosen by magnitude, counts with digit grouping,
-// progress on a terminal.
+// Text as people read it in the podscope command's output: durations,
+// sizes and counts (base/human_format.h), times of day, plurals, progress
+// on a terminal.
 #ifndef PODSCOPE_TOOLS_TEXT_FORMAT_H_
 #define PODSCOPE_TOOLS_TEXT_FORMAT_H_
 
@@ -10,18 +10,15 @@
 #include <string_view>
 
 #include "command.h"
+#include "podscope/base/human_format.h"
 
 namespace podscope::tools {
 
-// "850 ns", "12.3 µs", "1.50 ms", "2.25 s": three significant digits, the
-// largest unit that keeps the number at least 1.
-std::string FormatDuration(int64_t ns);
-
-// "512 B", "1.5 KiB", "12.0 MiB".
-std::string FormatBytes(uint64_t bytes);
-
-// "1,234,567".
-std::string FormatCount(uint64_t n);
+// "12.3 µs", "1.50 KiB", "1,234,567": base's formatters, which the viewer
+// uses too.
+using base::FormatBytes;
+using base::FormatCount;
+using base::FormatDuration;
 
 // "2024-05-01 10:00:00.123 UTC" for nanoseconds since the Unix epoch.
 std::string FormatUtc(int64_t realtime_ns);

@@ -12,10 +12,13 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "podscope/base/json.h"
 #include "podscope/trace_format/clock_model.h"
 
 namespace podscope::trace_format {
 namespace {
+
+using base::AppendJsonString;
 
 // Buffered output to a plain or a gzip file.
 class JsonOut {
@@ -332,72 +335,7 @@ class Exporter {
   std::string stack_frames_;
 };
 
-// The length of the well-formed UTF-8 sequence (RFC 3629) that starts at
-// s[i] with a byte >= 0x80, or 0 if there is none.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) -> unsigned {
-    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0;
-  };
-  const unsigned lead = byte(0);
-  size_t length;
-  unsigned lo = 0x80, hi = 0xBF;  // the range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) lo = 0xA0;  // overlong
-    if (lead == 0xED) hi = 0x9F;  // surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) lo = 0x90;  // overlong
-    if (lead == 0xF4) hi = 0x8F;  // beyond U+10FFFF
-  } else {
-    return 0;
-  }
-  if (byte(1) < lo || byte(1) > hi) return 0;
-  for (size_t k = 2; k < length; ++k) {
-    if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
-  }
-  return length;
-}
-
 }  // namespace
-
-void AppendJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      // Strict JSON readers (simdjson, Python's json) refuse a document
-      // with invalid UTF-8, and names cut at a byte limit have some: such
-      // bytes become U+FFFD instead.
-      const size_t length = Utf8SequenceLength(s, i);
-      if (length == 0) {
-        out->append("\xEF\xBF\xBD");
-      } else {
-        out->append(s.substr(i, length));
-        i += length - 1;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppendFormat(out, "\\u%04x", c);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 absl::StatusOr<ChromeExportStats> ExportChrome(
     std::span<const TraceReader* const> readers, const std::string& out_path,

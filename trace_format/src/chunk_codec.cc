@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_format.h"
+#include "podscope/base/coding.h"
 
 namespace podscope::trace_format {
 namespace {
@@ -20,13 +21,10 @@ void Trim(std::vector<T>& v) {
   if (v.capacity() > kScratchKeep) std::vector<T>().swap(v);
 }
 
-// a - b with wrap-around. Readers add deltas with wrap-around, so this
-// decodes exactly, where a plain subtraction would be undefined behaviour
-// for times more than 2^63 ns apart.
-int64_t WrappingDelta(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) -
-                              static_cast<uint64_t>(b));
-}
+// Deltas are taken with wrap-around (base::WrappingSub): readers add them
+// with wrap-around, so they decode exactly, where a plain subtraction would
+// be undefined behaviour for times more than 2^63 ns apart.
+using base::WrappingSub;
 
 // Reorders slices given in end order (each slice after every slice nested
 // in it) into SliceOrder, in linear time: each slice adopts as children the
@@ -166,20 +164,10 @@ void EncodeFlatSlices(const std::vector<Slice>& slices,
                       proto::TrackEvents* out) {
   int64_t previous = 0;
   for (const Slice& s : slices) {
-    out->add_slice_start_delta(WrappingDelta(s.start_ns, previous));
+    out->add_slice_start_delta(WrappingSub(s.start_ns, previous));
     out->add_slice_duration(static_cast<uint64_t>(s.duration_ns));
     previous = s.start_ns;
   }
-}
-
-bool AllIntegral(const std::vector<CounterSample>& counters) {
-  for (const CounterSample& c : counters) {
-    if (!(std::abs(c.value) < 9.0e15) || c.value != std::trunc(c.value)) {
-      return false;
-    }
-    if (c.value == 0 && std::signbit(c.value)) return false;  // keep -0.0
-  }
-  return true;
 }
 
 }  // namespace
@@ -249,16 +237,16 @@ void EncodeTrackEvents(const TrackEvents& events, proto::TrackEvents* out) {
   }
   int64_t previous = 0;
   for (const Instant& e : events.instants) {
-    out->add_instant_ts_delta(WrappingDelta(e.ts_ns, previous));
+    out->add_instant_ts_delta(WrappingSub(e.ts_ns, previous));
     out->add_instant_name(e.name);
     previous = e.ts_ns;
   }
   previous = 0;
   for (const CounterSample& c : events.counters) {
-    out->add_counter_ts_delta(WrappingDelta(c.ts_ns, previous));
+    out->add_counter_ts_delta(WrappingSub(c.ts_ns, previous));
     previous = c.ts_ns;
   }
-  if (AllIntegral(events.counters)) {
+  if (CountersAreIntegral(events.counters)) {
     int64_t previous_value = 0;
     for (const CounterSample& c : events.counters) {
       const int64_t v = static_cast<int64_t>(c.value);
@@ -272,7 +260,7 @@ void EncodeTrackEvents(const TrackEvents& events, proto::TrackEvents* out) {
   }
   previous = 0;
   for (const StackSample& s : events.samples) {
-    out->add_sample_ts_delta(WrappingDelta(s.ts_ns, previous));
+    out->add_sample_ts_delta(WrappingSub(s.ts_ns, previous));
     out->add_sample_stack(s.stack);
     previous = s.ts_ns;
   }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/strings/str_format.h"
+#include "podscope/base/coding.h"
 #include "podscope/trace_format/chunk_codec.h"
 
 namespace podscope::trace_format {
@@ -19,8 +20,8 @@ absl::Status ColumnError(uint32_t track, const char* what) {
 
 // Sums deltas with wrap-around: damaged data must not be undefined
 // behaviour.
-int64_t AddDelta(int64_t base, uint64_t delta) {
-  return static_cast<int64_t>(static_cast<uint64_t>(base) + delta);
+int64_t AddDelta(int64_t start, uint64_t delta) {
+  return base::WrappingAddDelta(start, delta);
 }
 
 // ----------------------------------------------------------- column cursors
@@ -83,7 +84,7 @@ class WireCursor : public VarintCursor {
   T Next() {
     const uint64_t v = NextRaw();
     if constexpr (std::is_same_v<T, int64_t>) {  // sint64: zigzag
-      return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1));
+      return base::ZigZagDecode64(v);
     } else {
       return static_cast<T>(v);
     }
@@ -304,14 +305,10 @@ struct ProtoColumns {
 
 // Reads one varint at *p (bounded by end); false when malformed.
 bool ReadVarint(const uint8_t*& p, const uint8_t* end, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    if (p == end) return false;
-    const uint8_t b = *p++;
-    if (shift < 64) *v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if (b < 0x80) return true;
-  }
-  return false;
+  const uint8_t* next = base::DecodeVarint64(p, end, v);
+  if (next == nullptr) return false;
+  p = next;
+  return true;
 }
 
 struct WireColumns {

@@ -4,29 +4,18 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
+
+#include "podscope/base/coding.h"
 
 namespace podscope::trace_format {
 namespace {
 
 // Clock records come from files and may be absurd: arithmetic on them must
 // not be undefined behaviour, so sums wrap and conversions saturate.
-int64_t WrapAdd(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) +
-                              static_cast<uint64_t>(b));
-}
-int64_t WrapSub(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) -
-                              static_cast<uint64_t>(b));
-}
-uint64_t Distance(int64_t a, int64_t b) {
-  return a > b ? static_cast<uint64_t>(a) - static_cast<uint64_t>(b)
-               : static_cast<uint64_t>(b) - static_cast<uint64_t>(a);
-}
-int64_t Saturate(double v) {
-  if (!(v > -9.2e18)) return v != v ? 0 : INT64_MIN;
-  if (v > 9.2e18) return INT64_MAX;
-  return static_cast<int64_t>(std::llround(v));
-}
+using base::AbsDifference;
+using base::WrappingAdd;
+using base::WrappingSub;
 
 }  // namespace
 
@@ -55,31 +44,45 @@ ClockModel::ClockModel(const proto::ClockRecord& record) {
 
 int64_t ClockModel::ToReference(int64_t local_ns) const {
   if (offsets_.empty()) return local_ns;
-  if (offsets_.size() == 1) return WrapAdd(local_ns, offsets_[0].offset_ns);
+  if (offsets_.size() == 1) return WrappingAdd(local_ns, offsets_[0].offset_ns);
+  const size_t b = Segment(local_ns);
+  return Interpolate(b, Slope(b), local_ns);
+}
+
+size_t ClockModel::Segment(int64_t local_ns) const {
   auto it = std::upper_bound(
       offsets_.begin(), offsets_.end(), local_ns,
       [](int64_t t, const Point& p) { return t < p.local_ns; });
-  // The segment [a, b] that contains local_ns, or the nearest one.
-  size_t b = static_cast<size_t>(it - offsets_.begin());
-  b = std::clamp<size_t>(b, 1, offsets_.size() - 1);
+  const size_t b = static_cast<size_t>(it - offsets_.begin());
+  return std::clamp<size_t>(b, 1, offsets_.size() - 1);
+}
+
+double ClockModel::Slope(size_t b) const {
   const Point& pa = offsets_[b - 1];
   const Point& pb = offsets_[b];
-  const double span = static_cast<double>(pb.local_ns) -
-                      static_cast<double>(pa.local_ns);
-  const double slope = (static_cast<double>(pb.offset_ns) -
-                        static_cast<double>(pa.offset_ns)) /
-                       span;
-  const double offset =
-      static_cast<double>(pa.offset_ns) +
-      slope * (static_cast<double>(local_ns) - static_cast<double>(pa.local_ns));
-  return WrapAdd(local_ns, Saturate(offset));
+  const double span =
+      static_cast<double>(pb.local_ns) - static_cast<double>(pa.local_ns);
+  return (static_cast<double>(pb.offset_ns) -
+          static_cast<double>(pa.offset_ns)) /
+         span;
+}
+
+void ClockModel::Cursor::Select(int64_t local_ns) {
+  const std::vector<Point>& points = model_->offsets_;
+  segment_ = model_->Segment(local_ns);
+  slope_ = model_->Slope(segment_);
+  lo_ = segment_ == 1 ? std::numeric_limits<int64_t>::min()
+                      : points[segment_ - 1].local_ns;
+  hi_ = segment_ == points.size() - 1 ? std::numeric_limits<int64_t>::max()
+                                      : points[segment_].local_ns;
 }
 
 int64_t ClockModel::UncertaintyAt(int64_t local_ns) const {
   if (offsets_.empty()) return 0;
   const Point* nearest = &offsets_[0];
   for (const Point& p : offsets_) {
-    if (Distance(p.local_ns, local_ns) < Distance(nearest->local_ns, local_ns)) {
+    if (AbsDifference(p.local_ns, local_ns) <
+        AbsDifference(nearest->local_ns, local_ns)) {
       nearest = &p;
     }
   }
@@ -101,13 +104,13 @@ std::optional<int64_t> ClockModel::ToRealtime(int64_t local_ns) const {
   if (snapshots_.empty()) return std::nullopt;
   const proto::ClockSnapshot* nearest = &snapshots_[0];
   for (const proto::ClockSnapshot& s : snapshots_) {
-    if (Distance(s.monotonic_ns(), local_ns) <
-        Distance(nearest->monotonic_ns(), local_ns)) {
+    if (AbsDifference(s.monotonic_ns(), local_ns) <
+        AbsDifference(nearest->monotonic_ns(), local_ns)) {
       nearest = &s;
     }
   }
-  return WrapAdd(nearest->realtime_ns(),
-                 WrapSub(local_ns, nearest->monotonic_ns()));
+  return WrappingAdd(nearest->realtime_ns(),
+                     WrappingSub(local_ns, nearest->monotonic_ns()));
 }
 
 }  // namespace podscope::trace_format

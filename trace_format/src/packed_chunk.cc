@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "podscope/base/coding.h"
 #include "podscope/trace_format/chunk_codec.h"
 
 namespace podscope::trace_format {
@@ -39,12 +40,9 @@ constexpr uint32_t kOpenField = 31;
 constexpr uint32_t kCloseField = 15;
 constexpr uint32_t kNoName = ~0u;
 
-uint64_t ZigZag(int64_t v) {
-  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
-}
-int64_t UnZigZag(uint64_t v) {
-  return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1));
-}
+// base's coding, under the short names this file uses.
+constexpr uint64_t ZigZag(int64_t v) { return base::ZigZagEncode64(v); }
+constexpr int64_t UnZigZag(uint64_t v) { return base::ZigZagDecode64(v); }
 
 // The bit length of v: 0 for 0, else 1 + floor(log2 v).
 uint32_t BitLength(uint64_t v) { return v == 0 ? 0 : 64 - std::countl_zero(v); }
@@ -147,11 +145,8 @@ class Bytes {
   }
   void Byte(uint8_t b) { data_[size_++] = static_cast<char>(b); }
   void Varint(uint64_t v) {
-    while (v >= 0x80) {
-      data_[size_++] = static_cast<char>(v | 0x80);
-      v >>= 7;
-    }
-    data_[size_++] = static_cast<char>(v);
+    size_ = static_cast<size_t>(base::EncodeVarint64(data_.data() + size_, v) -
+                                data_.data());
   }
   void Raw(const void* p, size_t n) {
     std::memcpy(data_.data() + size_, p, n);
@@ -240,7 +235,10 @@ class Encoder {
       flags |= kFlatSlices;
       Flat(slices);
     }
-    if (AllIntegral(e.counters)) flags |= kIntegralCounters;
+    // The flag is only set when there are counters to flag.
+    if (!e.counters.empty() && CountersAreIntegral(e.counters)) {
+      flags |= kIntegralCounters;
+    }
     Bytes& t = sections_[kTracksSection];
     t.PutVarint(e.track_id);
     t.PutVarint(flags);
@@ -458,19 +456,7 @@ class Encoder {
   }
 
   static int64_t WrapDelta(int64_t a, int64_t b) {
-    return static_cast<int64_t>(static_cast<uint64_t>(a) -
-                                static_cast<uint64_t>(b));
-  }
-
-  static bool AllIntegral(const std::vector<CounterSample>& counters) {
-    if (counters.empty()) return false;
-    for (const CounterSample& c : counters) {
-      if (!(std::abs(c.value) < 9.0e15) || c.value != std::trunc(c.value)) {
-        return false;
-      }
-      if (c.value == 0 && std::signbit(c.value)) return false;  // keep -0.0
-    }
-    return true;
+    return base::WrappingSub(a, b);
   }
 
   void Others(const TrackEvents& e, bool integral) {
@@ -576,22 +562,15 @@ struct Cursor {
   const uint8_t* end = nullptr;
   size_t left() const { return static_cast<size_t>(end - p); }
   bool Varint(uint64_t* v) {
-    uint64_t r = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-      if (p == end) return false;
-      const uint8_t b = *p++;
-      if (shift < 64) r |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (b < 0x80) {
-        *v = r;
-        return true;
-      }
-    }
-    return false;
+    const uint8_t* next = base::DecodeVarint64(p, end, v);
+    if (next == nullptr) return false;
+    p = next;
+    return true;
   }
   bool Varint32(uint32_t* v) {
-    uint64_t r;
-    if (!Varint(&r) || r > 0xFFFFFFFFu) return false;
-    *v = static_cast<uint32_t>(r);
+    const uint8_t* next = base::DecodeVarint32(p, end, v);
+    if (next == nullptr) return false;
+    p = next;
     return true;
   }
   bool Byte(uint8_t* b) {
@@ -639,8 +618,8 @@ class BitReader {
   uint64_t pos_ = 0;
 };
 
-int64_t AddDelta(int64_t base, uint64_t delta) {
-  return static_cast<int64_t>(static_cast<uint64_t>(base) + delta);
+int64_t AddDelta(int64_t start, uint64_t delta) {
+  return base::WrappingAddDelta(start, delta);
 }
 
 struct TrackHeader {

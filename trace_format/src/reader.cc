@@ -14,7 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "podscope/base/parallel.h"
 #include "podscope/trace_format/chunk_codec.h"
+#include "podscope/trace_format/trailer.h"
 
 namespace podscope::trace_format {
 namespace {
@@ -33,47 +35,7 @@ absl::Status ParsePayload(const RecordView& record, Message* message) {
   return absl::OkStatus();
 }
 
-// The index offset a trailer record (of kTrailerPayloadSize bytes) holds.
-uint64_t TrailerIndexOffset(const RecordView& trailer) {
-  uint64_t offset = 0;
-  for (int i = kTrailerPayloadSize - 1; i >= 0; --i) {
-    offset = (offset << 8) | static_cast<uint8_t>(trailer.payload[i]);
-  }
-  return offset;
-}
-
-int ThreadCount(int requested, size_t work) {
-  int n = requested > 0 ? requested
-                        : static_cast<int>(std::thread::hardware_concurrency());
-  n = std::max(n, 1);
-  return static_cast<int>(std::min<size_t>(n, std::max<size_t>(work, 1)));
-}
-
-// Runs fn(i) for i in [0, count) on `threads` threads.
-void ParallelFor(int threads, size_t count,
-                 const std::function<void(size_t)>& fn) {
-  threads = ThreadCount(threads, count);
-  if (threads <= 1) {
-    for (size_t i = 0; i < count; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  auto work = [&]() {
-    for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) fn(i);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-}
-
 }  // namespace
-
-uint64_t RecoveryReport::skipped_bytes() const {
-  uint64_t total = 0;
-  for (const SkippedRange& r : skipped) total += r.bytes;
-  return total;
-}
 
 absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(
     const std::string& path, const ReaderOptions& options) {
@@ -146,15 +108,11 @@ absl::Status TraceReader::Load(const ReaderOptions& options) {
 }
 
 bool TraceReader::LoadFromIndex(std::string* problem) {
-  if (data_.size() < kFileHeaderSize + kTrailerRecordSize) return false;
-  RecordView trailer;
-  const uint64_t trailer_offset = data_.size() - kTrailerRecordSize;
-  if (!ValidateRecord(data_, trailer_offset, &trailer).empty() ||
-      trailer.type != RecordType::kTrailer ||
-      trailer.payload.size() != kTrailerPayloadSize) {
+  Trailer trailer;
+  if (!trailer.ReadFromEnd(data_).ok()) {
     return false;  // no trailer: the writer did not close the file
   }
-  const uint64_t index_offset = TrailerIndexOffset(trailer);
+  const uint64_t index_offset = trailer.index_offset;
   auto index_record = ReadRecordAt(data_, index_offset);
   proto::Index index;
   absl::Status s = index_record.status();
@@ -230,9 +188,10 @@ void TraceReader::LoadByScanning() {
       continue;
     }
     if (record.type == RecordType::kTrailer) {
-      if (record.payload.size() == kTrailerPayloadSize &&
+      Trailer trailer;
+      if (trailer.DecodeFrom(record).ok() &&
           record.offset + record.size() == data_.size() &&
-          TrailerIndexOffset(record) == index_offset) {
+          trailer.index_offset == index_offset) {
         report_.has_index = true;
       }
       continue;
@@ -438,7 +397,7 @@ absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
 void TraceReader::ForEachChunk(
     int threads,
     const std::function<void(size_t, std::vector<TrackEvents>&)>& fn) const {
-  ParallelFor(threads, chunks_.size(), [&](size_t i) {
+  base::ParallelFor(threads, chunks_.size(), [&](size_t i) {
     auto decoded = DecodeChunk(i);
     if (decoded.ok()) fn(i, *decoded);
   });
@@ -494,7 +453,7 @@ std::vector<TrackEvents> TraceReader::ReadAllTracks(int threads) const {
     if (!track_by_id_.contains(id)) ids.push_back(id);
   }
   std::vector<TrackEvents> out(ids.size());
-  ParallelFor(threads, ids.size(), [&](size_t i) {
+  base::ParallelFor(threads, ids.size(), [&](size_t i) {
     auto it = by_track.find(ids[i]);
     if (it != by_track.end()) out[i] = MergeTrackEvents(std::move(it->second));
     out[i].track_id = ids[i];

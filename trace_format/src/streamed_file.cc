@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/trace.pb.h"
+#include "podscope/trace_format/trailer.h"
 #include "track_range.h"
 
 namespace podscope::trace_format {
@@ -95,11 +96,9 @@ absl::Status StreamedFile::WriteIndexAndTrailer(std::string payload) {
   const uint64_t index_offset = offset_;
   absl::Status s = Write(EncodeCompressedRecord(RecordType::kIndex, payload, 1));
   if (!s.ok()) return s;
-  std::string trailer(kTrailerPayloadSize, '\0');
-  for (size_t i = 0; i < kTrailerPayloadSize; ++i) {
-    trailer[i] = static_cast<char>(index_offset >> (8 * i));
-  }
-  return Write(EncodeRecord(RecordType::kTrailer, RecordEncoding::kRaw, trailer));
+  std::string trailer;
+  Trailer{index_offset}.EncodeTo(&trailer);
+  return Write(trailer);
 }
 
 absl::StatusOr<proto::Index> StreamedFile::BuildIndex() {

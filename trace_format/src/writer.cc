@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/trace_format/chunk_codec.h"
+#include "podscope/trace_format/trailer.h"
 #include "track_range.h"
 
 namespace podscope::trace_format {
@@ -593,13 +594,9 @@ absl::Status TraceWriter::Close() {
     const uint64_t index_offset = totals.bytes;
     s = AppendMessage(RecordType::kIndex, index_, /*compress=*/true);
     if (s.ok()) {
-      std::string offset(kTrailerPayloadSize, '\0');
-      for (size_t i = 0; i < kTrailerPayloadSize; ++i) {
-        offset[i] = static_cast<char>(index_offset >> (8 * i));
-      }
-      s = AppendRecord(RecordType::kTrailer,
-                       EncodeRecord(RecordType::kTrailer, RecordEncoding::kRaw,
-                                    offset));
+      std::string trailer;
+      Trailer{index_offset}.EncodeTo(&trailer);
+      s = AppendRecord(RecordType::kTrailer, trailer);
     }
     if (s.ok()) s = sink_->Flush(options_.sync_on_flush);
   }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "podscope/base/human_format.h"
 #include "podscope/profiler/capture.h"
 #include "time_format.h"
 
@@ -22,13 +23,7 @@ namespace podscope::viewer::app {
 namespace {
 
 QString Bytes(qulonglong bytes) {
-  if (bytes < 10'000) return QStringLiteral("%1 B").arg(bytes);
-  if (bytes < 10'000'000) {
-    return QStringLiteral("%1 kB").arg(static_cast<double>(bytes) / 1e3, 0,
-                                       'f', 1);
-  }
-  return QStringLiteral("%1 MB").arg(static_cast<double>(bytes) / 1e6, 0, 'f',
-                                     1);
+  return QString::fromStdString(base::FormatBytes(static_cast<double>(bytes)));
 }
 
 QString Millis(qlonglong ms) {

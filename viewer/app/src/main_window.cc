@@ -44,12 +44,6 @@ QString FileName(const std::string& path) {
   return QFileInfo(QString::fromStdString(path)).fileName();
 }
 
-QString Bytes(uint64_t b) {
-  if (b < 10 * 1024) return QStringLiteral("%1 bytes").arg(b);
-  if (b < 10ull * 1024 * 1024) return QStringLiteral("%1 KiB").arg(b / 1024);
-  return QStringLiteral("%1 MiB").arg(b / (1024 * 1024));
-}
-
 QSettings Settings() { return QSettings("podscope", "podscope-viewer"); }
 
 }  // namespace
@@ -429,16 +423,10 @@ void MainWindow::SetStore(std::shared_ptr<const TraceStore> store,
                    .arg(store_->processes().size())
                    .arg(files);
     } else {
-      QString what = tr("<b>%1 is damaged</b>; showing what could be "
-                        "recovered: %2")
-                         .arg(name, why);
-      if (p.skipped_bytes > 0 && p.file_bytes > 0) {
-        what += tr(" (%1 of %2 unreadable).")
-                    .arg(Bytes(p.skipped_bytes), Bytes(p.file_bytes));
-      } else {
-        what += ".";
-      }
-      lines << what;
+      // The wording is RecoveryReport::Describe's, as in `podscope check`.
+      lines << tr("<b>%1 is damaged</b>; showing what could be recovered: "
+                  "%2.")
+                   .arg(name, why);
     }
   }
   if (store_->processes().size() > 1) {

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "podscope/base/human_format.h"
+
 namespace podscope::viewer::app {
 namespace {
 
@@ -20,74 +22,25 @@ std::string_view Trim(std::string_view s) {
 
 }  // namespace
 
-namespace {
-
-// `x` (>= 0) with three significant digits.
-std::string ThreeDigits(double x) {
-  char buf[64];
-  const int decimals = x >= 99.95 ? 0 : x >= 9.995 ? 1 : x == 0 ? 0 : 2;
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  return buf;
-}
-
-}  // namespace
-
 std::string FormatValue(double v, std::string_view unit) {
   if (!std::isfinite(v)) return std::to_string(v);
   if (unit == "ns") return FormatDuration(static_cast<int64_t>(std::llround(v)));
+  if (unit == "bytes" || unit == "B") return base::FormatBytes(v);
   const std::string sign = v < 0 ? "-" : "";
   double x = std::fabs(v);
-  if (unit == "bytes" || unit == "B") {
-    static constexpr const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (x >= 1023.5 && i < 4) {
-      x /= 1024;
-      ++i;
-    }
-    return sign + (i == 0 ? std::to_string(static_cast<int64_t>(std::llround(x)))
-                          : ThreeDigits(x)) +
-           " " + kNames[i];
-  }
-  std::string suffix;
   static constexpr const char* kSi[] = {"", "k", "M", "G", "T"};
   int i = 0;
   while (x >= 999.5 && i < 4) {
     x /= 1000;
     ++i;
   }
-  suffix = kSi[i];
-  std::string text = sign + (i == 0 && x == std::floor(x)
-                                 ? std::to_string(static_cast<int64_t>(x))
-                                 : ThreeDigits(x)) +
-                     suffix;
+  std::string text =
+      sign +
+      (i == 0 && x == std::floor(x) ? std::to_string(static_cast<int64_t>(x))
+                                    : base::FormatThreeDigits(x)) +
+      kSi[i];
   if (unit.empty()) return text;
   return text + " " + std::string(unit);
-}
-
-std::string FormatDuration(int64_t ns) {
-  const bool negative = ns < 0;
-  const long double v =
-      negative ? -static_cast<long double>(ns) : static_cast<long double>(ns);
-  char buf[64];
-  const char* sign = negative ? "-" : "";
-  if (v < 1000) {
-    std::snprintf(buf, sizeof buf, "%s%lld ns", sign,
-                  static_cast<long long>(v));
-    return buf;
-  }
-  struct Unit {
-    long double ns;
-    const char* name;
-  };
-  static constexpr Unit kUnits[] = {{1e3L, "µs"}, {1e6L, "ms"}, {1e9L, "s"}};
-  const Unit* unit = &kUnits[0];
-  for (const Unit& u : kUnits) {
-    if (v >= u.ns * 0.9995L) unit = &u;
-  }
-  const long double x = v / unit->ns;
-  const int decimals = x >= 99.95L ? 0 : x >= 9.995L ? 1 : 2;
-  std::snprintf(buf, sizeof buf, "%s%.*Lf %s", sign, decimals, x, unit->name);
-  return buf;
 }
 
 std::optional<int64_t> ParseDuration(std::string_view text,

@@ -7,11 +7,14 @@
 #include <string>
 #include <string_view>
 
+#include "podscope/base/human_format.h"
+
 namespace podscope::viewer::app {
 
 // A duration with three significant digits in the largest unit that keeps
-// it at least 1: "0 ns", "950 ns", "1.23 µs", "45.6 ms", "2.35 s".
-std::string FormatDuration(int64_t ns);
+// it at least 1: "0 ns", "950 ns", "1.23 µs", "45.6 ms", "2.35 s" (base's,
+// as the command line prints them).
+using base::FormatDuration;
 
 // A counter's value in its unit, three significant digits: "ns" as a
 // duration, "bytes" in B/KiB/MiB/GiB/TiB, "%" as is, other units (or none)

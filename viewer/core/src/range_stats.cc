@@ -4,7 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "name_match.h"
-#include "parallel.h"
+#include "podscope/base/parallel.h"
 #include "podscope/viewer/analysis.h"
 
 namespace podscope::viewer {
@@ -13,9 +13,9 @@ std::vector<NameStats> RangeStats(const TraceStore& store, int64_t t0,
                                   int64_t t1, const StatsOptions& options) {
   const std::vector<TrackId> tracks =
       internal::TracksOrAll(store, options.tracks);
-  std::vector<absl::flat_hash_map<StringId, NameStats>> per_track(
+  std::vector<absl::flat_hash_map<StringId, SliceTimeStats>> per_track(
       tracks.size());
-  internal::ParallelFor(options.threads, tracks.size(), [&](size_t k) {
+  base::ParallelFor(options.threads, tracks.size(), [&](size_t k) {
     const SliceColumns& s = store.data(tracks[k]).slices;
     auto& acc = per_track[k];
     for (uint32_t d = 0; d < s.depth_count(); ++d) {
@@ -23,18 +23,7 @@ std::vector<NameStats> RangeStats(const TraceStore& store, int64_t t0,
           s.FirstEndingAfter(s.depth_begin(d), s.depth_end(d), t0);
       const uint32_t hi = s.FirstStartingAtOrAfter(lo, s.depth_end(d), t1);
       s.ForEachSelfTime(lo, hi, [&](uint32_t i, int64_t self) {
-        NameStats& st = acc[s.name(i)];
-        const int64_t dur = s.duration(i);
-        if (st.count == 0) {
-          st.min_ns = dur;
-          st.max_ns = dur;
-        } else {
-          st.min_ns = std::min(st.min_ns, dur);
-          st.max_ns = std::max(st.max_ns, dur);
-        }
-        ++st.count;
-        st.total_ns += dur;
-        st.self_ns += self;
+        acc[s.name(i)].Add(s.duration(i), self);
       });
     }
   });
@@ -46,17 +35,9 @@ std::vector<NameStats> RangeStats(const TraceStore& store, int64_t t0,
             : kAllHosts;
     for (const auto& [name, st] : per_track[k]) {
       NameStats& into = merged[{name, host}];
-      if (into.count == 0) {
-        into = st;
-        into.name = name;
-        into.host = host;
-        continue;
-      }
-      into.count += st.count;
-      into.total_ns += st.total_ns;
-      into.self_ns += st.self_ns;
-      into.min_ns = std::min(into.min_ns, st.min_ns);
-      into.max_ns = std::max(into.max_ns, st.max_ns);
+      into.name = name;
+      into.host = host;
+      into.Merge(st);
     }
   }
   std::vector<NameStats> out;
@@ -64,7 +45,7 @@ std::vector<NameStats> RangeStats(const TraceStore& store, int64_t t0,
   for (auto& [key, st] : merged) out.push_back(st);
   std::sort(out.begin(), out.end(),
             [&](const NameStats& a, const NameStats& b) {
-              if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+              if (a.total_ns != b.total_ns) return LongerTotal(a, b);
               if (a.name != b.name)
                 return store.str(a.name) < store.str(b.name);
               return a.host < b.host;

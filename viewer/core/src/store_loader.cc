@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "parallel.h"
+#include "podscope/base/parallel.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/import.h"
 #include "podscope/trace_format/reader.h"
@@ -164,25 +164,6 @@ std::unique_ptr<TrackData> ToColumns(tf::TrackEvents events,
   return data;
 }
 
-std::string DescribeDamage(const tf::RecoveryReport& r) {
-  std::string msg;
-  if (!r.has_index) {
-    msg =
-        "the file has no index (its writer did not close it); read by "
-        "scanning";
-  } else if (!r.index_problem.empty()) {
-    msg = absl::StrCat("index unusable (", r.index_problem,
-                       "); read by scanning");
-  }
-  if (!r.skipped.empty()) {
-    if (!msg.empty()) msg += "; ";
-    absl::StrAppend(&msg, "skipped ", r.skipped.size(), " damaged range",
-                    r.skipped.size() == 1 ? "" : "s", " (", r.skipped_bytes(),
-                    " bytes)");
-  }
-  return msg;
-}
-
 class Progress {
  public:
   Progress(const OpenOptions& options, size_t files)
@@ -308,8 +289,8 @@ void LoadFile(const std::string& path, const OpenOptions& options,
   }
   const tf::RecoveryReport report = reader.report();
   if (!report.intact()) {
-    out->problem = LoadProblem{path, DescribeDamage(report), true,
-                               report.file_bytes, report.skipped_bytes()};
+    out->problem = LoadProblem{path, report.Describe(), true, report.file_bytes,
+                               report.skipped_bytes()};
   }
   out->loaded = true;
 }
@@ -407,7 +388,7 @@ void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
   }
 
   // Names to store ids, track by track in parallel.
-  internal::ParallelFor(threads, store->tracks_.size(), [&](size_t t) {
+  base::ParallelFor(threads, store->tracks_.size(), [&](size_t t) {
     const std::vector<uint32_t>& remap = remaps[track_file[t]].strings;
     auto map = [&](uint32_t id) { return id < remap.size() ? remap[id] : 0u; };
     TrackData& d = *store->data_[t];
@@ -494,8 +475,8 @@ absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
 
   std::vector<LoadedFile> files(paths.size());
   Progress progress(options, paths.size());
-  const int threads = internal::ThreadCount(options.threads);
-  internal::ParallelFor(threads, paths.size(), [&](size_t i) {
+  const int threads = base::ThreadCount(options.threads);
+  base::ParallelFor(threads, paths.size(), [&](size_t i) {
     if (Cancelled(options)) return;
     LoadFile(paths[i], options, &progress, &files[i]);
     if (!Cancelled(options)) progress.FileDone();

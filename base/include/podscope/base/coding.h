@@ -193,12 +193,18 @@ inline constexpr uint64_t AbsDifference(int64_t a, int64_t b) {
                : static_cast<uint64_t>(b) - static_cast<uint64_t>(a);
 }
 
-// v rounded to the nearest int64, saturating: beyond about +-9.2e18 gives
-// INT64_MAX / INT64_MIN, NaN gives 0.
+// v rounded to the nearest int64, halves away from zero (as std::llround),
+// saturating: beyond about +-9.2e18 gives INT64_MAX / INT64_MIN, NaN gives
+// 0. Inline and without a library call: clocks convert every timestamp.
 inline int64_t SaturatingRound(double v) {
   if (!(v > -9.2e18)) return v != v ? 0 : INT64_MIN;
   if (v > 9.2e18) return INT64_MAX;
-  return static_cast<int64_t>(std::llround(v));
+  // v - trunc(v) is exact for every double; from 2^52 on v is whole.
+  int64_t t = static_cast<int64_t>(v);
+  const double frac = v - static_cast<double>(t);
+  if (frac >= 0.5) ++t;
+  if (frac <= -0.5) --t;
+  return t;
 }
 
 // ---------------------------------------------------------- integral values

@@ -34,9 +34,6 @@ absl::StatusOr<ChromeExportStats> ExportChrome(
     std::span<const TraceReader* const> readers, const std::string& out_path,
     const ChromeExportOptions& options = {});
 
-// Appends `s` to `out` as a JSON string literal, quotes included.
-void AppendJsonString(std::string_view s, std::string* out);
-
 }  // namespace podscope::trace_format
 
 #endif  // PODSCOPE_TRACE_FORMAT_CHROME_EXPORT_H_

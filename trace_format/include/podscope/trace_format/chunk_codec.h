@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "podscope/base/coding.h"
 #include "podscope/trace_format/events.h"
 #include "podscope/trace_format/trace.pb.h"
 
@@ -75,6 +76,14 @@ class PackedChunkEncoder {
 bool IsPackedChunk(std::string_view bytes);
 absl::Status DecodePackedChunk(std::string_view bytes,
                                std::vector<TrackEvents>* out);
+
+// True when every counter value is a whole number that an int64 holds
+// exactly (base::IsIntegral), so both encodings may store the values as
+// integer deltas; true when there are no counters.
+inline bool CountersAreIntegral(const std::vector<CounterSample>& counters) {
+  return base::AllIntegral(counters,
+                           [](const CounterSample& c) { return c.value; });
+}
 
 // Sets each slice's depth from nesting; `slices` must be in SliceOrder.
 void ComputeSliceDepths(std::vector<Slice>* slices);

@@ -57,6 +57,12 @@ struct RecoveryReport {
   std::vector<SkippedRange> skipped;
   bool intact() const { return has_index && skipped.empty(); }
   uint64_t skipped_bytes() const;
+  // What happened to the file, in the words every tool shows (`podscope
+  // check`, `podscope summary`, the viewer's banner): "intact" or, joined
+  // by "; ", "not closed: no index, read by scanning" or "index unusable
+  // (WHY), read by scanning", and "N bytes skipped in K damaged ranges
+  // (SIZE of FILE SIZE)".
+  std::string Describe() const;
 };
 
 class TraceReader {

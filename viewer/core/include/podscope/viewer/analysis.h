@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "podscope/viewer/slice_time_stats.h"
 #include "podscope/viewer/trace_store.h"
 
 namespace podscope::viewer {
@@ -29,22 +30,11 @@ struct StatsOptions {
   int threads = 0;  // 0: all cores
 };
 
-struct NameStats {
+// The statistics (SliceTimeStats) of the slices of one name that touch the
+// range, per host when asked.
+struct NameStats : SliceTimeStats {
   StringId name = 0;
   HostId host = kAllHosts;  // kAllHosts unless by_host
-  uint64_t count = 0;
-  // Sums of whole durations of the slices that touch the range (a name
-  // nested in itself counts each level, as in Perfetto and Chrome).
-  int64_t total_ns = 0;
-  // Duration minus the union of direct children on the same track.
-  int64_t self_ns = 0;
-  int64_t min_ns = 0;
-  int64_t max_ns = 0;
-  int64_t mean_ns() const {
-    return count == 0 ? 0
-                      : static_cast<int64_t>(
-                            static_cast<long double>(total_ns) / count + 0.5L);
-  }
 };
 
 // Statistics of the slices that touch [t0, t1), by total time, longest

@@ -1,0 +1,269 @@
+// A Huffman-only deflate encoder (RFC 1951 dynamic and stored blocks).
+#include "huffman_deflate.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "podscope/base/coding.h"
+
+namespace podscope::trace_format {
+namespace {
+
+// zlib 1.2's Z_HUFFMAN_ONLY codes about 80-120 MB/s; packed chunk sections
+// need nothing more than one Huffman table per section, which this writes
+// as standard deflate blocks (RFC 1951) several times faster. Readers
+// inflate them with zlib as any other stream.
+class DeflateBits {
+ public:
+  explicit DeflateBits(char* out)
+      : p_(reinterpret_cast<uint8_t*>(out)), start_(p_) {}
+  void Put(uint32_t bits, uint32_t n) {  // n <= 32
+    acc_ |= uint64_t{bits} << n_;
+    n_ += n;
+    if (n_ >= 32) {
+      const auto w = static_cast<uint32_t>(acc_);
+      std::memcpy(p_, &w, 4);
+      p_ += 4;
+      acc_ >>= 32;
+      n_ -= 32;
+    }
+  }
+  void AlignToByte() {
+    while (n_ > 0) {
+      *p_++ = static_cast<uint8_t>(acc_);
+      acc_ >>= 8;
+      n_ = n_ >= 8 ? n_ - 8 : 0;
+    }
+    acc_ = 0;
+  }
+  void Stored(const uint8_t* data, size_t n, bool final) {
+    Put(final ? 1 : 0, 3);
+    AlignToByte();
+    const uint16_t len = static_cast<uint16_t>(n);
+    const uint16_t nlen = static_cast<uint16_t>(~len);
+    base::EncodeFixed16(reinterpret_cast<char*>(p_), len);
+    base::EncodeFixed16(reinterpret_cast<char*>(p_) + 2, nlen);
+    p_ += 4;
+    if (n > 0) std::memcpy(p_, data, n);
+    p_ += n;
+  }
+  size_t size() const { return static_cast<size_t>(p_ - start_); }
+
+ private:
+  uint8_t* p_;
+  uint8_t* start_;
+  uint64_t acc_ = 0;
+  uint32_t n_ = 0;
+};
+
+// Code lengths of a Huffman code for freq[0..n), none over `limit` bits
+// (frequencies are halved until the tree fits); 0 for unused symbols.
+void HuffmanLengths(const uint32_t* freq, int n, uint32_t limit, uint8_t* len) {
+  std::vector<uint32_t> f(freq, freq + n);
+  struct Leaf {
+    uint32_t weight;
+    int symbol;
+  };
+  std::vector<Leaf> leaves;
+  std::vector<uint64_t> weight;
+  std::vector<int> parent;
+  while (true) {
+    std::fill(len, len + n, 0);
+    leaves.clear();
+    for (int i = 0; i < n; ++i) {
+      if (f[i] > 0) leaves.push_back({f[i], i});
+    }
+    if (leaves.empty()) return;
+    if (leaves.size() == 1) {
+      len[leaves[0].symbol] = 1;
+      return;
+    }
+    std::sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
+      return a.weight != b.weight ? a.weight < b.weight : a.symbol < b.symbol;
+    });
+    // Nodes 0..m-1 are the leaves in order, m.. the merged ones, whose
+    // weights come out in order: two queues build the tree in O(m).
+    const size_t m = leaves.size();
+    weight.assign(2 * m - 1, 0);
+    parent.assign(2 * m - 1, -1);
+    for (size_t i = 0; i < m; ++i) weight[i] = leaves[i].weight;
+    size_t next_leaf = 0, next_node = m;
+    auto take = [&](size_t made) {
+      if (next_leaf < m &&
+          (next_node >= made || weight[next_leaf] <= weight[next_node])) {
+        return next_leaf++;
+      }
+      return next_node++;
+    };
+    for (size_t made = m; made < 2 * m - 1; ++made) {
+      const size_t a = take(made);
+      const size_t b = take(made);
+      weight[made] = weight[a] + weight[b];
+      parent[a] = static_cast<int>(made);
+      parent[b] = static_cast<int>(made);
+    }
+    // Depths from the root (the last node) down.
+    std::vector<uint32_t> depth(2 * m - 1, 0);
+    uint32_t deepest = 0;
+    for (size_t i = 2 * m - 1; i-- > 0;) {
+      if (parent[i] >= 0) depth[i] = depth[static_cast<size_t>(parent[i])] + 1;
+      if (i < m) deepest = std::max(deepest, depth[i]);
+    }
+    if (deepest <= limit) {
+      for (size_t i = 0; i < m; ++i) {
+        len[leaves[i].symbol] = static_cast<uint8_t>(depth[i]);
+      }
+      return;
+    }
+    for (uint32_t& x : f) {
+      if (x > 0) x = (x + 1) / 2;
+    }
+  }
+}
+
+// Canonical codes (RFC 1951 3.2.2), bit-reversed for an LSB-first writer.
+void CanonicalCodes(const uint8_t* len, int n, uint32_t* code) {
+  uint32_t count[16] = {0}, next[16] = {0};
+  for (int i = 0; i < n; ++i) ++count[len[i]];
+  count[0] = 0;
+  uint32_t c = 0;
+  for (int bits = 1; bits < 16; ++bits) {
+    c = (c + count[bits - 1]) << 1;
+    next[bits] = c;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (len[i] == 0) continue;
+    uint32_t v = next[len[i]]++, r = 0;
+    for (int b = 0; b < len[i]; ++b) {
+      r = (r << 1) | (v & 1);
+      v >>= 1;
+    }
+    code[i] = r;
+  }
+}
+
+// One block: dynamic Huffman codes for the bytes, or stored when that is
+// smaller. Never final.
+void HuffmanBlock(const uint8_t* data, size_t n, DeflateBits* out) {
+  uint32_t freq[257] = {0};
+  {
+    // Four histograms: consecutive equal bytes do not wait on each other.
+    uint32_t h[4][256] = {};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      ++h[0][data[i]];
+      ++h[1][data[i + 1]];
+      ++h[2][data[i + 2]];
+      ++h[3][data[i + 3]];
+    }
+    for (; i < n; ++i) ++h[0][data[i]];
+    for (int b = 0; b < 256; ++b)
+      freq[b] = h[0][b] + h[1][b] + h[2][b] + h[3][b];
+  }
+  freq[256] = 1;           // end of block
+  uint8_t len[258] = {0};  // 257 literal/length codes, then 1 distance code
+  HuffmanLengths(freq, 257, 15, len);
+  uint64_t data_bits = 0;
+  for (int i = 0; i < 257; ++i) data_bits += uint64_t{freq[i]} * len[i];
+  // The code lengths, zero runs shortened with codes 17 and 18.
+  struct Cl {
+    uint8_t symbol, extra_bits;
+    uint8_t extra;
+  };
+  Cl cl[258];
+  int cl_count = 0;
+  uint32_t cl_freq[19] = {0};
+  for (int i = 0; i < 258;) {
+    if (len[i] == 0) {
+      int run = 1;
+      while (i + run < 258 && len[i + run] == 0 && run < 138) ++run;
+      if (run >= 11) {
+        cl[cl_count++] = {18, 7, static_cast<uint8_t>(run - 11)};
+        i += run;
+        ++cl_freq[18];
+        continue;
+      }
+      if (run >= 3) {
+        cl[cl_count++] = {17, 3, static_cast<uint8_t>(run - 3)};
+        i += run;
+        ++cl_freq[17];
+        continue;
+      }
+    }
+    cl[cl_count++] = {len[i], 0, 0};
+    ++cl_freq[len[i]];
+    ++i;
+  }
+  // zlib requires a complete code-length code: at least two symbols.
+  int used = 0;
+  for (uint32_t f : cl_freq) used += f > 0;
+  if (used < 2) ++cl_freq[cl_freq[0] > 0 ? 1 : 0];
+  uint8_t cl_len[19];
+  HuffmanLengths(cl_freq, 19, 7, cl_len);
+  static constexpr uint8_t kOrder[19] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
+                                         11, 4,  12, 3, 13, 2, 14, 1, 15};
+  int hclen = 19;
+  while (hclen > 4 && cl_len[kOrder[hclen - 1]] == 0) --hclen;
+  uint64_t header_bits = 3 + 5 + 5 + 4 + 3 * static_cast<uint64_t>(hclen);
+  for (int i = 0; i < cl_count; ++i) {
+    header_bits += cl_len[cl[i].symbol] + cl[i].extra_bits;
+  }
+  if (header_bits + data_bits >= (n + 5) * 8) {
+    out->Stored(data, n, false);
+    return;
+  }
+  uint32_t cl_code[19] = {0};
+  CanonicalCodes(cl_len, 19, cl_code);
+  uint32_t code[257] = {0};
+  CanonicalCodes(len, 257, code);
+  out->Put(2 << 1, 3);  // not final, dynamic Huffman
+  out->Put(0, 5);       // 257 literal/length codes
+  out->Put(0, 5);       // 1 distance code (unused)
+  out->Put(static_cast<uint32_t>(hclen - 4), 4);
+  for (int i = 0; i < hclen; ++i) out->Put(cl_len[kOrder[i]], 3);
+  for (int i = 0; i < cl_count; ++i) {
+    out->Put(cl_code[cl[i].symbol], cl_len[cl[i].symbol]);
+    if (cl[i].extra_bits > 0) out->Put(cl[i].extra, cl[i].extra_bits);
+  }
+  // Pack each symbol's code and length in one word.
+  uint32_t table[256];
+  for (int b = 0; b < 256; ++b) table[b] = (code[b] << 5) | len[b];
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t t = table[data[i]];
+    out->Put(t >> 5, t & 31);
+  }
+  out->Put(code[256], len[256]);
+}
+
+}  // namespace
+
+// A raw deflate stream of `parts` (Huffman-coded, one table per block of
+// at most 64 KiB of a part) then `stored` (stored blocks). Returns its
+// size; `out` has room for DeflatedBound.
+size_t DeflateHuffmanParts(std::span<const std::string_view> parts,
+                           std::string_view stored, char* out) {
+  DeflateBits bits(out);
+  constexpr size_t kBlock = 65535;
+  for (std::string_view p : parts) {
+    const auto* d = reinterpret_cast<const uint8_t*>(p.data());
+    for (size_t off = 0; off < p.size(); off += kBlock) {
+      HuffmanBlock(d + off, std::min(kBlock, p.size() - off), &bits);
+    }
+  }
+  const auto* d = reinterpret_cast<const uint8_t*>(stored.data());
+  for (size_t off = 0; off < stored.size(); off += kBlock) {
+    bits.Stored(d + off, std::min(kBlock, stored.size() - off), false);
+  }
+  bits.Stored(nullptr, 0, /*final=*/true);
+  return bits.size();
+}
+
+size_t DeflatedBound(size_t bytes, size_t pieces) {
+  // Stored blocks: 5 bytes each (and up to 7 bits of padding); Huffman
+  // blocks are only used when smaller. Plus 8 bytes of slack for the
+  // 32-bit writes.
+  return bytes + 6 * (bytes / 65535 + pieces + 2) + 16;
+}
+
+}  // namespace podscope::trace_format
