@@ -307,6 +307,57 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
   return out;
 }
 
+std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
+                             int64_t t0, int64_t t1, uint32_t pixels) {
+  std::vector<float> out;
+  if (t1 <= t0 || pixels == 0 || depth >= slices.depth_count()) return out;
+  out.assign(pixels, 0.0f);
+  const PixelGrid grid(t0, t1, pixels);
+  const uint32_t lo = slices.depth_begin(depth);
+  const uint32_t hi = slices.depth_end(depth);
+  if (lo >= hi) return out;
+  // covered(t, k): the time the depth's slices cover before t, modulo
+  // 2^64, where k is the first of them starting at or after t (so only
+  // slice k - 1 can reach past t).
+  auto covered = [&](int64_t t, uint32_t k) {
+    uint64_t c = slices.CoveredBefore(k);
+    if (k > lo) {
+      const int64_t e = slices.covered_end(k - 1);
+      if (e > t) c -= static_cast<uint64_t>(e) - static_cast<uint64_t>(t);
+    }
+    return c;
+  };
+  int64_t from = grid.Bound(0);
+  uint32_t k = FirstStartingFrom(slices, lo, hi, lo, from);
+  uint64_t before = covered(from, k);
+  for (uint32_t p = 0; p < pixels; ++p) {
+    const int64_t to = grid.Bound(p + 1);
+    if (to <= from) continue;
+    const uint32_t next = FirstStartingFrom(slices, k, hi, k, to);
+    uint64_t busy;
+    if (next == k) {
+      // No slice starts in the pixel: only slice k - 1 (which started
+      // before it) can cover part of it.
+      busy = 0;
+      if (k > lo) {
+        const int64_t e = std::min(slices.covered_end(k - 1), to);
+        if (e > from) busy = static_cast<uint64_t>(e - from);
+      }
+      before += busy;
+    } else {
+      const uint64_t now = covered(to, next);
+      busy = now - before;
+      before = now;
+      k = next;
+    }
+    const double share =
+        static_cast<double>(busy) / static_cast<double>(to - from);
+    out[p] = static_cast<float>(std::min(share, 1.0));
+    from = to;
+  }
+  return out;
+}
+
 CounterView QueryCounter(const CounterColumns& counter, int64_t t0, int64_t t1,
                          uint32_t pixels) {
   CounterView view;
