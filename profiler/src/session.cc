@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/profiler/clock_sync.h"
 #include "podscope/trace_format/writer.h"
 #include "podscope/trace_format/format.h"
 #include "src/external_events.h"
@@ -420,6 +421,12 @@ class Session {
       });
     }
     SampleProcessCounters();
+    if (owner_ == 0) {  // remote captures measure their own offsets
+      internal::DrainReferenceClockOffsets(
+          &clock_cursor_, [&](const tf::proto::ClockOffset& o) {
+            writer_->AddClockOffset(o);
+          });
+    }
     {
       std::lock_guard<std::mutex> lock(Facts().mutex);
       if (Facts().generation != facts_generation_) {
@@ -460,6 +467,7 @@ class Session {
   int64_t start_ns_ = 0;
   int64_t start_realtime_ns_ = 0;
   uint64_t facts_generation_ = 0;
+  uint64_t clock_cursor_ = internal::kClockCursorStart;
   bool facts_changed_ = false;
 
   std::vector<uint32_t> string_map_;

@@ -7,6 +7,7 @@
 #include "buffer_access.h"
 #include "compiler.h"
 #include "device_runtime.h"
+#include "distributed/job_topology.h"
 #include "instrumentation.h"
 #include "metrics_internal.h"
 #include "parallel.h"
@@ -204,6 +205,10 @@ CompileCacheStats Client::compile_cache_stats() const {
 absl::StatusOr<std::unique_ptr<Client>> CreateClient(
     const ClientOptions& options) {
   PODSCOPE_ASSIGN_OR_RETURN(Topology topology, LocalTopology(options));
+  // After Job::Init, the client spans every process of the job.
+  if (std::optional<internal::JobDevices> job = internal::GetJobDevices()) {
+    PODSCOPE_ASSIGN_OR_RETURN(topology, internal::JobTopology(topology, *job));
+  }
   return Client::Create(options, topology);
 }
 

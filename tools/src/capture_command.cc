@@ -1,10 +1,12 @@
 // `podscope capture`: records many workers' profiler servers at once into
 // one session folder (see <podscope/profiler/capture.h>).
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "capture_job.h"
 #include "command.h"
 #include "flags.h"
 #include "podscope/profiler/capture.h"
@@ -14,6 +16,7 @@ namespace {
 
 constexpr std::string_view kHelp =
     R"(Usage: podscope capture --service_addr HOST:PORT[,HOST:PORT...] --logdir DIR
+       podscope capture --job HOST:PORT --logdir DIR
                         [--duration_ms N] [--session NAME] [--token T]
                         [--tls_ca FILE] [--tls_server_name NAME]
                         [--sampling_hz N] [--level N]
@@ -28,7 +31,10 @@ after the capture (NTP-style probes, the fastest round trip kept) and stored
 in its file, so the viewer puts every host on one timeline.
 
 Flags:
-  --service_addr LIST   Workers, comma-separated (required)
+  --service_addr LIST   Workers, comma-separated (or --job)
+  --job HOST:PORT       Every rank of a job, from its coordinator
+                        (MASTER_ADDR:MASTER_PORT; token: --token, else
+                        $PODSCOPE_JOB_TOKEN); ranks go into the manifest
   --logdir DIR          Where the session folder goes (required)
   --duration_ms N       How long to record, 1..3600000 (default 1000)
   --session NAME        The session folder's name (default: UTC time,
@@ -55,11 +61,12 @@ constexpr int kExitSomeFailed = 5;
 constexpr int kExitNoneAnswered = 6;
 
 int Run(std::span<const std::string> args, const CommandIo& io) {
-  std::string addrs, logdir, session, token, tls_ca, tls_name;
+  std::string addrs, logdir, session, token, tls_ca, tls_name, job;
   int64_t duration_ms = 1000, sampling_hz = 0, level = 2, probes = 16;
   int64_t connect_ms = 5000;
   FlagParser flags;
   flags.AddString("service_addr", &addrs);
+  flags.AddString("job", &job);
   flags.AddString("logdir", &logdir);
   flags.AddString("session", &session);
   flags.AddString("token", &token);
@@ -80,7 +87,28 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     return UsageError(io, "capture",
                       "unexpected argument '" + positional[0] + "'");
   }
-  if (addrs.empty()) return UsageError(io, "capture", "--service_addr is required");
+  std::vector<JobWorker> ranks;
+  if (!job.empty()) {
+    if (!addrs.empty()) {
+      return UsageError(io, "capture",
+                        "give --job or --service_addr, not both");
+    }
+    if (token.empty()) {
+      if (const char* t = std::getenv("PODSCOPE_JOB_TOKEN")) token = t;
+    }
+    auto resolved = ResolveJobWorkers(job, token);
+    if (!resolved.ok()) {
+      std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
+                   std::string(resolved.status().message()).c_str());
+      return kExitNoneAnswered;
+    }
+    ranks = *std::move(resolved);
+    for (const JobWorker& w : ranks) {
+      addrs += (addrs.empty() ? "" : ",") + w.address;
+    }
+  }
+  if (addrs.empty())
+    return UsageError(io, "capture", "--service_addr is required");
   if (logdir.empty()) return UsageError(io, "capture", "--logdir is required");
   profiler::CaptureOptions o;
   for (absl::string_view piece :
@@ -94,7 +122,8 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     }
     o.workers.push_back(addr);
   }
-  if (o.workers.empty()) return UsageError(io, "capture", "--service_addr is empty");
+  if (o.workers.empty())
+    return UsageError(io, "capture", "--service_addr is empty");
   o.logdir = logdir;
   o.duration_ms = duration_ms;
   o.session = session;
@@ -125,6 +154,13 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
                  std::string(result.status().message()).c_str());
     return kExitInternal;
   }
+  if (!ranks.empty()) {
+    if (absl::Status s = AddRanksToManifest(result->manifest_path, job, ranks);
+        !s.ok()) {
+      std::fprintf(io.err, "podscope capture: %s\n",
+                   std::string(s.message()).c_str());
+    }
+  }
   const int answered = result->answered();
   const int asked = static_cast<int>(result->workers.size());
   std::fprintf(io.out, "session %s: %d of %d workers answered\n",
@@ -141,10 +177,9 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
                    static_cast<double>(c.offset_ns) / 1e6,
                    static_cast<double>(c.uncertainty_ns) / 1e3, w.drift_ppm);
     } else {
-      std::fprintf(io.out, "  FAILED  %-22s %s%s\n", w.address.c_str(),
-                   w.error.c_str(),
-                   w.path.empty() ? ""
-                                  : (" (partial file: " + w.path + ")").c_str());
+      std::fprintf(
+          io.out, "  FAILED  %-22s %s%s\n", w.address.c_str(), w.error.c_str(),
+          w.path.empty() ? "" : (" (partial file: " + w.path + ")").c_str());
     }
   }
   std::fprintf(io.out, "manifest: %s\n", result->manifest_path.c_str());

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "command.h"
 #include "flags.h"
+#include "import_path.h"
 #include "json_writer.h"
 #include "podscope/trace_format/reader.h"
 #include "text_format.h"
@@ -30,6 +31,8 @@ decoded. Each file is reported as
   unreadable   not a Podscope trace, written by a newer major version, or
                cannot be opened.
 A FILE may be a folder: its *.podtrace files are checked (recursively).
+XSpace (.xplane.pb) and Chrome trace JSON files are imported first (see
+docs/interop.md), and the files of the import are checked.
 
 Flags:
   --json       Print one JSON array with an object per file (path, status,
@@ -91,12 +94,17 @@ FileCheck CheckReader(const TraceReader& reader) {
   return c;
 }
 
-std::vector<FileCheck> CheckPaths(const std::vector<std::string>& paths) {
+std::vector<FileCheck> CheckPaths(const std::vector<std::string>& paths,
+                                  const CommandIo& io) {
   std::vector<FileCheck> out;
   trace_format::ReaderOptions options;
   options.verify_all = true;
   for (const std::string& path : paths) {
-    auto opened = trace_format::OpenTraces(path, options);
+    // Foreign traces are checked by importing them: what cannot be
+    // imported is unreadable.
+    auto resolved = ResolveInput(path, "check", io);
+    auto opened = resolved.ok() ? trace_format::OpenTraces(*resolved, options)
+                                : resolved.status();
     if (!opened.ok()) {
       FileCheck& c = out.emplace_back();
       c.path = path;
@@ -238,7 +246,7 @@ int RunCheck(std::span<const std::string> args, const CommandIo& io) {
   if (paths.empty()) {
     return UsageError(io, "check", "expects at least one FILE");
   }
-  const std::vector<FileCheck> checks = CheckPaths(paths);
+  const std::vector<FileCheck> checks = CheckPaths(paths, io);
   if (json) {
     PrintJson(checks, io);
   } else {

@@ -56,6 +56,7 @@ extern const Command kCheckCommand;
 extern const Command kSummaryCommand;
 extern const Command kExportCommand;
 extern const Command kCaptureCommand;
+extern const Command kLaunchCommand;
 
 // Every command, in the order `--help` lists them.
 std::span<const Command* const> AllCommands();

@@ -1,12 +1,15 @@
 // `podscope export`: converts a capture to a format other tools open.
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "command.h"
 #include "flags.h"
+#include "import_path.h"
 #include "podscope/trace_format/chrome_export.h"
 #include "podscope/trace_format/reader.h"
+#include "podscope/trace_format/xspace.h"
 #include "text_format.h"
 
 namespace podscope::tools {
@@ -14,16 +17,24 @@ namespace {
 
 constexpr std::string_view kHelp =
     R"(Usage: podscope export --format chrome PATH -o OUT [--gzip] [--no-align-clocks]
+       podscope export --format xspace PATH -o LOGDIR [--session NAME]
 
 Converts traces to Chrome trace JSON (the Trace Event Format), which
 Perfetto UI (ui.perfetto.dev) and chrome://tracing open. PATH is a trace
 file or a folder, searched recursively for *.podtrace files; all of them go
 into one document, one process per file and one thread per track. Each
-file's clock offsets are applied so that hosts line up.
+file's clock offsets are applied so that hosts line up. XSpace (.xplane.pb)
+and Chrome trace JSON inputs are imported first.
+
+--format xspace writes what XProf and TensorBoard's profile plugin open:
+LOGDIR/plugins/profile/SESSION/HOST.xplane.pb, one file per host, on each
+host's realtime clock (docs/interop.md).
 
 Flags:
-  --format FORMAT    The output format; one of: chrome
-  -o, --output OUT   The file to write (replaced if it exists)
+  --format FORMAT    The output format; one of: chrome, xspace
+  -o, --output OUT   The file to write (replaced if it exists); for xspace,
+                     the log folder
+  --session NAME     xspace: the run folder's name (default: the session)
   --gzip             Compress the output with gzip (implied when OUT ends
                      in .gz)
   --no-align-clocks  Keep every file on its own host's monotonic clock
@@ -34,14 +45,16 @@ readable, 4 OUT cannot be written. Unreadable or recovered files beside
 readable ones are reported as warnings.
 )";
 
-constexpr std::string_view kFormats[] = {"chrome"};
+constexpr std::string_view kFormats[] = {"chrome", "xspace"};
 
 int RunExport(std::span<const std::string> args, const CommandIo& io) {
   std::string format;
   std::string out_path;
   bool gzip = false;
   bool no_align = false;
+  std::string session;
   FlagParser flags;
+  flags.AddString("session", &session);
   flags.AddString("format", &format);
   flags.AddString("output", &out_path, 'o');
   flags.AddBool("gzip", &gzip);
@@ -53,13 +66,15 @@ int RunExport(std::span<const std::string> args, const CommandIo& io) {
   }
   if (help) return PrintCommandHelp(io, kExportCommand);
   if (format.empty()) {
-    return UsageError(io, "export", "--format is required (one of: chrome)");
+    return UsageError(io, "export",
+                      "--format is required (one of: chrome, xspace)");
   }
   bool known = false;
   for (std::string_view f : kFormats) known = known || f == format;
   if (!known) {
-    return UsageError(io, "export",
-                      "unknown --format '" + format + "' (one of: chrome)");
+    return UsageError(
+        io, "export",
+        "unknown --format '" + format + "' (one of: chrome, xspace)");
   }
   if (paths.size() != 1) {
     return UsageError(io, "export",
@@ -70,7 +85,13 @@ int RunExport(std::span<const std::string> args, const CommandIo& io) {
     return UsageError(io, "export", "-o OUT is required");
   }
 
-  auto opened = trace_format::OpenTraces(paths[0]);
+  auto input = ResolveInput(paths[0], "export", io);
+  if (!input.ok()) {
+    std::fprintf(io.err, "podscope export: %s\n",
+                 std::string(input.status().message()).c_str());
+    return kExitUnreadable;
+  }
+  auto opened = trace_format::OpenTraces(*input);
   if (!opened.ok()) {
     std::fprintf(io.err, "podscope export: %s\n",
                  std::string(opened.status().message()).c_str());
@@ -91,6 +112,31 @@ int RunExport(std::span<const std::string> args, const CommandIo& io) {
   std::vector<const trace_format::TraceReader*> readers;
   for (const auto& r : opened->readers) readers.push_back(r.get());
 
+  if (format == "xspace") {
+    ProgressLine progress(io, "exporting", "tracks");
+    trace_format::XSpaceExportOptions options;
+    options.progress = [&](size_t done, size_t total) {
+      progress.Update(done, total);
+    };
+    auto stats =
+        trace_format::ExportXSpace(readers, out_path, session, options);
+    progress.Finish();
+    if (!stats.ok()) {
+      std::fprintf(io.err, "podscope export: %s\n",
+                   std::string(stats.status().message()).c_str());
+      return kExitInternal;
+    }
+    std::fprintf(io.out, "wrote %s events from %s to %s\n",
+                 FormatCount(stats->events).c_str(),
+                 Plural(readers.size(), "file").c_str(),
+                 stats->files.size() == 1
+                     ? stats->files[0].c_str()
+                     : std::filesystem::path(stats->files[0])
+                           .parent_path()
+                           .string()
+                           .c_str());
+    return kExitOk;
+  }
   ProgressLine progress(io, "exporting", "tracks");
   trace_format::ChromeExportOptions options;
   options.gzip = gzip || out_path.ends_with(".gz");

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "command.h"
 #include "flags.h"
+#include "import_path.h"
 #include "json_writer.h"
 #include "summary.h"
 #include "text_format.h"
@@ -20,7 +21,8 @@ constexpr std::string_view kHelp =
     R"(Usage: podscope summary [--json] [--top N] [--no-align-clocks] PATH
 
 Summarises a capture: PATH is a trace file or a folder, searched
-recursively for *.podtrace files. Prints the hosts; each process (host,
+recursively for *.podtrace files (XSpace .xplane.pb files and Chrome trace
+JSON are imported first). Prints the hosts; each process (host,
 pid, process index and count, session, command line) with its tracks and
 their event counts; the total number of events; the time span from the
 first to the last event, with each file's clock offsets applied so that
@@ -394,6 +396,12 @@ int RunSummary(std::span<const std::string> args, const CommandIo& io) {
                       paths.empty() ? "expects a PATH (a trace file or folder)"
                                     : "expects one PATH");
   }
+  auto input = ResolveInput(paths[0], "summary", io);
+  if (!input.ok()) {
+    std::fprintf(io.err, "podscope summary: %s\n",
+                 std::string(input.status().message()).c_str());
+    return kExitUnreadable;
+  }
   ProgressLine progress(io, "summarising", "files");
   SummaryOptions options;
   options.align_clocks = !no_align;
@@ -401,7 +409,7 @@ int RunSummary(std::span<const std::string> args, const CommandIo& io) {
   options.progress = [&](size_t done, size_t total) {
     progress.Update(done, total);
   };
-  auto summary = SummarizePath(paths[0], options);
+  auto summary = SummarizePath(*input, options);
   progress.Finish();
   if (!summary.ok()) {
     std::fprintf(io.err, "podscope summary: %s\n",

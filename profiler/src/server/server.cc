@@ -22,6 +22,7 @@
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "src/server/capture_hub.h"
 #include "src/server/server_internal.h"
+#include "src/server/xprof_service.h"
 #include "src/session_internal.h"
 
 namespace podscope::profiler {
@@ -59,9 +60,14 @@ int64_t RealtimeNs() {
 class Service final : public pb::ProfilerService::Service {
  public:
   Service(const ServerOptions& options, std::string token)
-      : options_(options), token_(std::move(token)), hub_(options) {}
+      : options_(options),
+        token_(std::move(token)),
+        hub_(options),
+        xprof_(internal::MakeXprofService(options_, token_, &hub_)) {}
 
   void Shutdown() { hub_.StopAll(); }
+  // XProf's tensorflow.ProfilerService, on the same captures.
+  grpc::Service* xprof() { return xprof_.get(); }
 
   Status GetInfo(ServerContext* ctx, const pb::GetInfoRequest*,
                  pb::ProcessInfo* info) override {
@@ -169,6 +175,7 @@ class Service final : public pb::ProfilerService::Service {
   const ServerOptions options_;
   const std::string token_;
   internal::CaptureHub hub_;
+  std::unique_ptr<grpc::Service> xprof_;
 };
 
 bool IsLoopback(const std::string& host) {
@@ -290,6 +297,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   int bound = 0;
   builder.AddListeningPort(listen, creds, &bound);
   builder.RegisterService(service.get());
+  builder.RegisterService(service->xprof());
   // A second server on a port in use must fail, not share it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(1 << 20);

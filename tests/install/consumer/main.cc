@@ -1,6 +1,7 @@
 // Writes a trace and reads it back through the installed library.
 #include <cstdio>
 
+#include "podscope/base/human_format.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/writer.h"
 
@@ -18,6 +19,9 @@ int main(int argc, char** argv) {
   if (!reader.ok()) return 1;
   TrackEvents events = (*reader)->ReadTrack(id);
   if (events.slices.size() != 1) return 1;
+  if (podscope::base::FormatDuration(events.slices[0].duration_ns) != "50 ns") {
+    return 1;
+  }
   std::printf("%s %lld\n", std::string((*reader)->GetString(events.slices[0].name)).c_str(),
               static_cast<long long>(events.slices[0].duration_ns));
   return 0;

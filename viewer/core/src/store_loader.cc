@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "parallel.h"
 #include "podscope/trace_format/chunk_codec.h"
+#include "podscope/trace_format/import.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/viewer/clock_mapper.h"
 #include "podscope/viewer/trace_store.h"
@@ -451,7 +452,13 @@ void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
 }
 
 absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
-    const std::string& path, const OpenOptions& options) {
+    const std::string& given_path, const OpenOptions& options) {
+  // Foreign traces (XSpace, Chrome JSON) are opened through their import.
+  tf::ImportOptions import_options;
+  import_options.cancel = options.cancel;
+  auto resolved = tf::ResolveTracePath(given_path, import_options);
+  if (!resolved.ok()) return resolved.status();
+  const std::string& path = *resolved;
   auto sessions = TraceStore::ListSessions(path);
   if (!sessions.ok()) return sessions.status();
   const SessionInfo* chosen = &sessions->back();  // the newest

@@ -39,6 +39,11 @@ struct ServerOptions {
   // late; a capture that outgrows it ends early (its clients get a complete
   // file of what was recorded).
   int64_t max_capture_bytes = int64_t{1} << 30;
+  // The folder under which XProf's Profile RPC may write
+  // <session>/<host>.xplane.pb when a request names a repository_root (which
+  // must lie inside it). Empty means $PODSCOPE_XPROF_REPOSITORY_ROOT; with
+  // neither, such requests are refused and only emit_xspace answers.
+  std::string xprof_repository_root;
 };
 
 class ProfilerServer {

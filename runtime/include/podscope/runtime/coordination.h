@@ -1,0 +1,136 @@
+// The coordination service of a job and its client. Rank 0 hosts the
+// service (Job::Init does it); every rank, the launchers and `podscope
+// capture --job` talk to it through CoordinationClient, which is also the
+// job's KeyValueStore.
+//
+// Contract:
+// - A service reachable beyond loopback requires a token; with a token,
+//   every call without `authorization: Bearer <token>` is refused with
+//   UNAUTHENTICATED.
+// - Register: world size checked against the service's, a rank out of
+//   range or registered twice (by another process) refused with a message
+//   naming both; waits for every rank or the timeout.
+// - A rank that stops heartbeating for `dead_after` fails the job: every
+//   waiting and later call (blocking get, barriers, heartbeats) answers
+//   ABORTED naming the rank and its host.
+// - Every blocking call has a deadline. CoordinationClient::Abort ends the
+//   calls in flight and later ones with the given status.
+#ifndef PODSCOPE_RUNTIME_COORDINATION_H_
+#define PODSCOPE_RUNTIME_COORDINATION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "podscope/runtime/key_value_store.h"
+
+namespace podscope::runtime {
+
+struct CoordinatorOptions {
+  // Host to listen on: loopback ("127.0.0.1") needs no token; anything
+  // else (e.g. "0.0.0.0") does.
+  std::string bind_host = "127.0.0.1";
+  int port = 0;  // 0: any free port
+  int world_size = 1;
+  std::string token;
+  // Told to clients at registration; a registered rank silent for
+  // dead_after fails the job.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  absl::Duration dead_after = absl::Seconds(6);
+};
+
+class Coordinator {
+ public:
+  virtual ~Coordinator() = default;
+  virtual int port() const = 0;
+  // "host:port" for clients on this machine.
+  virtual std::string address() const = 0;
+  // OK, or the job's failure (a dead rank).
+  virtual absl::Status job_status() const = 0;
+  // Wakes every waiting call with UNAVAILABLE and stops serving.
+  // Idempotent; the destructor calls it.
+  virtual void Stop() = 0;
+};
+
+// Fails naming the problem: a non-loopback bind without a token, a port
+// in use, a world size below 1.
+absl::StatusOr<std::unique_ptr<Coordinator>> StartCoordinator(
+    const CoordinatorOptions& options);
+
+struct RegisterResult {
+  std::vector<std::string> hosts;  // by rank
+  absl::Duration heartbeat_interval;
+  absl::Duration dead_after;
+};
+
+// The four timestamps of one clock probe: the client's clock at send (t1)
+// and receipt (t4), the coordinator's on receipt (t2) and reply (t3).
+struct ClockProbe {
+  int64_t t1 = 0, t2 = 0, t3 = 0, t4 = 0;
+  int64_t round_trip_ns() const { return (t4 - t1) - (t3 - t2); }
+  // reference (coordinator) = local + offset.
+  int64_t offset_ns() const { return ((t2 - t1) + (t3 - t4)) / 2; }
+  int64_t local_ns() const { return t1 + (t4 - t1) / 2; }
+};
+
+struct HeartbeatResult {
+  ClockProbe probe;
+  absl::Status job_status;  // the job's failure, if any
+};
+
+class CoordinationClient : public KeyValueStore {
+ public:
+  // `token` empty: none sent. The connection is made lazily; calls wait
+  // for an unreachable coordinator only in Register.
+  static absl::StatusOr<std::unique_ptr<CoordinationClient>> Create(
+      const std::string& address, const std::string& token);
+
+  ~CoordinationClient() override;
+
+  const std::string& address() const { return address_; }
+
+  // Retries until the coordinator answers or `timeout` (UNAVAILABLE saying
+  // that no coordinator answered at the address).
+  absl::StatusOr<RegisterResult> Register(int rank, int world_size,
+                                          const std::string& host, int64_t pid,
+                                          uint64_t incarnation,
+                                          absl::Duration timeout);
+  // One heartbeat and clock probe; `clock` reads the local profiler clock.
+  absl::StatusOr<HeartbeatResult> Heartbeat(int rank, uint64_t incarnation,
+                                            absl::Duration timeout,
+                                            int64_t (*clock)());
+  absl::Status Barrier(std::string_view name, int rank, absl::Duration timeout);
+  absl::Status Shutdown(int rank, absl::Duration timeout);
+
+  absl::Status Set(std::string_view key, std::string_view value) override;
+  absl::StatusOr<std::string> Get(std::string_view key) override;
+  absl::StatusOr<std::string> BlockingGet(std::string_view key,
+                                          absl::Duration timeout) override;
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> GetDirectory(
+      std::string_view prefix) override;
+  absl::Status Delete(std::string_view key) override;
+
+  // Cancels the calls in flight; they and every later call return `status`.
+  void Abort(const absl::Status& status);
+
+ private:
+  class Impl;
+  explicit CoordinationClient(std::string address, std::unique_ptr<Impl> impl);
+  std::string address_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "host:port" split; "[v6]:port" accepted. InvalidArgument naming `what`.
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    std::string_view address, std::string_view what);
+bool IsLoopbackHost(std::string_view host);
+
+}  // namespace podscope::runtime
+
+#endif  // PODSCOPE_RUNTIME_COORDINATION_H_

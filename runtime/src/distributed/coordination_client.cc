@@ -1,0 +1,329 @@
+// CoordinationClient: the gRPC client of the coordination service, and the
+// job's KeyValueStore.
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "podscope/runtime/coordination.h"
+#include "podscope/runtime/coordination_service.grpc.pb.h"
+
+namespace podscope::runtime {
+
+namespace pb = ::podscope::runtime::coordination;
+
+namespace {
+
+// Calls in flight get at least this long beyond the wait they ask the
+// service for, so that the service's own answer (naming what is missing)
+// arrives before the client's deadline.
+constexpr auto kAnswerMargin = std::chrono::seconds(5);
+
+std::chrono::system_clock::time_point After(absl::Duration d) {
+  return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d);
+}
+
+int64_t Ms(absl::Duration d) {
+  return std::max<int64_t>(absl::ToInt64Milliseconds(d), 0);
+}
+
+}  // namespace
+
+bool IsLoopbackHost(std::string_view host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" ||
+         host.rfind("127.", 0) == 0;
+}
+
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    std::string_view address_view, std::string_view what_view) {
+  // absl::string_view, which abseil's string functions take.
+  const absl::string_view address(address_view.data(), address_view.size());
+  const absl::string_view what(what_view.data(), what_view.size());
+  std::string host;
+  absl::string_view port_text;
+  if (!address.empty() && address.front() == '[') {
+    const size_t close = address.find(']');
+    if (close == absl::string_view::npos || close + 1 >= address.size() ||
+        address[close + 1] != ':') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": '", address, "' is not [ipv6]:port"));
+    }
+    host = std::string(address.substr(1, close - 1));
+    port_text = address.substr(close + 2);
+  } else {
+    const size_t colon = address.rfind(':');
+    if (colon == absl::string_view::npos || colon == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": '", address, "' is not host:port"));
+    }
+    host = std::string(address.substr(0, colon));
+    port_text = address.substr(colon + 1);
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": '", address, "' has no valid port (1..65535)"));
+  }
+  return std::make_pair(host, port);
+}
+
+class CoordinationClient::Impl {
+ public:
+  Impl(std::string address, std::string token)
+      : address_(std::move(address)), token_(std::move(token)) {
+    grpc::ChannelArguments args;
+    // Rank 0 may come up after the others: retry the connection quickly.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    args.SetMaxReceiveMessageSize(64 << 20);
+    channel_ = grpc::CreateCustomChannel(
+        address_, grpc::InsecureChannelCredentials(), args);
+    stub_ = pb::CoordinationService::NewStub(channel_);
+  }
+
+  // A call's context, registered so Abort can cancel it.
+  class Call {
+   public:
+    Call(Impl* impl, std::chrono::system_clock::time_point deadline)
+        : impl_(impl) {
+      ctx.set_deadline(deadline);
+      if (!impl->token_.empty()) {
+        ctx.AddMetadata("authorization", "Bearer " + impl->token_);
+      }
+      std::lock_guard<std::mutex> lock(impl_->mu_);
+      impl_->calls_.insert(&ctx);
+      if (!impl_->abort_.ok()) ctx.TryCancel();
+    }
+    ~Call() {
+      std::lock_guard<std::mutex> lock(impl_->mu_);
+      impl_->calls_.erase(&ctx);
+    }
+    grpc::ClientContext ctx;
+
+   private:
+    Impl* impl_;
+  };
+
+  absl::Status aborted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return abort_;
+  }
+
+  // Converts a call's result; a call cancelled by Abort reports the abort.
+  absl::Status Result(const grpc::Status& s, const std::string& what) {
+    if (s.ok()) return absl::OkStatus();
+    if (absl::Status a = aborted(); !a.ok()) return a;
+    const auto code = static_cast<absl::StatusCode>(s.error_code());
+    if (code == absl::StatusCode::kUnavailable &&
+        s.error_message().find("shutting down") == std::string::npos) {
+      return absl::UnavailableError(
+          absl::StrCat(what, ": the job's coordinator at ", address_,
+                       " is unreachable (", s.error_message(), ")"));
+    }
+    if (code == absl::StatusCode::kDeadlineExceeded &&
+        s.error_message() == "Deadline Exceeded") {
+      return absl::DeadlineExceededError(
+          absl::StrCat(what, ": no answer from the job's coordinator at ",
+                       address_, " in time"));
+    }
+    return absl::Status(code, s.error_message());
+  }
+
+  void Abort(const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!abort_.ok()) return;
+    abort_ = status;
+    for (grpc::ClientContext* ctx : calls_) ctx->TryCancel();
+  }
+
+  const std::string address_;
+  const std::string token_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::CoordinationService::Stub> stub_;
+  std::mutex mu_;
+  std::set<grpc::ClientContext*> calls_;  // guarded by mu_
+  absl::Status abort_;                    // guarded by mu_
+};
+
+CoordinationClient::CoordinationClient(std::string address,
+                                       std::unique_ptr<Impl> impl)
+    : address_(std::move(address)), impl_(std::move(impl)) {}
+
+CoordinationClient::~CoordinationClient() = default;
+
+absl::StatusOr<std::unique_ptr<CoordinationClient>> CoordinationClient::Create(
+    const std::string& address, const std::string& token) {
+  auto split = SplitHostPort(address, "coordinator address");
+  if (!split.ok()) return split.status();
+  return std::unique_ptr<CoordinationClient>(
+      new CoordinationClient(address, std::make_unique<Impl>(address, token)));
+}
+
+void CoordinationClient::Abort(const absl::Status& status) {
+  impl_->Abort(status);
+}
+
+absl::StatusOr<RegisterResult> CoordinationClient::Register(
+    int rank, int world_size, const std::string& host, int64_t pid,
+    uint64_t incarnation, absl::Duration timeout) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::RegisterRequest req;
+  req.set_rank(rank);
+  req.set_world_size(world_size);
+  req.set_host(host);
+  req.set_pid(pid);
+  req.set_incarnation(incarnation);
+  req.set_timeout_ms(Ms(timeout));
+  pb::RegisterResponse resp;
+  grpc::Status s;
+  {
+    Impl::Call call(impl_.get(), After(timeout) + kAnswerMargin);
+    // Waits for a coordinator that is not up yet.
+    call.ctx.set_wait_for_ready(true);
+    s = impl_->stub_->Register(&call.ctx, req, &resp);
+  }
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+      s.error_message() == "Deadline Exceeded") {
+    return absl::UnavailableError(absl::StrCat(
+        "rank ", rank, ": no coordinator answered at ", address_, " within ",
+        absl::FormatDuration(timeout + absl::Seconds(5)),
+        " (is rank 0 running, and are MASTER_ADDR / MASTER_PORT right?)"));
+  }
+  if (absl::Status r = impl_->Result(s, "register"); !r.ok()) return r;
+  RegisterResult result;
+  for (const std::string& h : resp.hosts()) result.hosts.push_back(h);
+  result.heartbeat_interval = absl::Milliseconds(resp.heartbeat_interval_ms());
+  result.dead_after = absl::Milliseconds(resp.dead_after_ms());
+  return result;
+}
+
+absl::StatusOr<HeartbeatResult> CoordinationClient::Heartbeat(
+    int rank, uint64_t incarnation, absl::Duration timeout,
+    int64_t (*clock)()) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::HeartbeatRequest req;
+  req.set_rank(rank);
+  req.set_incarnation(incarnation);
+  pb::HeartbeatResponse resp;
+  HeartbeatResult result;
+  grpc::Status s;
+  {
+    Impl::Call call(impl_.get(), After(timeout));
+    result.probe.t1 = clock();
+    req.set_client_send_ns(result.probe.t1);
+    s = impl_->stub_->Heartbeat(&call.ctx, req, &resp);
+    result.probe.t4 = clock();
+  }
+  if (absl::Status r = impl_->Result(s, "heartbeat"); !r.ok()) return r;
+  result.probe.t2 = resp.server_receive_ns();
+  result.probe.t3 = resp.server_send_ns();
+  if (resp.job_error_code() != 0) {
+    result.job_status = absl::Status(
+        static_cast<absl::StatusCode>(resp.job_error_code()), resp.job_error());
+  }
+  return result;
+}
+
+absl::Status CoordinationClient::Barrier(std::string_view name, int rank,
+                                         absl::Duration timeout) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::BarrierRequest req;
+  req.set_name(std::string(name));
+  req.set_rank(rank);
+  req.set_timeout_ms(Ms(timeout));
+  pb::BarrierResponse resp;
+  Impl::Call call(impl_.get(), After(timeout) + kAnswerMargin);
+  return impl_->Result(impl_->stub_->Barrier(&call.ctx, req, &resp),
+                       absl::StrCat("barrier '", std::string(name), "'"));
+}
+
+absl::Status CoordinationClient::Shutdown(int rank, absl::Duration timeout) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::ShutdownRequest req;
+  req.set_rank(rank);
+  req.set_timeout_ms(Ms(timeout));
+  pb::ShutdownResponse resp;
+  Impl::Call call(impl_.get(), After(timeout) + kAnswerMargin);
+  return impl_->Result(impl_->stub_->Shutdown(&call.ctx, req, &resp),
+                       "shutdown barrier");
+}
+
+absl::Status CoordinationClient::Set(std::string_view key,
+                                     std::string_view value) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::KeySetRequest req;
+  req.set_key(std::string(key));
+  req.set_value(std::string(value));
+  pb::KeySetResponse resp;
+  Impl::Call call(impl_.get(), After(absl::Seconds(30)));
+  return impl_->Result(impl_->stub_->KeySet(&call.ctx, req, &resp),
+                       absl::StrCat("set '", std::string(key), "'"));
+}
+
+absl::StatusOr<std::string> CoordinationClient::Get(std::string_view key) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::KeyGetRequest req;
+  req.set_key(std::string(key));
+  pb::KeyGetResponse resp;
+  Impl::Call call(impl_.get(), After(absl::Seconds(30)));
+  absl::Status s = impl_->Result(impl_->stub_->KeyGet(&call.ctx, req, &resp),
+                                 absl::StrCat("get '", std::string(key), "'"));
+  if (!s.ok()) return s;
+  return std::move(*resp.mutable_value());
+}
+
+absl::StatusOr<std::string> CoordinationClient::BlockingGet(
+    std::string_view key, absl::Duration timeout) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::KeyGetRequest req;
+  req.set_key(std::string(key));
+  // At least a millisecond, so that the service waits rather than answering
+  // NOT_FOUND at once.
+  req.set_wait_ms(std::max<int64_t>(Ms(timeout), 1));
+  pb::KeyGetResponse resp;
+  Impl::Call call(impl_.get(), After(timeout) + kAnswerMargin);
+  absl::Status s =
+      impl_->Result(impl_->stub_->KeyGet(&call.ctx, req, &resp),
+                    absl::StrCat("blocking get '", std::string(key), "'"));
+  if (!s.ok()) return s;
+  return std::move(*resp.mutable_value());
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+CoordinationClient::GetDirectory(std::string_view prefix) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::KeyDirectoryRequest req;
+  req.set_prefix(std::string(prefix));
+  pb::KeyDirectoryResponse resp;
+  Impl::Call call(impl_.get(), After(absl::Seconds(30)));
+  absl::Status s =
+      impl_->Result(impl_->stub_->KeyDirectory(&call.ctx, req, &resp),
+                    absl::StrCat("directory '", std::string(prefix), "'"));
+  if (!s.ok()) return s;
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(resp.entries_size());
+  for (pb::KeyValue& kv : *resp.mutable_entries()) {
+    out.emplace_back(std::move(*kv.mutable_key()),
+                     std::move(*kv.mutable_value()));
+  }
+  return out;
+}
+
+absl::Status CoordinationClient::Delete(std::string_view key) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::KeyDeleteRequest req;
+  req.set_key(std::string(key));
+  pb::KeyDeleteResponse resp;
+  Impl::Call call(impl_.get(), After(absl::Seconds(30)));
+  return impl_->Result(impl_->stub_->KeyDelete(&call.ctx, req, &resp),
+                       absl::StrCat("delete '", std::string(key), "'"));
+}
+
+}  // namespace podscope::runtime

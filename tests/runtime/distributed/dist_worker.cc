@@ -1,0 +1,228 @@
+// A small worker program for the distributed tests, started by `podscope
+// launch`, by Launch, or by the tests directly. Modes:
+//   env      print the job environment the process was given and found
+//            (--fail_rank R --fail_code C: that rank exits with C)
+//   sigterm  print "ready", wait for SIGTERM, print "got SIGTERM"
+//   job      Job::Init, trace into --logdir, mark --marks shared instants,
+//            record steps for --run_ms, then barrier, StopTrace, Shutdown.
+//            --skew_ns N / --drift_ppm P give rank r a clock offset of r*N
+//            and drift of r*P (the test-only clock hook);
+//            --trace_marks_only 1 stops the trace after the marks;
+//            --mark_delay_ms: when the first mark is, after Init.
+//   spawn    Launch(fn, 3): each process joins the job, creates a client
+//            and prints what it sees.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "podscope/profiler/clock.h"
+#include "podscope/profiler/session.h"
+#include "podscope/profiler/trace.h"
+#include "podscope/runtime/client.h"
+#include "podscope/runtime/distributed.h"
+#include "podscope/runtime/launch.h"
+
+namespace {
+
+namespace rt = podscope::runtime;
+namespace prof = podscope::profiler;
+
+std::string Flag(int argc, char** argv, const char* name,
+                 std::string fallback) {
+  const std::string want = std::string("--") + name;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (want == argv[i]) return argv[i + 1];
+  }
+  return fallback;
+}
+int64_t IntFlag(int argc, char** argv, const char* name, int64_t fallback) {
+  int64_t v = 0;
+  // SimpleAtoi writes 0 when it fails: keep the fallback then.
+  return absl::SimpleAtoi(Flag(argc, argv, name, ""), &v) ? v : fallback;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "<unset>" : v;
+}
+
+int Die(const absl::Status& s) {
+  std::fprintf(stderr, "worker error: %s\n", s.ToString().c_str());
+  return 2;
+}
+
+void SleepUntilMonotonic(int64_t t) {
+  while (true) {
+    const int64_t left = prof::MonotonicNs() - t;
+    if (left >= 0) return;
+    if (-left > 2'000'000) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(-left - 1'000'000));
+    }
+  }
+}
+
+int RunEnv(int argc, char** argv) {
+  auto env = rt::DiscoverJobEnvironment();
+  if (!env.ok()) return Die(env.status());
+  std::printf(
+      "env RANK=%s WORLD_SIZE=%s LOCAL_RANK=%s LOCAL_WORLD_SIZE=%s "
+      "GROUP_RANK=%s MASTER_ADDR=%s MASTER_PORT=%s\n",
+      Env("RANK").c_str(), Env("WORLD_SIZE").c_str(), Env("LOCAL_RANK").c_str(),
+      Env("LOCAL_WORLD_SIZE").c_str(), Env("GROUP_RANK").c_str(),
+      Env("MASTER_ADDR").c_str(), Env("MASTER_PORT").c_str());
+  std::printf("found rank %d of %d local %d/%d node %d at %s via %s\n",
+              env->rank, env->world_size, env->local_rank,
+              env->local_world_size, env->group_rank,
+              env->coordinator_address.c_str(), env->launcher.c_str());
+  std::fprintf(stderr, "a line on stderr\n");
+  std::printf("no newline at the end");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (env->rank == IntFlag(argc, argv, "fail_rank", -1)) {
+    return static_cast<int>(IntFlag(argc, argv, "fail_code", 1));
+  }
+  // The others keep running until stopped when one fails.
+  if (IntFlag(argc, argv, "fail_rank", -1) >= 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+  }
+  return 0;
+}
+
+volatile sig_atomic_t g_term = 0;
+void OnTerm(int) { g_term = 1; }
+
+int RunSigterm() {
+  signal(SIGTERM, OnTerm);
+  std::printf("ready\n");
+  std::fflush(stdout);
+  for (int i = 0; i < 600 && !g_term; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf(g_term ? "got SIGTERM\n" : "no signal\n");
+  return g_term ? 0 : 1;
+}
+
+int RunJob(int argc, char** argv) {
+  // Skew this rank's profiler clock before anything reads it.
+  const char* rank_text = std::getenv("RANK");
+  const int64_t rank = rank_text ? std::atoi(rank_text) : 0;
+  const int64_t skew = IntFlag(argc, argv, "skew_ns", 0) * rank;
+  const int64_t drift = IntFlag(argc, argv, "drift_ppm", 0) * rank;
+  if (skew != 0)
+    setenv("PODSCOPE_TEST_CLOCK_OFFSET_NS", absl::StrCat(skew).c_str(), 1);
+  if (drift != 0)
+    setenv("PODSCOPE_TEST_CLOCK_DRIFT_PPM", absl::StrCat(drift).c_str(), 1);
+
+  auto job = rt::Job::Init();
+  if (!job.ok()) return Die(job.status());
+  const std::string logdir = Flag(argc, argv, "logdir", "");
+  if (!logdir.empty()) {
+    prof::TraceOptions t;
+    t.session_id = "run";
+    if (absl::Status s = prof::StartTrace(logdir, t); !s.ok()) return Die(s);
+  }
+  std::printf("ready rank %d pid %d coordinator %s\n", (*job)->rank(), getpid(),
+              (*job)->environment().coordinator_address.c_str());
+  std::fflush(stdout);
+
+  const int marks = static_cast<int>(IntFlag(argc, argv, "marks", 0));
+  if (marks > 0) {
+    int64_t t0 = 0;
+    if ((*job)->rank() == 0) {
+      t0 = prof::MonotonicNs() +
+           IntFlag(argc, argv, "mark_delay_ms", 500) * 1'000'000;
+      if (absl::Status s = (*job)->store().Set("test/t0", absl::StrCat(t0));
+          !s.ok()) {
+        return Die(s);
+      }
+    } else {
+      auto v = (*job)->store().BlockingGet("test/t0", absl::Seconds(30));
+      if (!v.ok()) return Die(v.status());
+      (void)absl::SimpleAtoi(*v, &t0);
+    }
+    for (int k = 0; k < marks; ++k) {
+      SleepUntilMonotonic(t0 + k * 200'000'000);
+      const int64_t before = prof::MonotonicNs();
+      PODSCOPE_INSTANT("sync_mark");
+      const int64_t after = prof::MonotonicNs();
+      std::printf("marked %d %d %lld %lld\n", (*job)->rank(), k,
+                  static_cast<long long>(before),
+                  static_cast<long long>(after));
+    }
+    std::fflush(stdout);
+  }
+  // --trace_marks_only: the local trace ends after the marks, so that the
+  // rest of the run can be captured remotely (one session at a time).
+  bool tracing = !logdir.empty();
+  if (tracing && Flag(argc, argv, "trace_marks_only", "0") == "1") {
+    auto path = prof::StopTrace();
+    if (!path.ok()) return Die(path.status());
+    tracing = false;
+    std::printf("traced rank %d\n", (*job)->rank());
+    std::fflush(stdout);
+  }
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(IntFlag(argc, argv, "run_ms", 0));
+  while (std::chrono::steady_clock::now() < end) {
+    PODSCOPE_TRACE("step");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const rt::JobClock clock = (*job)->clock();
+  std::printf("clock rank %d offset %lld uncertainty %lld drift %.1f\n",
+              (*job)->rank(), static_cast<long long>(clock.offset_ns),
+              static_cast<long long>(clock.uncertainty_ns), clock.drift_ppm);
+  if (absl::Status s = (*job)->Barrier("done", absl::Seconds(60)); !s.ok()) {
+    return Die(s);
+  }
+  if (tracing) {
+    auto path = prof::StopTrace();
+    if (!path.ok()) return Die(path.status());
+  }
+  if (absl::Status s = (*job)->Shutdown(); !s.ok()) return Die(s);
+  std::printf("done rank %d\n", (*job)->rank());
+  return 0;
+}
+
+int RunSpawn() {
+  absl::Status s = rt::Launch(
+      []() -> absl::Status {
+        auto job = rt::Job::Init();
+        if (!job.ok()) return job.status();
+        auto client = rt::CreateClient();
+        if (!client.ok()) return client.status();
+        std::printf(
+            "spawned rank %d of %d: %d devices, %d addressable, process %d of "
+            "%d, first addressable id %d\n",
+            (*job)->rank(), (*job)->world_size(), (*client)->device_count(),
+            (*client)->addressable_device_count(), (*client)->process_index(),
+            (*client)->process_count(),
+            (*client)->addressable_devices()[0]->id());
+        std::fflush(stdout);
+        client->reset();
+        return (*job)->Shutdown();
+      },
+      3);
+  if (!s.ok()) return Die(s);
+  std::printf("spawn ok\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "env") return RunEnv(argc, argv);
+  if (mode == "sigterm") return RunSigterm();
+  if (mode == "job") return RunJob(argc, argv);
+  if (mode == "spawn") return RunSpawn();
+  std::fprintf(stderr, "usage: dist_worker env|sigterm|job|spawn [flags]\n");
+  return 64;
+}

@@ -1,0 +1,260 @@
+// Job-wide clocks and whole-job capture: ranks with skewed clocks write
+// their own trace files, which line up on rank 0's clock within the stated
+// uncertainty; across three network namespaces (one launcher each, joined
+// by --rdzv_endpoint) the job runs and `podscope capture --job` records
+// every rank.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "job_traces.h"
+#include "process.h"
+
+namespace podscope::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Process;
+
+const std::string kPodscope = PODSCOPE_BIN;
+const std::string kWorker = DIST_WORKER;
+
+std::string FreshDir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("podscope-dist-test-" + std::to_string(getpid())) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Rank r's marks, aligned by its file's offsets (measured every heartbeat
+// or few, so that marks between them are interpolated with the drift), lie
+// in the interval in which they really happened (rank 0's clock is unskewed, so
+// the reference is CLOCK_MONOTONIC) within the file's stated uncertainty (plus
+// 50 us for interpolating the drift between measurements).
+void ExpectAligned(
+    const std::map<int, testing::RankTrace>& traces,
+    const std::map<int, std::map<int, testing::PrintedMark>>& marks, int ranks,
+    int count, int64_t skew_ns) {
+  ASSERT_EQ(traces.size(), static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const testing::RankTrace& t = traces.at(r);
+    EXPECT_EQ(t.world, ranks) << t.path;
+    ASSERT_EQ(t.aligned_marks.size(), static_cast<size_t>(count)) << t.path;
+    ASSERT_GT(t.clock.offsets_size(), 0) << t.path;
+    EXPECT_EQ(t.clock.offsets(0).reference(), "rank 0");
+    // reference = local + offset, and rank r's clock is r * skew ahead.
+    EXPECT_NEAR(static_cast<double>(
+                    t.clock.offsets(t.clock.offsets_size() - 1).offset_ns()),
+                static_cast<double>(-r * skew_ns), 5e6)
+        << t.path;
+    for (int k = 0; k < count; ++k) {
+      ASSERT_TRUE(marks.count(r) && marks.at(r).count(k)) << r << " " << k;
+      const int64_t outside =
+          testing::OutsideBy(t.aligned_marks[k], marks.at(r).at(k));
+      std::printf("rank %d mark %d: %lld ns outside, uncertainty %lld ns\n", r,
+                  k, static_cast<long long>(outside),
+                  static_cast<long long>(t.uncertainty[k]));
+      EXPECT_LE(outside, t.uncertainty[k] + 50'000)
+          << "rank " << r << " mark " << k;
+      // Skews of seconds are gone.
+      EXPECT_LT(outside, 5'000'000);
+    }
+  }
+}
+
+TEST(JobClock, PerRankTracesLineUpOnRankZerosClock) {
+  const std::string logdir = FreshDir("clock");
+  constexpr int64_t kSkew = 1'500'000'000;
+  Process launcher({kPodscope, "launch", "--nproc_per_node", "3", kWorker,
+                    "job", "--logdir", logdir, "--marks", "3", "--skew_ns",
+                    std::to_string(kSkew), "--drift_ppm", "40",
+                    "--mark_delay_ms", "2500", "--run_ms", "2500"});
+  const int status = launcher.Wait(120000);
+  ASSERT_TRUE(WIFEXITED(status)) << launcher.output();
+  ASSERT_EQ(WEXITSTATUS(status), 0) << launcher.output();
+  ExpectAligned(testing::ReadRankTraces(logdir + "/run"),
+                testing::ParseMarks(launcher.output()), 3, 3, kSkew);
+  EXPECT_THAT(launcher.output(), HasSubstr("[rank 2] done rank 2"));
+}
+
+bool CanMakeNamespaces() {
+  return geteuid() == 0 && std::system("ip netns list >/dev/null 2>&1") == 0;
+}
+
+// `n` network namespaces on one bridge: host i at 10.S.0.(i+2), this
+// namespace at 10.S.0.1; removed on destruction.
+class BridgedHosts {
+ public:
+  explicit BridgedHosts(int n) {
+    const std::string tag = std::to_string(getpid() % 100000);
+    subnet_ = 40 + getpid() % 100;
+    bridge_ = "pdbr" + tag;
+    std::string cmd = "set -e; ip link add " + bridge_ +
+                      " type bridge; ip addr add " + Net() + ".1/24 dev " +
+                      bridge_ + "; ip link set " + bridge_ + " up";
+    if (std::system(cmd.c_str()) != 0) {
+      ok_ = false;
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      const std::string ns = "podscope-dc" + tag + "-" + std::to_string(i);
+      const std::string h = "pdh" + tag + "x" + std::to_string(i);
+      const std::string in = "pdn" + tag + "x" + std::to_string(i);
+      names_.push_back(ns);
+      links_.push_back(h);
+      const std::string x = "; ip netns exec " + ns + " ";
+      cmd = "set -e; ip netns add " + ns + "; ip link add " + h +
+            " type veth peer name " + in + "; ip link set " + in + " netns " +
+            ns + "; ip link set " + h + " master " + bridge_ +
+            "; ip link set " + h + " up" + x + "ip addr add " + address(i) +
+            "/24 dev " + in + x + "ip link set " + in + " up" + x +
+            "ip link set lo up";
+      if (std::system(cmd.c_str()) != 0) {
+        ok_ = false;
+        return;
+      }
+    }
+  }
+  ~BridgedHosts() {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      std::system(("ip link del " + links_[i] + " >/dev/null 2>&1").c_str());
+      std::system(("ip netns del " + names_[i] + " >/dev/null 2>&1").c_str());
+    }
+    std::system(("ip link del " + bridge_ + " >/dev/null 2>&1").c_str());
+  }
+  bool ok() const { return ok_; }
+  const std::string& name(int i) const { return names_[i]; }
+  std::string address(int i) const {
+    return Net() + "." + std::to_string(i + 2);
+  }
+
+ private:
+  std::string Net() const { return "10." + std::to_string(subnet_) + ".0"; }
+  bool ok_ = true;
+  int subnet_ = 0;
+  std::string bridge_;
+  std::vector<std::string> names_, links_;
+};
+
+TEST(JobClock, ThreeHostsOneJobCapturedByName) {
+  if (!CanMakeNamespaces()) {
+    if (const char* r = std::getenv("PODSCOPE_REQUIRE_NETNS");
+        r && std::string(r) == "1") {
+      FAIL()
+          << "PODSCOPE_REQUIRE_NETNS=1 but network namespaces cannot be made "
+             "(needs root and iproute2)";
+    }
+    GTEST_SKIP()
+        << "network namespaces cannot be made here (needs root and "
+           "iproute2); set PODSCOPE_REQUIRE_NETNS=1 to make this a failure";
+  }
+  BridgedHosts hosts(3);
+  ASSERT_TRUE(hosts.ok()) << "could not set up network namespaces";
+  const std::string logdir = FreshDir("multihost");
+  const std::string capdir = FreshDir("multihost-capture");
+  const std::string rdzv =
+      hosts.address(0) + ":" + std::to_string(20000 + getpid() % 10000);
+  const std::vector<std::string> env = {
+      "PODSCOPE_JOB_TOKEN=multihost-job-token"};
+  constexpr int64_t kSkew = 2'000'000'000;
+  std::vector<std::unique_ptr<Process>> launchers;
+  for (int i = 0; i < 3; ++i) {
+    launchers.push_back(std::make_unique<Process>(
+        std::vector<std::string>{"ip",
+                                 "netns",
+                                 "exec",
+                                 hosts.name(i),
+                                 kPodscope,
+                                 "launch",
+                                 "--nnodes",
+                                 "3",
+                                 "--node_rank",
+                                 std::to_string(i),
+                                 "--nproc_per_node",
+                                 "1",
+                                 "--rdzv_endpoint",
+                                 rdzv,
+                                 kWorker,
+                                 "job",
+                                 "--logdir",
+                                 logdir,
+                                 "--marks",
+                                 "3",
+                                 "--skew_ns",
+                                 std::to_string(kSkew),
+                                 "--trace_marks_only",
+                                 "1",
+                                 "--run_ms",
+                                 "6000"},
+        env));
+  }
+  // Every rank is running (and has stopped its own trace) once it says so.
+  std::string coordinator;
+  const std::regex ready(R"(ready rank (\d+) pid \d+ coordinator (\S+))");
+  for (int i = 0; i < 3; ++i) {
+    std::string line;
+    bool traced = false;
+    while (!traced && launchers[i]->ReadLine(&line, 60000)) {
+      std::smatch m;
+      if (std::regex_search(line, m, ready)) {
+        EXPECT_EQ(std::stoi(m[1]), i) << "ranks follow the node order";
+        coordinator = m[2];
+      }
+      traced = line.find("] traced rank") != std::string::npos;
+    }
+    ASSERT_TRUE(traced) << launchers[i]->output();
+  }
+  EXPECT_EQ(coordinator.rfind(hosts.address(0) + ":", 0), 0u) << coordinator;
+
+  // Capture the whole job by its coordinator's address.
+  Process capture({kPodscope, "capture", "--job", coordinator, "--logdir",
+                   capdir, "--duration_ms", "1500", "--session", "byjob"},
+                  env);
+  const int cap_status = capture.Wait(60000);
+  ASSERT_TRUE(WIFEXITED(cap_status)) << capture.output();
+  EXPECT_EQ(WEXITSTATUS(cap_status), 0) << capture.output();
+  EXPECT_THAT(capture.output(), HasSubstr("3 of 3 workers answered"));
+  const std::string manifest = ReadAll(capdir + "/byjob/manifest.json");
+  EXPECT_THAT(manifest, HasSubstr("\"job\": \"" + coordinator + "\""));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_THAT(manifest,
+                HasSubstr("{\"rank\": " + std::to_string(r) +
+                          ", \"address\": \"" + hosts.address(r) + ":"));
+  }
+  auto captured = testing::ReadRankTraces(capdir + "/byjob");
+  ASSERT_EQ(captured.size(), 3u) << manifest;
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(captured[r].world, 3);
+    EXPECT_TRUE(captured[r].complete) << captured[r].path;
+  }
+
+  std::string all;
+  for (auto& l : launchers) {
+    const int status = l->Wait(60000);
+    all += l->output();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << l->output();
+  }
+  ExpectAligned(testing::ReadRankTraces(logdir + "/run"),
+                testing::ParseMarks(all), 3, 3, kSkew);
+}
+
+}  // namespace
+}  // namespace podscope::runtime

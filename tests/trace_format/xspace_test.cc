@@ -1,0 +1,442 @@
+// XSpace export and import: a podtrace survives the trip through XSpace
+// whole, the XSpace written reads back with the schema as XProf would see
+// it, and a run written like JAX's imports with the right tracks, nesting,
+// arguments and times.
+#include "podscope/trace_format/xspace.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "podscope/trace_format/import.h"
+#include "podscope/trace_format/reader.h"
+#include "podscope/trace_format/writer.h"
+#include "sample_trace.h"
+#include "test_util.h"
+#include "xspace_fixtures.h"
+
+namespace podscope::trace_format::testing {
+namespace {
+
+namespace fs = std::filesystem;
+namespace xp = ::tensorflow::profiler;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = fs::path(::testing::TempDir()) /
+            absl::StrCat("xspace_test_", getpid(), "_", rd());
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string Name(const TraceReader& r, uint32_t id) {
+  return std::string(r.GetString(id));
+}
+
+std::string ArgText(const TraceReader& r, const Arg& a) {
+  std::string v;
+  if (const auto* i = std::get_if<int64_t>(&a.value))
+    v = absl::StrCat("i:", *i);
+  if (const auto* d = std::get_if<double>(&a.value)) {
+    uint64_t bits;
+    std::memcpy(&bits, d, sizeof bits);
+    v = absl::StrCat("d:", bits);
+  }
+  if (const auto* s = std::get_if<StringId>(&a.value)) {
+    v = absl::StrCat("s:", Name(r, s->id));
+  }
+  return absl::StrCat(Name(r, a.key), "=", v);
+}
+
+std::string StackText(const TraceReader& r, uint32_t id) {
+  std::string out;
+  const proto::Stack* s = r.FindStack(id);
+  if (s == nullptr) return "<none>";
+  for (uint32_t f : s->frame_ids()) {
+    const proto::Frame* fr = r.FindFrame(f);
+    absl::StrAppend(&out, fr ? Name(r, fr->function_name()) : std::string("?"),
+                    "@", fr ? Name(r, fr->module_name()) : std::string("?"),
+                    "+", fr ? fr->module_offset() : 0, ";");
+  }
+  return out;
+}
+
+// Every event of a file with its names resolved: comparable across files
+// whose string tables differ.
+std::vector<std::string> Describe(const TraceReader& r) {
+  std::vector<std::string> out;
+  for (const TrackEvents& e : r.ReadAllTracks(1)) {
+    auto args = [&](EventKind k, uint32_t i) {
+      std::string t;
+      if (const EventArgs* a = e.FindArgs(k, i)) {
+        for (const Arg& arg : a->args)
+          absl::StrAppend(&t, ArgText(r, arg), ",");
+      }
+      for (const FlowLink& f : e.flows) {
+        if (f.kind == k && f.index == i) {
+          absl::StrAppend(&t, "flow ", f.flow_id, ":",
+                          static_cast<int>(f.phase), ",");
+        }
+      }
+      return t;
+    };
+    for (uint32_t i = 0; i < e.slices.size(); ++i) {
+      const Slice& s = e.slices[i];
+      out.push_back(absl::StrCat("track ", e.track_id, " slice ", s.start_ns,
+                                 "+", s.duration_ns, " ", Name(r, s.name), " d",
+                                 s.depth, " ", args(EventKind::kSlice, i)));
+    }
+    for (uint32_t i = 0; i < e.instants.size(); ++i) {
+      const Instant& s = e.instants[i];
+      out.push_back(absl::StrCat("track ", e.track_id, " instant ", s.ts_ns,
+                                 " ", Name(r, s.name), " ",
+                                 args(EventKind::kInstant, i)));
+    }
+    for (const CounterSample& c : e.counters) {
+      uint64_t bits;
+      std::memcpy(&bits, &c.value, sizeof bits);
+      out.push_back(
+          absl::StrCat("track ", e.track_id, " counter ", c.ts_ns, " ", bits));
+    }
+    for (const StackSample& s : e.samples) {
+      out.push_back(absl::StrCat("track ", e.track_id, " sample ", s.ts_ns, " ",
+                                 StackText(r, s.stack)));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Serialized(const google::protobuf::Message& m) {
+  std::string s;
+  m.SerializeToString(&s);
+  return s;
+}
+
+TEST(XSpace, RoundTripKeepsEveryEventNameArgTrackAndTime) {
+  TempDir dir;
+  const fs::path original = dir.path() / "host.podtrace";
+  {
+    std::ofstream out(original, std::ios::binary);
+    out << WriteSampleTrace();
+  }
+  auto reader = TraceReader::Open(original.string());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const TraceReader* readers[] = {reader->get()};
+  auto stats = ExportXSpace(readers, (dir.path() / "logdir").string(), "run");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->files.size(), 1u);
+  EXPECT_EQ(stats->events, (*reader)->known_event_count());
+  EXPECT_EQ(fs::path(stats->files[0]).parent_path(),
+            dir.path() / "logdir" / "plugins" / "profile" / "run");
+
+  auto written = ImportXSpace(stats->files, (dir.path() / "back").string(), {});
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(written->size(), 1u);
+  auto back = TraceReader::Open(written->front());
+  ASSERT_TRUE(back.ok()) << back.status();
+
+  const std::vector<std::string> want = Describe(**reader);
+  const std::vector<std::string> got = Describe(**back);
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_EQ(got, want);
+  ASSERT_EQ((*back)->tracks().size(), (*reader)->tracks().size());
+  for (size_t i = 0; i < (*reader)->tracks().size(); ++i) {
+    EXPECT_EQ(Serialized((*back)->tracks()[i]),
+              Serialized((*reader)->tracks()[i]))
+        << "track " << i;
+  }
+  EXPECT_EQ(Serialized((*back)->metadata()), Serialized((*reader)->metadata()));
+  EXPECT_EQ(Serialized((*back)->clock()), Serialized((*reader)->clock()));
+  EXPECT_EQ((*back)->drop_counts(), (*reader)->drop_counts());
+}
+
+TEST(XSpace, OutputReadsBackWithTheSchemaAsXProfSeesIt) {
+  TempDir dir;
+  // One host thread with three steps of nested work, one device stream.
+  std::string data;
+  {
+    auto w = NewWriter(&data);
+    proto::Metadata m;
+    m.set_host("tpu-host");
+    m.set_pid(77);
+    m.set_session_id("sess");
+    proto::Device* d = m.add_devices();
+    d->set_global_id(3);
+    d->set_kind("GPU");
+    w->SetMetadata(m);
+    w->AddClockSnapshot(1'000, 1'700'000'000'000'001'000);
+    const uint32_t main = ThreadTrack(*w, "main");
+    proto::Track s;
+    s.set_kind(proto::TRACK_KIND_DEVICE_STREAM);
+    s.set_name("stream 0");
+    s.set_device_id(3);
+    const uint32_t stream = w->AddTrack(s);
+    const uint32_t step_key = w->InternString("step");
+    for (int i = 0; i < 3; ++i) {
+      const int64_t base = 10'000 + i * 1'000'000;
+      const Arg arg{step_key, int64_t{10 + i}};
+      w->AddSlice(main, base, 900'000, w->InternString("train_step"),
+                  {&arg, 1});
+      w->AddSlice(main, base + 1'001, 500'000, w->InternString("forward"));
+      w->AddSlice(stream, base + 2'000, 100'000, w->InternString("kernel"));
+    }
+    ASSERT_TRUE(w->Close().ok());
+  }
+  auto reader = TraceReader::OpenBuffer(data, "mem");
+  ASSERT_TRUE(reader.ok());
+  const TraceReader* readers[] = {reader->get()};
+  auto stats = ExportXSpace(readers, dir.path().string(), "");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->files.size(), 1u);
+  EXPECT_EQ(fs::path(stats->files[0]),
+            dir.path() / "plugins" / "profile" / "sess" / "tpu-host.xplane.pb");
+
+  xp::XSpace space;
+  std::ifstream in(stats->files[0], std::ios::binary);
+  ASSERT_TRUE(space.ParseFromIstream(&in));
+  ASSERT_EQ(space.hostnames_size(), 1);
+  EXPECT_EQ(space.hostnames(0), "tpu-host");
+  ASSERT_EQ(space.planes_size(), 2);
+  const xp::XPlane& host = space.planes(0);
+  const xp::XPlane& gpu = space.planes(1);
+  EXPECT_EQ(host.name(), "/host:CPU");
+  EXPECT_EQ(gpu.name(), "/device:GPU:3");
+  ASSERT_EQ(host.lines_size(), 1);
+  EXPECT_EQ(host.lines(0).name(), "main");
+  EXPECT_EQ(host.lines(0).events_size(), 6);
+  // Epoch nanoseconds: monotonic 10 000 is realtime 1.7e18 + 10 000.
+  EXPECT_EQ(host.lines(0).timestamp_ns(), 1'700'000'000'000'010'000);
+  auto stat_name = [](const xp::XPlane& p, int64_t id) {
+    return p.stat_metadata().at(id).name();
+  };
+  int steps = 0;
+  for (const xp::XEvent& e : host.lines(0).events()) {
+    const std::string& name = host.event_metadata().at(e.metadata_id()).name();
+    std::map<std::string, int64_t> st;
+    for (const xp::XStat& s : e.stats())
+      st[stat_name(host, s.metadata_id())] = s.int64_value();
+    if (name == "train_step") {
+      EXPECT_EQ(st["step_num"], 10 + steps);
+      EXPECT_EQ(st["_r"], 1);
+      EXPECT_EQ(st["group_id"], steps);
+      EXPECT_EQ(e.offset_ps(), int64_t{steps} * 1'000'000'000);
+      EXPECT_EQ(e.duration_ps(), 900'000'000);
+      ++steps;
+    } else {
+      EXPECT_EQ(name, "forward");
+      EXPECT_EQ(e.offset_ps() % 1'000'000'000, 1'001'000);  // ps precision
+    }
+  }
+  EXPECT_EQ(steps, 3);
+  // The device plane: its stream, and the "Steps" line XProf reads.
+  ASSERT_EQ(gpu.lines_size(), 2);
+  EXPECT_EQ(gpu.lines(0).name(), "stream 0");
+  EXPECT_EQ(gpu.lines(0).events_size(), 3);
+  for (const xp::XEvent& e : gpu.lines(0).events()) {
+    ASSERT_EQ(e.stats_size(), 1);
+    EXPECT_EQ(stat_name(gpu, e.stats(0).metadata_id()), "group_id");
+  }
+  EXPECT_EQ(gpu.lines(1).name(), "Steps");
+  ASSERT_EQ(gpu.lines(1).events_size(), 3);
+  EXPECT_EQ(
+      gpu.event_metadata().at(gpu.lines(1).events(2).metadata_id()).name(),
+      "12");
+}
+
+TEST(XSpace, JaxLikeRunImportsWithNestingArgsAndAlignedHosts) {
+  TempDir dir;
+  const JaxRun run = WriteJaxRun(dir.path() / "logdir");
+  std::vector<std::string> files;
+  for (const auto& f : run.files) files.push_back(f.string());
+  ImportOptions options;
+  options.session = "run1";
+  auto written = ImportXSpace(files, (dir.path() / "out").string(), options);
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(written->size(), 2u);
+  for (int h = 0; h < 2; ++h) {
+    auto r = TraceReader::Open((*written)[h]);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const TraceReader& reader = **r;
+    EXPECT_EQ(reader.metadata().host(), absl::StrCat("worker-", h));
+    EXPECT_EQ(reader.metadata().process_index(), h);
+    EXPECT_EQ(reader.metadata().process_count(), 2);
+    EXPECT_EQ(reader.metadata().session_id(), "run1");
+    ASSERT_EQ(reader.metadata().devices_size(), 1);
+    EXPECT_EQ(reader.metadata().devices(0).kind(), "TPU");
+    EXPECT_EQ(reader.known_event_count(), JaxRun::kEventsPerHost);
+    ASSERT_EQ(reader.tracks().size(), JaxRun::kTracksPerHost);
+    EXPECT_EQ(reader.tracks()[0].name(), "python3");
+    EXPECT_EQ(reader.tracks()[0].tid(), 100);
+    EXPECT_EQ(reader.tracks()[2].kind(), proto::TRACK_KIND_DEVICE_STREAM);
+    EXPECT_EQ(reader.tracks()[3].name(), "XLA Ops");
+    ASSERT_EQ(reader.clock().offsets_size(), 1);
+
+    const int64_t t = JaxRun::kBaseNs + h * JaxRun::kHostSkewNs;
+    const TrackEvents py = reader.ReadTrack(reader.tracks()[0].id());
+    ASSERT_EQ(py.slices.size(), 9u);
+    // train_step, PjitFunction (500.5 ns -> 500), ExecuteHelper nested.
+    EXPECT_EQ(py.slices[3].start_ns, t + 10'000);
+    EXPECT_EQ(py.slices[3].depth, 0u);
+    EXPECT_EQ(reader.GetString(py.slices[4].name), "PjitFunction");
+    EXPECT_EQ(py.slices[4].start_ns, t + 10'500);
+    EXPECT_EQ(py.slices[4].duration_ns, 4'000);
+    EXPECT_EQ(py.slices[4].depth, 1u);
+    EXPECT_EQ(py.slices[5].start_ns, t + 11'500);
+    EXPECT_EQ(py.slices[5].depth, 2u);
+    std::vector<std::string> args;
+    for (uint32_t i : {3u, 4u, 5u}) {
+      const EventArgs* a = py.FindArgs(EventKind::kSlice, i);
+      ASSERT_NE(a, nullptr);
+      for (const Arg& arg : a->args) args.push_back(ArgText(reader, arg));
+    }
+    double flops = 1.5e9;
+    uint64_t bits;
+    std::memcpy(&bits, &flops, sizeof bits);
+    EXPECT_EQ(args, (std::vector<std::string>{
+                        "step_num=i:1", "_r=i:1", "group_id=i:1",
+                        "program_id=i:42", absl::StrCat("flops=d:", bits),
+                        "tf_op=s:jit(train_step)/dot", "payload=s:<3 bytes>"}));
+
+    const TrackEvents eigen = reader.ReadTrack(reader.tracks()[1].id());
+    ASSERT_EQ(eigen.slices.size(), 1u);
+    EXPECT_EQ(eigen.slices[0].start_ns, t + 1'000);
+    args.clear();
+    for (const Arg& arg : eigen.FindArgs(EventKind::kSlice, 0)->args) {
+      args.push_back(ArgText(reader, arg));
+    }
+    EXPECT_EQ(args, (std::vector<std::string>{"hlo_module=s:jit_train_step",
+                                              "correlation_id=i:7"}));
+    ASSERT_EQ(eigen.instants.size(), 1u);
+    EXPECT_EQ(reader.GetString(eigen.instants[0].name),
+              "ThreadpoolListener::Record");
+  }
+}
+
+TEST(XSpace, DamagedFilesAreErrorsNamingThem) {
+  TempDir dir;
+  const JaxRun run = WriteJaxRun(dir.path());
+  const fs::path bad = run.run_dir / "worker-0.xplane.pb";
+  fs::resize_file(bad, fs::file_size(bad) / 2);
+  auto written =
+      ImportXSpace({bad.string()}, (dir.path() / "out").string(), {});
+  ASSERT_FALSE(written.ok());
+  EXPECT_NE(written.status().message().find(bad.string()), std::string::npos)
+      << written.status();
+  EXPECT_NE(written.status().message().find("damaged or truncated"),
+            std::string::npos);
+
+  // Beside a good file, with a callback: the good one is imported.
+  std::vector<std::string> failed;
+  ImportOptions options;
+  options.on_file_error = [&](const std::string& f, const absl::Status&) {
+    failed.push_back(f);
+  };
+  written = ImportXSpace({bad.string(), run.files[1].string()},
+                         (dir.path() / "out2").string(), options);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->size(), 1u);
+  EXPECT_EQ(failed, std::vector<std::string>{bad.string()});
+}
+
+TEST(ImportDispatch, DetectsFormatsByContentThenExtension) {
+  TempDir dir;
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir.path() / name, std::ios::binary) << bytes;
+    return (dir.path() / name).string();
+  };
+  EXPECT_EQ(*DetectFormat(write("a.bin", WriteSampleTrace())),
+            SourceFormat::kPodtrace);
+  EXPECT_EQ(*DetectFormat(write("b.bin", JaxLikeXSpace(0).SerializeAsString())),
+            SourceFormat::kXSpace);
+  EXPECT_EQ(*DetectFormat(write("c.bin", " \n{\"traceEvents\": []}")),
+            SourceFormat::kChromeJson);
+  EXPECT_EQ(*DetectFormat(write("d.bin", "[{\"ph\": \"X\"}]")),
+            SourceFormat::kChromeJson);
+  EXPECT_EQ(*DetectFormat(write("e.bin", std::string("\x1f\x8b\x08\x00", 4))),
+            SourceFormat::kChromeJson);
+  EXPECT_EQ(*DetectFormat(write("empty.xplane.pb", "")), SourceFormat::kXSpace);
+  auto unknown = DetectFormat(write("notes.txt", "hello"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("notes.txt"), std::string::npos);
+  EXPECT_FALSE(DetectFormat((dir.path() / "missing").string()).ok());
+}
+
+TEST(ImportDispatch, ResolveImportsOnceAndReusesTheCacheUntilInputsChange) {
+  TempDir dir;
+  const JaxRun run = WriteJaxRun(dir.path() / "logdir");
+  ImportOptions options;
+  options.cache_dir = (dir.path() / "cache").string();
+  auto first = ResolveTracePath(run.logdir.string(), options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->starts_with(options.cache_dir)) << *first;
+  auto opened = OpenTraces(*first);
+  ASSERT_TRUE(opened.ok());
+  ASSERT_EQ(opened->readers.size(), 2u);
+  EXPECT_TRUE(opened->failures.empty());
+  EXPECT_TRUE(fs::is_directory(fs::path(*first) / "run1"));
+  const fs::path imported = opened->readers[0]->name();
+  const auto written_at = fs::last_write_time(imported);
+
+  auto again = ResolveTracePath(run.logdir.string(), options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *first);
+  EXPECT_EQ(fs::last_write_time(imported), written_at);
+
+  // A changed input is a new import.
+  {
+    std::ofstream out(run.files[1], std::ios::binary | std::ios::app);
+    out << std::string("\x22\x01x", 3);  // one more hostname field
+  }
+  auto changed = ResolveTracePath(run.logdir.string(), options);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_NE(*changed, *first);
+
+  // A single file resolves too; podtrace paths come back unchanged.
+  auto single = ResolveTracePath(run.files[0].string(), options);
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_TRUE(fs::is_directory(fs::path(*single) / "run1"));
+  const fs::path native = dir.path() / "native";
+  fs::create_directories(native);
+  std::ofstream(native / "h.1.podtrace", std::ios::binary)
+      << WriteSampleTrace();
+  EXPECT_EQ(*ResolveTracePath(native.string(), options), native.string());
+  EXPECT_EQ(*ResolveTracePath((native / "h.1.podtrace").string(), options),
+            (native / "h.1.podtrace").string());
+  // Nothing is left half-written in the cache.
+  for (const auto& e : fs::directory_iterator(options.cache_dir)) {
+    EXPECT_FALSE(e.path().filename().string().starts_with(".tmp")) << e.path();
+  }
+}
+
+TEST(ImportDispatch, ResolveReportsADamagedRunNamingTheFile) {
+  TempDir dir;
+  const JaxRun run = WriteJaxRun(dir.path() / "logdir");
+  for (const auto& f : run.files) fs::resize_file(f, 7);
+  ImportOptions options;
+  options.cache_dir = (dir.path() / "cache").string();
+  auto resolved = ResolveTracePath(run.logdir.string(), options);
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_NE(resolved.status().message().find("worker-0.xplane.pb"),
+            std::string::npos)
+      << resolved.status();
+}
+
+}  // namespace
+}  // namespace podscope::trace_format::testing

@@ -1,0 +1,163 @@
+// `podscope launch`: starts a job's worker processes on this node with
+// torchrun's flags and environment (see <podscope/runtime/launch.h>).
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "command.h"
+#include "flags.h"
+#include "podscope/runtime/launch.h"
+
+namespace podscope::tools {
+namespace {
+
+constexpr std::string_view kHelp =
+    R"(Usage: podscope launch [--nnodes N] [--node_rank R] [--nproc_per_node P]
+                       [--rdzv_endpoint HOST:PORT] [--max_restarts 0]
+                       [--failure_wait_ms MS] [--grace_ms MS]
+                       PROGRAM [ARGS...]
+
+Starts P copies of PROGRAM on this node, as torchrun does, each with
+  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
+  GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, PODSCOPE_LAUNCHER=podscope
+(and PODSCOPE_JOB_TOKEN for jobs across hosts), so that Job::Init() in the
+program finds the job. Rank 0 hosts the job's coordinator at
+MASTER_ADDR:MASTER_PORT.
+
+Several nodes: run one launcher per node with the same --nnodes and
+--rdzv_endpoint (node 0's address as the others reach it, and a free port);
+node 0's launcher hosts the rendezvous there. Ranks are numbered node by
+node. Across hosts every launcher needs the same secret in
+PODSCOPE_JOB_TOKEN.
+
+Each output line of a worker is prefixed "[rank N] ". SIGINT and SIGTERM
+are forwarded to the workers. When a worker fails, the others have
+--failure_wait_ms to end by themselves (programs using Job::Init notice a
+dead peer within about 7 s, report it and close their traces), then are
+sent SIGTERM (SIGKILL after the grace period). The launcher says which
+rank failed and how (a hung, SIGSTOPped rank too), and exits with the
+first failing worker's status (exit code, or 128 + signal number; 75 is a
+worker that stopped because a peer died).
+
+Flags:
+  --nnodes N            Nodes in the job (default 1)
+  --node_rank R         This node's index, 0..N-1 (default 0)
+  --nproc_per_node P    Workers on this node (default 1)
+  --rdzv_endpoint H:P   The rendezvous (required with --nnodes > 1)
+  --max_restarts N      Only 0 (a failed worker ends the job)
+  --failure_wait_ms MS  After a failure, time the others have to end by
+                        themselves before SIGTERM (default 10000)
+  --grace_ms MS         Time between SIGTERM and SIGKILL (default 5000)
+  -h, --help            Show this help
+Dashes may replace underscores (--nproc-per-node), as torchrun allows.
+)";
+
+bool TakesValue(std::string_view name) {
+  return name == "nnodes" || name == "node_rank" || name == "nproc_per_node" ||
+         name == "rdzv_endpoint" || name == "max_restarts" ||
+         name == "grace_ms" || name == "failure_wait_ms";
+}
+
+int Run(std::span<const std::string> args, const CommandIo& io) {
+  // Launcher flags come first; everything from PROGRAM on is the program's.
+  std::vector<std::string> flag_args;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "-h" || a == "--help") {
+      flag_args.push_back(a);
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) break;
+    std::string name = a.substr(2);
+    std::string value;
+    const size_t eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    for (char& c : name) c = c == '-' ? '_' : c;
+    if (!TakesValue(name)) {
+      return UsageError(io, "launch", "unknown flag '--" + name + "'");
+    }
+    flag_args.push_back("--" + name);
+    if (inline_value) {
+      flag_args.push_back(value);
+    } else if (i + 1 < args.size()) {
+      flag_args.push_back(args[++i]);
+    } else {
+      return UsageError(io, "launch", "--" + name + " needs a value");
+    }
+  }
+  int64_t nnodes = 1, node_rank = 0, nproc = 1, max_restarts = 0;
+  int64_t grace_ms = 5000, failure_wait_ms = 10000;
+  std::string rdzv;
+  FlagParser flags;
+  flags.AddInt("nnodes", &nnodes, 1, 100000);
+  flags.AddInt("node_rank", &node_rank, 0, 99999);
+  flags.AddInt("nproc_per_node", &nproc, 1, 4096);
+  flags.AddInt("max_restarts", &max_restarts, 0, 1000);
+  flags.AddInt("grace_ms", &grace_ms, 0, 3'600'000);
+  flags.AddInt("failure_wait_ms", &failure_wait_ms, 0, 3'600'000);
+  flags.AddString("rdzv_endpoint", &rdzv);
+  std::vector<std::string> positional;
+  bool help = false;
+  if (absl::Status s = flags.Parse(flag_args, &positional, &help); !s.ok()) {
+    return UsageError(io, "launch", std::string(s.message()));
+  }
+  if (help) return PrintCommandHelp(io, kLaunchCommand);
+  if (i >= args.size()) {
+    return UsageError(io, "launch", "no PROGRAM to run");
+  }
+  if (node_rank >= nnodes) {
+    return UsageError(
+        io, "launch",
+        absl::StrCat("--node_rank ", node_rank, " is outside 0..", nnodes - 1));
+  }
+  if (nnodes > 1 && rdzv.empty()) {
+    return UsageError(io, "launch",
+                      "--nnodes > 1 needs --rdzv_endpoint HOST:PORT");
+  }
+  if (max_restarts != 0) {
+    return UsageError(io, "launch",
+                      "--max_restarts: only 0 is supported (a failed worker "
+                      "ends the job)");
+  }
+  runtime::LaunchOptions o;
+  o.nnodes = static_cast<int>(nnodes);
+  o.node_rank = static_cast<int>(node_rank);
+  o.nproc_per_node = static_cast<int>(nproc);
+  o.rdzv_endpoint = rdzv;
+  o.grace_period = absl::Milliseconds(grace_ms);
+  o.failure_wait = absl::Milliseconds(failure_wait_ms);
+  o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  o.out = io.out;
+  o.err = io.err;
+  auto result = runtime::RunLauncher(o);
+  if (!result.ok()) {
+    std::fprintf(io.err, "podscope launch: %s\n",
+                 std::string(result.status().message()).c_str());
+    return result.status().code() == absl::StatusCode::kInvalidArgument
+               ? kExitUsage
+               : kExitInternal;
+  }
+  if (result->exit_code != 0) {
+    std::fprintf(io.err, "podscope launch: job failed: %s (exit status %d)\n",
+                 result->message.c_str(), result->exit_code);
+  }
+  return result->exit_code;
+}
+
+}  // namespace
+
+const Command kLaunchCommand = {
+    "launch", "Start a job's worker processes on this node (like torchrun)",
+    kHelp, Run};
+
+}  // namespace podscope::tools

@@ -1,0 +1,139 @@
+// ImportXSpace: the XSpace files of one run, each converted into a podtrace
+// file (XSpaceToPodtrace) written under a temporary name and renamed when
+// complete.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "podscope/trace_format/format.h"
+#include "podscope/trace_format/import.h"
+#include "podscope/trace_format/writer.h"
+#include "podscope/trace_format/xspace.h"
+
+namespace podscope::trace_format {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string FileStem(const std::string& path) {
+  std::string name = fs::path(path).filename().string();
+  for (std::string_view ext : {".xplane.pb", ".pb"}) {
+    if (name.size() > ext.size() &&
+        name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
+      return name.substr(0, name.size() - ext.size());
+    }
+  }
+  return name;
+}
+
+std::string SafeName(std::string name) {
+  for (char& c : name) {
+    if (c == '/' || c == '\\' || c == '\0') c = '_';
+  }
+  if (name.empty() || name[0] == '.') name = "host" + name;
+  return name;
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot be opened"));
+  }
+  std::string data((std::istreambuf_iterator<char>(in)), {});
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
+  return data;
+}
+
+// One file into out_dir; returns the path written.
+absl::StatusOr<std::string> ImportOne(const std::string& file,
+                                      const std::string& out_dir,
+                                      const XSpaceImportFacts& facts,
+                                      std::map<std::string, int>* names) {
+  auto data = ReadWholeFile(file);
+  if (!data.ok()) return data.status();
+  // Written to a temporary name, renamed when complete.
+  const fs::path tmp =
+      fs::path(out_dir) / absl::StrCat(".import-", facts.process_index, ".tmp");
+  auto writer = TraceWriter::Create(tmp.string());
+  if (!writer.ok()) return writer.status();
+  auto stats = XSpaceToPodtrace(*data, facts, **writer);
+  if (!stats.ok()) {
+    std::error_code ec;
+    (*writer)->Close().IgnoreError();
+    fs::remove(tmp, ec);
+    return stats.status();
+  }
+  if (absl::Status s = (*writer)->Close(); !s.ok()) return s;
+  std::string base = SafeName(stats->host.empty() ? facts.host : stats->host);
+  if (stats->pid != 0) absl::StrAppend(&base, ".", stats->pid);
+  if (const int seen = (*names)[base]++; seen > 0) {
+    absl::StrAppend(&base, ".", seen + 1);
+  }
+  const fs::path path =
+      fs::path(out_dir) / (base + std::string(kFileExtension));
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat(path.string(), ": cannot write: ", ec.message()));
+  }
+  return path.string();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ImportXSpace(
+    const std::vector<std::string>& files, const std::string& out_dir,
+    const ImportOptions& options) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(out_dir, ": cannot create: ", ec.message()));
+  }
+  std::vector<std::string> written;
+  std::map<std::string, int> names;
+  absl::Status first_error;
+  size_t failures = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (options.cancel != nullptr && options.cancel->load()) {
+      return absl::CancelledError("XSpace import cancelled");
+    }
+    XSpaceImportFacts facts;
+    facts.source = files[i];
+    facts.host = FileStem(files[i]);
+    facts.session = options.session.empty()
+                        ? fs::path(files[i]).parent_path().filename().string()
+                        : options.session;
+    facts.process_index = static_cast<int32_t>(i);
+    facts.process_count = static_cast<int32_t>(files.size());
+    auto path = ImportOne(files[i], out_dir, facts, &names);
+    if (!path.ok()) {
+      if (!options.on_file_error) return path.status();
+      options.on_file_error(files[i], path.status());
+      if (failures++ == 0) first_error = path.status();
+    } else {
+      written.push_back(*path);
+    }
+    if (options.progress) options.progress(i + 1, files.size());
+  }
+  if (written.empty()) {
+    if (first_error.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(out_dir, ": no XSpace file to import"));
+    }
+    if (failures == 1) return first_error;
+    return absl::Status(
+        first_error.code(),
+        absl::StrCat(first_error.message(), " (and ", failures - 1,
+                     " more files of the run could not be "
+                     "imported)"));
+  }
+  return written;
+}
+
+}  // namespace podscope::trace_format

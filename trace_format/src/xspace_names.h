@@ -1,0 +1,38 @@
+// Names Podscope's XSpace writer and reader agree on: XProf's plane, line
+// and stat names, and the stats that carry what XSpace cannot say.
+#ifndef PODSCOPE_TRACE_FORMAT_SRC_XSPACE_NAMES_H_
+#define PODSCOPE_TRACE_FORMAT_SRC_XSPACE_NAMES_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace podscope::trace_format {
+
+// XProf's conventions.
+inline constexpr std::string_view kHostPlaneName = "/host:CPU";
+inline constexpr std::string_view kDevicePlanePrefix = "/device:";
+inline constexpr std::string_view kStepsLineName = "Steps";
+inline constexpr std::string_view kStepNumStat = "step_num";
+inline constexpr std::string_view kRootStat = "_r";
+inline constexpr std::string_view kGroupIdStat = "group_id";
+
+// Podscope's own: skipped as arguments on import.
+inline constexpr std::string_view kInternalStatPrefix = "podscope.";
+inline constexpr std::string_view kPlaneInfoStat = "podscope.plane_info";
+inline constexpr std::string_view kInstantStat = "podscope.instant";
+inline constexpr std::string_view kFlowsStat = "podscope.flows";
+inline constexpr std::string_view kStackStat = "podscope.stack";
+// A counter sample's value.
+inline constexpr std::string_view kCounterValueStat = "value";
+// The description of stats the writer derived for XProf (steps), which an
+// import of a Podscope-written XSpace leaves out.
+inline constexpr std::string_view kDerivedDescription =
+    "derived by podscope for XProf";
+
+// Line ids of lines that are not tracks.
+inline constexpr int64_t kStepsLineId = int64_t{1} << 40;
+inline constexpr int64_t kSamplesLineIdOffset = int64_t{1} << 32;
+
+}  // namespace podscope::trace_format
+
+#endif  // PODSCOPE_TRACE_FORMAT_SRC_XSPACE_NAMES_H_
