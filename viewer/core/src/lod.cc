@@ -330,10 +330,15 @@ std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
   int64_t from = grid.Bound(0);
   uint32_t k = FirstStartingFrom(slices, lo, hi, lo, from);
   uint64_t before = covered(from, k);
+  uint32_t step = 0;  // how many slices the last pixel's end moved past
   for (uint32_t p = 0; p < pixels; ++p) {
     const int64_t to = grid.Bound(p + 1);
     if (to <= from) continue;
-    const uint32_t next = FirstStartingFrom(slices, k, hi, k, to);
+    // Neighbouring pixels hold about as many slices: search from there.
+    const uint32_t guess =
+        static_cast<uint32_t>(std::min<uint64_t>(uint64_t{k} + step, hi));
+    const uint32_t next = FirstStartingFrom(slices, k, hi, guess, to);
+    step = next - k;
     uint64_t busy;
     if (next == k) {
       // No slice starts in the pixel: only slice k - 1 (which started
