@@ -17,8 +17,7 @@ using trace_format::Slice;
 
 // Checks QueryBusy(t0, t1, pixels) of every depth against the summed
 // overlap of each slice with each pixel.
-void CheckBusy(const SliceColumns& c, int64_t t0, int64_t t1,
-               uint32_t pixels) {
+void CheckBusy(const SliceColumns& c, int64_t t0, int64_t t1, uint32_t pixels) {
   const PixelGrid grid(t0, t1, pixels);
   for (uint32_t d = 0; d < c.depth_count(); ++d) {
     const std::vector<float> got = QueryBusy(c, d, t0, t1, pixels);
@@ -37,9 +36,9 @@ void CheckBusy(const SliceColumns& c, int64_t t0, int64_t t1,
       }
       const float want = static_cast<float>(std::min(
           static_cast<double>(busy) / static_cast<double>(to - from), 1.0));
-      ASSERT_EQ(got[p], want) << "depth " << d << " pixel " << p << " of "
-                              << pixels << ", busy " << busy << " ns of "
-                              << (to - from);
+      ASSERT_EQ(got[p], want)
+          << "depth " << d << " pixel " << p << " of " << pixels << ", busy "
+          << busy << " ns of " << (to - from);
     }
   }
 }
@@ -155,8 +154,8 @@ TEST(LodTest, DenseWindowsMatchBruteForce) {
   for (uint64_t seed = 200; seed <= 205; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     std::mt19937_64 rng(seed);
-    const auto slices = testing::RandomNestedSlices(
-        rng, 20000 + rng() % 20000, int64_t{1} << 30, 6);
+    const auto slices = testing::RandomNestedSlices(rng, 20000 + rng() % 20000,
+                                                    int64_t{1} << 30, 6);
     const SliceColumns c = SliceColumns::Build(slices, nullptr);
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (const auto& s : slices) {
