@@ -49,7 +49,26 @@ void CheckWindow(const SliceColumns& c, int64_t t0, int64_t t1,
                  uint32_t pixels) {
   SCOPED_TRACE(::testing::Message()
                << "window [" << t0 << ", " << t1 << ") at " << pixels << " px");
-  const std::vector<VisibleSlice> got = QuerySlices(c, t0, t1, pixels);
+  std::vector<std::vector<float>> busy;
+  const std::vector<VisibleSlice> got = QuerySlices(c, t0, t1, pixels, &busy);
+  // With busy shares: QueryBusy's, for the depths with sub-pixel slices.
+  const std::vector<VisibleSlice> plain = QuerySlices(c, t0, t1, pixels);
+  ASSERT_EQ(got.size(), plain.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].index, plain[i].index);
+  }
+  ASSERT_EQ(busy.size(), c.depth_count());
+  for (uint32_t d = 0; d < c.depth_count(); ++d) {
+    const bool sub_pixel =
+        std::any_of(got.begin(), got.end(), [&](const VisibleSlice& v) {
+          return v.depth == d && v.representative;
+        });
+    if (sub_pixel) {
+      EXPECT_EQ(busy[d], QueryBusy(c, d, t0, t1, pixels)) << "depth " << d;
+    } else {
+      EXPECT_TRUE(busy[d].empty()) << "depth " << d;
+    }
+  }
   const PixelGrid grid(t0, t1, pixels);
   std::set<uint32_t> returned;
   for (const VisibleSlice& v : got) {

@@ -20,14 +20,8 @@ render::TrackQuery Query(const TrackData& data, int64_t t0, int64_t t1,
                          uint32_t pixels) {
   render::TrackQuery q;
   if (!data.slices.empty()) {
-    q.slices = QuerySlices(data.slices, t0, t1, pixels);
-    // How busy each depth is, where a box stands for several slices.
-    q.busy.resize(data.slices.depth_count());
-    for (const VisibleSlice& v : q.slices) {
-      if (v.representative && q.busy[v.depth].empty()) {
-        q.busy[v.depth] = QueryBusy(data.slices, v.depth, t0, t1, pixels);
-      }
-    }
+    // With how busy each depth is where a box stands for several slices.
+    q.slices = QuerySlices(data.slices, t0, t1, pixels, &q.busy);
   }
   if (data.instants.size() > 0) {
     q.instants = QueryInstants(data.instants, t0, t1, pixels);

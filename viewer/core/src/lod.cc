@@ -256,8 +256,10 @@ class PixelSweep {
 }  // namespace
 
 std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
-                                      int64_t t1, uint32_t pixels) {
+                                      int64_t t1, uint32_t pixels,
+                                      std::vector<std::vector<float>>* busy) {
   std::vector<VisibleSlice> out;
+  if (busy != nullptr) busy->assign(slices.depth_count(), {});
   if (t1 <= t0 || pixels == 0) return out;
   const PixelGrid grid(t0, t1, pixels);
   const uint32_t depths = slices.depth_count();
@@ -287,6 +289,13 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
     }
     PixelSweep sweep(slices, grid, t0, t1, lo, hi, &picked[d]);
     while (sweep.Step()) {
+    }
+    // While the depth's slices around each pixel are still in cache.
+    if (busy != nullptr &&
+        std::any_of(picked[d].begin(), picked[d].end(), [&](uint32_t i) {
+          return !grid.Wide(slices.duration(i));
+        })) {
+      (*busy)[d] = QueryBusy(slices, d, t0, t1, pixels);
     }
   }
   for (uint32_t d = 0; d < depths; ++d) {

@@ -29,9 +29,13 @@ struct VisibleSlice {
 // Every slice of the window at least one pixel wide (duration * pixels >=
 // t1 - t0), and for each pixel and depth the longest slice touching that
 // pixel, each slice once, ordered by depth then start. Empty when
-// t1 <= t0 or pixels == 0.
-std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
-                                      int64_t t1, uint32_t pixels);
+// t1 <= t0 or pixels == 0. With `busy`, it is sized to the depths and
+// (*busy)[d] is QueryBusy of each depth d that has a slice narrower than a
+// pixel in the result (empty for the others), computed while the depth's
+// slices are still in cache.
+std::vector<VisibleSlice> QuerySlices(
+    const SliceColumns& slices, int64_t t0, int64_t t1, uint32_t pixels,
+    std::vector<std::vector<float>>* busy = nullptr);
 inline std::vector<VisibleSlice> QuerySlices(const TraceStore& store,
                                              TrackId track, int64_t t0,
                                              int64_t t1, uint32_t pixels) {
