@@ -1,6 +1,8 @@
 // bench/run format: bytes per event on disk, write and read throughput of
 // the trace file format on a realistic synthetic trace (16 threads, nested
-// scopes 1-8 deep, 1,000 names, some arguments and counters).
+// scopes 1-8 deep, 1,000 names, some arguments and counters), and bytes per
+// event of the most regular trace there is: one thread recording one empty
+// scope over and over, timed by the profiler's clock.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -8,9 +10,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/headline.h"
 #include "common/synthetic_trace.h"
+#include "podscope/profiler/clock.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/writer.h"
 
@@ -137,10 +142,77 @@ void BM_FormatReadMerged(benchmark::State& state) {
 BENCHMARK(BM_FormatReadMerged)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->MinTime(2.0);
 
+// One thread's empty scopes back to back, as the profiler records them:
+// two timestamp reads and a store each, converted to nanoseconds with the
+// profiler's calibration, handed to the writer in end order.
+struct RegularLoop {
+  std::vector<std::pair<int64_t, int64_t>> slices;  // start, duration
+};
+
+const RegularLoop& Regular() {
+  static const RegularLoop* loop = [] {
+    constexpr size_t kScopes = 2'000'000;
+    const profiler::TickCalibration c = profiler::CalibrateTicks(10);
+    std::vector<std::pair<uint64_t, uint64_t>> ticks(kScopes);
+    for (auto& t : ticks) {
+      t.first = profiler::Ticks();
+      benchmark::ClobberMemory();
+      t.second = profiler::Ticks();
+      benchmark::ClobberMemory();
+    }
+    auto* out = new RegularLoop;
+    out->slices.reserve(kScopes);
+    for (const auto& t : ticks) {
+      const int64_t start = c.ToNs(t.first);
+      out->slices.emplace_back(start, c.ToNs(t.second) - start);
+    }
+    return out;
+  }();
+  return *loop;
+}
+
+void BM_FormatWriteRegular(benchmark::State& state) {
+  const RegularLoop& loop = Regular();
+  const std::string path = TempPath("regular");
+  uint64_t bytes = 0;
+  for (auto _ : state) {
+    auto writer = trace_format::TraceWriter::Create(path, {});
+    if (!writer.ok()) {
+      state.SkipWithError("create failed");
+      break;
+    }
+    trace_format::proto::Track track;
+    track.set_kind(trace_format::proto::TRACK_KIND_THREAD);
+    track.set_tid(1);
+    const uint32_t id = (*writer)->AddTrack(track);
+    const uint32_t name = (*writer)->InternString("regular_scope");
+    for (const auto& [start, duration] : loop.slices) {
+      (*writer)->AddSlice(id, start, duration, name);
+    }
+    if (!(*writer)->Close().ok()) {
+      state.SkipWithError("close failed");
+      break;
+    }
+    bytes = (*writer)->stats().bytes;
+  }
+  std::filesystem::remove(path);
+  const double events = static_cast<double>(loop.slices.size());
+  state.counters["format.regular_bytes_per_event"] =
+      static_cast<double>(bytes) / events;
+  state.counters["format.regular_write_events_per_s"] = benchmark::Counter(
+      events * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_FormatWriteRegular)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
+
 const bool kHeadlines = [] {
   RegisterHeadline("format.bytes_per_event", "bytes/event");
   RegisterHeadline("format.write_events_per_s", "events/s");
   RegisterHeadline("format.write_uncompressed_events_per_s", "events/s");
+  RegisterHeadline("format.regular_bytes_per_event", "bytes/event");
+  RegisterHeadline("format.regular_write_events_per_s", "events/s");
   RegisterHeadline("format.read_events_per_s", "events/s");
   RegisterHeadline("format.read_merged_events_per_s", "events/s");
   return true;

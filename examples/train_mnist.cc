@@ -16,12 +16,24 @@
 //
 // Model and optimizer: mnist/trainer.h (the seed's MNISTNet; its dropout
 // layers with --dropout); SGD with momentum 0.5, lr 0.01; batch 256.
+//
+// Processes: with WORLD_SIZE > 1 in the environment (RANK, WORLD_SIZE,
+// LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as `podscope launch` or torchrun set
+// them) the job trains data-parallel across processes: rank 0's parameters
+// are broadcast at start, each rank takes its shard of every global batch
+// (--batch_size is the global batch), gradients are all-reduced (mean)
+// over Gloo each step. The ranks meet through a FileStore in --store_dir
+// (default $PODSCOPE_STORE_DIR, else <logdir>/.store), under a key prefix
+// of the session id ($PODSCOPE_SESSION, else "job-<MASTER_PORT>"); every
+// rank writes its trace into <logdir>/<session>/ and serves its profiler on
+// --profiler_port + LOCAL_RANK. At the end each rank prints a hash of its
+// parameters ("params <hex>"), equal on every rank.
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -36,6 +48,8 @@
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/client.h"
+#include "podscope/runtime/collectives.h"
+#include "podscope/runtime/file_store.h"
 
 namespace {
 
@@ -53,14 +67,60 @@ struct Flags {
   bool fake_data = false;
   // The profiler server's port; 0 picks a free one, -1 serves none.
   int profiler_port = 9012;
+  std::string store_dir;  // see the file comment
 };
+
+// The job this process belongs to, from the launcher's environment.
+struct JobEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string session;
+};
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v == nullptr || *v == '\0' ? fallback : std::atoi(v);
+}
+
+JobEnv ReadJobEnv() {
+  JobEnv job;
+  job.rank = EnvInt("RANK", 0);
+  job.world_size = EnvInt("WORLD_SIZE", 1);
+  job.local_rank = EnvInt("LOCAL_RANK", job.rank);
+  if (const char* s = std::getenv("PODSCOPE_SESSION"); s && *s) {
+    job.session = s;
+  } else if (job.world_size > 1) {
+    const char* port = std::getenv("MASTER_PORT");
+    job.session = std::string("job-") + (port && *port ? port : "0");
+  }
+  return job;
+}
+
+// FNV-1a over every parameter's bytes: equal on every rank when the
+// replicas are identical.
+absl::StatusOr<uint64_t> ParamsHash(const mnist::Trainer& trainer) {
+  uint64_t h = 1469598103934665603ull;
+  for (int r = 0; r < trainer.num_replicas(); ++r) {
+    for (const rt::Tensor& p : trainer.params(r)) {
+      auto values = p.ToVector<float>();
+      if (!values.ok()) return values.status();
+      const auto* bytes =
+          reinterpret_cast<const unsigned char*>(values->data());
+      for (size_t i = 0; i < values->size() * sizeof(float); ++i) {
+        h = (h ^ bytes[i]) * 1099511628211ull;
+      }
+    }
+  }
+  return h;
+}
 
 [[noreturn]] void Usage(const char* problem) {
   std::fprintf(stderr,
                "train_mnist: %s\nusage: train_mnist [--logdir DIR] "
                "[--steps N] [--test_batches N] [--log_every N] "
                "[--batch_size N] [--dropout] [--fake_data] "
-               "[--profiler_port N]\n",
+               "[--profiler_port N] [--store_dir DIR]\n",
                problem);
   std::exit(2);
 }
@@ -106,6 +166,8 @@ Flags ParseFlags(int argc, char** argv) {
       flags.fake_data = true;
     } else if (arg == "--profiler_port") {
       flags.profiler_port = next_int(-1);
+    } else if (arg == "--store_dir") {
+      flags.store_dir = next();
     } else if (arg == "-h" || arg == "--help") {
       Usage("help");
     } else {
@@ -125,6 +187,12 @@ int Run(const Flags& flags) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   prof::SetThreadName("main");
+  const JobEnv job = ReadJobEnv();
+  if (job.world_size < 1 || job.rank < 0 || job.rank >= job.world_size) {
+    return Fail(absl::InvalidArgumentError("RANK " + std::to_string(job.rank) +
+                                           " is not in WORLD_SIZE " +
+                                           std::to_string(job.world_size)));
+  }
 
   // The seed's start_server(9012): the job can be inspected (GetInfo, clock
   // probes) and, when it is not recording itself, captured remotely with
@@ -132,7 +200,8 @@ int Run(const Flags& flags) {
   // reported and training goes on without the server.
   std::unique_ptr<prof::ProfilerServer> server;
   if (flags.profiler_port >= 0) {
-    auto started = prof::StartServer(flags.profiler_port);
+    auto started = prof::StartServer(
+        flags.profiler_port == 0 ? 0 : flags.profiler_port + job.local_rank);
     if (started.ok()) {
       server = *std::move(started);
       std::printf("profiler server on %s\n", server->address().c_str());
@@ -144,6 +213,7 @@ int Run(const Flags& flags) {
 
   prof::TraceOptions options;
   options.sampling_hz = 997;
+  options.session_id = job.session;
   if (absl::Status s = prof::StartTrace(flags.logdir, options); !s.ok()) {
     return Fail(s);
   }
@@ -167,16 +237,61 @@ int Run(const Flags& flags) {
   std::printf("data: %d train / %d test examples%s\n", train.size(),
               test.size(), flags.fake_data ? " (fake)" : "");
 
-  auto client = rt::CreateClient();
+  auto client_options = rt::ClientOptions::FromEnvironment();
+  if (!client_options.ok()) return Fail(client_options.status());
+  auto topology = rt::LocalTopology(*client_options);
+  if (!topology.ok()) return Fail(topology.status());
+  if (job.world_size > 1) {
+    // Every process has the same devices; global ids go process by process.
+    const std::vector<rt::DeviceDescription> local = topology->devices;
+    topology->process_index = job.rank;
+    topology->process_count = job.world_size;
+    topology->devices.clear();
+    for (int p = 0; p < job.world_size; ++p) {
+      for (const rt::DeviceDescription& d : local) {
+        rt::DeviceDescription g = d;
+        g.id = p * static_cast<int>(local.size()) + d.id;
+        g.process_index = p;
+        topology->devices.push_back(g);
+      }
+    }
+  }
+  auto client = rt::Client::Create(*client_options, *topology);
   if (!client.ok()) return Fail(client.status());
   const absl::Span<rt::Device* const> devices =
       (*client)->addressable_devices();
-  if (n % devices.size() != 0) {
+  const size_t replicas = devices.size() * job.world_size;
+  if (n % replicas != 0) {
     return Fail(absl::InvalidArgumentError(
         "--batch_size " + std::to_string(n) + " does not split evenly over " +
-        std::to_string(devices.size()) + " devices (CPU_NUM_DEVICES)"));
+        std::to_string(replicas) + " devices (CPU_NUM_DEVICES x WORLD_SIZE)"));
+  }
+  const int shard = n / job.world_size;
+
+  std::unique_ptr<rt::KeyValueStore> store;
+  std::unique_ptr<rt::Communicator> communicator;
+  const std::string prefix = "train_mnist/" + job.session;
+  if (job.world_size > 1) {
+    PODSCOPE_TRACE("connect");
+    std::string store_dir = flags.store_dir;
+    if (store_dir.empty()) {
+      const char* env = std::getenv("PODSCOPE_STORE_DIR");
+      store_dir = env && *env ? env : flags.logdir + "/.store";
+    }
+    auto opened = rt::OpenFileStore(store_dir);
+    if (!opened.ok()) return Fail(opened.status());
+    store = *std::move(opened);
+    rt::CommunicatorOptions comm_options;
+    comm_options.trace_device = devices[0];
+    auto comm = rt::Communicator::Create(*store, job.rank, job.world_size,
+                                         prefix, comm_options);
+    if (!comm.ok()) return Fail(comm.status());
+    communicator = *std::move(comm);
+    std::printf("rank %d of %d connected (store %s)\n", job.rank,
+                job.world_size, store_dir.c_str());
   }
   mnist::TrainerOptions trainer_options;
+  trainer_options.communicator = communicator.get();
   if (flags.dropout) {
     trainer_options.conv_dropout = 0.25f;
     trainer_options.fc_dropout = 0.5f;
@@ -190,7 +305,7 @@ int Run(const Flags& flags) {
     device_names += (device_names.empty() ? "" : ", ") + device->ToString();
   }
   std::printf("devices: %s; batch %d (%zu per device), %d steps%s\n",
-              device_names.c_str(), n, n / devices.size(), flags.steps,
+              device_names.c_str(), n, n / replicas, flags.steps,
               flags.dropout ? ", dropout" : "");
 
   std::vector<int> order(train.size());
@@ -205,7 +320,9 @@ int Run(const Flags& flags) {
     PODSCOPE_TRACE("train_step", "step", step);
     {
       PODSCOPE_TRACE("train_step_data_prep");
-      mnist::Gather(train, order, step * n, n, &batch_images, &batch_labels);
+      // This rank's shard of the global batch.
+      mnist::Gather(train, order, step * n + job.rank * shard, shard,
+                    &batch_images, &batch_labels);
     }
     if (absl::Status s = trainer.Step(batch_images, batch_labels); !s.ok()) {
       return Fail(s);
@@ -243,6 +360,19 @@ int Run(const Flags& flags) {
     }
   }
 
+  auto hash = ParamsHash(trainer);
+  if (!hash.ok()) return Fail(hash.status());
+  std::printf("params %016llx\n", static_cast<unsigned long long>(*hash));
+  if (communicator != nullptr) {
+    if (absl::Status s = communicator->Barrier(); !s.ok()) return Fail(s);
+    if (job.rank == 0) {
+      // Everyone is past the rendezvous: the job's keys can go.
+      auto keys = store->GetDirectory(prefix + "/");
+      if (keys.ok()) {
+        for (const auto& [key, value] : *keys) (void)store->Delete(key);
+      }
+    }
+  }
   auto path = prof::StopTrace();
   if (!path.ok()) return Fail(path.status());
   const rt::CompileCacheStats cache = (*client)->compile_cache_stats();

@@ -57,16 +57,30 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   }
   std::unique_ptr<Trainer> trainer(new Trainer(options));
   const std::vector<rt::Literal> initial = InitialParameters(options.seed);
+  // Dropout seeds differ across every replica of the job.
+  const uint64_t first_replica =
+      options.communicator == nullptr
+          ? 0
+          : uint64_t(options.communicator->rank()) * devices.size();
   for (size_t r = 0; r < devices.size(); ++r) {
     auto context = rt::LazyContext::Create(client, devices[r]);
     if (!context.ok()) return context.status();
     Replica replica;
     replica.context = *std::move(context);
-    replica.context->SetSeed(uint64_t{options.seed} + r);
+    replica.context->SetSeed(uint64_t{options.seed} + first_replica + r);
     for (const rt::Literal& literal : initial) {
       replica.params.push_back(replica.context->FromLiteral(literal));
     }
     trainer->replicas_.push_back(std::move(replica));
+  }
+  if (options.communicator != nullptr) {
+    PODSCOPE_TRACE("broadcast_master_params");
+    std::vector<std::vector<rt::Tensor>*> lists;
+    for (Replica& replica : trainer->replicas_) {
+      lists.push_back(&replica.params);
+    }
+    absl::Status s = rt::BroadcastMasterParams(*options.communicator, lists);
+    if (!s.ok()) return s;
   }
   return trainer;
 }
@@ -138,7 +152,23 @@ absl::Status Trainer::Step(absl::Span<const float> images,
     if (!g.ok()) return g.status();
     grads.push_back(*std::move(g));
   }
-  if (num_replicas() > 1) {
+  if (options_.communicator != nullptr) {
+    // One all-reduce per parameter: the process's devices are summed
+    // in-process, then across processes; the mean is over every replica.
+    for (Replica& replica : replicas_) {
+      PODSCOPE_TRACE("sync_gradients");
+      if (absl::Status s = replica.context->Sync(); !s.ok()) return s;
+    }
+    PODSCOPE_TRACE("all_reduce_gradients");
+    for (size_t p = 0; p < grads[0].size(); ++p) {
+      std::vector<rt::Tensor> per_replica;
+      for (const auto& g : grads) per_replica.push_back(g[p]);
+      auto means = rt::AllReduce(*options_.communicator, per_replica,
+                                 rt::ReduceOp::kMean);
+      if (!means.ok()) return means.status();
+      for (int r = 0; r < num_replicas(); ++r) grads[r][p] = (*means)[r];
+    }
+  } else if (num_replicas() > 1) {
     // Every device computes its gradients before any of them is copied.
     for (Replica& replica : replicas_) {
       PODSCOPE_TRACE("sync_gradients");
@@ -189,7 +219,13 @@ absl::StatusOr<float> Trainer::LastLoss() const {
     sum += *loss;
   }
   // Equal slices: the mean of the replicas' means is the batch's mean.
-  return static_cast<float>(sum / num_replicas());
+  float mean = static_cast<float>(sum / num_replicas());
+  if (options_.communicator != nullptr) {
+    absl::Status s = options_.communicator->AllReduce(absl::MakeSpan(&mean, 1),
+                                                      rt::ReduceOp::kMean);
+    if (!s.ok()) return s;
+  }
+  return mean;
 }
 
 absl::StatusOr<std::vector<int>> Trainer::Predict(

@@ -10,6 +10,13 @@
 // with AllReduceMean (bitwise equal on every device), so each replica
 // applies the same update and the replicas stay identical: the result is
 // the full batch's gradient step, as DistributedDataParallel computes it.
+//
+// Across processes (TrainerOptions::communicator): rank 0's parameters are
+// broadcast to every replica at creation (the seed's
+// broadcast_master_param), each process steps on its own shard of the
+// global batch, and the gradients are all-reduced (mean) over every
+// process's replicas with one Gloo call per parameter and process, so the
+// replicas stay bitwise identical everywhere.
 #ifndef PODSCOPE_EXAMPLES_MNIST_TRAINER_H_
 #define PODSCOPE_EXAMPLES_MNIST_TRAINER_H_
 
@@ -21,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "podscope/runtime/client.h"
+#include "podscope/runtime/collectives.h"
 #include "podscope/runtime/lazy.h"
 
 namespace podscope::mnist {
@@ -35,6 +43,10 @@ struct TrainerOptions {
   // Parameter initialization (PyTorch's default, drawn on the host) and,
   // plus the replica index, each device's dropout seed.
   uint32_t seed = 12;
+  // Data parallelism across processes (not owned; outlives the trainer):
+  // Step's batch is then this process's shard, and LastLoss the mean over
+  // every process.
+  runtime::Communicator* communicator = nullptr;
 };
 
 class Trainer {

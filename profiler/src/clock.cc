@@ -59,6 +59,15 @@ const ClockSkew& TestClockSkew() {
   return skew;
 }
 
+const ProfilerClock& ProcessClock() {
+  class Process final : public ProfilerClock {
+   public:
+    ClockSkew skew() const override { return TestClockSkew(); }
+  };
+  static const Process* clock = new Process();
+  return *clock;
+}
+
 bool CpuHasInvariantTsc() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax, ebx, ecx, edx;

@@ -22,9 +22,24 @@ absl::Status StartOwnedSession(std::unique_ptr<trace_format::RecordSink> sink,
                                const TraceOptions& options,
                                const std::string& description, uint64_t owner);
 
-// Stops the session if `owner` started it: the writer drains the last
-// events and closes the file (index and trailer go to the sink).
+// Records the capture `owner` into `sink` by sharing the trace this
+// process records itself (StartTrace): the sink gets a file of its own,
+// holding what the process records from now until StopOwnedSession(owner)
+// or the trace's end, at `options`' level (the trace records at least at
+// that level meanwhile) and sampling. `*session_id` is the running trace's
+// session id when it has one, else options.session_id.
+// FailedPrecondition when no such trace runs.
+absl::Status ShareLocalSession(std::unique_ptr<trace_format::RecordSink> sink,
+                               const TraceOptions& options, uint64_t owner,
+                               std::string* session_id);
+
+// Stops the session or the shared recording `owner` started: the last
+// events are drained and the file is closed (index and trailer go to the
+// sink). When the shared trace ended first, how its capture ended.
 absl::Status StopOwnedSession(uint64_t owner);
+
+// Whether the session or shared recording of `owner` still records.
+bool OwnedSessionRunning(uint64_t owner);
 
 // The running session's id (empty if none or unnamed); `*active` tells
 // whether any session runs.

@@ -3,6 +3,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "src/sampling_collector.h"
 #include "src/string_registry.h"
@@ -66,11 +68,7 @@ Block* NextBlock(ThreadBuffer* buffer) {
     b->next = nullptr;
     return b;
   }
-  const uint32_t budget = BufferRegistry::Get().max_blocks_per_thread();
-  if (buffer->allocated.load(std::memory_order_relaxed) < budget) {
-    buffer->allocated.fetch_add(1, std::memory_order_relaxed);
-    return new Block();
-  }
+  if (BufferRegistry::Get().TryAllocate(buffer)) return new Block();
   return nullptr;
 }
 
@@ -101,6 +99,25 @@ ThreadBuffer* BufferRegistry::ForThisThread() {
   return buffer;
 }
 
+bool BufferRegistry::TryAllocate(ThreadBuffer* buffer) {
+  if (buffer->allocated.load(std::memory_order_relaxed) >=
+      max_blocks_per_thread()) {
+    return false;
+  }
+  // Other owners allocate concurrently: reserve the session's share first.
+  if (total_.fetch_add(1, std::memory_order_relaxed) >= max_blocks_total()) {
+    total_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  buffer->allocated.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void BufferRegistry::Freed(ThreadBuffer* buffer) {
+  buffer->allocated.fetch_sub(1, std::memory_order_relaxed);
+  total_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void BufferRegistry::ForEach(const std::function<void(ThreadBuffer*)>& fn) {
   std::vector<ThreadBuffer*> snapshot;
   {
@@ -121,17 +138,25 @@ void BufferRegistry::ReleaseExited() {
     });
   }
   auto free_list = [](Block* b) {
+    uint32_t n = 0;
     while (b != nullptr) {
       Block* next = b->next;
       delete b;
       b = next;
+      ++n;
     }
+    return n;
   };
   for (ThreadBuffer* b : dead) {
-    free_list(b->full.exchange(nullptr));
-    free_list(b->free.exchange(nullptr));
-    free_list(b->spare);
-    delete b->current.load();
+    uint32_t n = free_list(b->full.exchange(nullptr));
+    n += free_list(b->free.exchange(nullptr));
+    n += free_list(b->spare);
+    if (Block* current = b->current.load()) {
+      delete current;
+      ++n;
+    }
+    total_.fetch_sub(std::min(n, total_.load(std::memory_order_relaxed)),
+                     std::memory_order_relaxed);
     delete b;
   }
 }
@@ -181,6 +206,13 @@ Block* TakeFullBlocks(ThreadBuffer* buffer) {
 }
 
 void RecycleBlock(ThreadBuffer* buffer, Block* block) {
+  if (buffer->allocated.load(std::memory_order_relaxed) > Block::kKeptBlocks) {
+    // Past a burst: give the memory back. The owner allocates anew if it
+    // needs more.
+    delete block;
+    BufferRegistry::Get().Freed(buffer);
+    return;
+  }
   block->consumed = 0;
   block->committed.store(0, std::memory_order_relaxed);
   Push(&buffer->free, block);

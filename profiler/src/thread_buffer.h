@@ -4,9 +4,11 @@
 //   owner:  writes events into `current`, publishing `committed`; when the
 //           block is full it pushes it on `full` and takes a block from its
 //           private spares, else from `free` (taking the whole list), else
-//           allocates one if under the budget, else drops and counts.
+//           allocates one if under the budgets (per thread and for all
+//           threads), else drops and counts.
 //   writer: drains `current` up to `committed` as it goes; takes the whole
-//           `full` list, drains each block and pushes it on `free`.
+//           `full` list, drains each block and pushes it on `free`, or
+//           frees it when the thread holds more than kKeptBlocks.
 //
 // Both lists are stacks whose consumer takes everything at once with an
 // exchange, so no pop races with a push (no ABA). Buffers outlive their
@@ -31,6 +33,9 @@ struct ThreadBuffer;
 
 struct Block {
   static constexpr uint32_t kSlots = 2048;
+  // Blocks a thread keeps for reuse; drained blocks beyond are freed, so
+  // that the memory of a burst goes back once it is written.
+  static constexpr uint32_t kKeptBlocks = 256;
   std::atomic<uint32_t> committed{0};
   uint32_t consumed = 0;  // writer thread only
   Block* next = nullptr;  // link in whichever list holds the block
@@ -66,6 +71,18 @@ class BufferRegistry {
   uint32_t max_blocks_per_thread() const {
     return max_blocks_.load(std::memory_order_relaxed);
   }
+  // Blocks all threads together may hold (a session sets it at start).
+  void set_max_blocks_total(uint32_t n) {
+    max_total_.store(n, std::memory_order_relaxed);
+  }
+  uint32_t max_blocks_total() const {
+    return max_total_.load(std::memory_order_relaxed);
+  }
+  // Counts a new block against both budgets; false (nothing counted) when
+  // either is spent. Owner thread of `buffer`.
+  bool TryAllocate(ThreadBuffer* buffer);
+  // Uncounts a block that was freed.
+  void Freed(ThreadBuffer* buffer);
 
   // Calls fn for every buffer (the writer thread's view).
   void ForEach(const std::function<void(ThreadBuffer*)>& fn);
@@ -77,7 +94,9 @@ class BufferRegistry {
  private:
   std::mutex mutex_;
   std::vector<ThreadBuffer*> buffers_;
-  std::atomic<uint32_t> max_blocks_{256};
+  std::atomic<uint32_t> max_blocks_{18432};
+  std::atomic<uint32_t> max_total_{36864};
+  std::atomic<uint32_t> total_{0};
 };
 
 // Slots a record takes: slices and instants carry their attachments.

@@ -201,6 +201,17 @@ class Rules {
         Value probs = b_.Softmax(x(0), 1);
         return Grads{{0, b_.Mul(b_.Sub(probs, one_hot), scale)}};
       }
+      case OpKind::kAllReduce:
+        // y = reduce over ranks of x: for sum (and mean) every rank's x
+        // reaches every rank's y, so the adjoint is the same all-reduce of
+        // the adjoints.
+        if (a.axis == static_cast<int64_t>(ReduceOp::kSum) ||
+            a.axis == static_cast<int64_t>(ReduceOp::kMean)) {
+          return Grads{
+              {0, b_.AllReduce(g, a.salt, static_cast<ReduceOp>(a.axis))}};
+        }
+        return absl::UnimplementedError(
+            "Grad: no gradient for all_reduce max or min");
       case OpKind::kDropout:
         // The same mask (seed, salt) applied to the adjoint; no gradient
         // reaches the integer seed.

@@ -307,6 +307,13 @@ Value GraphBuilder::Dropout(Value x, Value seed, float rate, int64_t salt) {
   return result;
 }
 
+Value GraphBuilder::AllReduce(Value x, int64_t communicator, ReduceOp op) {
+  OpAttrs attrs;
+  attrs.salt = communicator;
+  attrs.axis = static_cast<int64_t>(op);
+  return Record(OpKind::kAllReduce, {x}, std::move(attrs));
+}
+
 Value GraphBuilder::Conv2DBackpropInput(Value grad_out, Value weights,
                                         const Shape& input_shape, Hw stride,
                                         Hw padding) {

@@ -82,6 +82,8 @@ absl::string_view OpName(OpKind op) {
       return "cross_entropy_loss";
     case OpKind::kDropout:
       return "dropout";
+    case OpKind::kAllReduce:
+      return "all_reduce";
   }
   return "unknown";
 }

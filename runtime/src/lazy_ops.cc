@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "lazy_internal.h"
 #include "podscope/runtime/autodiff.h"
+#include "podscope/runtime/collectives.h"
 #include "podscope/runtime/lazy.h"
 
 namespace podscope::runtime {
@@ -277,6 +278,13 @@ Tensor Dropout(const Tensor& x, float rate) {
                   [rate](GraphBuilder& g, absl::Span<const Value> v) {
                     return g.Dropout(v[0], v[1], rate);
                   });
+}
+
+Tensor AllReduce(const Tensor& x, const Communicator& comm, ReduceOp op) {
+  const int64_t id = comm.id();
+  return RecordOp({&x}, [id, op](GraphBuilder& g, absl::Span<const Value> v) {
+    return g.AllReduce(v[0], id, op);
+  });
 }
 
 absl::StatusOr<std::vector<Tensor>> Grad(const Tensor& loss,

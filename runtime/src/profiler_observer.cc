@@ -166,4 +166,8 @@ void AttachProfiler(int process_index, int process_count,
   SetRuntimeObserverIfUnset(&observer);
 }
 
+profiler::TrackHandle StreamTrackOf(const Device& device) {
+  return TheObserver().Tracks(&device).stream;
+}
+
 }  // namespace podscope::runtime::internal

@@ -28,6 +28,7 @@
 // are recorded directly with profiler::Trace in client.cc / executable.cc.
 
 #include "absl/types/span.h"
+#include "podscope/profiler/recorder.h"
 #include "podscope/runtime/device.h"
 
 namespace podscope::runtime::internal {
@@ -38,6 +39,10 @@ namespace podscope::runtime::internal {
 // installed. The observer lives for the process.
 void AttachProfiler(int process_index, int process_count,
                     absl::Span<Device* const> addressable_devices);
+
+// The "device N (CPU) stream" track of `device` (registered on first use),
+// for device work recorded outside the observer: collectives.
+profiler::TrackHandle StreamTrackOf(const Device& device);
 
 }  // namespace podscope::runtime::internal
 

@@ -403,6 +403,25 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
       }
       return F32Shape({});
     }
+    case OpKind::kAllReduce: {
+      if (auto s = CheckArity(op, operands, 1); !s.ok()) return s;
+      if (attrs.salt <= 0) {
+        return ShapeError(op, operands,
+                          absl::StrCat("communicator id ", attrs.salt,
+                                       " is not a Communicator::id()"));
+      }
+      if (attrs.axis < 0 ||
+          attrs.axis > static_cast<int64_t>(ReduceOp::kMean)) {
+        return ShapeError(
+            op, operands,
+            absl::StrCat("reduction ", attrs.axis, " is unknown"));
+      }
+      if (operands[0]->element_type() == ElementType::kPred &&
+          attrs.axis == static_cast<int64_t>(ReduceOp::kMean)) {
+        return ShapeError(op, operands, "mean is not defined on pred");
+      }
+      return *operands[0];
+    }
     case OpKind::kDropout: {  // (x, seed)
       if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
       if (operands[0]->element_type() != ElementType::kF32 ||

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the fuzzers (the trace reader's, the XSpace importer's) and their
-# seeds in BUILD_DIR (configured with clang and -DPODSCOPE_BUILD_FUZZ=ON),
-# then fuzzes each for SECONDS on a copy of its seed corpus. Exits non-zero when the fuzzer finds a crash, leak, timeout
-# or sanitizer report; the input that caused it is kept in
+# Builds the fuzzers (the trace reader's, the XSpace importer's, the Chrome
+# trace JSON importer's) and their seeds in BUILD_DIR (configured with clang
+# and -DPODSCOPE_BUILD_FUZZ=ON), then fuzzes each for SECONDS on a copy of
+# its seed corpus. Exits non-zero when the fuzzer finds a crash, leak,
+# timeout or sanitizer report; the input that caused it is kept in
 # BUILD_DIR/fuzz-artifacts/.
 #
 #   tests/fuzz/run-fuzz.sh build-fuzz 60
@@ -16,7 +17,7 @@ build_dir=$(cd "$1" && pwd)
 seconds=$2
 
 cmake --build "$build_dir" --target reader_fuzzer reader_fuzz_seeds \
-  xspace_fuzzer xspace_fuzz_seeds
+  xspace_fuzzer xspace_fuzz_seeds chrome_json_fuzzer chrome_json_fuzz_seeds
 
 fuzz_bin="$build_dir/tests/fuzz"
 artifacts="$build_dir/fuzz-artifacts"
@@ -48,4 +49,5 @@ run_fuzzer() {
 
 run_fuzzer reader
 run_fuzzer xspace
+run_fuzzer chrome_json
 exit $failed

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
+#include "podscope/trace_format/clock_model.h"
 #include "trace_file.h"
 
 #ifndef PODSCOPE_CAPTURE_WORKER
@@ -92,12 +93,29 @@ TEST(MultiProcessCapture, AWorkerKilledMidCaptureLeavesTheOthersComplete) {
 }
 
 TEST(MultiHostCapture, SkewedClocksOnThreeHostsLineUp) {
-  // CI runs as root, so this runs there.
+  // CI runs as root, so this runs there; PODSCOPE_REQUIRE_NETNS=1 makes a
+  // machine that cannot make namespaces a failure instead of a skip.
+  const char* require = std::getenv("PODSCOPE_REQUIRE_NETNS");
+  const bool required = require != nullptr && std::string(require) == "1";
   if (!testing::CanMakeNamespaces()) {
-    GTEST_SKIP() << "needs root and iproute2 for network namespaces";
+    const std::string why =
+        "cannot make network namespaces: needs root and iproute2 (`ip netns "
+        "list` failed or not root)";
+    if (required) FAIL() << why << "; PODSCOPE_REQUIRE_NETNS=1";
+    GTEST_SKIP() << why;
   }
   testing::NetworkHosts hosts(3, "mh");
-  ASSERT_TRUE(hosts.ok()) << "could not set up network namespaces";
+  if (!hosts.ok()) {
+    const std::string why =
+        "cannot make network namespaces here: `ip netns add` or the veth "
+        "pair failed (an unprivileged container without CAP_SYS_ADMIN / "
+        "CAP_NET_ADMIN?)";
+    if (required) FAIL() << why << "; PODSCOPE_REQUIRE_NETNS=1";
+    GTEST_SKIP() << why;
+  }
+  // Every aligned mark within this of when it really happened (the lean
+  // probe path's target on a loaded two-core machine).
+  constexpr int64_t kMaxErrorNs = 20'000;
   // Seconds of offset and ~100 ppm of drift, as separate hosts may have.
   const int64_t offsets[] = {3'000'000'000, -7'500'000'000, 12'250'000'000};
   const double drifts[] = {100, -100, 60};
@@ -158,13 +176,22 @@ TEST(MultiHostCapture, SkewedClocksOnThreeHostsLineUp) {
     EXPECT_NEAR(w.drift_ppm, drifts[i], drift_tolerance_ppm) << w.address;
     const std::vector<int64_t> marks = testing::AlignedMarks(w.path);
     ASSERT_EQ(marks.size(), static_cast<size_t>(kMarks)) << w.path;
+    const auto file = ReadTraceFile(w.path);
+    ASSERT_NE(file.reader, nullptr);
+    const trace_format::ClockModel model(file.reader->clock());
     for (int k = 0; k < kMarks; ++k) {
       ASSERT_GT(marked[i][k].before, 0) << "worker " << i << " mark " << k;
       // The event happened between the worker's two readings of the real
       // clock, which is the capture client's reference clock: the
       // alignment error is the distance to that interval.
-      EXPECT_LT(testing::AlignmentError(marks[k], marked[i][k]), 100'000)
-          << w.address << " mark " << k;
+      const int64_t error = testing::AlignmentError(marks[k], marked[i][k]);
+      // The uncertainty the file states where the mark lies holds.
+      const int64_t stated = model.UncertaintyAt(marks[k] - w.clock[0].offset_ns);
+      std::printf("worker %d mark %d: error %.1f us, stated uncertainty %.1f us\n",
+                  i, k, static_cast<double>(error) / 1e3,
+                  static_cast<double>(stated) / 1e3);
+      EXPECT_LE(error, kMaxErrorNs) << w.address << " mark " << k;
+      EXPECT_LE(error, stated) << w.address << " mark " << k;
       aligned[i].push_back(marks[k]);
     }
   }

@@ -8,10 +8,13 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "workload.h"
 #include "podscope/profiler/capture.h"
+#include "podscope/profiler/clock.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
@@ -78,6 +82,67 @@ TEST(Server, DefaultsToLoopbackAndAnswersInfo) {
     close(fd);
   }
   freeifaddrs(addrs);
+}
+
+// Clock probes on the server's UDP port: answered only with the key that
+// GetInfo hands out, with the server's clock at receive and send.
+TEST(Server, ClockProbesOnTheUdpPortNeedTheKey) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  grpc::ClientContext ctx;
+  pb::ProcessInfo info;
+  ASSERT_TRUE(Stub(server->address())->GetInfo(&ctx, {}, &info).ok());
+  ASSERT_GT(info.probe_port(), 0);
+  ASSERT_EQ(info.probe_key().size(), 16u);
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(info.probe_port()));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  timeval wait{0, 300'000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  auto probe = [&](const std::string& key, int64_t sent, std::string* reply) {
+    std::string request = "PSPROBE1" + key;
+    for (int i = 0; i < 8; ++i) {
+      request.push_back(static_cast<char>((static_cast<uint64_t>(sent) >> (8 * i)) & 0xff));
+    }
+    request.append(8, '\0');
+    EXPECT_EQ(send(fd, request.data(), request.size(), 0), 40);
+    char buf[64];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    reply->assign(buf, static_cast<size_t>(n));
+    return true;
+  };
+  auto field = [](const std::string& r, int at) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) {
+      v |= uint64_t{static_cast<unsigned char>(r[at + i])} << (8 * i);
+    }
+    return static_cast<int64_t>(v);
+  };
+  std::string reply;
+  EXPECT_FALSE(probe(std::string(16, 'x'), 1, &reply)) << "answered a wrong key";
+  const int64_t before = MonotonicNs();
+  ASSERT_TRUE(probe(info.probe_key(), 12345, &reply));
+  const int64_t after = MonotonicNs();
+  ASSERT_EQ(reply.size(), 40u);
+  EXPECT_EQ(reply.substr(0, 8), "PSPROBR1");
+  EXPECT_EQ(field(reply, 8), 12345);
+  const int64_t received = field(reply, 16), sent = field(reply, 24);
+  // Same machine, no skew: the server's clock is this one.
+  EXPECT_GE(received, before);
+  EXPECT_LE(received, sent);
+  EXPECT_LE(sent, after);
+  close(fd);
+  // The capture client takes this path: its estimate's round trip is that
+  // of a UDP datagram, not a gRPC call.
+  auto estimate = MeasureClockOffset(server->address(), {}, 16);
+  ASSERT_TRUE(estimate.ok()) << estimate.status();
+  EXPECT_LT(std::abs(estimate->offset_ns), estimate->uncertainty_ns + 20'000);
+  EXPECT_LT(estimate->round_trip_ns, 1'000'000);
 }
 
 TEST(Server, NonLoopbackBindRequiresAToken) {
@@ -318,14 +383,24 @@ TEST(Server, ACaptureFollowsATraceTheProcessRecordsItself) {
   EXPECT_TRUE(report.index_used);
   EXPECT_EQ(captured.reader->metadata().session_id(), "local");
   EXPECT_EQ(captured.reader->clock().offsets_size(), 2);
-  EXPECT_EQ(captured.SlicesNamed("before_capture").size(), 1u);
-  const size_t during = captured.SlicesNamed("during_capture").size();
-  // ~60 marks in 300 ms; at least those of the capture's first part, and the
-  // ones made until the capture's end (at most one drain may be missing).
-  EXPECT_GT(during, 20u);
+  // Only the capture's window: not what the trace recorded before it.
+  EXPECT_TRUE(captured.SlicesNamed("before_capture").empty());
+  auto marks_seen = captured.SlicesNamed("during_capture");
+  const size_t during = marks_seen.size();
+  // A mark every 5 ms (more on a loaded machine) through the whole 300 ms
+  // window, none missing in between.
+  ASSERT_GE(during, 2u);
+  std::sort(marks_seen.begin(), marks_seen.end(),
+            [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  EXPECT_GE(marks_seen.back().start_ns - marks_seen.front().start_ns,
+            250'000'000);
+  for (size_t i = 1; i < during; ++i) {
+    EXPECT_LT(marks_seen[i].start_ns - marks_seen[i - 1].start_ns, 100'000'000)
+        << "a gap after mark " << i - 1;
+  }
   EXPECT_TRUE(captured.SlicesNamed("after_capture").empty());
-  // The index built by the client covers exactly what the file holds: the
-  // same events as a scan of the same records.
+  // The index covers exactly what the file holds: the same events as a
+  // scan of the same records.
   const uint64_t indexed = captured.reader->known_event_count();
   uint64_t scanned = 0;
   for (const auto& t : captured.tracks) scanned += t.events.event_count();
@@ -339,9 +414,9 @@ TEST(Server, ACaptureFollowsATraceTheProcessRecordsItself) {
 }
 
 // When the process's own trace ends during the capture, the capture ends
-// with it and gets the trace's own index: the two files hold the same
-// events.
-TEST(Server, ACapturedLocalTraceThatEndsGivesTheWholeFile) {
+// with it, complete: it holds the trace's events from the capture's start
+// on, exactly as the trace's own file does.
+TEST(Server, ACapturedLocalTraceThatEndsEndsTheCapture) {
   auto server = Serve();
   ASSERT_NE(server, nullptr);
   const std::string dir = FreshDir("local-ends");
@@ -357,21 +432,112 @@ TEST(Server, ACapturedLocalTraceThatEndsGivesTheWholeFile) {
   o.workers = {server->address()};
   o.logdir = FreshDir("local-ends-capture");
   o.duration_ms = 5000;
+  const auto started = std::chrono::steady_clock::now();
   auto result = CaptureWorkers(o);
+  const auto took = std::chrono::steady_clock::now() - started;
   stopper.join();
   ASSERT_FALSE(local_path.empty());
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->answered(), 1) << result->workers[0].error;
+  EXPECT_LT(took, std::chrono::seconds(4)) << "the capture outlived the trace";
   auto captured = ReadTraceFile(result->workers[0].path);
   auto local_file = ReadTraceFile(local_path);
   ASSERT_NE(captured.reader, nullptr);
   ASSERT_NE(local_file.reader, nullptr);
   EXPECT_TRUE(captured.reader->report().intact());
-  EXPECT_GT(local_file.SlicesNamed("work").size(), 10u);
-  EXPECT_EQ(captured.SlicesNamed("work").size(),
-            local_file.SlicesNamed("work").size());
-  EXPECT_EQ(captured.reader->known_event_count(),
-            local_file.reader->known_event_count());
+  const auto captured_work = captured.SlicesNamed("work");
+  const auto local_work = local_file.SlicesNamed("work");
+  ASSERT_FALSE(captured_work.empty());
+  EXPECT_LT(captured_work.size(), local_work.size());
+  // The captured scopes are the local file's from the capture's first on.
+  size_t first = 0;
+  while (first < local_work.size() &&
+         local_work[first].start_ns != captured_work[0].start_ns) {
+    ++first;
+  }
+  ASSERT_LT(first, local_work.size());
+  ASSERT_EQ(local_work.size() - first, captured_work.size());
+  for (size_t i = 0; i < captured_work.size(); ++i) {
+    EXPECT_EQ(captured_work[i].start_ns, local_work[first + i].start_ns);
+    EXPECT_EQ(captured_work[i].duration_ns, local_work[first + i].duration_ns);
+  }
+}
+
+// A process that has recorded itself for a while, then a short capture at
+// another level and with stack samples: the capture holds only its window,
+// at its level and with its samples; the local trace keeps its options
+// (verbose events appear in it only while the capture asked for them).
+TEST(Server, ACaptureOfASelfRecordingProcessHoldsItsWindowAtItsLevel) {
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  const std::string dir = FreshDir("local-window");
+  TraceOptions local;
+  local.level = Level::kInfo;
+  ASSERT_TRUE(StartTrace(dir, local).ok());
+  std::atomic<bool> run{true};
+  std::thread marks([&] {
+    SetThreadName("marks");
+    while (run.load()) {
+      {
+        PODSCOPE_TRACE("info_mark");
+        // Burn CPU time so that the stack sampler's timer fires.
+        const int64_t until = MonotonicNs() + 1'000'000;
+        while (MonotonicNs() < until) {
+        }
+      }
+      { PODSCOPE_TRACE_LEVEL(Level::kVerbose, "verbose_mark"); }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CaptureOptions o;
+  o.workers = {server->address()};
+  o.logdir = FreshDir("local-window-capture");
+  o.duration_ms = 400;
+  o.level = 3;
+  o.sampling_hz = 997;
+  const int64_t capture_start = MonotonicNs();
+  auto result = CaptureWorkers(o);
+  const int64_t capture_end = MonotonicNs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  run = false;
+  marks.join();
+  auto stopped = StopTrace();
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->answered(), 1) << result->workers[0].error;
+
+  auto captured = ReadTraceFile(result->workers[0].path);
+  ASSERT_NE(captured.reader, nullptr);
+  EXPECT_TRUE(captured.reader->report().intact());
+  EXPECT_EQ(captured.reader->metadata().capture_options().at("level"), "3");
+  EXPECT_EQ(captured.reader->metadata().capture_options().at("sampling_hz"),
+            "997");
+  const auto info = captured.SlicesNamed("info_mark");
+  const auto verbose = captured.SlicesNamed("verbose_mark");
+  EXPECT_GT(info.size(), 20u);
+  EXPECT_GT(verbose.size(), 20u);
+  for (const auto* slices : {&info, &verbose}) {
+    for (const auto& slice : *slices) {
+      EXPECT_GE(slice.start_ns, capture_start);
+      EXPECT_LE(slice.end_ns(), capture_end);
+    }
+  }
+  size_t samples = 0;
+  for (const auto& t : captured.tracks) samples += t.events.samples.size();
+  EXPECT_GT(samples, 0u);
+
+  auto whole = ReadTraceFile(*stopped);
+  ASSERT_NE(whole.reader, nullptr);
+  EXPECT_EQ(whole.reader->metadata().capture_options().at("level"), "2");
+  EXPECT_GT(whole.SlicesNamed("info_mark").size(), info.size());
+  for (const auto& slice : whole.SlicesNamed("verbose_mark")) {
+    EXPECT_GE(slice.start_ns, capture_start);
+    EXPECT_LE(slice.end_ns(), capture_end);
+  }
+  size_t local_samples = 0;
+  for (const auto& t : whole.tracks) local_samples += t.events.samples.size();
+  EXPECT_EQ(local_samples, 0u);
 }
 
 TEST(Server, TokenIsCheckedOnEveryCall) {

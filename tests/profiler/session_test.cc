@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "trace_file.h"
@@ -61,6 +62,68 @@ TEST(Session, WritesHostPidFileWithMetadata) {
   EXPECT_EQ(file.SlicesNamed("one").size(), 1u);
   // Process counters are sampled at each flush.
   EXPECT_EQ(file.TracksNamed("process resident memory").size(), 1u);
+}
+
+// A session given a clock of its own stamps its events, metadata and
+// clock snapshots on that clock, and says so in the file; the process's
+// clock (and the next session) are untouched.
+TEST(Session, ASkewedClockMovesTheSessionsTimestamps) {
+  const std::string dir = FreshDir("skewed");
+  constexpr int64_t kOffset = int64_t{7'500'000'000};  // +7.5 s
+  constexpr double kDriftPpm = 2000;
+  ClockSkew skew;
+  skew.offset_ns = kOffset;
+  skew.drift_ppm = kDriftPpm;
+  skew.anchor_ns = MonotonicNs();
+  TraceOptions options;
+  options.clock = std::make_shared<SkewedClock>(skew);
+  const int64_t before = MonotonicNs();
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const int64_t mark_begin = MonotonicNs();
+  { PODSCOPE_TRACE("mark"); }
+  const int64_t mark_end = MonotonicNs();
+  auto path = StopTrace();
+  const int64_t after = MonotonicNs();
+  ASSERT_TRUE(path.ok()) << path.status();
+  const auto file = ReadTraceFile(*path);
+  ASSERT_NE(file.reader, nullptr);
+  const auto& m = file.reader->metadata();
+  // The start lies on the skewed clock, 7.5 s ahead of the monotonic one.
+  EXPECT_GE(m.start_monotonic_ns(), skew.Apply(before));
+  EXPECT_LE(m.start_monotonic_ns(), skew.Apply(after));
+  EXPECT_EQ(m.capture_options().at("test_clock_offset_ns"), "7500000000");
+  EXPECT_EQ(m.capture_options().at("test_clock_drift_ppm"), "2000");
+  const auto marks = file.SlicesNamed("mark");
+  ASSERT_EQ(marks.size(), 1u);
+  // 400 ms after the anchor the drift adds 800 us: the mark is where the
+  // skewed clock puts it (within the TSC calibration's error on a loaded
+  // machine, up to ~100 ppm), not where the offset alone would.
+  const int64_t slack = 150'000;
+  EXPECT_GE(marks[0].start_ns, skew.Apply(mark_begin) - slack);
+  EXPECT_LE(marks[0].start_ns, skew.Apply(mark_end) + slack);
+  EXPECT_GT(marks[0].start_ns, mark_end + kOffset + 400'000);
+  for (const auto& snap : file.reader->clock().snapshots()) {
+    EXPECT_GE(snap.monotonic_ns(), skew.Apply(before));
+    EXPECT_LE(snap.monotonic_ns(), skew.Apply(after));
+  }
+
+  // The next session, on the process's clock, is not skewed.
+  ASSERT_TRUE(StartTrace(FreshDir("unskewed")).ok());
+  const int64_t plain_begin = MonotonicNs();
+  { PODSCOPE_TRACE("mark"); }
+  const int64_t plain_end = MonotonicNs();
+  auto plain = StopTrace();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const auto plain_file = ReadTraceFile(*plain);
+  ASSERT_NE(plain_file.reader, nullptr);
+  EXPECT_EQ(plain_file.reader->metadata().capture_options().count(
+                "test_clock_offset_ns"),
+            0u);
+  const auto plain_marks = plain_file.SlicesNamed("mark");
+  ASSERT_EQ(plain_marks.size(), 1u);
+  EXPECT_GE(plain_marks[0].start_ns, plain_begin - slack);
+  EXPECT_LE(plain_marks[0].start_ns, plain_end + slack);
 }
 
 TEST(Session, PerProcessSubfolderAndSessionFromEnvironment) {
@@ -149,6 +212,44 @@ TEST(Session, FullBuffersDropAndCountExactlyWithoutBlocking) {
   const uint64_t dropped = drops.at(tracks[0]->track.id());
   EXPECT_EQ(recorded, 2048u);
   EXPECT_EQ(recorded + dropped, static_cast<uint64_t>(kAttempts));
+}
+
+// max_blocks_total bounds all threads together: once it is spent, a thread
+// under its own bound drops (and counts) too.
+TEST(Session, TheSessionBudgetBoundsAllThreadsTogether) {
+  const std::string dir = FreshDir("session_budget");
+  TraceOptions options;
+  options.max_blocks_per_thread = 4;
+  options.max_blocks_total = 6;
+  options.flush_interval = std::chrono::hours(1);  // the writer never drains
+  options.process_counters = false;
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  constexpr int kAttempts = 50000;
+  for (const char* name : {"first", "second"}) {
+    std::thread([&] {
+      SetThreadName(name);
+      for (int i = 0; i < kAttempts; ++i) PODSCOPE_TRACE("budgeted");
+    }).join();
+  }
+  auto path = StopTrace();
+  ASSERT_TRUE(path.ok());
+  const auto file = ReadTraceFile(*path);
+  uint64_t recorded[2] = {0, 0};
+  int i = 0;
+  for (const char* name : {"first", "second"}) {
+    auto tracks = file.TracksNamed(name);
+    ASSERT_EQ(tracks.size(), 1u) << name;
+    recorded[i] = tracks[0]->events.slices.size();
+    const auto& drops = file.reader->drop_counts();
+    const auto it = drops.find(tracks[0]->track.id());
+    const uint64_t dropped = it == drops.end() ? 0 : it->second;
+    EXPECT_EQ(recorded[i] + dropped, static_cast<uint64_t>(kAttempts)) << name;
+    ++i;
+  }
+  EXPECT_LE(recorded[0], 4u * 2048);
+  // The second thread had its own 4 blocks left but not the session's.
+  EXPECT_LT(recorded[1], 4u * 2048);
+  EXPECT_LE(recorded[0] + recorded[1], 6u * 2048);
 }
 
 TEST(Session, WriterRecyclesBlocksSoABusyThreadLosesNothing) {

@@ -185,6 +185,129 @@ TEST(PackedChunk, FormatOnePointZeroFilesStillRead) {
   EXPECT_GT(chunk.tracks_size(), 0);
 }
 
+// One track's slices in reader order: empty scopes back to back, as one
+// thread recording the same scope flat out, with a few nanoseconds of
+// timing noise; every 1,000th gap is long, and some deltas sit at the
+// edge of layout 2's exact buckets (15, 16, 17).
+TrackEvents BackToBackScopes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  TrackEvents e;
+  e.track_id = 1;
+  int64_t t = 5'000'000'000;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t gap = 8 + static_cast<int64_t>(rng() % 4);
+    if (i % 1000 == 999) gap = 40'000 + static_cast<int64_t>(rng() % 5000);
+    if (i % 777 == 0) gap = 15 + static_cast<int64_t>(rng() % 3);
+    t += gap;
+    const int64_t duration = 9 + static_cast<int64_t>(rng() % 3);
+    e.slices.push_back({t, duration, 7, 0});
+    t += duration;
+  }
+  return e;
+}
+
+// A packed payload of `tracks`, as a writer would hand it to deflate.
+std::string Pack(PackedChunkEncoder& encoder,
+                 const std::vector<TrackEvents>& tracks) {
+  encoder.Reset();
+  for (const TrackEvents& t : tracks) encoder.Add(t);
+  std::vector<std::string_view> parts;
+  std::string_view bits;
+  encoder.Finish(&parts, &bits);
+  std::string payload;
+  for (std::string_view p : parts) payload.append(p);
+  payload.append(bits);
+  return payload;
+}
+
+std::vector<TrackEvents> Decode(std::string_view payload) {
+  std::vector<TrackEvents> out;
+  absl::Status s = DecodeChunkBytes(payload, &out);
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+// Format 1.2's layout 2 and 1.1's layout 1 carry the same events; the
+// reader decodes both (chunks of files written by 1.1), each byte for byte
+// from what its encoder wrote.
+TEST(PackedChunk, LayoutOneAndTwoDecodeToTheSameEvents) {
+  auto reader = OpenOrDie(RealisticTrace(true, 1));
+  ASSERT_NE(reader, nullptr);
+  std::vector<TrackEvents> tracks = reader->ReadAllTracks();
+  tracks.push_back(BackToBackScopes(30000, 5));
+  tracks.back().track_id = 99;
+  for (TrackEvents& t : tracks) {
+    for (Slice& s : t.slices) s.depth = 0;  // depths come from the decoder
+  }
+  PackedChunkEncoder v1(1), v2;
+  const std::string one = Pack(v1, tracks), two = Pack(v2, tracks);
+  ASSERT_GT(one.size(), 2u);
+  EXPECT_EQ(one[1], 1);
+  EXPECT_EQ(two[1], 2);
+  EXPECT_EQ(two[1], static_cast<char>(kPackedChunkLayout));
+  std::vector<TrackEvents> from_one = Decode(one), from_two = Decode(two);
+  ASSERT_EQ(from_one.size(), tracks.size());
+  ASSERT_EQ(from_two.size(), tracks.size());
+  for (size_t i = 0; i < tracks.size(); ++i) {
+    SCOPED_TRACE("track " + std::to_string(tracks[i].track_id));
+    for (std::vector<TrackEvents>* got : {&from_one, &from_two}) {
+      TrackEvents& g = (*got)[i];
+      for (Slice& s : g.slices) s.depth = 0;
+      EXPECT_EQ(g.track_id, tracks[i].track_id);
+      EXPECT_EQ(g.slices, tracks[i].slices);
+      EXPECT_EQ(g.instants, tracks[i].instants);
+      EXPECT_EQ(g.counters, tracks[i].counters);
+      EXPECT_EQ(g.samples, tracks[i].samples);
+      EXPECT_EQ(g.args, tracks[i].args);
+      EXPECT_EQ(g.flows, tracks[i].flows);
+    }
+  }
+  // Damage to a layout-1 payload fails as cleanly as to layout 2.
+  std::string damaged = one;
+  damaged.resize(damaged.size() / 2);
+  std::vector<TrackEvents> out;
+  EXPECT_EQ(DecodeChunkBytes(damaged, &out).code(),
+            absl::StatusCode::kDataLoss);
+  damaged = one;
+  damaged[1] = 3;
+  absl::Status unknown = DecodeChunkBytes(damaged, &out);
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(unknown.message().find("layout 3"), std::string_view::npos)
+      << unknown;
+}
+
+// One thread's empty scopes back to back are the most regular trace there
+// is: on disk they take well under a byte each (layout 1 took about 1.1).
+TEST(PackedChunk, BackToBackScopesTakeUnderAByteEach) {
+  constexpr size_t kScopes = 200000;
+  const TrackEvents scopes = BackToBackScopes(kScopes, 11);
+  std::string data;
+  auto w = NewWriter(&data);
+  const uint32_t track = ThreadTrack(*w, "loop");
+  const uint32_t name = w->InternString("scope");
+  // In end order, as a recorder hands them over.
+  for (const Slice& s : scopes.slices) {
+    w->AddSlice(track, s.start_ns, s.duration_ns, name);
+  }
+  ASSERT_TRUE(w->Close().ok());
+  const double per_event = static_cast<double>(data.size()) / kScopes;
+  EXPECT_LT(per_event, 0.69);
+  auto reader = OpenOrDie(data);
+  ASSERT_NE(reader, nullptr);
+  EXPECT_TRUE(reader->report().intact());
+  const TrackEvents got = reader->ReadTrack(track);
+  ASSERT_EQ(got.slices.size(), kScopes);
+  for (size_t i = 0; i < kScopes; ++i) {
+    ASSERT_EQ(got.slices[i].start_ns, scopes.slices[i].start_ns) << i;
+    ASSERT_EQ(got.slices[i].duration_ns, scopes.slices[i].duration_ns) << i;
+    ASSERT_EQ(got.slices[i].name, name) << i;
+  }
+  // The same events in layout 1 take more.
+  PackedChunkEncoder v1(1), v2;
+  const std::vector<TrackEvents> one_track = {scopes};
+  EXPECT_LT(Pack(v2, one_track).size(), Pack(v1, one_track).size());
+}
+
 // Damage inside a packed payload (past the record CRC, as a buggy writer
 // would make) fails the chunk with a DataLoss error or decodes to some
 // events, and never reads out of bounds (the ASan build checks that).

@@ -268,8 +268,9 @@ bool ReadPackedTrackFlags(const std::string& file, uint64_t offset,
   auto record = ReadRecordAt(file, offset);
   if (!record.ok() || record->type != RecordType::kChunk) return false;
   auto payload = DecodePayload(*record);
+  // Layouts 1 (format 1.1) and 2 (1.2) share the header and tracks section.
   if (!payload.ok() || payload->size() < 2 || (*payload)[0] != 0 ||
-      (*payload)[1] != 1) {
+      ((*payload)[1] != 1 && (*payload)[1] != 2)) {
     return false;
   }
   const uint8_t* p = reinterpret_cast<const uint8_t*>(payload->data()) + 2;

@@ -54,7 +54,9 @@ Flags:
 
 Exit codes: 0 every worker answered with a complete file, 5 some did not
 (each is named with the reason; the others' files are complete), 6 none
-did, 2 usage error, 4 the session folder or manifest cannot be written.
+did, 2 usage error, 4 the session folder, a worker's file or the manifest
+cannot be written here (a full disk, say; files end at their last whole
+record, and a manifest is never left half-written).
 )";
 
 constexpr int kExitSomeFailed = 5;
@@ -182,7 +184,14 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
           w.path.empty() ? "" : (" (partial file: " + w.path + ")").c_str());
     }
   }
-  std::fprintf(io.out, "manifest: %s\n", result->manifest_path.c_str());
+  if (result->manifest_error.empty()) {
+    std::fprintf(io.out, "manifest: %s\n", result->manifest_path.c_str());
+  } else {
+    std::fprintf(io.err, "podscope capture: manifest not written: %s\n",
+                 result->manifest_error.c_str());
+  }
+  // This side's failure to write (a full disk) outranks the workers'.
+  if (result->write_failed()) return kExitInternal;
   if (answered == asked) return kExitOk;
   return answered == 0 ? kExitNoneAnswered : kExitSomeFailed;
 }

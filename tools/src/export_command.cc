@@ -8,6 +8,7 @@
 #include "flags.h"
 #include "import_path.h"
 #include "podscope/trace_format/chrome_export.h"
+#include "podscope/trace_format/perfetto_export.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/xspace.h"
 #include "text_format.h"
@@ -17,6 +18,7 @@ namespace {
 
 constexpr std::string_view kHelp =
     R"(Usage: podscope export --format chrome PATH -o OUT [--gzip] [--no-align-clocks]
+       podscope export --format perfetto PATH -o OUT.pftrace [--no-align-clocks]
        podscope export --format xspace PATH -o LOGDIR [--session NAME]
 
 Converts traces to Chrome trace JSON (the Trace Event Format), which
@@ -26,17 +28,21 @@ into one document, one process per file and one thread per track. Each
 file's clock offsets are applied so that hosts line up. XSpace (.xplane.pb)
 and Chrome trace JSON inputs are imported first.
 
+--format perfetto writes Perfetto's protobuf trace format (OUT.pftrace),
+which Perfetto UI and trace_processor open natively; it is written as it
+goes, so traces too large for JSON convert too.
+
 --format xspace writes what XProf and TensorBoard's profile plugin open:
 LOGDIR/plugins/profile/SESSION/HOST.xplane.pb, one file per host, on each
 host's realtime clock (docs/interop.md).
 
 Flags:
-  --format FORMAT    The output format; one of: chrome, xspace
+  --format FORMAT    The output format; one of: chrome, perfetto, xspace
   -o, --output OUT   The file to write (replaced if it exists); for xspace,
                      the log folder
   --session NAME     xspace: the run folder's name (default: the session)
   --gzip             Compress the output with gzip (implied when OUT ends
-                     in .gz)
+                     in .gz; chrome only)
   --no-align-clocks  Keep every file on its own host's monotonic clock
   -h, --help         Show this help
 
@@ -45,7 +51,7 @@ readable, 4 OUT cannot be written. Unreadable or recovered files beside
 readable ones are reported as warnings.
 )";
 
-constexpr std::string_view kFormats[] = {"chrome", "xspace"};
+constexpr std::string_view kFormats[] = {"chrome", "perfetto", "xspace"};
 
 int RunExport(std::span<const std::string> args, const CommandIo& io) {
   std::string format;
@@ -66,15 +72,16 @@ int RunExport(std::span<const std::string> args, const CommandIo& io) {
   }
   if (help) return PrintCommandHelp(io, kExportCommand);
   if (format.empty()) {
-    return UsageError(io, "export",
-                      "--format is required (one of: chrome, xspace)");
+    return UsageError(
+        io, "export",
+        "--format is required (one of: chrome, perfetto, xspace)");
   }
   bool known = false;
   for (std::string_view f : kFormats) known = known || f == format;
   if (!known) {
     return UsageError(
         io, "export",
-        "unknown --format '" + format + "' (one of: chrome, xspace)");
+        "unknown --format '" + format + "' (one of: chrome, perfetto, xspace)");
   }
   if (paths.size() != 1) {
     return UsageError(io, "export",
@@ -111,6 +118,33 @@ int RunExport(std::span<const std::string> args, const CommandIo& io) {
   }
   std::vector<const trace_format::TraceReader*> readers;
   for (const auto& r : opened->readers) readers.push_back(r.get());
+
+  if (format == "perfetto") {
+    if (gzip) {
+      return UsageError(io, "export", "--gzip applies to --format chrome only");
+    }
+    ProgressLine chunks(io, "exporting", "chunks");
+    trace_format::PerfettoExportOptions perfetto_options;
+    perfetto_options.align_clocks = !no_align;
+    perfetto_options.progress = [&](size_t done, size_t total) {
+      chunks.Update(done, total);
+    };
+    auto written =
+        trace_format::ExportPerfetto(readers, out_path, perfetto_options);
+    chunks.Finish();
+    if (!written.ok()) {
+      std::fprintf(io.err, "podscope export: %s\n",
+                   std::string(written.status().message()).c_str());
+      return kExitInternal;
+    }
+    std::fprintf(io.out,
+                 "wrote %s events (%s packets, %s bytes) from %s to %s\n",
+                 FormatCount(written->events).c_str(),
+                 FormatCount(written->packets).c_str(),
+                 FormatCount(written->bytes).c_str(),
+                 Plural(readers.size(), "file").c_str(), out_path.c_str());
+    return kExitOk;
+  }
 
   if (format == "xspace") {
     ProgressLine progress(io, "exporting", "tracks");
@@ -180,7 +214,7 @@ int RunExport(std::span<const std::string> args, const CommandIo& io) {
 
 const Command kExportCommand = {
     "export",
-    "Convert traces to Chrome trace JSON (Perfetto UI, chrome://tracing)",
+    "Convert traces to Chrome trace JSON or Perfetto's trace format",
     kHelp,
     RunExport,
 };

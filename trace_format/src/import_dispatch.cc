@@ -156,10 +156,7 @@ absl::StatusOr<std::vector<std::string>> ImportRun(
     case SourceFormat::kXSpace:
       return ImportXSpace(run.files, out_dir, run_options);
     case SourceFormat::kChromeJson:
-      return absl::UnimplementedError(
-          absl::StrCat(run.files.front(),
-                       ": Chrome trace JSON import is not available in this "
-                       "build"));
+      return ImportChromeTrace(run.files, out_dir, run_options);
     case SourceFormat::kPodtrace:
       break;
   }

@@ -47,7 +47,26 @@ int64_t UnZigZag(uint64_t v) {
 }
 
 // The bit length of v: 0 for 0, else 1 + floor(log2 v).
-uint32_t Bucket(uint64_t v) { return v == 0 ? 0 : 64 - std::countl_zero(v); }
+uint32_t BitLength(uint64_t v) { return v == 0 ? 0 : 64 - std::countl_zero(v); }
+
+// A time delta is coded as a bucket (predicted, see below) and the bits
+// below its leading one that the bucket does not give. Deltas below
+// 2^exact_bits have a bucket each (the delta itself: the timing noise of
+// back-to-back scopes is a nanosecond or two, which an entropy coder then
+// codes in about a bit instead of raw bits); a larger delta's bucket is
+// its bit length shifted to follow them, and its bits below the leading
+// one go raw to the bits section. Layout 1 (format 1.1) is the same with
+// exact_bits = 1.
+struct DeltaCoding {
+  uint32_t exact_bits;
+  constexpr uint32_t exact() const { return 1u << exact_bits; }
+  constexpr uint32_t shift() const { return exact() - exact_bits - 1; }
+  constexpr uint32_t max_bucket() const { return 64 + shift(); }
+};
+constexpr uint8_t kLayout11 = 1;  // format 1.1
+constexpr DeltaCoding kCoding11{1};
+constexpr DeltaCoding kCoding12{4};
+static_assert(kPackedChunkLayout == 2, "the writer's layout is 1.2's");
 
 // Prediction tables are direct-mapped, sized by the track's slice count so
 // that small tracks stay cheap; collisions only cost compression.
@@ -68,8 +87,16 @@ uint64_t Mix(uint64_t a, uint32_t b) {
                0x9E3779B97F4A7C15ull;
   return x ^ (x >> 32);
 }
+// A table slot. Layout 1 mixed the hash once more; Mix's high bits are
+// already the high bits of a product, so layout 2 takes them as they are
+// (one multiply less on the path from a slice to the next).
+template <uint32_t kExactBits>
 uint32_t Slot(uint64_t hash, uint32_t bits) {
-  return static_cast<uint32_t>((hash * 0xD6E8FEB86659FD93ull) >> (64 - bits));
+  if constexpr (kExactBits == 1) {
+    return static_cast<uint32_t>((hash * 0xD6E8FEB86659FD93ull) >> (64 - bits));
+  } else {
+    return static_cast<uint32_t>(hash >> (64 - bits));
+  }
 }
 
 // A delta's bucket is predicted by a running average of the buckets seen
@@ -201,12 +228,15 @@ class BitWriter {
 
 class Encoder {
  public:
-  Encoder() : bits_(&sections_[kBitsSection]) {}
+  explicit Encoder(uint8_t layout)
+      : layout_(layout), bits_(&sections_[kBitsSection]) {}
 
   void Track(const TrackEvents& e) {
     const auto& slices = e.slices;
     uint32_t flags = 0;
-    if (!slices.empty() && !Nested(slices)) {
+    if (!slices.empty() &&
+        !(layout_ == kLayout11 ? Nested<kCoding11.exact_bits>(slices)
+                               : Nested<kCoding12.exact_bits>(slices))) {
       flags |= kFlatSlices;
       Flat(slices);
     }
@@ -229,7 +259,7 @@ class Encoder {
     Bytes& h = header_;
     h.Clear();
     h.PutByte(0);  // never the first byte of a protobuf Chunk
-    h.PutByte(kPackedChunkLayout);
+    h.PutByte(layout_);
     h.PutVarint(kSectionCount);
     for (int s = 0; s < kSectionCount; ++s) h.PutVarint(sections_[s].size());
     compressible->clear();
@@ -248,6 +278,7 @@ class Encoder {
  private:
   // Writes the nested form; false (with nothing written) when the slices
   // do not nest.
+  template <uint32_t kExactBits>
   bool Nested(const std::vector<Slice>& slices) {
     const size_t n = slices.size();
     Bytes& misc = sections_[kMiscSection];
@@ -281,13 +312,16 @@ class Encoder {
 
     int64_t previous = 0;
     // The bucket symbol of `delta`; its low bits go to the bit section.
+    constexpr DeltaCoding kCoding{kExactBits};
     auto code = [&](uint64_t delta, uint16_t* slot,
                     uint32_t* last) __attribute__((always_inline)) {
-      const uint32_t b = Bucket(delta);
+      const uint32_t length = BitLength(delta);
+      const uint32_t b = delta < kCoding.exact() ? static_cast<uint32_t>(delta)
+                                                 : length + kCoding.shift();
       const uint32_t predicted = PredictBucket(*slot, *last);
-      if (b >= 2) {
-        uint64_t v = delta & ((uint64_t{1} << (b - 1)) - 1);
-        uint32_t nb = b - 1;
+      if (delta >= kCoding.exact()) {
+        uint64_t v = delta & ((uint64_t{1} << (length - 1)) - 1);
+        uint32_t nb = length - 1;
         if (nb > 56) {
           acc |= (v & 0xFFFFFFFFu) << nbits;
           nbits += 32;
@@ -352,7 +386,7 @@ class Encoder {
       }
       // The slice opened last predicts how many slices close before the
       // next one opens.
-      uint16_t& predicted_pops = pops_table[Slot(~last_path, tb)];
+      uint16_t& predicted_pops = pops_table[Slot<kExactBits>(~last_path, tb)];
       const uint32_t pops_code = pops == predicted_pops ? 0 : pops + 1;
       predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops_code >= kPopsField) misc.PutVarint(pops_code - kPopsField);
@@ -360,7 +394,7 @@ class Encoder {
       for (uint32_t p = 0; p < pops; ++p) {
         const int64_t o_end = stack[depth - 1].end;
         close(code(static_cast<uint64_t>(o_end - previous),
-                   &close_table[Slot(stack[depth - 1].path, tb)],
+                   &close_table[Slot<kExactBits>(stack[depth - 1].path, tb)],
                    &last_close));
         previous = o_end;
         sibling = stack[depth - 1].name;
@@ -369,7 +403,7 @@ class Encoder {
       if (s.start_ns < previous) return fail();
       const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
       const uint64_t context = Mix(parent, sibling);
-      uint32_t& predicted = name_table[Slot(context, tb)];
+      uint32_t& predicted = name_table[Slot<kExactBits>(context, tb)];
       const bool miss = predicted != s.name;
       if (miss) {
         varint(np, s.name);
@@ -377,7 +411,7 @@ class Encoder {
       }
       const uint32_t open_code =
           code(static_cast<uint64_t>(s.start_ns - previous),
-               &open_table[Slot(Mix(context, s.name), tb)], &last_open);
+               &open_table[Slot<kExactBits>(Mix(context, s.name), tb)], &last_open);
       if (open_code >= kOpenField) misc.PutVarint(open_code - kOpenField);
       *bp++ = static_cast<uint8_t>((std::min(open_code, kOpenField) << 3) |
                                    (std::min(pops_code, kPopsField) << 1) |
@@ -396,7 +430,7 @@ class Encoder {
     while (depth > 0) {
       const int64_t o_end = stack[depth - 1].end;
       close(code(static_cast<uint64_t>(o_end - previous),
-                 &close_table[Slot(stack[depth - 1].path, tb)], &last_close));
+                 &close_table[Slot<kExactBits>(stack[depth - 1].path, tb)], &last_close));
       previous = o_end;
       --depth;
     }
@@ -521,6 +555,7 @@ class Encoder {
     uint32_t name;
   };
 
+  const uint8_t layout_;
   Bytes sections_[kSectionCount];
   Bytes header_;
   BitWriter bits_;
@@ -624,10 +659,11 @@ class Decoder {
     if (!c.Byte(&zero) || zero != 0 || !c.Byte(&layout)) {
       return Malformed("no header");
     }
-    if (layout != kPackedChunkLayout) {
+    if (layout != kPackedChunkLayout && layout != kLayout11) {
       return absl::DataLossError(absl::StrFormat(
           "packed chunk layout %d is not known to this reader", layout));
     }
+    coding_ = layout == kLayout11 ? kCoding11 : kCoding12;
     if (!c.Varint(&count) || count < kSectionCount || count > 64) {
       return Malformed("section count");
     }
@@ -674,7 +710,10 @@ class Decoder {
       return Malformed("event counts exceed the sections");
     }
     if (h.slices > 0) {
-      absl::Status s = flat ? Flat(h.slices, e) : Nested(h.slices, bits, e);
+      absl::Status s = flat ? Flat(h.slices, e)
+                       : coding_.exact_bits == kCoding11.exact_bits
+                           ? Nested<kCoding11.exact_bits>(h.slices, bits, e)
+                           : Nested<kCoding12.exact_bits>(h.slices, bits, e);
       if (!s.ok()) return s;
     }
     Cursor& m = sec_[kMiscSection];
@@ -806,7 +845,9 @@ class Decoder {
     return absl::OkStatus();
   }
 
+  template <uint32_t kExactBits>
   absl::Status Nested(uint64_t n, BitReader* bit_reader, TrackEvents* e) {
+    constexpr DeltaCoding kCoding{kExactBits};
     // Every section cursor lives in a local for the loop (the compiler
     // keeps them in registers) and is written back at the end.
     Cursor bytes = sec_[kSliceSection];
@@ -838,15 +879,15 @@ class Decoder {
                      uint32_t* last) __attribute__((always_inline)) {
       const uint32_t predicted = PredictBucket(*slot, *last);
       const int64_t b = static_cast<int64_t>(predicted) + UnZigZag(symbol);
-      if (b < 0 || b > 64) {
+      if (b < 0 || b > kCoding.max_bucket()) {
         bad = true;
         return uint64_t{0};
       }
       LearnBucket(slot, static_cast<uint32_t>(b));
       *last = static_cast<uint32_t>(b);
-      if (b < 2) return static_cast<uint64_t>(b);
-      return (uint64_t{1} << (b - 1)) |
-             bits.GetWide(static_cast<uint32_t>(b - 1));
+      if (b < kCoding.exact()) return static_cast<uint64_t>(b);
+      const uint32_t length = static_cast<uint32_t>(b) - kCoding.shift();
+      return (uint64_t{1} << (length - 1)) | bits.GetWide(length - 1);
     };
     // Close symbols are nibbles, two to a byte; 15 continues in misc.
     bool half = false;
@@ -867,7 +908,7 @@ class Decoder {
       }
       --depth;
       Slice& s = slices[stack[depth].index];
-      time = AddDelta(time, delta(symbol, &close_table[Slot(stack[depth].path, tb)],
+      time = AddDelta(time, delta(symbol, &close_table[Slot<kExactBits>(stack[depth].path, tb)],
                                   &last_close));
       s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
                                            static_cast<uint64_t>(s.start_ns));
@@ -888,7 +929,7 @@ class Decoder {
       if (!field((b >> 1) & 3, kPopsField, &pops_code)) {
         return Malformed("slice shapes");
       }
-      uint16_t& predicted_pops = pops_table[Slot(~last_path, tb)];
+      uint16_t& predicted_pops = pops_table[Slot<kExactBits>(~last_path, tb)];
       const uint32_t pops = pops_code == 0 ? predicted_pops : pops_code - 1;
       predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops > depth) return Malformed("slices close unopened slices");
@@ -899,7 +940,7 @@ class Decoder {
       }
       const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
       const uint64_t context = Mix(parent, sibling);
-      uint32_t& predicted = name_table[Slot(context, tb)];
+      uint32_t& predicted = name_table[Slot<kExactBits>(context, tb)];
       Slice& s = slices[i];
       if (b & 1) {
         if (!names.Varint32(&predicted)) return Malformed("slice names");
@@ -909,7 +950,7 @@ class Decoder {
         return Malformed("slice opens");
       }
       time = AddDelta(time, delta(open_code,
-                                  &open_table[Slot(Mix(context, s.name), tb)],
+                                  &open_table[Slot<kExactBits>(Mix(context, s.name), tb)],
                                   &last_open));
       s.start_ns = time;
       s.depth = static_cast<uint32_t>(depth);
@@ -939,6 +980,7 @@ class Decoder {
     uint32_t index;
   };
   Cursor sec_[kSectionCount];
+  DeltaCoding coding_ = kCoding12;
   std::vector<OpenSlice> open_;
   SlicePredictor predictor_;
 };
@@ -946,10 +988,13 @@ class Decoder {
 }  // namespace
 
 struct PackedChunkEncoder::Impl {
+  explicit Impl(uint8_t layout) : encoder(layout) {}
   Encoder encoder;
 };
 
-PackedChunkEncoder::PackedChunkEncoder() : impl_(std::make_unique<Impl>()) {}
+PackedChunkEncoder::PackedChunkEncoder(uint8_t layout)
+    : impl_(std::make_unique<Impl>(layout == kLayout11 ? kLayout11
+                                                       : kPackedChunkLayout)) {}
 PackedChunkEncoder::~PackedChunkEncoder() = default;
 
 void PackedChunkEncoder::Add(const TrackEvents& events) {

@@ -1,7 +1,10 @@
 #include "podscope/trace_format/writer.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "podscope/trace_format/chunk_codec.h"
@@ -13,6 +16,103 @@ namespace {
 // Dictionary records smaller than this are not worth compressing.
 constexpr size_t kCompressThreshold = 256;
 
+// Reorders slices that arrive in end order (each slice after the slices
+// nested in it, as a recorder emits them) into reader order. In end order
+// a slice's subtree is the run of slices ending at it; in reader order the
+// same subtree takes the same positions, the slice itself first. So a
+// slice's place is the first position of its subtree plus its depth: one
+// pass forward finds subtrees, one backward finds depths and places the
+// slices. True when the result is in SliceOrder (it is then applied, with
+// argument and flow indices remapped); false, changing nothing, when the
+// slices were in another order.
+bool EndOrderToReaderOrder(TrackEvents* events) {
+  std::vector<Slice>& slices = events->slices;
+  const size_t n = slices.size();
+  if (n < 2 || n > UINT32_MAX) return n < 2;
+  // SliceOrder(b, a), ends computed only on equal starts.
+  auto before = [](const Slice& b, const Slice& a) {
+    return b.start_ns < a.start_ns ||
+           (b.start_ns == a.start_ns && b.end_ns() > a.end_ns());
+  };
+  // Slices that do not nest (one scope over and over) end in the order
+  // they start: nothing to do. Nested ones fail this at the first parent.
+  {
+    size_t i = 1;
+    while (i < n && !before(slices[i], slices[i - 1])) ++i;
+    if (i == n) return true;
+  }
+  // Scratch kept per thread between chunks; it only grows.
+  thread_local std::vector<uint32_t> first;  // subtree start, then position
+  thread_local std::vector<uint32_t> stack;
+  thread_local std::vector<Slice> placed;
+  if (first.size() < n) first.resize(n);
+  if (stack.size() < n) stack.resize(n);
+  placed.resize(n);
+  const Slice* const in = slices.data();
+  uint32_t* const f = first.data();
+  uint32_t* const st = stack.data();
+  size_t depth = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const int64_t start = in[i].start_ns, end = in[i].end_ns();
+    uint32_t from = i;
+    // Adopt the finished subtrees this slice contains.
+    while (depth > 0) {
+      const Slice& root = in[st[depth - 1]];
+      if (root.start_ns < start || root.end_ns() > end) break;
+      from = f[st[--depth]];
+    }
+    f[i] = from;
+    st[depth++] = i;
+  }
+  Slice* const out = placed.data();
+  depth = 0;  // the stack now holds the subtree starts of the ancestors
+  for (uint32_t i = static_cast<uint32_t>(n); i-- > 0;) {
+    while (depth > 0 && st[depth - 1] > i) --depth;
+    const uint32_t from = f[i];
+    const uint32_t position = from + static_cast<uint32_t>(depth);
+    out[position] = in[i];
+    f[i] = position;
+    st[depth++] = from;
+  }
+  for (size_t i = 1; i < n; ++i) {
+    if (before(out[i], out[i - 1])) return false;
+  }
+  slices.swap(placed);
+  for (EventArgs& a : events->args) {
+    if (a.kind == EventKind::kSlice && a.index < n) a.index = f[a.index];
+  }
+  for (FlowLink& l : events->flows) {
+    if (l.kind == EventKind::kSlice && l.index < n) l.index = f[l.index];
+  }
+  // Scratch is kept between chunks unless a huge track grew it.
+  if (first.size() > (size_t{1} << 17)) {
+    std::vector<Slice>().swap(placed);
+    std::vector<uint32_t>().swap(first);
+    std::vector<uint32_t>().swap(stack);
+  }
+  return true;
+}
+
+template <typename T, typename Less>
+bool Sorted(const std::vector<T>& v, Less less) {
+  return std::is_sorted(v.begin(), v.end(), less);
+}
+
+// Puts a track's events in reader order: the common case (slices in end
+// order, everything else already in order) without SortTrackEvents' general
+// search.
+void ToReaderOrder(TrackEvents* e) {
+  auto by_time = [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; };
+  auto by_event = [](const auto& a, const auto& b) {
+    return std::make_pair(a.kind, a.index) < std::make_pair(b.kind, b.index);
+  };
+  if (EndOrderToReaderOrder(e) && Sorted(e->instants, by_time) &&
+      Sorted(e->counters, by_time) && Sorted(e->samples, by_time) &&
+      Sorted(e->args, by_event) && Sorted(e->flows, by_event)) {
+    return;
+  }
+  SortTrackEvents(e);
+}
 
 }  // namespace
 
@@ -410,7 +510,7 @@ absl::Status TraceWriter::EncodeChunk(std::vector<TrackEvents>& tracks,
   int64_t chunk_min = std::numeric_limits<int64_t>::max();
   int64_t chunk_max = std::numeric_limits<int64_t>::min();
   for (TrackEvents& e : tracks) {
-    SortTrackEvents(&e);
+    ToReaderOrder(&e);
     if (packer_) {
       packer_->Add(e);
     } else {

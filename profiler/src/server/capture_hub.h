@@ -103,13 +103,14 @@ class CaptureStream {
 // One capture: the process's session, recording into a CaptureStream, with
 // a controller thread that ends it at the latest deadline of its clients,
 // on Stop, when every client has gone, or when it outgrows memory. When the
-// process already records itself (StartTrace), the capture instead follows
-// that trace's file (`local_path`) from its first byte, for as long as the
-// capture lasts.
+// process already records itself (StartTrace), the capture shares that
+// trace instead (ShareLocalSession): its stream gets the events from the
+// capture's start on, in a file of its own, and it also ends when that
+// trace does.
 struct Capture {
   std::string session_id;
   uint64_t owner = 0;
-  std::string local_path;
+  bool shares_local_trace = false;
   std::shared_ptr<CaptureStream> stream;
   int64_t started_ns = 0;
   int64_t deadline_ns = 0;  // guarded by the hub's mutex
@@ -126,7 +127,8 @@ class CaptureHub {
   CaptureHub& operator=(const CaptureHub&) = delete;
   ~CaptureHub() { StopAll(); }
 
-  // Joins the running capture or starts one.
+  // Joins the running capture or starts one. A request that breaks a limit
+  // (ValidateCaptureRequest) is refused before either.
   absl::StatusOr<std::shared_ptr<Capture>> Join(const pb::CaptureRequest& r,
                                                 const std::string& peer);
 
@@ -138,8 +140,15 @@ class CaptureHub {
   void StopAll();
 
  private:
+  // Adds a client to the running capture (hub mutex held), which then
+  // lasts at least until `deadline_ns`, within its limit.
+  absl::StatusOr<std::shared_ptr<Capture>> JoinRunningLocked(
+      const pb::CaptureRequest& r, int64_t deadline_ns);
+  // Starts a capture (hub mutex held, no capture running).
+  absl::StatusOr<std::shared_ptr<Capture>> StartLocked(
+      const pb::CaptureRequest& r, const std::string& peer, int64_t now,
+      int64_t deadline_ns);
   void Control(std::shared_ptr<Capture> c);
-  void FollowLocal(std::shared_ptr<Capture> c);
   // Waits (hub mutex held) until the capture should end; returns why it
   // ended early (OK when on time, stopped or left by its clients).
   // `poll` runs without the mutex every interval.

@@ -21,6 +21,7 @@
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "src/server/capture_hub.h"
+#include "src/server/probe_responder.h"
 #include "src/server/server_internal.h"
 #include "src/server/xprof_service.h"
 #include "src/session_internal.h"
@@ -59,11 +60,13 @@ int64_t RealtimeNs() {
 
 class Service final : public pb::ProfilerService::Service {
  public:
-  Service(const ServerOptions& options, std::string token)
+  Service(const ServerOptions& options, std::string token,
+          std::unique_ptr<internal::ProbeResponder> probes)
       : options_(options),
         token_(std::move(token)),
         hub_(options),
-        xprof_(internal::MakeXprofService(options_, token_, &hub_)) {}
+        xprof_(internal::MakeXprofService(options_, token_, &hub_)),
+        probes_(std::move(probes)) {}
 
   void Shutdown() { hub_.StopAll(); }
   // XProf's tensorflow.ProfilerService, on the same captures.
@@ -78,6 +81,10 @@ class Service final : public pb::ProfilerService::Service {
     info->set_capturing(active);
     info->set_max_duration_ms(options_.max_duration_ms);
     info->set_max_clients(options_.max_clients);
+    if (probes_) {
+      info->set_probe_port(probes_->port());
+      info->set_probe_key(probes_->key());
+    }
     return Status::OK;
   }
 
@@ -176,6 +183,8 @@ class Service final : public pb::ProfilerService::Service {
   const std::string token_;
   internal::CaptureHub hub_;
   std::unique_ptr<grpc::Service> xprof_;
+  // Null when the UDP port could not be bound: clients probe through gRPC.
+  std::unique_ptr<internal::ProbeResponder> probes_;
 };
 
 bool IsLoopback(const std::string& host) {
@@ -292,7 +301,9 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   }
   listen = absl::StrCat(listen, ":", port);
 
-  auto service = std::make_unique<Service>(options, token);
+  auto probes = internal::ProbeResponder::Start(host);
+  auto service = std::make_unique<Service>(
+      options, token, probes.ok() ? *std::move(probes) : nullptr);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(listen, creds, &bound);

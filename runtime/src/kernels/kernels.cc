@@ -45,6 +45,8 @@ absl::Status RunKernel(const KernelArgs& args) {
       return RunSoftmaxAndLoss(args);
     case OpKind::kDropout:
       return RunDropout(args);
+    case OpKind::kAllReduce:
+      return RunAllReduce(args);
     default:
       return absl::InternalError(
           absl::StrCat("no standalone kernel for ", OpName(args.node.op)));

@@ -33,6 +33,9 @@ absl::Status RunConv(const KernelArgs& args);
 absl::Status RunPool(const KernelArgs& args);
 absl::Status RunSoftmaxAndLoss(const KernelArgs& args);
 absl::Status RunDropout(const KernelArgs& args);
+// all_reduce: through the communicator registered under the op's id
+// (src/collectives/all_reduce_kernel.cc).
+absl::Status RunAllReduce(const KernelArgs& args);
 
 // Whether dropout keeps element `index` of the mask drawn from (seed,
 // salt) at `rate`: the same answer on every run and for any tiling.

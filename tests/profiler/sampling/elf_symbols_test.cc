@@ -254,12 +254,29 @@ TEST_F(ElfSymbolsTest, RandomTruncationsAndCorruptionsNeverCrash) {
       saved.emplace_back(offset, bytes[offset]);
       bytes[offset] = static_cast<char>(random());
     }
-    if (!ParseElfSymbolsFromBuffer(bytes, "fuzz").ok()) ++failures;
+    const auto parsed = ParseElfSymbolsFromBuffer(bytes, "fuzz");
+    if (!parsed.ok()) {
+      ++failures;
+      // A clean failure: the status a caller can act on, naming the file.
+      EXPECT_TRUE(parsed.status().code() == absl::StatusCode::kDataLoss ||
+                  parsed.status().code() == absl::StatusCode::kInvalidArgument)
+          << parsed.status();
+      EXPECT_NE(parsed.status().message().find("fuzz"), std::string::npos)
+          << parsed.status();
+    }
     for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
       bytes[it->first] = it->second;
     }
   }
   EXPECT_GT(failures, 0);  // the corruptions were noticed at least sometimes
+  // A damaged magic number is always noticed, and said to be one.
+  std::string not_elf = exe_;
+  not_elf[1] = 'X';
+  const auto refused = ParseElfSymbolsFromBuffer(not_elf, "magic");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("magic is not an ELF file"),
+            std::string::npos)
+      << refused.status();
   EXPECT_TRUE(ParseElfSymbolsFromBuffer(bytes, "restored").ok());
 }
 

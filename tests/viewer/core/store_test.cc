@@ -222,7 +222,12 @@ TEST(StoreTest, DamagedFilesAreReportedAndTheRestLoads) {
   ASSERT_NE(garbage, nullptr);
   ASSERT_NE(partial, nullptr);
   EXPECT_FALSE(garbage->loaded);
-  EXPECT_FALSE(garbage->message.empty());
+  // The message names the file and what is wrong with it.
+  EXPECT_NE(garbage->message.find("zz.9.podtrace"), std::string::npos)
+      << garbage->message;
+  EXPECT_NE(garbage->message.find("not a Podscope trace file"),
+            std::string::npos)
+      << garbage->message;
   EXPECT_EQ(partial->path, cut);
   EXPECT_TRUE(partial->loaded);
   EXPECT_GT(partial->skipped_bytes, 0u);

@@ -41,8 +41,9 @@ struct ClockEstimate {
   int64_t round_trip_ns = 0;
 };
 
-// Probes `address`'s clock `probes` times and keeps the probe with the
-// smallest round trip.
+// Probes `address`'s clock `probes` times (on its UDP probe port when it
+// has one, else through gRPC) and keeps the probe with the smallest round
+// trip.
 absl::StatusOr<ClockEstimate> MeasureClockOffset(const std::string& address,
                                                  const ConnectOptions& connect,
                                                  int probes = 16);
@@ -89,14 +90,24 @@ struct WorkerResult {
   uint64_t bytes = 0;
   uint64_t events = 0;
   uint64_t dropped = 0;
-  std::vector<ClockEstimate> clock;  // before and (when alive) after
-  double drift_ppm = 0;              // from the two estimates
+  // This side could not write the file (a full disk, say): the error says
+  // so, and the file holds the whole records written before it.
+  bool write_failed = false;
+  // The worker's clock against this one: with a worker that has a UDP
+  // probe port, a line fitted to every probe (before, every 100 ms through
+  // and after the capture) at the first and last probe; through gRPC, the
+  // best probe before and (when alive) after. What the file stores.
+  std::vector<ClockEstimate> clock;
+  // How fast the worker's clock gains on this one, in parts per million:
+  // trace_format::ClockModel's drift of the estimates in the file.
+  double drift_ppm = 0;
 };
 
 struct CaptureResult {
   std::string session;
   std::string session_dir;
-  std::string manifest_path;
+  std::string manifest_path;   // empty when it could not be written
+  std::string manifest_error;  // why not, naming the path and the reason
   std::vector<WorkerResult> workers;  // in the order of the options
   bool cancelled = false;  // CaptureOptions::cancel was set before the end
   int answered() const {
@@ -104,11 +115,22 @@ struct CaptureResult {
     for (const WorkerResult& w : workers) n += w.ok ? 1 : 0;
     return n;
   }
+  // Whether anything this side had to write (a worker's file, the
+  // manifest) could not be written.
+  bool write_failed() const {
+    if (!manifest_error.empty()) return true;
+    for (const WorkerResult& w : workers) {
+      if (w.write_failed) return true;
+    }
+    return false;
+  }
 };
 
 // Captures every worker at once. Fails only when the options are wrong or
 // the session folder cannot be made; workers that fail are reported in the
-// result (and the manifest), the others' files are complete.
+// result (and the manifest), the others' files are complete. A manifest
+// that cannot be written is reported in the result (manifest_error) and
+// left absent, never partly written.
 absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options);
 
 }  // namespace podscope::profiler

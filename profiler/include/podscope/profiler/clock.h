@@ -73,6 +73,33 @@ const ClockSkew& TestClockSkew();
 // timestamps and clock probes are on this clock.
 inline int64_t ProfilerNowNs() { return TestClockSkew().Apply(MonotonicNs()); }
 
+// The clock a session stamps its events with: CLOCK_MONOTONIC changed by
+// a linear skew (none on a real process). ProcessClock() is the process's
+// own, with the test skew from the environment; a test hands a session
+// another one (TraceOptions::clock) to skew that session alone, without
+// environment variables.
+class ProfilerClock {
+ public:
+  virtual ~ProfilerClock() = default;
+  // The skew applied to CLOCK_MONOTONIC; must not change while a session
+  // uses the clock.
+  virtual ClockSkew skew() const = 0;
+  int64_t NowNs() const { return skew().Apply(MonotonicNs()); }
+};
+
+// A clock with a fixed skew, for tests.
+class SkewedClock final : public ProfilerClock {
+ public:
+  explicit SkewedClock(const ClockSkew& skew) : skew_(skew) {}
+  ClockSkew skew() const override { return skew_; }
+
+ private:
+  const ClockSkew skew_;
+};
+
+// The process's clock: TestClockSkew() applied.
+const ProfilerClock& ProcessClock();
+
 // `c` composed with `skew`: ticks map directly to skewed nanoseconds.
 inline TickCalibration Skewed(const TickCalibration& c, const ClockSkew& skew) {
   if (!skew.active()) return c;

@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "podscope/profiler/clock.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/trace_format/trace.pb.h"
 
@@ -26,10 +28,17 @@ struct TraceOptions {
   bool per_process_subdir = false;
   // How often the writer thread drains thread buffers into the file.
   std::chrono::milliseconds flush_interval{100};
-  // Per-thread memory bound: blocks of 2048 events (48 KiB each). When a
-  // thread has used them all and the writer has not recycled one yet, its
-  // events are dropped and counted, never blocking it.
-  uint32_t max_blocks_per_thread = 256;
+  // Memory bounds of the threads' event buffers, in blocks of 2048 events
+  // (48 KiB each), per thread and for all threads together. Blocks are
+  // allocated as a thread needs them, not up front; a thread keeps up to
+  // 256 blocks (12 MiB) for reuse, and the writer frees the ones beyond
+  // that once it has collected their events. The defaults hold a one-second
+  // burst of one thread recording flat out (about 35 M events) even if the
+  // writer collected nothing meanwhile: 864 MiB per thread, 1,728 MiB in all.
+  // When a thread reaches either bound and the writer has not recycled a block
+  // yet, its events are dropped and counted, never blocking it.
+  uint32_t max_blocks_per_thread = 18432;
+  uint32_t max_blocks_total = 36864;
   // CPU stack samples per second of each thread's CPU time; 0 turns the
   // sampler off.
   int sampling_hz = 0;
@@ -41,6 +50,10 @@ struct TraceOptions {
   int compression_level = 1;
   // Identifies the capture across processes; defaults to $PODSCOPE_SESSION.
   std::string session_id;
+  // The clock the session's timestamps are on; null is the process's clock
+  // (ProcessClock(), skewed only by the PODSCOPE_TEST_CLOCK_* variables).
+  // Tests set a SkewedClock to give one session a clock of its own.
+  std::shared_ptr<const ProfilerClock> clock;
 };
 
 // Starts recording into `dir` (created if missing). With a session id

@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 #include "podscope/runtime/ir.h"
 #include "podscope/runtime/literal.h"
+#include "podscope/runtime/reduce_op.h"
 #include "podscope/runtime/shape.h"
 
 namespace podscope::runtime {
@@ -101,6 +102,13 @@ class GraphBuilder {
   // differ by salt; a negative salt takes the next unused one of this
   // builder. The gradient is dropout of the adjoint with the same mask.
   Value Dropout(Value x, Value seed, float rate, int64_t salt = -1);
+  // x reduced elementwise across the processes of the communicator with id
+  // `communicator` (Communicator::id(), collectives.h), run on the device
+  // stream when the computation executes. Every rank must execute the same
+  // all_reduce ops in the same order; on a process with several devices,
+  // give each device its own communicator. The gradient of sum and mean is
+  // the same all-reduce of the adjoint.
+  Value AllReduce(Value x, int64_t communicator, ReduceOp op);
 
   // Gradient building blocks (used by Grad).
   Value Conv2DBackpropInput(Value grad_out, Value weights,

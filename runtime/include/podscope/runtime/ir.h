@@ -57,6 +57,7 @@ enum class OpKind : uint8_t {
   kCrossEntropyLoss,
   // Inverted dropout with a mask drawn from (seed operand, salt).
   kDropout,
+  kAllReduce,
 };
 
 // Lower-case op name as it appears in errors and traces, e.g. "conv2d".
@@ -90,6 +91,8 @@ struct OpAttrs {
   // drawn from one seed this is (see GraphBuilder::Dropout).
   float rate = 0;
   int64_t salt = 0;
+  // all_reduce: `salt` holds the communicator's id (Communicator::id()) and
+  // `axis` the ReduceOp.
   int64_t parameter_index = -1;
   std::shared_ptr<const Literal> literal;  // constant
 };

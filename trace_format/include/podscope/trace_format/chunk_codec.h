@@ -40,16 +40,20 @@ absl::Status DecodeChunkBytes(std::string_view bytes,
 
 // ------------------------------------------------- packed chunks (1.1)
 
-// The layout version in the second byte of a packed chunk.
-inline constexpr uint8_t kPackedChunkLayout = 1;
+// The layout version in the second byte of a packed chunk the writer
+// writes: 2 since format 1.2 (exact small time deltas); layout 1, format
+// 1.1's, is still read.
+inline constexpr uint8_t kPackedChunkLayout = 2;
 
 // Writes the events of many tracks as one packed chunk (see
 // docs/trace-format.md, "Packed chunks"): Add each track (in reader
 // order, see SortTrackEvents), then Finish. Reuses its buffers across
-// chunks; Reset before the next one.
+// chunks; Reset before the next one. `layout` 1 writes format 1.1's
+// layout (for readers older than 1.2, and tests); any other value the
+// current one.
 class PackedChunkEncoder {
  public:
-  PackedChunkEncoder();
+  explicit PackedChunkEncoder(uint8_t layout = kPackedChunkLayout);
   ~PackedChunkEncoder();
   PackedChunkEncoder(const PackedChunkEncoder&) = delete;
   PackedChunkEncoder& operator=(const PackedChunkEncoder&) = delete;

@@ -13,7 +13,7 @@ namespace podscope::trace_format {
 // line-ending conversions (as PNG does).
 inline constexpr char kMagic[8] = {'\x89', 'P', 'O', 'D', 'T', 'R', 'C', '\n'};
 inline constexpr uint16_t kMajorVersion = 1;
-inline constexpr uint16_t kMinorVersion = 1;
+inline constexpr uint16_t kMinorVersion = 2;
 // magic(8) major(2) minor(2) flags(4)
 inline constexpr size_t kFileHeaderSize = 16;
 

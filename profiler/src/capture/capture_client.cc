@@ -1,0 +1,123 @@
+// CaptureWorkers: one thread per worker (worker_capture.h), a progress
+// reporter, and the manifest once every worker is done.
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "podscope/profiler/capture.h"
+#include "podscope/profiler/clock.h"
+#include "podscope/profiler/session.h"
+#include "src/capture/manifest.h"
+#include "src/capture/worker_capture.h"
+#include "src/capture/worker_connection.h"
+#include "src/session_internal.h"
+
+namespace podscope::profiler {
+namespace {
+
+absl::Status CheckOptions(const CaptureOptions& options) {
+  if (options.workers.empty()) {
+    return absl::InvalidArgumentError("capture: no workers to capture");
+  }
+  if (options.logdir.empty()) {
+    return absl::InvalidArgumentError("capture: no log directory");
+  }
+  if (options.duration_ms <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("capture: the duration must be positive, not ",
+                     options.duration_ms, " ms"));
+  }
+  if (options.clock_probes < 1 || options.clock_probes > 1000) {
+    return absl::InvalidArgumentError("capture: clock_probes must be 1..1000");
+  }
+  return absl::OkStatus();
+}
+
+int64_t RealtimeNs() {
+  timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  return int64_t{rt.tv_sec} * 1'000'000'000 + rt.tv_nsec;
+}
+
+}  // namespace
+
+absl::StatusOr<ClockEstimate> MeasureClockOffset(const std::string& address,
+                                                 const ConnectOptions& connect,
+                                                 int probes) {
+  auto worker = internal::WorkerConnection::Connect(address, connect);
+  if (!worker.ok()) return worker.status();
+  if (auto info = (*worker)->Info(); !info.ok()) return info.status();
+  return (*worker)->Probe(probes);
+}
+
+absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  CaptureResult result;
+  result.session = options.session.empty()
+                       ? internal::UtcSessionId(/*with_millis=*/false)
+                       : options.session;
+  if (!IsValidSessionId(result.session)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "capture: session '", result.session,
+        "' is not a valid folder name (letters, digits, '-', '_', '.', ':', "
+        "'+'; at most 128)"));
+  }
+  const std::filesystem::path dir =
+      std::filesystem::path(options.logdir) / result.session;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("capture: cannot create ",
+                                            dir.string(), ": ", ec.message()));
+  }
+  result.session_dir = dir.string();
+  result.manifest_path = (dir / "manifest.json").string();
+  result.workers.resize(options.workers.size());
+  for (size_t i = 0; i < options.workers.size(); ++i) {
+    result.workers[i].address = options.workers[i];
+  }
+
+  const int64_t started_realtime = RealtimeNs();
+  const int64_t t0 = MonotonicNs();
+  internal::CaptureShared shared(static_cast<int>(options.workers.size()));
+  std::vector<std::thread> threads;
+  threads.reserve(options.workers.size());
+  for (size_t i = 0; i < options.workers.size(); ++i) {
+    threads.emplace_back([&, i] {
+      internal::CaptureWorker(options, result.session_dir, result.session,
+                              &result.workers[i], &shared);
+    });
+  }
+  std::atomic<bool> all_done{false};
+  std::thread reporter;
+  if (options.progress) {
+    reporter = std::thread([&] {
+      while (!all_done.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        CaptureProgress p = shared.progress();
+        p.elapsed_ms = (MonotonicNs() - t0) / 1'000'000;
+        if (!all_done.load()) options.progress(p);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  all_done = true;
+  result.cancelled = options.cancel != nullptr && options.cancel->load();
+  if (reporter.joinable()) reporter.join();
+  const int64_t wall_ms = (MonotonicNs() - t0) / 1'000'000;
+  absl::Status written = internal::WriteFileAtomically(
+      result.manifest_path,
+      internal::ManifestJson(options, result, started_realtime, wall_ms));
+  if (!written.ok()) {
+    result.manifest_error = std::string(written.message());
+    result.manifest_path.clear();
+  }
+  return result;
+}
+
+}  // namespace podscope::profiler

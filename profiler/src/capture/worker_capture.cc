@@ -1,0 +1,346 @@
+#include "src/capture/worker_capture.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "podscope/trace_format/clock_model.h"
+#include "podscope/trace_format/format.h"
+#include "podscope/trace_format/streamed_file.h"
+#include "src/capture/clock_probes.h"
+#include "src/capture/worker_connection.h"
+
+namespace podscope::profiler::internal {
+namespace {
+
+namespace pb = ::podscope::profiler::proto;
+namespace tf = ::podscope::trace_format;
+
+bool Cancelled(const CaptureOptions& options) {
+  return options.cancel != nullptr &&
+         options.cancel->load(std::memory_order_relaxed);
+}
+
+// A failure of this side's file (as opposed to a stream the worker cut
+// short or garbled, which StreamedFile reports as DataLoss).
+bool IsLocalWriteError(const absl::Status& s) {
+  return !s.ok() && s.code() != absl::StatusCode::kDataLoss;
+}
+
+// While a capture streams, asks the worker to stop once the capture is
+// cancelled (again every 200 ms, in case its capture had not started yet)
+// until the stream ends; the worker then sends the rest of the file as
+// when the duration runs out. Does nothing without a cancel flag.
+class CancelStopper {
+ public:
+  CancelStopper(const CaptureOptions& options, const WorkerConnection* worker,
+                std::string session)
+      : options_(options), worker_(worker), session_(std::move(session)) {
+    if (options.cancel != nullptr) thread_ = std::thread([this] { Run(); });
+  }
+  ~CancelStopper() { End(); }
+
+  // The session the worker actually records (one this client may have
+  // joined), once the stream says.
+  void SetSession(const std::string& session) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    session_ = session;
+  }
+
+  // The stream is over.
+  void End() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      over_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!over_) {
+      if (!Cancelled(options_)) {
+        cv_.wait_for(lock, std::chrono::milliseconds(50));
+        continue;
+      }
+      const std::string session = session_;
+      lock.unlock();
+      // A failure (no capture running yet, or any more) is retried or
+      // moot: the loop ends with the stream.
+      (void)worker_->Stop(session);
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return over_; });
+    }
+  }
+
+  const CaptureOptions& options_;
+  const WorkerConnection* const worker_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string session_;  // guarded by mutex_
+  bool over_ = false;    // guarded by mutex_
+  std::thread thread_;
+};
+
+// Probes the worker's clock every `interval` while the capture streams,
+// so that offset and drift are fitted to probes spread over the whole
+// capture rather than to one measurement at each end.
+class ProbesThroughCapture {
+ public:
+  ProbesThroughCapture(const WorkerConnection* worker,
+                       std::chrono::milliseconds interval, int burst)
+      : worker_(worker), interval_(interval), burst_(burst) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~ProbesThroughCapture() { End(); }
+
+  // Stops probing; returns the estimates taken.
+  std::vector<ClockEstimate> End() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        over_ = true;
+      }
+      cv_.notify_all();
+      thread_.join();
+    }
+    return std::move(estimates_);
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!cv_.wait_for(lock, interval_, [&] { return over_; })) {
+      lock.unlock();
+      auto e = worker_->Probe(burst_);
+      lock.lock();
+      if (e.ok()) estimates_.push_back(*e);
+    }
+  }
+
+  const WorkerConnection* const worker_;
+  const std::chrono::milliseconds interval_;
+  const int burst_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool over_ = false;
+  std::vector<ClockEstimate> estimates_;  // guarded by mutex_ until End
+  std::thread thread_;
+};
+
+struct StreamOutcome {
+  grpc::Status status;       // how the worker ended the stream
+  absl::Status file_status;  // the first failure to write what arrived
+  bool done = false;         // the last message arrived
+  bool receiver_indexes = false;
+};
+
+// Writes every message of the stream into `file` as it arrives.
+StreamOutcome ReceiveStream(
+    grpc::ClientReaderInterface<pb::CaptureData>* reader,
+    tf::StreamedFile* file, CancelStopper* stopper, WorkerResult* result,
+    CaptureShared* shared) {
+  StreamOutcome out;
+  pb::CaptureData data;
+  while (reader->Read(&data)) {
+    if (out.file_status.ok()) out.file_status = file->Append(data.records());
+    if (!data.session_id().empty()) stopper->SetSession(data.session_id());
+    shared->Received(data.records().size(), data.events() - result->events);
+    result->events = data.events();
+    result->dropped = data.dropped();
+    if (data.done()) {
+      out.done = true;
+      out.receiver_indexes = data.receiver_indexes();
+    }
+  }
+  out.status = reader->Finish();
+  return out;
+}
+
+// Why the stream did not give a complete file, or OK.
+absl::Status StreamError(const WorkerConnection& worker, const StreamOutcome& o,
+                         const tf::StreamedFile& file,
+                         const std::string& path) {
+  if (!o.status.ok()) return worker.Error("Capture", o.status);
+  if (IsLocalWriteError(o.file_status)) {
+    return absl::Status(o.file_status.code(),
+                        absl::StrCat(worker.address(), ": cannot write ", path,
+                                     ": ", o.file_status.message()));
+  }
+  if (!o.file_status.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(worker.address(), ": ", o.file_status.message()));
+  }
+  if (!o.done || (!file.complete() && !o.receiver_indexes)) {
+    return absl::DataLossError(absl::StrCat(
+        worker.address(),
+        ": the capture stream ended before the file was complete"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string CaptureShared::ReserveName(const std::string& host, int64_t pid) {
+  const std::string name = absl::StrCat(host, ".", pid);
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string candidate = name;
+  for (int n = 2;
+       std::find(names_.begin(), names_.end(), candidate) != names_.end();
+       ++n) {
+    candidate = absl::StrCat(name, "-", n);
+  }
+  names_.push_back(candidate);
+  return candidate;
+}
+
+void CaptureShared::Streaming(int delta) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress_.streaming += delta;
+}
+
+void CaptureShared::Received(uint64_t bytes, uint64_t new_events) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress_.bytes += bytes;
+  progress_.events += new_events;
+}
+
+void CaptureShared::Finished(bool ok) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress_.finished += 1;
+  if (!ok) progress_.failed += 1;
+}
+
+pb::CaptureRequest BuildCaptureRequest(const CaptureOptions& options,
+                                       const std::string& session) {
+  pb::CaptureRequest request;
+  request.set_duration_ms(options.duration_ms);
+  request.set_session_id(session);
+  // A session the user did not name is only this capture's folder name:
+  // share whatever capture the worker is running.
+  request.set_join_any_session(options.session.empty());
+  request.set_level(options.level);
+  request.set_sampling_hz(options.sampling_hz);
+  request.set_compression_level(-1);
+  request.set_client("podscope capture");
+  return request;
+}
+
+tf::proto::ClockRecord ClockRecordOf(
+    const std::vector<ClockEstimate>& estimates) {
+  tf::proto::ClockRecord clock;
+  for (const ClockEstimate& e : estimates) {
+    tf::proto::ClockOffset* o = clock.add_offsets();
+    o->set_local_monotonic_ns(e.local_ns);
+    o->set_offset_ns(e.offset_ns);
+    o->set_uncertainty_ns(e.uncertainty_ns);
+    o->set_reference("capture client");
+  }
+  return clock;
+}
+
+void CaptureWorker(const CaptureOptions& options, const std::string& dir,
+                   const std::string& session, WorkerResult* result,
+                   CaptureShared* shared) {
+  auto fail = [&](const absl::Status& s) {
+    result->ok = false;
+    result->error = std::string(s.message());
+    shared->Finished(false);
+  };
+  auto connected = WorkerConnection::Connect(result->address, options.connect);
+  if (!connected.ok()) return fail(connected.status());
+  WorkerConnection& worker = **connected;
+  auto info = worker.Info();
+  if (!info.ok()) return fail(info.status());
+  result->host = info->host();
+  result->pid = info->pid();
+  auto before = worker.Probe(options.clock_probes);
+  if (!before.ok()) return fail(before.status());
+  result->clock.push_back(*before);
+
+  if (Cancelled(options)) {
+    return fail(absl::CancelledError(
+        absl::StrCat(result->address, ": cancelled before recording")));
+  }
+  result->path = (std::filesystem::path(dir) /
+                  absl::StrCat(shared->ReserveName(info->host(), info->pid()),
+                               std::string(tf::kFileExtension)))
+                     .string();
+  auto file = tf::StreamedFile::Create(result->path);
+  if (!file.ok()) {
+    result->write_failed = true;
+    return fail(absl::Status(
+        file.status().code(),
+        absl::StrCat(result->address, ": ", file.status().message())));
+  }
+
+  grpc::ClientContext ctx;
+  // The stream lasts the capture plus the time to drain and close.
+  worker.Prepare(&ctx, options.duration_ms + 60'000);
+  auto reader =
+      worker.stub()->Capture(&ctx, BuildCaptureRequest(options, session));
+  shared->Streaming(+1);
+  StreamOutcome outcome;
+  std::vector<ClockEstimate> probes = {*before};
+  {
+    CancelStopper stopper(options, &worker,
+                          options.session.empty() ? "" : session);
+    // Probes through the capture take the lean path only: gRPC probes
+    // would share the stream's connection and threads.
+    std::unique_ptr<ProbesThroughCapture> during;
+    if (worker.lean_probes()) {
+      during = std::make_unique<ProbesThroughCapture>(
+          &worker, std::chrono::milliseconds(100), 4);
+    }
+    outcome =
+        ReceiveStream(reader.get(), file->get(), &stopper, result, shared);
+    if (during) {
+      for (const ClockEstimate& e : during->End()) probes.push_back(e);
+    }
+  }
+  shared->Streaming(-1);
+  result->bytes = (*file)->bytes_received();
+  result->write_failed = IsLocalWriteError(outcome.file_status);
+  absl::Status error = StreamError(worker, outcome, **file, result->path);
+
+  // The last measurement, when the worker is still there; then offset and
+  // drift fitted to every probe (with gRPC probes, the two ends alone).
+  if (outcome.status.ok()) {
+    auto after = worker.Probe(options.clock_probes);
+    if (after.ok()) probes.push_back(*after);
+  }
+  result->clock = worker.lean_probes() ? FitClock(probes) : probes;
+  const tf::proto::ClockRecord clock = ClockRecordOf(result->clock);
+  result->drift_ppm = tf::ClockModel(clock).DriftPpm();
+  if (!result->write_failed) {
+    absl::Status added = (*file)->bytes_written() > 0
+                             ? (*file)->AddRecord(tf::RecordType::kClock, clock)
+                             : absl::OkStatus();
+    absl::Status finished = (*file)->Finish(
+        /*build_index=*/error.ok() && outcome.receiver_indexes);
+    for (const absl::Status& s : {added, finished}) {
+      if (s.ok() || !error.ok()) continue;
+      result->write_failed = IsLocalWriteError(s);
+      error = absl::Status(s.code(),
+                           absl::StrCat(result->address, ": cannot write ",
+                                        result->path, ": ", s.message()));
+    }
+  } else {
+    // Keep what reached the disk: whole records up to the failure (a torn
+    // last record is dropped by Finish).
+    (void)(*file)->Finish(/*build_index=*/false);
+  }
+  if (!error.ok()) return fail(error);
+  result->ok = true;
+  shared->Finished(true);
+}
+
+}  // namespace podscope::profiler::internal

@@ -1,0 +1,174 @@
+#include "src/capture/worker_connection.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "podscope/profiler/clock.h"
+
+namespace podscope::profiler::internal {
+namespace {
+
+namespace pb = ::podscope::profiler::proto;
+
+std::string Describe(const grpc::Status& s) {
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
+  const int code = static_cast<int>(s.error_code());
+  const char* name = code >= 0 && code <= 16 ? kNames[code] : "?";
+  return absl::StrCat(name, ": ", s.error_message());
+}
+
+absl::StatusOr<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read the TLS CA file '", path, "'"));
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
+    const std::string& address, const ConnectOptions& options) {
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  if (!options.tls_ca_file.empty()) {
+    auto ca = ReadText(options.tls_ca_file);
+    if (!ca.ok()) return ca.status();
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = *ca;
+    creds = grpc::SslCredentials(ssl);
+    if (!options.tls_server_name.empty()) {
+      args.SetSslTargetNameOverride(options.tls_server_name);
+    }
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  auto channel = grpc::CreateCustomChannel(address, creds, args);
+  const auto deadline = std::chrono::system_clock::now() +
+                        std::chrono::milliseconds(options.connect_timeout_ms);
+  if (!channel->WaitForConnected(deadline)) {
+    return absl::UnavailableError(absl::StrCat(
+        address, ": no connection within ", options.connect_timeout_ms,
+        " ms (is its profiler server running and reachable?)"));
+  }
+  std::string token = options.token;
+  if (token.empty()) {
+    if (const char* env = std::getenv("PODSCOPE_PROFILER_TOKEN")) token = env;
+  }
+  return std::unique_ptr<WorkerConnection>(
+      new WorkerConnection(address, channel, token));
+}
+
+WorkerConnection::WorkerConnection(std::string address,
+                                   std::shared_ptr<grpc::Channel> channel,
+                                   std::string token)
+    : address_(std::move(address)),
+      stub_(pb::ProfilerService::NewStub(channel)),
+      token_(std::move(token)) {}
+
+void WorkerConnection::Prepare(grpc::ClientContext* ctx,
+                               int64_t timeout_ms) const {
+  if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+  if (timeout_ms > 0) {
+    ctx->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(timeout_ms));
+  }
+}
+
+absl::StatusOr<pb::ProcessInfo> WorkerConnection::Info() {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  pb::ProcessInfo info;
+  grpc::Status s = stub_->GetInfo(&ctx, pb::GetInfoRequest(), &info);
+  if (!s.ok()) return Error("GetInfo", s);
+  if (info.probe_port() > 0 && !udp_) {
+    // A probe port that cannot be reached (a firewall) leaves gRPC probes.
+    auto udp = UdpProber::Connect(HostOfAddress(address_), info.probe_port(),
+                                  info.probe_key());
+    if (udp.ok() && (*udp)->ProbeOnce(1000).has_value()) udp_ = *std::move(udp);
+  }
+  return info;
+}
+
+absl::StatusOr<ClockEstimate> WorkerConnection::Probe(int probes) const {
+  if (udp_) {
+    auto e = udp_->Probe(probes);
+    if (e.ok()) return e;
+  }
+  return ProbeThroughGrpc(probes);
+}
+
+absl::StatusOr<ClockEstimate> WorkerConnection::ProbeThroughGrpc(
+    int probes) const {
+  ClockEstimate best;
+  best.round_trip_ns = std::numeric_limits<int64_t>::max();
+  grpc::Status last;
+  int ok = 0;
+  for (int i = 0; i < std::max(probes, 1); ++i) {
+    grpc::ClientContext ctx;
+    Prepare(&ctx, 2000);
+    pb::ClockProbeRequest req;
+    pb::ClockProbeResponse resp;
+    const int64_t t0 = MonotonicNs();
+    req.set_client_send_ns(t0);
+    last = stub_->ProbeClock(&ctx, req, &resp);
+    const int64_t t3 = MonotonicNs();
+    if (!last.ok()) continue;
+    ++ok;
+    const int64_t t1 = resp.server_receive_ns();
+    const int64_t t2 = resp.server_send_ns();
+    const int64_t rtt = (t3 - t0) - (t2 - t1);
+    if (rtt < best.round_trip_ns) {
+      best.round_trip_ns = rtt;
+      best.local_ns = t1 + (t2 - t1) / 2;
+      // reference = local + offset, from the midpoints of both sides.
+      best.offset_ns = (t0 + (t3 - t0) / 2) - best.local_ns;
+      best.uncertainty_ns = std::max<int64_t>(rtt / 2, 1);
+    }
+  }
+  if (ok == 0) return Error("ProbeClock", last);
+  return best;
+}
+
+grpc::Status WorkerConnection::Stop(const std::string& session_id) const {
+  pb::StopRequest stop;
+  stop.set_session_id(session_id);
+  grpc::ClientContext ctx;
+  Prepare(&ctx, 2000);
+  pb::StopResponse stopped;
+  return stub_->Stop(&ctx, stop, &stopped);
+}
+
+absl::Status WorkerConnection::Error(const std::string& call,
+                                     const grpc::Status& s) const {
+  return absl::Status(
+      static_cast<absl::StatusCode>(s.error_code()),
+      absl::StrCat(address_, ": ", call, " failed: ", Describe(s)));
+}
+
+}  // namespace podscope::profiler::internal

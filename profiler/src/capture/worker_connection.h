@@ -1,0 +1,65 @@
+// A capture client's connection to one worker's profiler server: connects
+// (with the token and TLS settings), asks who the worker is, measures its
+// clock, and turns the server's errors into statuses naming the worker.
+#ifndef PODSCOPE_PROFILER_SRC_CAPTURE_WORKER_CONNECTION_H_
+#define PODSCOPE_PROFILER_SRC_CAPTURE_WORKER_CONNECTION_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "podscope/profiler/capture.h"
+#include "podscope/profiler/profiler_service.grpc.pb.h"
+#include "src/capture/clock_probes.h"
+
+namespace podscope::profiler::internal {
+
+class WorkerConnection {
+ public:
+  // Connects to `address` within options.connect_timeout_ms; Unavailable
+  // naming the address when it does not answer.
+  static absl::StatusOr<std::unique_ptr<WorkerConnection>> Connect(
+      const std::string& address, const ConnectOptions& options);
+
+  // Adds the token and, when `timeout_ms` > 0, a deadline to a call.
+  void Prepare(grpc::ClientContext* ctx, int64_t timeout_ms = 10000) const;
+
+  // Who the worker is; also learns its clock probe port, if it has one.
+  absl::StatusOr<proto::ProcessInfo> Info();
+
+  // `probes` NTP-style clock probes; the one with the smallest round trip.
+  // On the worker's UDP probe port when it has one (and it answers), else
+  // through gRPC.
+  absl::StatusOr<ClockEstimate> Probe(int probes) const;
+
+  // Whether probes take the UDP path.
+  bool lean_probes() const { return udp_ != nullptr; }
+
+  // Asks the worker to end the capture of `session_id` (any when empty).
+  grpc::Status Stop(const std::string& session_id) const;
+
+  proto::ProfilerService::Stub* stub() { return stub_.get(); }
+  const std::string& address() const { return address_; }
+
+  // `s` of `call` as a status naming the worker and the gRPC code.
+  absl::Status Error(const std::string& call, const grpc::Status& s) const;
+
+ private:
+  WorkerConnection(std::string address, std::shared_ptr<grpc::Channel> channel,
+                   std::string token);
+
+  absl::StatusOr<ClockEstimate> ProbeThroughGrpc(int probes) const;
+
+  std::string address_;
+  std::unique_ptr<proto::ProfilerService::Stub> stub_;
+  std::string token_;
+  std::unique_ptr<UdpProber> udp_;
+};
+
+}  // namespace podscope::profiler::internal
+
+#endif  // PODSCOPE_PROFILER_SRC_CAPTURE_WORKER_CONNECTION_H_

@@ -1,0 +1,36 @@
+// Samples this process's resource use for a session's counter tracks:
+// resident memory (bytes) at every sample and CPU use (percent of one core)
+// over the interval since the previous sample.
+#ifndef PODSCOPE_PROFILER_SRC_PROCESS_COUNTERS_H_
+#define PODSCOPE_PROFILER_SRC_PROCESS_COUNTERS_H_
+
+#include <cstdint>
+#include <optional>
+
+namespace podscope::profiler::internal {
+
+class ProcessCounterSampler {
+ public:
+  struct Reading {
+    int64_t monotonic_ns = 0;  // when it was taken (CLOCK_MONOTONIC)
+    double resident_bytes = 0;
+    // Absent at the first sample (no interval yet).
+    std::optional<double> cpu_percent;
+  };
+
+  // The counters' track names and units.
+  static constexpr const char* kResidentName = "process resident memory";
+  static constexpr const char* kResidentUnit = "bytes";
+  static constexpr const char* kCpuName = "process CPU use";
+  static constexpr const char* kCpuUnit = "%";
+
+  Reading Sample();
+
+ private:
+  int64_t last_ns_ = 0;
+  int64_t last_cpu_ns_ = 0;
+};
+
+}  // namespace podscope::profiler::internal
+
+#endif  // PODSCOPE_PROFILER_SRC_PROCESS_COUNTERS_H_

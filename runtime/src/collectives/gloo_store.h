@@ -1,0 +1,40 @@
+#ifndef PODSCOPE_RUNTIME_SRC_COLLECTIVES_GLOO_STORE_H_
+#define PODSCOPE_RUNTIME_SRC_COLLECTIVES_GLOO_STORE_H_
+
+// Gloo's rendezvous store over the job's KeyValueStore, every key under a
+// prefix so that several communicators share one store. Gloo reports
+// errors by exception: a failed or timed-out lookup throws
+// gloo::IoException, which Communicator::Create turns into a Status.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "gloo/rendezvous/store.h"
+#include "podscope/runtime/key_value_store.h"
+
+namespace podscope::runtime::internal {
+
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  GlooStore(KeyValueStore& store, std::string prefix,
+            std::chrono::milliseconds timeout)
+      : store_(store), prefix_(std::move(prefix)), timeout_(timeout) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override {
+    wait(keys, timeout_);
+  }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
+
+ private:
+  KeyValueStore& store_;
+  const std::string prefix_;
+  const std::chrono::milliseconds timeout_;
+};
+
+}  // namespace podscope::runtime::internal
+
+#endif  // PODSCOPE_RUNTIME_SRC_COLLECTIVES_GLOO_STORE_H_

@@ -1,0 +1,72 @@
+#ifndef PODSCOPE_RUNTIME_SRC_COLLECTIVES_STATE_H_
+#define PODSCOPE_RUNTIME_SRC_COLLECTIVES_STATE_H_
+
+// A Communicator's insides, shared by its host-memory operations
+// (communicator.cc) and its buffer and tensor forms (device_collectives.cc).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "gloo/context.h"
+#include "gloo/transport/device.h"
+#include "podscope/profiler/recorder.h"
+#include "podscope/runtime/collectives.h"
+
+namespace podscope::runtime {
+
+struct Communicator::State {
+  KeyValueStore* store = nullptr;
+  int rank = 0;
+  int world_size = 1;
+  std::string prefix;
+  int64_t id = 0;
+  CommunicatorOptions options;
+  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<gloo::Context> context;
+  profiler::TrackHandle default_track;
+
+  // Serializes operations: their order defines the sequence numbers.
+  std::mutex mu;
+  uint64_t sequence = 0;                                      // guarded by mu
+  absl::flat_hash_map<std::string, int64_t> rendezvous_uses;  // guarded by mu
+
+  std::chrono::milliseconds timeout() const;
+
+  // What one traced collective records. `participants` counts the devices
+  // taking part (world size times local devices for buffer forms).
+  struct Call {
+    absl::string_view name;       // "AllReduce"
+    absl::string_view algorithm;  // "ring"
+    absl::string_view op;         // "sum", or "" when not a reduction
+    int64_t bytes = 0;
+    int participants = 0;
+    profiler::TrackHandle track;  // invalid: default_track
+    bool measure_wait = true;     // Barrier and Rendezvous do not
+  };
+  // Runs `body(tag)` under mu as the next collective: the wait barrier (when
+  // recording), the trace slice, and exceptions turned into errors naming
+  // the collective.
+  absl::Status Run(const Call& call,
+                   const std::function<absl::Status(uint32_t tag)>& body);
+
+  // The host all-reduce in place; `divisor` divides for kMean (the number
+  // of contributions summed). Call it from inside Run's body: Gloo
+  // errors are thrown.
+  absl::Status AllReduceInPlace(ElementType type, void* data, int64_t count,
+                                ReduceOp op, uint32_t tag, int divisor);
+};
+
+// The communicator created last in this process with id `id`
+// (Communicator::id()), or null.
+std::shared_ptr<Communicator::State> LookupCommunicator(int64_t id);
+
+}  // namespace podscope::runtime
+
+#endif  // PODSCOPE_RUNTIME_SRC_COLLECTIVES_STATE_H_

@@ -1,0 +1,274 @@
+// Chrome trace JSON / Kineto import: one podtrace file per input file, its
+// metadata filled from what the JSON says (rank, world size, process name)
+// and from the session the files form.
+#include "podscope/trace_format/chrome_import.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "chrome_convert.h"
+#include "json_stream.h"
+#include "podscope/trace_format/format.h"
+#include "podscope/trace_format/import.h"
+#include "podscope/trace_format/writer.h"
+
+namespace podscope::trace_format {
+namespace fs = std::filesystem;
+using json_internal::ChromeConverter;
+using json_internal::JsonEventStream;
+
+namespace {
+
+constexpr int64_t kEpoch2001Ns = int64_t{978307200} * 1000000000;
+
+// "sampled_rank-0.json.gz" -> "sampled_rank-0"; only [A-Za-z0-9._-] kept.
+std::string FileStem(const std::string& path) {
+  std::string name = fs::path(path).filename().string();
+  for (std::string_view ext : {".gz", ".json", ".trace"}) {
+    if (name.size() > ext.size() && name.ends_with(ext)) {
+      name.resize(name.size() - ext.size());
+    }
+  }
+  for (char& c : name) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  return name.empty() ? "trace" : name;
+}
+
+struct Converted {
+  ChromeImportResult result;
+  proto::Metadata metadata;
+  std::string host;
+};
+
+// Converts one stream into `writer`, filling `metadata`.
+absl::Status Convert(JsonEventStream* in, TraceWriter* writer,
+                     const std::function<bool()>& tick, Converted* out,
+                     const std::string& source, uint32_t file_index) {
+  ChromeConverter converter(writer, in, file_index);
+  if (auto s = converter.Run(tick); !s.ok()) return s;
+  proto::Metadata& m = out->metadata;
+  m.set_pid(converter.main_pid());
+  m.set_process_index(converter.rank());
+  m.set_process_count(converter.world_size());
+  if (!converter.process_name().empty()) {
+    m.add_command_line(converter.process_name());
+  }
+  m.set_producer(converter.is_kineto() ? "PyTorch profiler (Kineto) trace, "
+                                         "imported by podscope"
+                                       : "Chrome trace JSON, imported by "
+                                         "podscope");
+  (*m.mutable_capture_options())["source_format"] =
+      converter.is_kineto() ? "kineto" : "chrome_json";
+  (*m.mutable_capture_options())["source_file"] = source;
+  for (const auto& [k, v] : converter.attributes()) {
+    (*m.mutable_attributes())[k] = v;
+  }
+  if (!converter.warnings().empty()) {
+    (*m.mutable_attributes())["import.warnings"] =
+        absl::StrJoin(converter.warnings(), "\n");
+  }
+  for (const auto& [local, tracks] : converter.devices()) {
+    proto::Device* d = m.add_devices();
+    const int rank = std::max(converter.rank(), 0);
+    d->set_local_hardware_id(static_cast<int32_t>(local));
+    d->set_global_id(static_cast<int32_t>(rank * 1000 + local));
+    d->set_process_index(converter.rank());
+    d->set_kind("GPU");
+    d->set_platform("cuda");
+    for (uint32_t t : tracks) d->add_stream_track_ids(t);
+  }
+  // Kineto's timestamps are wall-clock microseconds: say so, so that the
+  // viewer shows real times.
+  if (converter.min_ts() != INT64_MAX && converter.min_ts() > kEpoch2001Ns) {
+    writer->AddClockSnapshot(converter.min_ts(), converter.min_ts());
+    // Every rank's times are on the same (wall) clock already: an offset
+    // of 0 to it lets readers treat the ranks as aligned.
+    proto::ClockOffset offset;
+    offset.set_local_monotonic_ns(converter.min_ts());
+    offset.set_offset_ns(0);
+    offset.set_reference("wall clock (trace timestamps)");
+    writer->AddClockOffset(offset);
+    m.set_start_monotonic_ns(converter.min_ts());
+    m.set_start_realtime_ns(converter.min_ts());
+  } else if (converter.min_ts() != INT64_MAX) {
+    m.set_start_monotonic_ns(converter.min_ts());
+  }
+  out->host = converter.rank() >= 0 ? absl::StrCat("rank", converter.rank())
+                                    : FileStem(source);
+  m.set_host(out->host);
+  for (const std::string& w : converter.warnings()) {
+    out->result.warnings.push_back(absl::StrCat(source, ": ", w));
+  }
+  out->result.events = converter.events();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool LooksLikeJson(std::string_view head) {
+  if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
+  while (!head.empty() && absl::ascii_isspace(head.front())) {
+    head.remove_prefix(1);
+  }
+  return !head.empty() && (head.front() == '{' || head.front() == '[');
+}
+
+absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
+    const std::vector<std::string>& files, const std::string& out_dir,
+    const ChromeImportOptions& options) {
+  if (files.empty()) {
+    return absl::InvalidArgumentError("no Chrome trace JSON file to import");
+  }
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", out_dir, ": ", ec.message()));
+  }
+  uint64_t total = 0, done_before = 0;
+  for (const std::string& f : files) {
+    const auto size = fs::file_size(f, ec);
+    if (!ec) total += size;  // a missing file fails when it is opened
+  }
+  std::string session = options.session_id;
+  if (session.empty()) {
+    std::vector<std::string> names;
+    for (const std::string& f : files) names.push_back(FileStem(f));
+    std::sort(names.begin(), names.end());
+    session = absl::StrFormat(
+        "import-%016x", std::hash<std::string>()(absl::StrJoin(names, "\n")));
+  }
+
+  ChromeImportResult result;
+  std::vector<std::string> temps;
+  auto cleanup = [&] {
+    for (const std::string& t : temps) fs::remove(t, ec);
+    for (const std::string& p : result.paths) fs::remove(p, ec);
+  };
+  std::map<std::string, size_t> used_names;
+  for (size_t i = 0; i < files.size(); ++i) {
+    // A file that fails: reported and skipped when the caller asks so,
+    // otherwise the end of the import.
+    const std::string temp =
+        absl::StrCat(out_dir, "/.import-", getpid(), "-", i, ".partial");
+    auto fail = [&](absl::Status s) -> bool {
+      fs::remove(temp, ec);
+      std::erase(temps, temp);
+      if (options.on_file_error && !absl::IsCancelled(s)) {
+        options.on_file_error(files[i], s);
+        if (options.files_done) options.files_done(i + 1, files.size());
+        return true;
+      }
+      cleanup();
+      return false;
+    };
+    auto in = JsonEventStream::Open(files[i]);
+    if (!in.ok()) {
+      if (fail(in.status())) continue;
+      return in.status();
+    }
+    temps.push_back(temp);
+    auto writer = TraceWriter::Create(temp);
+    if (!writer.ok()) {
+      if (fail(writer.status())) continue;
+      return writer.status();
+    }
+    Converted converted;
+    auto tick = [&]() {
+      if (options.progress) {
+        options.progress(done_before + (*in)->source_offset(), total);
+      }
+      return options.cancel == nullptr || !options.cancel->load();
+    };
+    absl::Status s = Convert(in->get(), writer->get(), tick, &converted,
+                             files[i], static_cast<uint32_t>(i));
+    if (s.ok()) {
+      proto::Metadata& m = converted.metadata;
+      m.set_session_id(session);
+      if (m.process_index() < 0) {
+        m.set_process_index(static_cast<int32_t>(i));
+        for (proto::Device& d : *m.mutable_devices()) {
+          d.set_process_index(static_cast<int32_t>(i));
+          d.set_global_id(static_cast<int32_t>(i * 1000) +
+                          d.local_hardware_id());
+        }
+      }
+      if (m.process_count() <= 0) {
+        m.set_process_count(static_cast<int32_t>(files.size()));
+      }
+      (*writer)->SetMetadata(m);
+      s = (*writer)->Close();
+    }
+    writer->reset();
+    if (!s.ok()) {
+      if (fail(s)) continue;
+      return s;
+    }
+    std::string base =
+        absl::StrCat(converted.host, ".", converted.metadata.pid());
+    if (used_names[base]++ > 0) absl::StrAppend(&base, "-", i);
+    const std::string path =
+        absl::StrCat(out_dir, "/", base, std::string(kFileExtension));
+    fs::rename(temp, path, ec);
+    if (ec) {
+      cleanup();
+      return absl::InternalError(absl::StrCat("cannot rename ", temp, " to ",
+                                              path, ": ", ec.message()));
+    }
+    temps.pop_back();
+    result.paths.push_back(path);
+    result.events += converted.result.events;
+    for (std::string& w : converted.result.warnings) {
+      result.warnings.push_back(std::move(w));
+    }
+    const auto size = fs::file_size(files[i], ec);
+    if (!ec) done_before += size;
+    if (options.files_done) options.files_done(i + 1, files.size());
+  }
+  if (options.progress) options.progress(total, total);
+  return result;
+}
+
+absl::StatusOr<ChromeImportResult> ImportChromeJsonBuffer(
+    std::string_view data, const std::string& name,
+    const std::string& out_path) {
+  auto in = JsonEventStream::FromBuffer(data, name);
+  auto writer = TraceWriter::Create(out_path);
+  if (!writer.ok()) return writer.status();
+  Converted converted;
+  absl::Status s =
+      Convert(in.get(), writer->get(), nullptr, &converted, name, 0);
+  if (s.ok()) {
+    converted.metadata.set_session_id("import");
+    if (converted.metadata.process_index() < 0) {
+      converted.metadata.set_process_index(0);
+    }
+    (*writer)->SetMetadata(converted.metadata);
+    s = (*writer)->Close();
+  }
+  if (!s.ok()) return s;
+  return converted.result;
+}
+
+// The import dispatch's entry for Chrome trace JSON (import.h).
+absl::StatusOr<std::vector<std::string>> ImportChromeTrace(
+    const std::vector<std::string>& files, const std::string& out_dir,
+    const ImportOptions& options) {
+  ChromeImportOptions chrome;
+  chrome.session_id = options.session;
+  chrome.cancel = options.cancel;
+  chrome.on_file_error = options.on_file_error;
+  chrome.files_done = options.progress;
+  auto result = ImportChromeJsonFiles(files, out_dir, chrome);
+  if (!result.ok()) return result.status();
+  return std::move(result->paths);
+}
+
+}  // namespace podscope::trace_format
