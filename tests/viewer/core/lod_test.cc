@@ -15,13 +15,60 @@ namespace {
 
 using trace_format::Slice;
 
+// Checks QueryBusy(t0, t1, pixels) of every depth against the summed
+// overlap of each slice with each pixel.
+void CheckBusy(const SliceColumns& c, int64_t t0, int64_t t1, uint32_t pixels) {
+  const PixelGrid grid(t0, t1, pixels);
+  for (uint32_t d = 0; d < c.depth_count(); ++d) {
+    const std::vector<float> got = QueryBusy(c, d, t0, t1, pixels);
+    ASSERT_EQ(got.size(), pixels) << "depth " << d;
+    for (uint32_t p = 0; p < pixels; ++p) {
+      const int64_t from = grid.Bound(p), to = grid.Bound(p + 1);
+      if (to <= from) {
+        EXPECT_EQ(got[p], 0.0f);
+        continue;
+      }
+      int64_t busy = 0;
+      for (uint32_t i = c.depth_begin(d); i < c.depth_end(d); ++i) {
+        const int64_t a = std::max(c.start(i), from);
+        const int64_t b = std::min(c.covered_end(i), to);
+        if (b > a) busy += b - a;
+      }
+      const float want = static_cast<float>(std::min(
+          static_cast<double>(busy) / static_cast<double>(to - from), 1.0));
+      ASSERT_EQ(got[p], want)
+          << "depth " << d << " pixel " << p << " of " << pixels << ", busy "
+          << busy << " ns of " << (to - from);
+    }
+  }
+}
+
 // Checks QuerySlices(t0, t1, pixels) against every (pixel, depth) by brute
-// force.
+// force, and QueryBusy too.
 void CheckWindow(const SliceColumns& c, int64_t t0, int64_t t1,
                  uint32_t pixels) {
   SCOPED_TRACE(::testing::Message()
                << "window [" << t0 << ", " << t1 << ") at " << pixels << " px");
-  const std::vector<VisibleSlice> got = QuerySlices(c, t0, t1, pixels);
+  std::vector<std::vector<float>> busy;
+  const std::vector<VisibleSlice> got = QuerySlices(c, t0, t1, pixels, &busy);
+  // With busy shares: QueryBusy's, for the depths with sub-pixel slices.
+  const std::vector<VisibleSlice> plain = QuerySlices(c, t0, t1, pixels);
+  ASSERT_EQ(got.size(), plain.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].index, plain[i].index);
+  }
+  ASSERT_EQ(busy.size(), c.depth_count());
+  for (uint32_t d = 0; d < c.depth_count(); ++d) {
+    const bool sub_pixel =
+        std::any_of(got.begin(), got.end(), [&](const VisibleSlice& v) {
+          return v.depth == d && v.representative;
+        });
+    if (sub_pixel) {
+      EXPECT_EQ(busy[d], QueryBusy(c, d, t0, t1, pixels)) << "depth " << d;
+    } else {
+      EXPECT_TRUE(busy[d].empty()) << "depth " << d;
+    }
+  }
   const PixelGrid grid(t0, t1, pixels);
   std::set<uint32_t> returned;
   for (const VisibleSlice& v : got) {
@@ -78,6 +125,7 @@ void CheckWindow(const SliceColumns& c, int64_t t0, int64_t t1,
         << "sub-pixel slice " << v.index << " is not the longest of a pixel";
   }
   for (const auto& [depth, n] : representatives) EXPECT_LE(n, pixels);
+  CheckBusy(c, t0, t1, pixels);
 }
 
 void CheckTrack(const std::vector<Slice>& slices, std::mt19937_64& rng,
@@ -125,8 +173,8 @@ TEST(LodTest, DenseWindowsMatchBruteForce) {
   for (uint64_t seed = 200; seed <= 205; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     std::mt19937_64 rng(seed);
-    const auto slices = testing::RandomNestedSlices(
-        rng, 20000 + rng() % 20000, int64_t{1} << 30, 6);
+    const auto slices = testing::RandomNestedSlices(rng, 20000 + rng() % 20000,
+                                                    int64_t{1} << 30, 6);
     const SliceColumns c = SliceColumns::Build(slices, nullptr);
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (const auto& s : slices) {
@@ -181,6 +229,29 @@ TEST(LodTest, LongSlicesBeyondFourSecondsKeepTheirDurations) {
   EXPECT_EQ(c.Longest(0, 2), 0u);  // depth 0: the 10 << 32 one
   std::mt19937_64 rng(7);
   CheckTrack(slices, rng, 30);
+}
+
+// A thread busy 1 % of the time reads 1 % busy in every pixel of a
+// zoomed-out window, however the slices fall; back to back, 100 %.
+TEST(LodTest, BusyShareOfSparseAndSaturatedTracks) {
+  std::vector<Slice> sparse, full;
+  for (int64_t i = 0; i < 100000; ++i) {
+    sparse.push_back({i * 1000, 10, 1, 0});
+    full.push_back({i * 1000, 1000, 1, 0});
+  }
+  const SliceColumns cs = SliceColumns::Build(sparse, nullptr);
+  const SliceColumns cf = SliceColumns::Build(full, nullptr);
+  const std::vector<float> s = QueryBusy(cs, 0, 0, 100000 * 1000, 1000);
+  const std::vector<float> f = QueryBusy(cf, 0, 0, 100000 * 1000, 1000);
+  ASSERT_EQ(s.size(), 1000u);
+  ASSERT_EQ(f.size(), 1000u);
+  for (uint32_t p = 0; p < 1000; ++p) {
+    EXPECT_FLOAT_EQ(s[p], 0.01f) << p;
+    EXPECT_FLOAT_EQ(f[p], 1.0f) << p;
+  }
+  // No depth 1; an empty window.
+  EXPECT_TRUE(QueryBusy(cs, 1, 0, 1000, 10).empty());
+  EXPECT_TRUE(QueryBusy(cs, 0, 10, 10, 10).empty());
 }
 
 TEST(LodTest, CounterDownsamplingMatchesBruteForce) {

@@ -84,6 +84,8 @@ absl::Status WriteFile(const std::string& path, const FileSpec& spec) {
   m.set_host(spec.host);
   m.set_pid(spec.pid);
   m.set_process_index(spec.process_index);
+  m.set_process_count(spec.process_count);
+  for (const std::string& arg : spec.command_line) m.add_command_line(arg);
   w.SetMetadata(m);
   for (const auto& [local, offset] : spec.offsets) {
     tf::proto::ClockOffset o;

@@ -46,6 +46,8 @@ struct FileSpec {
   std::string host = "host";
   int64_t pid = 1;
   int32_t process_index = 0;
+  int32_t process_count = 0;  // 0: unknown
+  std::vector<std::string> command_line;
   // Offsets (local time, offset): reference = local + offset.
   std::vector<std::pair<int64_t, int64_t>> offsets;
   std::vector<std::string> strings;  // name i+1 is strings[i]

@@ -45,6 +45,7 @@ void TimelineWidget::SetStore(std::shared_ptr<const TraceStore> store) {
   state_.range.reset();
   state_.scroll_y = 0;
   renderer_.SetStore(store_.get());
+  renderer_.Prepare(PaintArea().size());
   layout_.Reset(store_.get());
   state_.axis.SetWidth(PlotRect().width());
   if (store_) {
@@ -229,6 +230,8 @@ void TimelineWidget::resizeEvent(QResizeEvent*) {
   // Keep the window; the same time span spreads over the new width.
   UpdateScrollBar();
   UpdateScrollBar();  // the bar's visibility may have changed the width
+  // The canvas for the new size and the glyphs, before the next frame.
+  renderer_.Prepare(PaintArea().size());
   emit viewChanged();
 }
 

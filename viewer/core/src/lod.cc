@@ -256,8 +256,10 @@ class PixelSweep {
 }  // namespace
 
 std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
-                                      int64_t t1, uint32_t pixels) {
+                                      int64_t t1, uint32_t pixels,
+                                      std::vector<std::vector<float>>* busy) {
   std::vector<VisibleSlice> out;
+  if (busy != nullptr) busy->assign(slices.depth_count(), {});
   if (t1 <= t0 || pixels == 0) return out;
   const PixelGrid grid(t0, t1, pixels);
   const uint32_t depths = slices.depth_count();
@@ -288,6 +290,13 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
     PixelSweep sweep(slices, grid, t0, t1, lo, hi, &picked[d]);
     while (sweep.Step()) {
     }
+    // While the depth's slices around each pixel are still in cache.
+    if (busy != nullptr &&
+        std::any_of(picked[d].begin(), picked[d].end(), [&](uint32_t i) {
+          return !grid.Wide(slices.duration(i));
+        })) {
+      (*busy)[d] = QueryBusy(slices, d, t0, t1, pixels);
+    }
   }
   for (uint32_t d = 0; d < depths; ++d) {
     std::vector<uint32_t>& p = picked[d];
@@ -303,6 +312,62 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
       v.representative = !grid.Wide(v.duration_ns);
       out.push_back(v);
     }
+  }
+  return out;
+}
+
+std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
+                             int64_t t0, int64_t t1, uint32_t pixels) {
+  std::vector<float> out;
+  if (t1 <= t0 || pixels == 0 || depth >= slices.depth_count()) return out;
+  out.assign(pixels, 0.0f);
+  const PixelGrid grid(t0, t1, pixels);
+  const uint32_t lo = slices.depth_begin(depth);
+  const uint32_t hi = slices.depth_end(depth);
+  if (lo >= hi) return out;
+  // covered(t, k): the time the depth's slices cover before t, modulo
+  // 2^64, where k is the first of them starting at or after t (so only
+  // slice k - 1 can reach past t).
+  auto covered = [&](int64_t t, uint32_t k) {
+    uint64_t c = slices.CoveredBefore(k);
+    if (k > lo) {
+      const int64_t e = slices.covered_end(k - 1);
+      if (e > t) c -= static_cast<uint64_t>(e) - static_cast<uint64_t>(t);
+    }
+    return c;
+  };
+  int64_t from = grid.Bound(0);
+  uint32_t k = FirstStartingFrom(slices, lo, hi, lo, from);
+  uint64_t before = covered(from, k);
+  uint32_t step = 0;  // how many slices the last pixel's end moved past
+  for (uint32_t p = 0; p < pixels; ++p) {
+    const int64_t to = grid.Bound(p + 1);
+    if (to <= from) continue;
+    // Neighbouring pixels hold about as many slices: search from there.
+    const uint32_t guess =
+        static_cast<uint32_t>(std::min<uint64_t>(uint64_t{k} + step, hi));
+    const uint32_t next = FirstStartingFrom(slices, k, hi, guess, to);
+    step = next - k;
+    uint64_t busy;
+    if (next == k) {
+      // No slice starts in the pixel: only slice k - 1 (which started
+      // before it) can cover part of it.
+      busy = 0;
+      if (k > lo) {
+        const int64_t e = std::min(slices.covered_end(k - 1), to);
+        if (e > from) busy = static_cast<uint64_t>(e - from);
+      }
+      before += busy;
+    } else {
+      const uint64_t now = covered(to, next);
+      busy = now - before;
+      before = now;
+      k = next;
+    }
+    const double share =
+        static_cast<double>(busy) / static_cast<double>(to - from);
+    out[p] = static_cast<float>(std::min(share, 1.0));
+    from = to;
   }
   return out;
 }

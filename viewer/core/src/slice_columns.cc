@@ -167,6 +167,8 @@ SliceColumns SliceColumns::Build(std::vector<Slice> slices,
   }
   std::sort(c.duration_overflow_.begin(), c.duration_overflow_.end());
   c.longest_.Build(c.durations_);
+  c.covered_.Build(
+      n, [&c](size_t i) { return c.covered_length(static_cast<uint32_t>(i)); });
   return c;
 }
 
@@ -288,7 +290,8 @@ size_t SliceColumns::resident_bytes() const {
          names_.capacity() * sizeof(uint32_t) +
          depth_begin_.capacity() * sizeof(uint32_t) +
          bucket_starts_.capacity() * sizeof(int64_t) +
-         longest_.resident_bytes() + self_.capacity() * sizeof(int64_t);
+         longest_.resident_bytes() + covered_.resident_bytes() +
+         self_.capacity() * sizeof(int64_t);
 }
 
 }  // namespace podscope::viewer

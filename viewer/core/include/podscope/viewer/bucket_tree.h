@@ -1,9 +1,14 @@
-// A range-extremum index over a column of values: the best value of every
-// aligned bucket of kLeaf elements, then of pairs of buckets, and so on (a
-// mipmap, after Perfetto's slice_mipmap). It stores about 2 / kLeaf values
-// per element (plus a byte per bucket: where its best element is) and
-// answers "which element of [lo, hi) is best" in O(kLeaf + log n) without
-// touching the elements in between.
+// Bucket indexes over a column of values.
+//
+// BucketTree, a range-extremum index: the best value of every aligned
+// bucket of kLeaf elements, then of pairs of buckets, and so on (a mipmap,
+// after Perfetto's slice_mipmap). It stores about 2 / kLeaf values per
+// element (plus a byte per bucket: where its best element is) and answers
+// "which element of [lo, hi) is best" in O(kLeaf + log n) without touching
+// the elements in between.
+//
+// BucketSums, a running total at every bucket boundary (8 bytes per kLeaf
+// elements): the sum of [0, i) in O(kLeaf).
 #ifndef PODSCOPE_VIEWER_BUCKET_TREE_H_
 #define PODSCOPE_VIEWER_BUCKET_TREE_H_
 
@@ -159,6 +164,46 @@ class BucketTree {
   // Where in its bucket each bucket's best value is (the first of equals).
   std::vector<uint8_t> leaf_arg_;
   [[no_unique_address]] Better better_;
+};
+
+// Sums of a column of non-negative integers at every kLeaf-th element. The
+// totals are kept modulo 2^64, so the sum of any range whose true sum fits
+// in 64 bits (Prefix(hi) - Prefix(lo)) is exact however large the whole
+// column's sum is.
+class BucketSums {
+ public:
+  static constexpr size_t kLeafBits = 5;
+  static constexpr size_t kLeaf = size_t{1} << kLeafBits;
+
+  // `value(i)` is element i of the n-element column, as a uint64_t.
+  template <typename Value>
+  void Build(size_t n, const Value& value) {
+    totals_.assign(n / kLeaf + 1, 0);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if ((i & (kLeaf - 1)) == 0) totals_[i >> kLeafBits] = sum;
+      sum += value(i);
+    }
+    if ((n & (kLeaf - 1)) == 0) totals_[n >> kLeafBits] = sum;
+  }
+
+  // The sum of elements [0, i) (i at most n), modulo 2^64; `value` as for
+  // Build. Reads one total and at most kLeaf - 1 elements.
+  template <typename Value>
+  uint64_t Prefix(size_t i, const Value& value) const {
+    if (totals_.empty()) return 0;
+    const size_t k = i >> kLeafBits;
+    uint64_t sum = totals_[k];
+    for (size_t j = k << kLeafBits; j < i; ++j) sum += value(j);
+    return sum;
+  }
+
+  size_t resident_bytes() const {
+    return totals_.capacity() * sizeof(uint64_t);
+  }
+
+ private:
+  std::vector<uint64_t> totals_;  // totals_[k]: the sum of [0, k * kLeaf)
 };
 
 }  // namespace podscope::viewer

@@ -29,14 +29,30 @@ struct VisibleSlice {
 // Every slice of the window at least one pixel wide (duration * pixels >=
 // t1 - t0), and for each pixel and depth the longest slice touching that
 // pixel, each slice once, ordered by depth then start. Empty when
-// t1 <= t0 or pixels == 0.
-std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
-                                      int64_t t1, uint32_t pixels);
+// t1 <= t0 or pixels == 0. With `busy`, it is sized to the depths and
+// (*busy)[d] is QueryBusy of each depth d that has a slice narrower than a
+// pixel in the result (empty for the others), computed while the depth's
+// slices are still in cache.
+std::vector<VisibleSlice> QuerySlices(
+    const SliceColumns& slices, int64_t t0, int64_t t1, uint32_t pixels,
+    std::vector<std::vector<float>>* busy = nullptr);
 inline std::vector<VisibleSlice> QuerySlices(const TraceStore& store,
                                              TrackId track, int64_t t0,
                                              int64_t t1, uint32_t pixels) {
   return QuerySlices(store.data(track).slices, t0, t1, pixels);
 }
+
+// How busy one depth of a track is in each pixel: the share of the pixel's
+// time the depth's slices cover (each slice covering [start, max(end,
+// start + 1))), in [0, 1], one entry per pixel (0 for a pixel of no time,
+// when the window is shorter than `pixels` ns). The slices of a depth do
+// not overlap, so this is exact; where a relaid track's lanes would
+// overlap, a pixel's share is capped at 1. O(pixels + slices' starts in
+// the window, bounded by pixels * log n) from the running totals of
+// covered time (SliceColumns::CoveredBefore), reading at most 32 slices
+// per pixel. Empty when t1 <= t0, pixels == 0 or depth is out of range.
+std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
+                             int64_t t0, int64_t t1, uint32_t pixels);
 
 // A counter downsampled to one entry per pixel that holds samples.
 struct CounterPixel {

@@ -161,6 +161,19 @@ class SliceColumns {
   // O(log n) plus two small scans; hi when the range is empty.
   uint32_t Longest(uint32_t lo, uint32_t hi) const;
 
+  // The time slice i covers, max(duration, 1) ns, and the sum of it over
+  // slices [0, i) modulo 2^64 (exact for differences within one depth,
+  // whose slices do not overlap): O(32) reads, from a running total every
+  // 32 slices (0.25 B a slice).
+  uint64_t covered_length(uint32_t i) const {
+    return static_cast<uint64_t>(std::max<int64_t>(duration(i), 1));
+  }
+  uint64_t CoveredBefore(uint32_t i) const {
+    return covered_.Prefix(i, [this](size_t j) {
+      return covered_length(static_cast<uint32_t>(j));
+    });
+  }
+
   // Calls fn(index, self_ns) for each slice in [lo, hi) of one depth.
   void ForEachSelfTime(uint32_t lo, uint32_t hi,
                        const std::function<void(uint32_t, int64_t)>& fn) const;
@@ -185,6 +198,7 @@ class SliceColumns {
   std::vector<uint32_t> depth_begin_;
   std::vector<int64_t> bucket_starts_;
   BucketTree<uint32_t, std::greater<uint32_t>> longest_;
+  BucketSums covered_;
   bool relaid_ = false;
   // Relaid tracks only: self times by index (the lanes are not the
   // nesting, so they cannot be derived from depths).

@@ -1,0 +1,74 @@
+// slices: a track's slice boxes, lane by depth, and which names fit. A
+// box narrower than a pixel stands for every slice of its depth there, so
+// each of its pixels is shaded by how busy the depth is in it (lod.h's
+// QueryBusy): a thread busy 1 % of the time is a faint tint, one busy all
+// the time the name's full colour.
+#include <algorithm>
+#include <cmath>
+
+#include "name_colors.h"
+#include "render_passes.h"
+
+namespace podscope::viewer::app::render {
+
+QRgb BusyShade(QRgb color, float busy) {
+  const float share = std::clamp(busy, 0.0f, 1.0f);
+  const float a = kMinBusyShade + (1.0f - kMinBusyShade) * share;
+  const QRgb bg = kBackground.rgb();
+  auto mix = [a](int c, int b) {
+    return static_cast<int>(std::lround(c * a + b * (1.0f - a)));
+  };
+  return qRgb(mix(qRed(color), qRed(bg)), mix(qGreen(color), qGreen(bg)),
+              mix(qBlue(color), qBlue(bg)));
+}
+
+void PaintSlices(const Frame& f, const LayoutRow& row, const TrackQuery& q,
+                 StoreCache& cache, Canvas* canvas, TrackOut* out) {
+  if (row.slice_top < 0) return;
+  const TimelineState& s = *f.s;
+  // Plot coordinates: the canvas' origin is the plot's top left.
+  const int row_y = row.y - s.scroll_y;
+  const double scale = f.plot.width() / static_cast<double>(s.axis.span());
+  const int64_t t0 = s.axis.t0();
+  const int right = f.plot.width();
+  for (const VisibleSlice& v : q.slices) {
+    const int lane_y = row_y + row.slice_top +
+                       static_cast<int>(v.depth) * TrackLayout::kLaneHeight;
+    if (lane_y + TrackLayout::kLaneHeight < 0 || lane_y > f.plot.height()) {
+      continue;
+    }
+    const double x0 = Since(v.start_ns, t0) * scale;
+    const double x1 = x0 + static_cast<double>(v.duration_ns) * scale;
+    int ix0 = static_cast<int>(std::floor(std::max(x0, -2.0)));
+    int ix1 = static_cast<int>(std::floor(std::min(x1, right + 2.0)));
+    if (ix1 <= ix0) ix1 = ix0 + 1;
+    int w = ix1 - ix0;
+    if (w >= 4) --w;  // a gap between neighbours
+    const QRgb color = cache.Rgb(v.name);
+    ++out->boxes;
+    const std::vector<float>* busy = v.representative && v.depth < q.busy.size()
+                                         ? &q.busy[v.depth]
+                                         : nullptr;
+    if (busy != nullptr && !busy->empty()) {
+      const int last = std::min(ix0 + w, right);
+      for (int x = std::max(ix0, 0); x < last; ++x) {
+        canvas->Fill(x, lane_y, 1, TrackLayout::kLaneHeight - 1,
+                     BusyShade(color, (*busy)[static_cast<size_t>(x)]));
+      }
+      continue;  // narrower than a pixel: no room for a name
+    }
+    canvas->Fill(ix0, lane_y, w, TrackLayout::kLaneHeight - 1, color);
+    if (w < kMinTextBoxWidth) continue;
+    // The label stays in view when the box starts left of the window.
+    const int vis0 = std::max(ix0, 0);
+    const int vis1 = std::min(ix0 + w, right);
+    const double room = vis1 - vis0 - 6;
+    if (room < 12) continue;
+    out->pending.push_back({v.name, vis0, lane_y, room,
+                            PrefersLightText(color & 0xFFFFFF)
+                                ? qRgb(255, 255, 255)
+                                : kText.rgb()});
+  }
+}
+
+}  // namespace podscope::viewer::app::render
