@@ -4,9 +4,12 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string_view>
 #include <utility>
+#include <variant>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "podscope/trace_format/clock_model.h"
 #include "podscope/viewer/slice_columns.h"
 
@@ -58,6 +61,70 @@ TrackSummary DescribeTrack(const TraceReader& reader, uint32_t id) {
   return t;
 }
 
+bool ContainsStep(std::string_view name) {
+  static constexpr std::string_view kStep = "step";
+  for (size_t i = 0; i + kStep.size() <= name.size(); ++i) {
+    size_t k = 0;
+    while (k < kStep.size() &&
+           absl::ascii_tolower(static_cast<unsigned char>(name[i + k])) ==
+               kStep[k]) {
+      ++k;
+    }
+    if (k == kStep.size()) return true;
+  }
+  return false;
+}
+
+// Adds one track's steps (thread tracks) or collectives (device streams).
+void AddActivity(const TraceReader& reader, const TrackSummary& track,
+                 const TrackEvents& e, std::vector<int64_t>* step_durations,
+                 RankActivity* a) {
+  if (track.kind == trace_format::proto::TRACK_KIND_THREAD) {
+    absl::flat_hash_map<uint32_t, bool> is_step;
+    int64_t open_step_end = std::numeric_limits<int64_t>::min();
+    for (const Slice& s : e.slices) {  // reader order: start, then longest
+      if (s.start_ns < open_step_end) continue;  // inside a step
+      auto [it, inserted] = is_step.try_emplace(s.name, false);
+      if (inserted) it->second = ContainsStep(reader.GetString(s.name));
+      if (!it->second) continue;
+      step_durations->push_back(s.duration_ns);
+      open_step_end = s.end_ns();
+    }
+  } else if (track.kind == trace_format::proto::TRACK_KIND_DEVICE_STREAM) {
+    uint32_t wait_key = 0;
+    for (const trace_format::EventArgs& args : e.args) {
+      if (args.kind != trace_format::EventKind::kSlice ||
+          args.index >= e.slices.size()) {
+        continue;
+      }
+      for (const trace_format::Arg& arg : args.args) {
+        if (wait_key == 0) {
+          if (reader.GetString(arg.key) != "wait_ns") continue;
+          wait_key = arg.key;
+        }
+        if (arg.key != wait_key) continue;
+        const int64_t* wait = std::get_if<int64_t>(&arg.value);
+        if (wait == nullptr) continue;
+        ++a->collectives;
+        a->collective_ns += e.slices[args.index].duration_ns;
+        a->collective_wait_ns += *wait;
+      }
+    }
+  }
+}
+
+void FinishActivity(std::vector<int64_t> durations, RankActivity* a) {
+  a->steps = durations.size();
+  if (durations.empty()) return;
+  for (int64_t d : durations) {
+    a->step_total_ns += d;
+    a->step_max_ns = std::max(a->step_max_ns, d);
+  }
+  auto mid = durations.begin() + durations.size() / 2;
+  std::nth_element(durations.begin(), mid, durations.end());
+  a->step_median_ns = *mid;
+}
+
 // Summarises one file, adding its slices to `names`. Returns the track
 // ranges through `local` so the caller can place the file in time.
 ProcessSummary SummarizeFile(const TraceReader& reader,
@@ -87,6 +154,7 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
 
   std::vector<TrackEvents> tracks = reader.ReadAllTracks(options.threads);
   absl::flat_hash_map<uint32_t, size_t> summary_of;
+  std::vector<int64_t> step_durations;
   for (TrackEvents& e : tracks) {
     summary_of[e.track_id] = p.tracks.size();
     TrackSummary t = DescribeTrack(reader, e.track_id);
@@ -100,6 +168,7 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
     if (r.any) local->Add(r.min_ns, r.max_ns);
     names->AddTrack(e.slices,
                     [&](uint32_t id) { return reader.GetString(id); });
+    AddActivity(reader, p.tracks.back(), e, &step_durations, &p.activity);
     // Free each track's events as soon as they are counted.
     e = TrackEvents();
   }
@@ -109,6 +178,7 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
     if (dropped == 0 || summary_of.contains(id)) continue;
     p.tracks.push_back(DescribeTrack(reader, id));
   }
+  FinishActivity(std::move(step_durations), &p.activity);
   // Reading every chunk is what finds damaged ones, so the report is taken
   // after it.
   p.recovery = reader.report();
@@ -215,6 +285,18 @@ TraceSummary Summarize(std::span<const TraceReader* const> readers,
             });
   summary.top_names = names.Top(options.top_names);
   summary.distinct_names = names.size();
+  int ranks_with_steps = 0;
+  for (size_t i = 0; i < summary.processes.size(); ++i) {
+    const ProcessSummary& p = summary.processes[i];
+    if (p.process_count < 2 || p.activity.steps == 0) continue;
+    ++ranks_with_steps;
+    const int best = summary.slowest_rank_process;
+    if (best < 0 || p.activity.step_median_ns >
+                        summary.processes[best].activity.step_median_ns) {
+      summary.slowest_rank_process = static_cast<int>(i);
+    }
+  }
+  if (ranks_with_steps < 2) summary.slowest_rank_process = -1;
   return summary;
 }
 

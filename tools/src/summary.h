@@ -63,6 +63,21 @@ struct TrackSummary {
 // "thread", "device stream", "counter" or "unspecified".
 std::string_view TrackKindName(trace_format::proto::TrackKind kind);
 
+// What one process did per training step and how long it waited in
+// collectives. Steps are the outermost slices on thread tracks whose name
+// contains "step" (as the viewer's step table takes them); a collective is a
+// device-stream slice with a `wait_ns` argument (the runtime records this
+// rank's arrival to the last rank's arrival there).
+struct RankActivity {
+  uint64_t steps = 0;
+  int64_t step_total_ns = 0;
+  int64_t step_median_ns = 0;
+  int64_t step_max_ns = 0;
+  uint64_t collectives = 0;
+  int64_t collective_ns = 0;       // time inside collectives
+  int64_t collective_wait_ns = 0;  // of which waiting for the last rank
+};
+
 // One file, which is one process of the capture.
 struct ProcessSummary {
   std::string path;
@@ -92,6 +107,7 @@ struct ProcessSummary {
   // damaged is summarised from what was recovered).
   trace_format::RecoveryReport recovery;
   bool recovered() const { return !recovery.intact(); }
+  RankActivity activity;
 };
 
 struct UnreadableFile {
@@ -131,6 +147,10 @@ struct TraceSummary {
   ClockAlignment clocks;
   std::vector<SliceNameStats> top_names;
   size_t distinct_names = 0;
+  // Among processes of a job of several ranks that have steps: the index in
+  // `processes` of the one with the longest median step, or -1 (fewer than
+  // two such processes).
+  int slowest_rank_process = -1;
   int64_t duration_ns() const { return has_events ? last_ns - first_ns : 0; }
 };
 

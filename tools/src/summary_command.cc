@@ -28,7 +28,9 @@ their event counts; the total number of events; the time span from the
 first to the last event, with each file's clock offsets applied so that
 hosts line up (and whether they could be); dropped events; and the event
 names that took the most time (count, total, self time excluding direct
-children on the same track, mean, max). Unreadable and recovered files are
+children on the same track, mean, max). For a job of several ranks, each
+rank's steps (median and longest), the time its collectives took and
+waited for the last rank to arrive, and the slowest rank by median step. Unreadable and recovered files are
 listed as warnings; the rest is still summarised.
 
 Flags:
@@ -214,6 +216,51 @@ void AppendTopNames(const TraceSummary& s, std::string* b) {
   PrintTable(rows, "lrrrrr", "  ", b);
 }
 
+// The ranks of a multi-process job side by side: their steps, the time
+// their collectives waited for the last rank, and the slowest rank named.
+void AppendRanks(const TraceSummary& s, std::string* b) {
+  std::vector<const ProcessSummary*> ranks;
+  for (const ProcessSummary& p : s.processes) {
+    if (p.process_count > 1 &&
+        (p.activity.steps > 0 || p.activity.collectives > 0)) {
+      ranks.push_back(&p);
+    }
+  }
+  if (ranks.empty()) return;
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const ProcessSummary* a, const ProcessSummary* c) {
+                     return a->process_index < c->process_index;
+                   });
+  *b += "\nRanks (steps, and the time collectives waited for the last rank):\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"rank", "host", "steps", "median step", "max step", "collectives",
+       "in collectives", "waiting"}};
+  for (const ProcessSummary* p : ranks) {
+    const RankActivity& a = p->activity;
+    rows.push_back(
+        {absl::StrCat(p->process_index), Shorten(p->host, 24),
+         FormatCount(a.steps),
+         a.steps ? FormatDuration(a.step_median_ns) : "-",
+         a.steps ? FormatDuration(a.step_max_ns) : "-",
+         FormatCount(a.collectives), FormatDuration(a.collective_ns),
+         FormatDuration(a.collective_wait_ns)});
+  }
+  PrintTable(rows, "llrrrrrr", "  ", b);
+  if (s.slowest_rank_process >= 0) {
+    const ProcessSummary& slow = s.processes[s.slowest_rank_process];
+    int64_t others_wait = 0;
+    for (const ProcessSummary* p : ranks) {
+      if (p != &slow) others_wait += p->activity.collective_wait_ns;
+    }
+    absl::StrAppend(b, "  slowest rank: ", slow.process_index, " (",
+                    slow.host, ", median step ",
+                    FormatDuration(slow.activity.step_median_ns),
+                    "); the other ranks waited ", FormatDuration(others_wait),
+                    " in collectives, it waited ",
+                    FormatDuration(slow.activity.collective_wait_ns), "\n");
+  }
+}
+
 void AppendWarnings(const TraceSummary& s, std::string* b) {
   std::vector<std::string> warnings;
   for (const UnreadableFile& u : s.unreadable) {
@@ -243,6 +290,7 @@ void PrintHuman(const std::string& path, const TraceSummary& s,
   AppendProcesses(s, &b);
   AppendTimeSpanAndDrops(s, &b);
   AppendTopNames(s, &b);
+  AppendRanks(s, &b);
   AppendWarnings(s, &b);
   std::fputs(b.c_str(), io.out);
 }
@@ -340,6 +388,26 @@ void PrintJson(const std::string& path, const TraceSummary& s,
   }
   j.EndArray();
   j.EndObject();
+
+  j.Key("ranks").BeginArray();
+  for (const ProcessSummary& p : s.processes) {
+    if (p.process_count < 2) continue;
+    const RankActivity& a = p.activity;
+    j.BeginObject();
+    j.Field("rank", p.process_index).Field("host", p.host).Field("pid", p.pid);
+    j.Field("steps", a.steps).Field("step_median_ns", a.step_median_ns);
+    j.Field("step_max_ns", a.step_max_ns);
+    j.Field("step_total_ns", a.step_total_ns);
+    j.Field("collectives", a.collectives);
+    j.Field("collective_ns", a.collective_ns);
+    j.Field("collective_wait_ns", a.collective_wait_ns);
+    j.EndObject();
+  }
+  j.EndArray();
+  if (s.slowest_rank_process >= 0) {
+    j.Field("slowest_rank",
+            s.processes[s.slowest_rank_process].process_index);
+  }
 
   j.Field("distinct_names", s.distinct_names);
   j.Key("top_names").BeginArray();
