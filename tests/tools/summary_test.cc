@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "podscope/trace_format/writer.h"
 #include "podscope/viewer/slice_columns.h"
 #include "trace_fixtures.h"
 
@@ -254,6 +255,93 @@ TEST_F(SummarizeCapture, ChunkDamageFoundWhileReadingMakesAFileRecovered) {
   ASSERT_EQ(summary->top_names.size(), 1u);
   EXPECT_EQ(summary->top_names[0].count, 30u);
   EXPECT_EQ(summary->top_names[0].total_ns, 30'000);
+}
+
+// Two ranks of a job: each runs train_step scopes (with a nested
+// train_step_data_prep, which is not a step of its own) and all-reduces on
+// its device stream with the wait the runtime records. Rank 1 is slower
+// every step, so rank 0 waits for it.
+void WriteRank(const std::filesystem::path& file, int rank,
+               const std::vector<int64_t>& steps,
+               const std::vector<int64_t>& waits) {
+  auto created = trace_format::TraceWriter::Create(file.string());
+  ASSERT_TRUE(created.ok()) << created.status();
+  trace_format::TraceWriter& w = **created;
+  trace_format::proto::Metadata m;
+  m.set_host(rank == 0 ? "node-a" : "node-b");
+  m.set_pid(1000 + rank);
+  m.set_process_index(rank);
+  m.set_process_count(2);
+  w.SetMetadata(m);
+  trace_format::proto::Track thread;
+  thread.set_kind(trace_format::proto::TRACK_KIND_THREAD);
+  thread.set_name("main");
+  const uint32_t main = w.AddTrack(thread);
+  trace_format::proto::Track stream;
+  stream.set_kind(trace_format::proto::TRACK_KIND_DEVICE_STREAM);
+  stream.set_name("device 0 stream");
+  const uint32_t device = w.AddTrack(stream);
+  const uint32_t step = w.InternString("train_step");
+  const uint32_t prep = w.InternString("train_step_data_prep");
+  const uint32_t lazy = w.InternString("device 0 lazy step");
+  const uint32_t all_reduce = w.InternString("all_reduce");
+  const uint32_t wait_key = w.InternString("wait_ns");
+  const uint32_t bytes_key = w.InternString("bytes");
+  int64_t t = 1'000'000;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    w.AddSlice(main, t + 10, steps[k] / 4, prep);
+    w.AddSlice(main, t, steps[k], step);
+    w.AddSlice(device, t + 100, steps[k] / 2, lazy);
+    const trace_format::Arg args[] = {{bytes_key, int64_t{4096}},
+                                      {wait_key, waits[k]}};
+    w.AddSlice(device, t + steps[k] / 2, waits[k] + 1'000, all_reduce, args);
+    t += 10'000'000;
+  }
+  ASSERT_TRUE(w.Close().ok());
+}
+
+TEST(SummarizeRanks, StepsCollectiveWaitAndTheSlowestRank) {
+  const std::filesystem::path dir = testing::MakeTempDir("summary_ranks");
+  WriteRank(dir / "node-a.1000.podtrace", 0, {2'000'000, 2'100'000, 1'900'000},
+            {500'000, 600'000, 400'000});
+  WriteRank(dir / "node-b.1001.podtrace", 1, {2'600'000, 2'700'000, 2'500'000},
+            {1'000, 2'000, 3'000});
+  auto summary = SummarizePath(dir.string());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_EQ(summary->processes.size(), 2u);
+  const RankActivity& a = summary->processes[0].activity;
+  const RankActivity& b = summary->processes[1].activity;
+  EXPECT_EQ(a.steps, 3u);
+  EXPECT_EQ(a.step_median_ns, 2'000'000);
+  EXPECT_EQ(a.step_max_ns, 2'100'000);
+  EXPECT_EQ(a.step_total_ns, 6'000'000);
+  EXPECT_EQ(a.collectives, 3u);
+  EXPECT_EQ(a.collective_wait_ns, 1'500'000);
+  EXPECT_EQ(a.collective_ns, 1'500'000 + 3'000);
+  EXPECT_EQ(b.steps, 3u);
+  EXPECT_EQ(b.step_median_ns, 2'600'000);
+  EXPECT_EQ(b.collective_wait_ns, 6'000);
+  ASSERT_GE(summary->slowest_rank_process, 0);
+  EXPECT_EQ(summary->processes[summary->slowest_rank_process].process_index,
+            1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SummarizeRanks, OneProcessNamesNoSlowestRank) {
+  const std::filesystem::path dir = testing::MakeTempDir("summary_one_rank");
+  testing::WriteCapture(dir);
+  // Two processes of one job with steps: the fixture's host-a (900 us
+  // steps) is slower than host-b (800 us).
+  auto both = SummarizePath(dir.string());
+  ASSERT_TRUE(both.ok()) << both.status();
+  ASSERT_GE(both->slowest_rank_process, 0);
+  EXPECT_EQ(both->processes[both->slowest_rank_process].host, "host-a");
+  EXPECT_EQ(both->processes[both->slowest_rank_process].activity.steps, 3u);
+  // Alone, a rank is nobody's straggler.
+  auto one = SummarizePath((dir / "host-a.100.podtrace").string());
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->slowest_rank_process, -1);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SummarizePath, MissingPathIsNotFound) {
