@@ -324,6 +324,7 @@ TEST(SummarizeRanks, StepsCollectiveWaitAndTheSlowestRank) {
   ASSERT_GE(summary->slowest_rank_process, 0);
   EXPECT_EQ(summary->processes[summary->slowest_rank_process].process_index,
             1);
+  EXPECT_TRUE(summary->slowest_rank_by_wait);
   std::filesystem::remove_all(dir);
 }
 
@@ -337,6 +338,7 @@ TEST(SummarizeRanks, OneProcessNamesNoSlowestRank) {
   ASSERT_GE(both->slowest_rank_process, 0);
   EXPECT_EQ(both->processes[both->slowest_rank_process].host, "host-a");
   EXPECT_EQ(both->processes[both->slowest_rank_process].activity.steps, 3u);
+  EXPECT_FALSE(both->slowest_rank_by_wait);
   // Alone, a rank is nobody's straggler.
   auto one = SummarizePath((dir / "host-a.100.podtrace").string());
   ASSERT_TRUE(one.ok()) << one.status();

@@ -285,18 +285,31 @@ TraceSummary Summarize(std::span<const TraceReader* const> readers,
             });
   summary.top_names = names.Top(options.top_names);
   summary.distinct_names = names.size();
-  int ranks_with_steps = 0;
+  // The slowest rank is the one the others wait for: where every rank ran
+  // collectives, the one that waited least in them (it arrived last);
+  // otherwise the one with the longest median step.
+  std::vector<int> ranks;
+  bool all_collectives = true;
   for (size_t i = 0; i < summary.processes.size(); ++i) {
     const ProcessSummary& p = summary.processes[i];
-    if (p.process_count < 2 || p.activity.steps == 0) continue;
-    ++ranks_with_steps;
-    const int best = summary.slowest_rank_process;
-    if (best < 0 || p.activity.step_median_ns >
-                        summary.processes[best].activity.step_median_ns) {
-      summary.slowest_rank_process = static_cast<int>(i);
+    if (p.process_count < 2 ||
+        (p.activity.steps == 0 && p.activity.collectives == 0)) {
+      continue;
     }
+    ranks.push_back(static_cast<int>(i));
+    all_collectives &= p.activity.collectives > 0;
   }
-  if (ranks_with_steps < 2) summary.slowest_rank_process = -1;
+  if (ranks.size() >= 2) {
+    auto slower = [&](int a, int b) {
+      const RankActivity& x = summary.processes[a].activity;
+      const RankActivity& y = summary.processes[b].activity;
+      if (all_collectives) return x.collective_wait_ns < y.collective_wait_ns;
+      return x.step_median_ns > y.step_median_ns;
+    };
+    summary.slowest_rank_process =
+        *std::min_element(ranks.begin(), ranks.end(), slower);
+    summary.slowest_rank_by_wait = all_collectives;
+  }
   return summary;
 }
 

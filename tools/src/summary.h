@@ -147,10 +147,13 @@ struct TraceSummary {
   ClockAlignment clocks;
   std::vector<SliceNameStats> top_names;
   size_t distinct_names = 0;
-  // Among processes of a job of several ranks that have steps: the index in
-  // `processes` of the one with the longest median step, or -1 (fewer than
-  // two such processes).
+  // Among the processes of a job of several ranks (with steps or
+  // collectives): the index in `processes` of the one the others wait for,
+  // or -1 (fewer than two such processes). When every rank ran collectives
+  // it is the one that waited least in them (it arrived last:
+  // slowest_rank_by_wait); otherwise the one with the longest median step.
   int slowest_rank_process = -1;
+  bool slowest_rank_by_wait = false;
   int64_t duration_ns() const { return has_events ? last_ns - first_ns : 0; }
 };
 

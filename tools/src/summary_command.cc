@@ -30,7 +30,9 @@ hosts line up (and whether they could be); dropped events; and the event
 names that took the most time (count, total, self time excluding direct
 children on the same track, mean, max). For a job of several ranks, each
 rank's steps (median and longest), the time its collectives took and
-waited for the last rank to arrive, and the slowest rank by median step. Unreadable and recovered files are
+waited for the last rank to arrive, and the slowest rank: the one the
+others waited for in collectives (else the one with the longest median
+step). Unreadable and recovered files are
 listed as warnings; the rest is still summarised.
 
 Flags:
@@ -253,11 +255,16 @@ void AppendRanks(const TraceSummary& s, std::string* b) {
       if (p != &slow) others_wait += p->activity.collective_wait_ns;
     }
     absl::StrAppend(b, "  slowest rank: ", slow.process_index, " (",
-                    slow.host, ", median step ",
-                    FormatDuration(slow.activity.step_median_ns),
-                    "); the other ranks waited ", FormatDuration(others_wait),
-                    " in collectives, it waited ",
-                    FormatDuration(slow.activity.collective_wait_ns), "\n");
+                    slow.host, ")");
+    if (s.slowest_rank_by_wait) {
+      absl::StrAppend(b, ": the other ranks waited ",
+                      FormatDuration(others_wait),
+                      " for it in collectives, it waited ",
+                      FormatDuration(slow.activity.collective_wait_ns), "\n");
+    } else {
+      absl::StrAppend(b, ": the longest median step, ",
+                      FormatDuration(slow.activity.step_median_ns), "\n");
+    }
   }
 }
 
@@ -407,6 +414,8 @@ void PrintJson(const std::string& path, const TraceSummary& s,
   if (s.slowest_rank_process >= 0) {
     j.Field("slowest_rank",
             s.processes[s.slowest_rank_process].process_index);
+    j.Field("slowest_rank_by", s.slowest_rank_by_wait ? "collective_wait"
+                                                      : "median_step");
   }
 
   j.Field("distinct_names", s.distinct_names);
