@@ -107,17 +107,21 @@ void BM_FormatRead(benchmark::State& state) {
     events = n.load();
   }
   std::filesystem::remove(path);
-  state.counters["events_per_s"] = benchmark::Counter(
-      static_cast<double>(events) * state.iterations(),
-      benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events) * state.iterations(),
+                         benchmark::Counter::kIsRate);
   if (threads == 2) {
-    state.counters["format.read_events_per_s"] = benchmark::Counter(
-        static_cast<double>(events) * state.iterations(),
-        benchmark::Counter::kIsRate);
+    state.counters["format.read_events_per_s"] =
+        benchmark::Counter(static_cast<double>(events) * state.iterations(),
+                           benchmark::Counter::kIsRate);
   }
 }
-BENCHMARK(BM_FormatRead)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)
-    ->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_FormatRead)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
 
 // Reading every track merged across chunks, in reader order with depths:
 // what a viewer loads.
@@ -135,11 +139,13 @@ void BM_FormatReadMerged(benchmark::State& state) {
     for (const auto& t : (*reader)->ReadAllTracks(2)) events += t.event_count();
   }
   std::filesystem::remove(path);
-  state.counters["format.read_merged_events_per_s"] = benchmark::Counter(
-      static_cast<double>(events) * state.iterations(),
-      benchmark::Counter::kIsRate);
+  state.counters["format.read_merged_events_per_s"] =
+      benchmark::Counter(static_cast<double>(events) * state.iterations(),
+                         benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_FormatReadMerged)->Unit(benchmark::kMillisecond)->UseRealTime()
+BENCHMARK(BM_FormatReadMerged)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
     ->MinTime(2.0);
 
 // One thread's empty scopes back to back, as the profiler records them:

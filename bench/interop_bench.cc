@@ -129,9 +129,7 @@ void BM_ImportChromeJson(benchmark::State& state) {
 }
 // Rates are per CPU second of the (single) importing thread: the figure
 // for one core, whatever else the machine runs.
-BENCHMARK(BM_ImportChromeJson)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(3);
+BENCHMARK(BM_ImportChromeJson)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 // The reference: simdjson reads the same file and visits every event's
 // phase and timestamp, converting nothing.

@@ -136,9 +136,11 @@ void BM_SustainedLoad(benchmark::State& state) {
         const auto start = std::chrono::steady_clock::now();
         const auto stop = start + std::chrono::duration<double>(kSeconds);
         uint64_t n = 0;
-        for (auto now = start; now < stop; now = std::chrono::steady_clock::now()) {
+        for (auto now = start; now < stop;
+             now = std::chrono::steady_clock::now()) {
           // Catch up to the target rate, then check the time again.
-          const double elapsed = std::chrono::duration<double>(now - start).count();
+          const double elapsed =
+              std::chrono::duration<double>(now - start).count();
           const uint64_t due = static_cast<uint64_t>(elapsed * kRatePerThread);
           if (n >= due) {
             // Ahead of the rate: give the core back, as a real workload
@@ -180,7 +182,11 @@ void BM_SustainedLoad(benchmark::State& state) {
   state.counters["events_written"] = static_cast<double>(written);
 }
 // Default settings (zlib level 1), and uncompressed chunks.
-BENCHMARK(BM_SustainedLoad)->Arg(1)->Arg(0)->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_SustainedLoad)
+    ->Arg(1)
+    ->Arg(0)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
 
 __attribute__((noinline)) void BurstLoop(int64_t n) {
   for (int64_t i = 0; i < n; ++i) {

@@ -72,7 +72,8 @@ struct Task {
 
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    std::fprintf(stderr, "usage: pipeline_demo DIR [--steps N] [--workers N]\n");
+    std::fprintf(stderr,
+                 "usage: pipeline_demo DIR [--steps N] [--workers N]\n");
     return argc < 2 ? 2 : 0;
   }
   int steps = 20, workers = 3;
@@ -98,7 +99,8 @@ int main(int argc, char** argv) {
   prof::TraceOptions options;
   options.sampling_hz = 997;  // CPU stack samples for flame graphs
   if (auto s = prof::StartTrace(argv[1], options); !s.ok()) {
-    std::fprintf(stderr, "pipeline_demo: %s\n", std::string(s.message()).c_str());
+    std::fprintf(stderr, "pipeline_demo: %s\n",
+                 std::string(s.message()).c_str());
     return 1;
   }
   prof::SetThreadName("main");
@@ -123,7 +125,8 @@ int main(int argc, char** argv) {
           queue.pop_front();
           PODSCOPE_COUNTER("task queue depth", queue.size());
         }
-        static const char* kNames[] = {"task_matmul", "task_sieve", "task_sort"};
+        static const char* kNames[] = {"task_matmul", "task_sieve",
+                                       "task_sort"};
         prof::Trace t(kNames[task.kind]);
         t.FlowIn(task.flow);
         double r = 0;
@@ -169,7 +172,8 @@ int main(int argc, char** argv) {
                  std::string(path.status().message()).c_str());
     return 1;
   }
-  std::printf("pipeline_demo: %d steps on %d workers (checksum %.3g), trace in %s\n",
-              steps, workers, checksum, path->c_str());
+  std::printf(
+      "pipeline_demo: %d steps on %d workers (checksum %.3g), trace in %s\n",
+      steps, workers, checksum, path->c_str());
   return 0;
 }

@@ -20,8 +20,8 @@ int RunBenchmarksWithHeadlines(int argc, char** argv);
 
 }  // namespace podscope::bench
 
-#define PODSCOPE_BENCH_MAIN()                                        \
-  int main(int argc, char** argv) {                                  \
+#define PODSCOPE_BENCH_MAIN()                                         \
+  int main(int argc, char** argv) {                                   \
     return ::podscope::bench::RunBenchmarksWithHeadlines(argc, argv); \
   }
 

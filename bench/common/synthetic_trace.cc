@@ -25,11 +25,12 @@ class Generator {
     Node n;
     n.name = Zipf();
     // Leaf work between 150 ns and 4 us, log-uniform.
-    n.self_ns = static_cast<int64_t>(
-        std::exp(std::uniform_real_distribution<double>(std::log(150.0),
-                                                        std::log(4000.0))(rng_)));
+    n.self_ns =
+        static_cast<int64_t>(std::exp(std::uniform_real_distribution<double>(
+            std::log(150.0), std::log(4000.0))(rng_)));
     if (depth < max_depth) {
-      int kids = std::uniform_int_distribution<int>(0, depth == 1 ? 6 : 3)(rng_);
+      int kids =
+          std::uniform_int_distribution<int>(0, depth == 1 ? 6 : 3)(rng_);
       for (int i = 0; i < kids; ++i) {
         n.children.push_back(MakeShape(depth + 1, max_depth));
       }
@@ -61,8 +62,7 @@ class Generator {
     // Names by a Zipf-like law: a few hot names, a long tail.
     const double u = std::uniform_real_distribution<double>(0, 1)(rng_);
     const double x = std::pow(static_cast<double>(o_.distinct_names), u) - 1;
-    return static_cast<uint32_t>(
-        std::min<double>(x, o_.distinct_names - 1));
+    return static_cast<uint32_t>(std::min<double>(x, o_.distinct_names - 1));
   }
 
   int64_t Jitter(int64_t typical) {
@@ -106,8 +106,8 @@ SyntheticTrace GenerateSyntheticTrace(const SyntheticOptions& o) {
   std::vector<std::vector<Node>> shapes(o.threads);
   for (int t = 0; t < o.threads; ++t) {
     for (int s = 0; s < 6; ++s) {
-      const int depth = std::uniform_int_distribution<int>(1, o.max_depth)(
-          gen.rng());
+      const int depth =
+          std::uniform_int_distribution<int>(1, o.max_depth)(gen.rng());
       Node root = gen.MakeShape(1, depth);
       if (CountNodes(root) < 4) root = gen.MakeShape(1, o.max_depth);
       shapes[t].push_back(std::move(root));
@@ -128,18 +128,19 @@ SyntheticTrace GenerateSyntheticTrace(const SyntheticOptions& o) {
   // Two counters (memory in use, queue depth) across the whole span.
   int64_t end = o.start_ns;
   for (const auto& t : trace.slices) {
-    for (const SyntheticSlice& s : t) end = std::max(end, s.start_ns + s.duration_ns);
+    for (const SyntheticSlice& s : t)
+      end = std::max(end, s.start_ns + s.duration_ns);
   }
-  const uint64_t samples =
-      std::max<uint64_t>(1, o.events / std::max(1, o.slices_per_counter_sample) / 2);
+  const uint64_t samples = std::max<uint64_t>(
+      1, o.events / std::max(1, o.slices_per_counter_sample) / 2);
   trace.counters.resize(2);
   double memory = 1 << 30;
   int64_t depth = 0;
   for (uint64_t i = 0; i < samples; ++i) {
     const int64_t ts =
         o.start_ns + static_cast<int64_t>((end - o.start_ns) * i / samples);
-    memory = std::max(0.0, memory + std::normal_distribution<double>(
-                                        0, 1 << 20)(gen.rng()));
+    memory = std::max(
+        0.0, memory + std::normal_distribution<double>(0, 1 << 20)(gen.rng()));
     depth = std::max<int64_t>(
         0, depth + std::uniform_int_distribution<int>(-2, 2)(gen.rng()));
     trace.counters[0].push_back({ts, std::round(memory)});
@@ -200,9 +201,11 @@ void WriteSyntheticTrace(const SyntheticTrace& trace,
     }
     for (size_t c = 0; c < trace.counters.size(); ++c) {
       const auto& samples = trace.counters[c];
-      const size_t stop = std::min(samples.size(), next_counter[c] + kBatch / 16);
+      const size_t stop =
+          std::min(samples.size(), next_counter[c] + kBatch / 16);
       for (size_t i = next_counter[c]; i < stop; ++i) {
-        writer->AddCounter(counter_tracks[c], samples[i].ts_ns, samples[i].value);
+        writer->AddCounter(counter_tracks[c], samples[i].ts_ns,
+                           samples[i].value);
       }
       next_counter[c] = stop;
       more |= stop < samples.size();

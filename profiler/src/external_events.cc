@@ -85,8 +85,9 @@ void RecordSlice(TrackHandle track, int64_t start_ns, int64_t end_ns,
                  std::string_view name, uint64_t flow_in,
                  std::initializer_list<EventArg> args) {
   if (!track.valid() || !internal::Enabled(Level::kCritical)) return;
-  internal::ExternalEvent e{track.id, false, start_ns, end_ns,
-                            internal::InternDynamic(name), flow_in, 0, {}};
+  internal::ExternalEvent e{
+      track.id, false, start_ns, end_ns, internal::InternDynamic(name),
+      flow_in,  0,     {}};
   for (const EventArg& a : args) {
     const uint32_t key = internal::InternDynamic(a.key);
     e.args.push_back(std::visit(

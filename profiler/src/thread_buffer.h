@@ -135,8 +135,7 @@ void DrainBuffer(ThreadBuffer* buffer, Fn&& fn) {
     b = next;
   }
   if (Block* current = buffer->current.load(std::memory_order_acquire)) {
-    DrainBlock(current, current->committed.load(std::memory_order_acquire),
-               fn);
+    DrainBlock(current, current->committed.load(std::memory_order_acquire), fn);
   }
 }
 

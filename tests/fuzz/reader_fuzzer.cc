@@ -37,8 +37,8 @@ std::string FixCrcs(std::string file) {
     if (length > file.size() - pos - kRecordHeaderSize) break;
     uLong crc = crc32(0L, Z_NULL, 0);
     const auto* bytes = reinterpret_cast<const Bytef*>(file.data() + pos);
-    crc = crc32(crc, bytes, 4);                     // length
-    crc = crc32(crc, bytes + 8, 2);                 // type, encoding
+    crc = crc32(crc, bytes, 4);                           // length
+    crc = crc32(crc, bytes + 8, 2);                       // type, encoding
     crc = crc32(crc, bytes + kRecordHeaderSize, length);  // payload
     for (int i = 0; i < 4; ++i) {
       file[pos + 4 + i] = static_cast<char>(crc >> (8 * i));
@@ -166,7 +166,8 @@ void ExerciseStream(const std::string& bytes, bool build_index) {
   if (finished && (*file)->complete()) {
     auto reader = TraceReader::Open(path);
     if (!reader.ok()) {
-      std::fprintf(stderr, "a streamed file with a built index does not open: %s\n",
+      std::fprintf(stderr,
+                   "a streamed file with a built index does not open: %s\n",
                    std::string(reader.status().message()).c_str());
       std::abort();
     }

@@ -20,10 +20,10 @@
 
 #include "benchmark/benchmark.h"
 #include "child_process.h"
-#include "skewed_hosts.h"
 #include "common/headline.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
+#include "skewed_hosts.h"
 #include "trace_file.h"
 
 namespace podscope::profiler {
@@ -31,10 +31,10 @@ namespace {
 
 using testing::ChildProcess;
 
-std::unique_ptr<ChildProcess> StartWorker(const std::vector<std::string>& prefix,
-                                          const std::vector<std::string>& args,
-                                          const std::vector<std::string>& env,
-                                          int* port) {
+std::unique_ptr<ChildProcess> StartWorker(
+    const std::vector<std::string>& prefix,
+    const std::vector<std::string>& args, const std::vector<std::string>& env,
+    int* port) {
   return testing::StartCaptureWorker(PODSCOPE_CAPTURE_WORKER, prefix, args, env,
                                      port);
 }
@@ -142,10 +142,11 @@ void BM_AlignError(benchmark::State& state) {
       args = {"--port", "9012", "--bind", host, "--token", "bench"};
     }
     int port = 0;
-    auto w = StartWorker(prefix, args,
-                         {"PODSCOPE_TEST_CLOCK_OFFSET_NS=" + std::to_string(offsets[i]),
-                          "PODSCOPE_TEST_CLOCK_DRIFT_PPM=" + std::to_string(drifts[i])},
-                         &port);
+    auto w = StartWorker(
+        prefix, args,
+        {"PODSCOPE_TEST_CLOCK_OFFSET_NS=" + std::to_string(offsets[i]),
+         "PODSCOPE_TEST_CLOCK_DRIFT_PPM=" + std::to_string(drifts[i])},
+        &port);
     if (w == nullptr) {
       state.SkipWithError("a worker did not start");
       return;

@@ -12,20 +12,20 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "workload.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/trace_format/reader.h"
 #include "src/server/capture_request.h"
+#include "workload.h"
 
 namespace podscope::profiler::internal {
 namespace {
 
 using testing::Workload;
 
-
-pb::CaptureRequest Request(int64_t duration_ms, const std::string& session = "") {
+pb::CaptureRequest Request(int64_t duration_ms,
+                           const std::string& session = "") {
   pb::CaptureRequest r;
   r.set_duration_ms(duration_ms);
   r.set_session_id(session);
@@ -83,8 +83,9 @@ TEST(CaptureHub, ManyClientsGetTheSameCompleteFile) {
   }
   EXPECT_EQ(events, (*reader)->known_event_count());
   ASSERT_GE(scopes.size(), 2u);
-  std::sort(scopes.begin(), scopes.end(),
-            [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  std::sort(scopes.begin(), scopes.end(), [](const auto& a, const auto& b) {
+    return a.start_ns < b.start_ns;
+  });
   EXPECT_GE(scopes.back().end_ns() - scopes.front().start_ns, 250'000'000)
       << scopes.size() << " work scopes";
   int64_t largest_gap = 0;
@@ -167,7 +168,8 @@ TEST(CaptureHub, EveryInvalidRequestIsRefusedByName) {
 // client gets the same complete file of the capture's window only, and the
 // local trace goes on.
 TEST(CaptureHub, ClientsShareALocalTraceWhileItRecords) {
-  const std::string dir = ::testing::TempDir() + "/hub-follow-" + std::to_string(getpid());
+  const std::string dir =
+      ::testing::TempDir() + "/hub-follow-" + std::to_string(getpid());
   ASSERT_TRUE(StartTrace(dir).ok());
   {
     Workload work_a;

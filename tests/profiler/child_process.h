@@ -26,10 +26,12 @@ class ChildProcess {
     // Everything the child needs is built before fork: a multi-threaded
     // parent's child may only make async-signal-safe calls.
     std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const std::string& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     std::vector<char*> envp;
-    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    for (const std::string& e : env)
+      envp.push_back(const_cast<char*>(e.c_str()));
     for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
     envp.push_back(nullptr);
     int in[2], out[2];
@@ -77,7 +79,8 @@ class ChildProcess {
         return true;
       }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now()).count();
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
       if (left <= 0) return false;
       pollfd p{stdout_, POLLIN, 0};
       if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;

@@ -13,11 +13,11 @@
 #include <thread>
 
 #include "child_process.h"
-#include "skewed_hosts.h"
 #include "gtest/gtest.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/trace_format/clock_model.h"
+#include "skewed_hosts.h"
 #include "trace_file.h"
 
 #ifndef PODSCOPE_CAPTURE_WORKER
@@ -32,8 +32,9 @@ using testing::FreshDir;
 using testing::ReadTraceFile;
 
 std::unique_ptr<ChildProcess> StartWorker(
-    const std::vector<std::string>& prefix, const std::vector<std::string>& args,
-    const std::vector<std::string>& env, int* port) {
+    const std::vector<std::string>& prefix,
+    const std::vector<std::string>& args, const std::vector<std::string>& env,
+    int* port) {
   auto child = testing::StartCaptureWorker(PODSCOPE_CAPTURE_WORKER, prefix,
                                            args, env, port);
   if (child == nullptr) ADD_FAILURE() << "a worker did not start";
@@ -171,8 +172,10 @@ TEST(MultiHostCapture, SkewedClocksOnThreeHostsLineUp) {
     const double span_s =
         static_cast<double>(w.clock[1].local_ns - w.clock[0].local_ns) / 1e9;
     const double drift_tolerance_ppm =
-        static_cast<double>(w.clock[0].uncertainty_ns + w.clock[1].uncertainty_ns) /
-            1e3 / span_s + 5;
+        static_cast<double>(w.clock[0].uncertainty_ns +
+                            w.clock[1].uncertainty_ns) /
+            1e3 / span_s +
+        5;
     EXPECT_NEAR(w.drift_ppm, drifts[i], drift_tolerance_ppm) << w.address;
     const std::vector<int64_t> marks = testing::AlignedMarks(w.path);
     ASSERT_EQ(marks.size(), static_cast<size_t>(kMarks)) << w.path;
@@ -186,10 +189,12 @@ TEST(MultiHostCapture, SkewedClocksOnThreeHostsLineUp) {
       // alignment error is the distance to that interval.
       const int64_t error = testing::AlignmentError(marks[k], marked[i][k]);
       // The uncertainty the file states where the mark lies holds.
-      const int64_t stated = model.UncertaintyAt(marks[k] - w.clock[0].offset_ns);
-      std::printf("worker %d mark %d: error %.1f us, stated uncertainty %.1f us\n",
-                  i, k, static_cast<double>(error) / 1e3,
-                  static_cast<double>(stated) / 1e3);
+      const int64_t stated =
+          model.UncertaintyAt(marks[k] - w.clock[0].offset_ns);
+      std::printf(
+          "worker %d mark %d: error %.1f us, stated uncertainty %.1f us\n", i,
+          k, static_cast<double>(error) / 1e3,
+          static_cast<double>(stated) / 1e3);
       EXPECT_LE(error, kMaxErrorNs) << w.address << " mark " << k;
       EXPECT_LE(error, stated) << w.address << " mark " << k;
       aligned[i].push_back(marks[k]);
@@ -207,9 +212,10 @@ TEST(MultiHostCapture, SkewedClocksOnThreeHostsLineUp) {
       residual.push_back(aligned[i][k] < m.before  ? aligned[i][k] - m.before
                          : aligned[i][k] > m.after ? aligned[i][k] - m.after
                                                    : 0);
-      std::printf("mark %d worker %d: late %lld us, residual %lld us\n", k, i,
-                  static_cast<long long>((marked[i][k].before - mark_times[k]) / 1000),
-                  static_cast<long long>(residual.back() / 1000));
+      std::printf(
+          "mark %d worker %d: late %lld us, residual %lld us\n", k, i,
+          static_cast<long long>((marked[i][k].before - mark_times[k]) / 1000),
+          static_cast<long long>(residual.back() / 1000));
     }
     const auto [lo, hi] = std::minmax_element(residual.begin(), residual.end());
     EXPECT_LT(*hi - *lo, 100'000) << "mark " << k;

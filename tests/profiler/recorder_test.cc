@@ -1,5 +1,7 @@
 // The recording API end to end: what a program marks is what the file
 // holds.
+#include "podscope/profiler/recorder.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "podscope/profiler/recorder.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "trace_file.h"
@@ -122,7 +123,8 @@ TEST(Recorder, DynamicNamesArgumentsInstantsAndCounters) {
     for (const auto& a : t.events.args) {
       for (const auto& arg : a.args) {
         if (file.Name(arg.key) == "text") {
-          const auto text = file.Name(std::get<trace_format::StringId>(arg.value).id);
+          const auto text =
+              file.Name(std::get<trace_format::StringId>(arg.value).id);
           EXPECT_EQ(text.rfind("hello ", 0), 0u);
           found_text = true;
         }
@@ -171,9 +173,8 @@ TEST(Recorder, LevelsFilterAndSwitchAtRuntime) {
 
 TEST(Recorder, NothingIsRecordedWithoutASession) {
   { PODSCOPE_TRACE("before_session"); }
-  const std::string path = Capture("no_session", [] {
-    PODSCOPE_TRACE("inside");
-  });
+  const std::string path =
+      Capture("no_session", [] { PODSCOPE_TRACE("inside"); });
   { PODSCOPE_TRACE("after_session"); }
   const auto file = ReadTraceFile(path);
   EXPECT_EQ(file.SlicesNamed("before_session").size(), 0u);
@@ -181,7 +182,8 @@ TEST(Recorder, NothingIsRecordedWithoutASession) {
 }
 
 TEST(Recorder, FlowsLinkAHostLaunchToDeviceWork) {
-  const TrackHandle stream = RegisterDeviceStreamTrack(3, 0, "device 3 stream 0");
+  const TrackHandle stream =
+      RegisterDeviceStreamTrack(3, 0, "device 3 stream 0");
   uint64_t flow = 0;
   const std::string path = Capture("flows", [&] {
     flow = NewFlowId();
@@ -240,9 +242,8 @@ TEST(Recorder, ArgumentsAreNotEvaluatedWhenNotRecording) {
   };
   { PODSCOPE_TRACE("lazy", "value", costly()); }
   EXPECT_EQ(evaluated, 0);
-  const std::string path = Capture("lazy", [&] {
-    PODSCOPE_TRACE("lazy", "value", costly());
-  });
+  const std::string path =
+      Capture("lazy", [&] { PODSCOPE_TRACE("lazy", "value", costly()); });
   EXPECT_EQ(evaluated, 1);
 }
 

@@ -59,8 +59,8 @@ TEST(SamplingSession, SamplesNameTheHotFunction) {
     for (uint32_t frame_id : stack->frame_ids()) {
       const auto* frame = file.reader->FindFrame(frame_id);
       ASSERT_NE(frame, nullptr);
-      if (file.Name(frame->function_name()).find("PodscopeHotSpinForSampling") !=
-          std::string::npos) {
+      if (file.Name(frame->function_name())
+              .find("PodscopeHotSpinForSampling") != std::string::npos) {
         ++hits;
         break;
       }

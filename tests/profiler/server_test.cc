@@ -21,7 +21,6 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "workload.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
@@ -29,6 +28,7 @@
 #include "podscope/profiler/trace.h"
 #include "podscope/trace_format/clock_model.h"
 #include "trace_file.h"
+#include "workload.h"
 
 namespace podscope::profiler {
 namespace {
@@ -48,7 +48,6 @@ std::unique_ptr<ProfilerServer> Serve(const ServerOptions& options = {}) {
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? *std::move(server) : nullptr;
 }
-
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -106,7 +105,8 @@ TEST(Server, ClockProbesOnTheUdpPortNeedTheKey) {
   auto probe = [&](const std::string& key, int64_t sent, std::string* reply) {
     std::string request = "PSPROBE1" + key;
     for (int i = 0; i < 8; ++i) {
-      request.push_back(static_cast<char>((static_cast<uint64_t>(sent) >> (8 * i)) & 0xff));
+      request.push_back(
+          static_cast<char>((static_cast<uint64_t>(sent) >> (8 * i)) & 0xff));
     }
     request.append(8, '\0');
     EXPECT_EQ(send(fd, request.data(), request.size(), 0), 40);
@@ -124,7 +124,8 @@ TEST(Server, ClockProbesOnTheUdpPortNeedTheKey) {
     return static_cast<int64_t>(v);
   };
   std::string reply;
-  EXPECT_FALSE(probe(std::string(16, 'x'), 1, &reply)) << "answered a wrong key";
+  EXPECT_FALSE(probe(std::string(16, 'x'), 1, &reply))
+      << "answered a wrong key";
   const int64_t before = MonotonicNs();
   ASSERT_TRUE(probe(info.probe_key(), 12345, &reply));
   const int64_t after = MonotonicNs();
@@ -185,7 +186,8 @@ TEST(Server, CaptureStreamsACompleteFileWithClockOffsets) {
   ASSERT_EQ(w.clock.size(), 2u);
   // Same machine, same clock: the offset is within the probe's uncertainty
   // (plus scheduling slack on a loaded machine).
-  EXPECT_LT(std::abs(w.clock[0].offset_ns), w.clock[0].uncertainty_ns + 2'000'000);
+  EXPECT_LT(std::abs(w.clock[0].offset_ns),
+            w.clock[0].uncertainty_ns + 2'000'000);
 
   auto file = ReadTraceFile(w.path);
   ASSERT_NE(file.reader, nullptr);
@@ -235,7 +237,8 @@ TEST(Server, ConcurrentClientsShareOneCapture) {
   ASSERT_NE(fa.reader, nullptr);
   ASSERT_NE(fb.reader, nullptr);
   // One recording: the late client got it from its start.
-  EXPECT_EQ(fa.reader->metadata().session_id(), fb.reader->metadata().session_id());
+  EXPECT_EQ(fa.reader->metadata().session_id(),
+            fb.reader->metadata().session_id());
   EXPECT_EQ(fa.reader->metadata().start_monotonic_ns(),
             fb.reader->metadata().start_monotonic_ns());
   EXPECT_EQ(fa.SlicesNamed("work").size(), fb.SlicesNamed("work").size());
@@ -281,7 +284,8 @@ TEST(Server, BadRequestsGetErrorsAndTheServerStaysUp) {
     sin.sin_port = htons(static_cast<uint16_t>(server->port()));
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0);
-    const std::string junk = "GET / HTTP/1.1\r\n\r\n\x00\xff\x13garbage-garbage";
+    const std::string junk =
+        "GET / HTTP/1.1\r\n\r\n\x00\xff\x13garbage-garbage";
     // The server may close the connection after the first bytes; a write
     // after that must fail with EPIPE, not kill the test with SIGPIPE.
     for (int i = 0; i < 50; ++i) {
@@ -390,8 +394,9 @@ TEST(Server, ACaptureFollowsATraceTheProcessRecordsItself) {
   // A mark every 5 ms (more on a loaded machine) through the whole 300 ms
   // window, none missing in between.
   ASSERT_GE(during, 2u);
-  std::sort(marks_seen.begin(), marks_seen.end(),
-            [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  std::sort(
+      marks_seen.begin(), marks_seen.end(),
+      [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
   EXPECT_GE(marks_seen.back().start_ns - marks_seen.front().start_ns,
             250'000'000);
   for (size_t i = 1; i < during; ++i) {
@@ -567,7 +572,8 @@ TEST(Server, TokenIsCheckedOnEveryCall) {
   auto denied = CaptureWorkers(o);
   ASSERT_TRUE(denied.ok());
   EXPECT_EQ(denied->answered(), 0);
-  EXPECT_NE(denied->workers[0].error.find("UNAUTHENTICATED"), std::string::npos);
+  EXPECT_NE(denied->workers[0].error.find("UNAUTHENTICATED"),
+            std::string::npos);
   o.connect.token = "open-sesame";
   auto allowed = CaptureWorkers(o);
   ASSERT_TRUE(allowed.ok());
@@ -578,8 +584,8 @@ TEST(Server, Tls) {
   const std::string dir = FreshDir("tls");
   const std::string cmd =
       "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + dir +
-      "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
+      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+      dir + "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl is needed: " << cmd;
   ServerOptions so;
   so.tls_cert_file = dir + "/cert.pem";

@@ -1,5 +1,7 @@
 // Sessions: files, metadata, bounded memory with counted drops, and what a
 // killed process leaves behind.
+#include "podscope/profiler/session.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -13,7 +15,6 @@
 #include <thread>
 
 #include "podscope/profiler/clock.h"
-#include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "trace_file.h"
 
@@ -176,7 +177,10 @@ TEST(Session, MisuseIsAClearError) {
   EXPECT_EQ(StartTrace("").code(), absl::StatusCode::kInvalidArgument);
   // A path under a regular file cannot be created.
   const std::string file = FreshDir("blocker") + "/file";
-  { std::FILE* f = std::fopen(file.c_str(), "w"); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    std::fclose(f);
+  }
   absl::Status bad = StartTrace(file + "/sub");
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find(file), absl::string_view::npos);
@@ -265,13 +269,15 @@ TEST(Session, WriterRecyclesBlocksSoABusyThreadLosesNothing) {
     SetThreadName("paced");
     for (int i = 0; i < kEvents; ++i) {
       PODSCOPE_TRACE("paced_event");
-      if (i % 2048 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (i % 2048 == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }).join();
   auto path = StopTrace();
   ASSERT_TRUE(path.ok());
   const auto file = ReadTraceFile(*path);
-  EXPECT_EQ(file.SlicesNamed("paced_event").size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(file.SlicesNamed("paced_event").size(),
+            static_cast<size_t>(kEvents));
   EXPECT_EQ(file.reader->total_dropped(), 0u);
 }
 
@@ -316,8 +322,8 @@ TEST(Session, ConcurrentRecordingWhileTheWriterDrains) {
     for (uint32_t i = 0; i < tracks[0]->events.slices.size(); ++i) {
       const bool has_args =
           file.Name(tracks[0]->events.slices[i].name) == "stress_args";
-      EXPECT_EQ(tracks[0]->events.FindArgs(trace_format::EventKind::kSlice, i) !=
-                    nullptr,
+      EXPECT_EQ(tracks[0]->events.FindArgs(trace_format::EventKind::kSlice,
+                                           i) != nullptr,
                 has_args);
     }
   }
@@ -330,7 +336,8 @@ TEST(Session, KilledProcessLeavesAFileReadableToItsLastFlush) {
   pid_t pid;
   std::string child = PODSCOPE_CRASH_CHILD;
   char* argv[] = {child.data(), const_cast<char*>(dir.c_str()), nullptr};
-  ASSERT_EQ(posix_spawn(&pid, child.c_str(), nullptr, nullptr, argv, environ), 0);
+  ASSERT_EQ(posix_spawn(&pid, child.c_str(), nullptr, nullptr, argv, environ),
+            0);
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   int status = 0;
@@ -362,7 +369,8 @@ TEST(Session, KilledProcessLeavesAFileReadableToItsLastFlush) {
   }
   std::sort(seq.begin(), seq.end());
   ASSERT_GT(seq.size(), 100u);
-  for (size_t i = 0; i < seq.size(); ++i) ASSERT_EQ(seq[i], static_cast<int64_t>(i));
+  for (size_t i = 0; i < seq.size(); ++i)
+    ASSERT_EQ(seq[i], static_cast<int64_t>(i));
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ inline std::unique_ptr<ChildProcess> StartCaptureWorker(
   argv.insert(argv.end(), args.begin(), args.end());
   auto child = std::make_unique<ChildProcess>(argv, env);
   std::string line;
-  if (!child->ReadLine(&line, 30000) || line.rfind("port ", 0) != 0) return nullptr;
+  if (!child->ReadLine(&line, 30000) || line.rfind("port ", 0) != 0)
+    return nullptr;
   *port = std::atoi(line.c_str() + 5);
   return child;
 }
@@ -55,19 +56,22 @@ class NetworkHosts {
     const std::string tag = std::to_string(getpid() % 100000);
     subnet_ = 150 + getpid() % 100;
     for (int i = 1; i <= n; ++i) {
-      const std::string ns = "podscope-" + prefix + tag + "-" + std::to_string(i);
+      const std::string ns =
+          "podscope-" + prefix + tag + "-" + std::to_string(i);
       const std::string host_if = prefix + "h" + tag + "x" + std::to_string(i);
       const std::string ns_if = prefix + "n" + tag + "x" + std::to_string(i);
-      const std::string net = "10." + std::to_string(subnet_) + "." + std::to_string(i);
+      const std::string net =
+          "10." + std::to_string(subnet_) + "." + std::to_string(i);
       names_.push_back(ns);
       host_ifs_.push_back(host_if);
       const std::string in_ns = "; ip netns exec " + ns + " ";
       const std::string cmd =
           "set -e; ip netns add " + ns + "; ip link add " + host_if +
-          " type veth peer name " + ns_if + "; ip link set " + ns_if + " netns " +
-          ns + "; ip addr add " + net + ".1/24 dev " + host_if + "; ip link set " +
-          host_if + " up" + in_ns + "ip addr add " + net + ".2/24 dev " + ns_if +
-          in_ns + "ip link set " + ns_if + " up" + in_ns + "ip link set lo up";
+          " type veth peer name " + ns_if + "; ip link set " + ns_if +
+          " netns " + ns + "; ip addr add " + net + ".1/24 dev " + host_if +
+          "; ip link set " + host_if + " up" + in_ns + "ip addr add " + net +
+          ".2/24 dev " + ns_if + in_ns + "ip link set " + ns_if + " up" +
+          in_ns + "ip link set lo up";
       if (std::system(cmd.c_str()) != 0) {
         ok_ = false;
         return;
@@ -107,7 +111,8 @@ struct Mark {
 inline std::vector<std::vector<Mark>> MarkInstants(
     const std::vector<std::unique_ptr<ChildProcess>>& workers, int64_t first_ns,
     int count, int64_t spacing_ns) {
-  std::vector<std::vector<Mark>> marks(workers.size(), std::vector<Mark>(count));
+  std::vector<std::vector<Mark>> marks(workers.size(),
+                                       std::vector<Mark>(count));
   for (const auto& w : workers) {
     for (int k = 0; k < count; ++k) {
       w->WriteLine("mark " + std::to_string(first_ns + k * spacing_ns));

@@ -80,7 +80,8 @@ inline TraceFile ReadTraceFile(const std::string& path) {
 // A fresh empty folder under the test's temp dir.
 inline std::string FreshDir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("podscope-profiler-test-" + std::to_string(getpid())) / name;
+                   ("podscope-profiler-test-" + std::to_string(getpid())) /
+                   name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

@@ -14,7 +14,8 @@ namespace podscope::profiler::testing {
 class Workload {
  public:
   // One "work" scope per `period`.
-  explicit Workload(std::chrono::microseconds period = std::chrono::microseconds(200))
+  explicit Workload(
+      std::chrono::microseconds period = std::chrono::microseconds(200))
       : thread_([this, period] {
           SetThreadName("workload");
           while (!stop_.load()) {

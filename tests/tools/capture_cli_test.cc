@@ -16,8 +16,8 @@ namespace podscope::tools {
 namespace {
 
 using testing::RunPodscope;
-using testing::RunResult;
 using testing::RunPodscopeWithTtyStderr;
+using testing::RunResult;
 
 std::string Fresh(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
@@ -62,7 +62,8 @@ TEST(CaptureCli, WritesTheSessionFolderAndExitsZero) {
   EXPECT_EQ(RunPodscope({"check", dir + "/cli"}).exit_code, 0);
   const RunResult summary = RunPodscope({"summary", dir + "/cli"});
   EXPECT_EQ(summary.exit_code, 0) << summary.err;
-  EXPECT_NE(summary.out.find("clocks aligned"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("clocks aligned"), std::string::npos)
+      << summary.out;
   EXPECT_NE(summary.out.find("to the reference, +-"), std::string::npos)
       << summary.out;
 }
@@ -71,10 +72,9 @@ TEST(CaptureCli, SomeAndNoneAnsweredHaveTheirOwnExitCodes) {
   auto server = profiler::StartServer(0);
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string dir = Fresh("partial");
-  RunResult r = RunPodscope({"capture", "--service_addr",
-                             (*server)->address() + ",127.0.0.1:1", "--logdir",
-                             dir, "--duration_ms", "200", "--connect_timeout_ms",
-                             "500"});
+  RunResult r = RunPodscope(
+      {"capture", "--service_addr", (*server)->address() + ",127.0.0.1:1",
+       "--logdir", dir, "--duration_ms", "200", "--connect_timeout_ms", "500"});
   EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
   EXPECT_NE(r.out.find("FAILED  127.0.0.1:1"), std::string::npos) << r.out;
   r = RunPodscope({"capture", "--service_addr", "127.0.0.1:1", "--logdir", dir,
@@ -85,8 +85,8 @@ TEST(CaptureCli, SomeAndNoneAnsweredHaveTheirOwnExitCodes) {
 TEST(CaptureCli, UsageErrors) {
   EXPECT_EQ(RunPodscope({"capture", "--logdir", "/tmp/x"}).exit_code, 2);
   EXPECT_EQ(RunPodscope({"capture", "--service_addr", "h:1"}).exit_code, 2);
-  RunResult r = RunPodscope({"capture", "--service_addr", "nohostport",
-                             "--logdir", "/tmp/x"});
+  RunResult r = RunPodscope(
+      {"capture", "--service_addr", "nohostport", "--logdir", "/tmp/x"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("nohostport"), std::string::npos);
   r = RunPodscope({"capture", "--service_addr", "h:1", "--logdir", "/tmp/x",

@@ -322,8 +322,7 @@ TEST(SummarizeRanks, StepsCollectiveWaitAndTheSlowestRank) {
   EXPECT_EQ(b.step_median_ns, 2'600'000);
   EXPECT_EQ(b.collective_wait_ns, 6'000);
   ASSERT_GE(summary->slowest_rank_process, 0);
-  EXPECT_EQ(summary->processes[summary->slowest_rank_process].process_index,
-            1);
+  EXPECT_EQ(summary->processes[summary->slowest_rank_process].process_index, 1);
   EXPECT_TRUE(summary->slowest_rank_by_wait);
   std::filesystem::remove_all(dir);
 }

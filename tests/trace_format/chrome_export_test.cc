@@ -46,15 +46,17 @@ struct JsonTrace {
 
 // "12.345" (microseconds) -> 12345 ns, insisting on exactly 3 decimals.
 int64_t MicrosTextToNs(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+  while (!text.empty() &&
+         std::isspace(static_cast<unsigned char>(text.back()))) {
     text.remove_suffix(1);
   }
   const size_t dot = text.find('.');
   EXPECT_NE(dot, std::string_view::npos) << text;
   EXPECT_EQ(text.size() - dot - 1, 3u) << "3 decimals: " << text;
   const bool negative = text.front() == '-';
-  const std::string digits = std::string(text.substr(negative, dot - negative)) +
-                             std::string(text.substr(dot + 1));
+  const std::string digits =
+      std::string(text.substr(negative, dot - negative)) +
+      std::string(text.substr(dot + 1));
   const int64_t ns = std::stoll(digits);
   return negative ? -ns : ns;
 }
@@ -89,10 +91,14 @@ JsonTrace ParseChromeJson(const std::string& text) {
         for (auto f : object) {
           const std::string k(std::string_view(f.unescaped_key()));
           od::value v = f.value();
-          if (k == "ts") e.ts = std::string(v.raw_json_token());
-          else if (k == "dur") e.dur = std::string(v.raw_json_token());
-          else if (k == "pid") e.pid = v.get_int64();
-          else if (k == "tid") e.tid = v.get_int64();
+          if (k == "ts")
+            e.ts = std::string(v.raw_json_token());
+          else if (k == "dur")
+            e.dur = std::string(v.raw_json_token());
+          else if (k == "pid")
+            e.pid = v.get_int64();
+          else if (k == "tid")
+            e.tid = v.get_int64();
           else if (k == "args") {
             for (auto a : v.get_object()) {
               e.args[std::string(std::string_view(a.unescaped_key()))] =
@@ -100,13 +106,20 @@ JsonTrace ParseChromeJson(const std::string& text) {
             }
           } else {
             const std::string s(std::string_view(v.get_string()));
-            if (k == "ph") e.ph = s;
-            else if (k == "name") e.name = s;
-            else if (k == "s") e.s = s;
-            else if (k == "id") e.id = s;
-            else if (k == "cat") e.cat = s;
-            else if (k == "bp") e.bp = s;
-            else if (k == "sf") e.sf = s;
+            if (k == "ph")
+              e.ph = s;
+            else if (k == "name")
+              e.name = s;
+            else if (k == "s")
+              e.s = s;
+            else if (k == "id")
+              e.id = s;
+            else if (k == "cat")
+              e.cat = s;
+            else if (k == "bp")
+              e.bp = s;
+            else if (k == "sf")
+              e.sf = s;
           }
         }
       }
@@ -117,9 +130,12 @@ JsonTrace ParseChromeJson(const std::string& text) {
         for (auto f : node.value().get_object()) {
           const std::string_view k = f.unescaped_key();
           const std::string v(std::string_view(f.value().get_string()));
-          if (k == "name") frame.name = v;
-          else if (k == "category") frame.category = v;
-          else if (k == "parent") frame.parent = v;
+          if (k == "name")
+            frame.name = v;
+          else if (k == "category")
+            frame.category = v;
+          else if (k == "parent")
+            frame.parent = v;
         }
       }
     }
@@ -149,7 +165,8 @@ std::string ReadGzip(const std::string& path) {
 
 constexpr int64_t kOffsetNs = 1'000'000;  // file A's clock offset
 constexpr int64_t kFarNs = 5'000'000'123'456'789;
-const std::string kOddName = "say \"hi\" \\ path\ttab\nline\x01\x1f end \xC3\xA9";
+const std::string kOddName =
+    "say \"hi\" \\ path\ttab\nline\x01\x1f end \xC3\xA9";
 
 // Two files as two processes: A with a clock offset and every event kind,
 // B without offsets.
@@ -207,7 +224,8 @@ class ChromeExportTest : public ::testing::Test {
     EventRef mark = w->AddInstant(main_, 5'000, w->InternString("mark"),
                                   std::span(args).subspan(0, 1));
     w->AddFlow(mark, 77, FlowPhase::kStep);
-    EventRef kernel = w->AddSlice(device_, 6'000, 500, w->InternString("kernel"));
+    EventRef kernel =
+        w->AddSlice(device_, 6'000, 500, w->InternString("kernel"));
     w->AddFlow(kernel, 77, FlowPhase::kEnd);
     w->AddCounter(counter_, 1'000, 1);
     w->AddCounter(counter_, 2'000, 2.5);
@@ -282,14 +300,16 @@ TEST_F(ChromeExportTest, ProcessesThreadsAndSlicesWithClockAlignment) {
   }
   EXPECT_EQ(process_names[100], "alpha pid 100 (process 0/2)");
   EXPECT_EQ(process_names[200], "beta pid 200");
-  EXPECT_EQ(thread_names[std::make_pair(int64_t{100}, int64_t{main_})], kOddName)
+  EXPECT_EQ(thread_names[std::make_pair(int64_t{100}, int64_t{main_})],
+            kOddName)
       << "escaping round-trips";
   EXPECT_EQ(thread_names[std::make_pair(int64_t{100}, int64_t{device_})],
             "cpu:0 stream 0");
   EXPECT_EQ(thread_names[std::make_pair(int64_t{200}, int64_t{1})], "worker");
 
   // Every slice, shifted by A's clock offset; B has none.
-  std::multiset<std::tuple<int64_t, int64_t, std::string, int64_t, int64_t>> got;
+  std::multiset<std::tuple<int64_t, int64_t, std::string, int64_t, int64_t>>
+      got;
   for (const JsonEvent* e : Select(t, "X")) {
     got.emplace(e->pid, e->tid, e->name, MicrosTextToNs(e->ts),
                 MicrosTextToNs(e->dur));
@@ -308,7 +328,8 @@ TEST_F(ChromeExportTest, ProcessesThreadsAndSlicesWithClockAlignment) {
       << "nanosecond precision at large times";
 
   // Per thread, in time order and properly nested.
-  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>>
+  std::map<std::pair<int64_t, int64_t>,
+           std::vector<std::pair<int64_t, int64_t>>>
       open;
   std::map<std::pair<int64_t, int64_t>, int64_t> last_ts;
   for (const JsonEvent* e : Select(t, "X")) {
@@ -398,8 +419,8 @@ TEST_F(ChromeExportTest, WithoutAlignmentTimesStayLocal) {
   for (const JsonEvent* e : Select(t, "X", 100)) {
     starts.insert(MicrosTextToNs(e->ts));
   }
-  EXPECT_EQ(starts, std::set<int64_t>({1'000, 2'000, 2'500, 6'000, 11'000,
-                                       kFarNs}));
+  EXPECT_EQ(starts,
+            std::set<int64_t>({1'000, 2'000, 2'500, 6'000, 11'000, kFarNs}));
 }
 
 TEST_F(ChromeExportTest, GzipHoldsTheSameDocument) {

@@ -47,7 +47,8 @@ TEST(ClockModel, SingleOffsetShiftsEveryTime) {
 
 TEST(ClockModel, InterpolatesDriftBetweenMeasurements) {
   // The local clock runs 1 ppm slow: 1000 ns more offset per second.
-  ClockModel model(Offsets({{1'000'000'000, 500, 10}, {3'000'000'000, 2'500, 40}}));
+  ClockModel model(
+      Offsets({{1'000'000'000, 500, 10}, {3'000'000'000, 2'500, 40}}));
   EXPECT_EQ(model.ToReference(1'000'000'000), 1'000'000'500);
   EXPECT_EQ(model.ToReference(3'000'000'000), 3'000'002'500);
   EXPECT_EQ(model.ToReference(2'000'000'000), 2'000'001'500);
@@ -58,7 +59,8 @@ TEST(ClockModel, InterpolatesDriftBetweenMeasurements) {
 }
 
 TEST(ClockModel, ExtrapolatesWithTheNearestSlope) {
-  ClockModel model(Offsets({{1'000'000'000, 500, 0}, {3'000'000'000, 2'500, 0}}));
+  ClockModel model(
+      Offsets({{1'000'000'000, 500, 0}, {3'000'000'000, 2'500, 0}}));
   EXPECT_EQ(model.ToReference(5'000'000'000), 5'000'004'500);
   EXPECT_EQ(model.ToReference(0), -500);
   // Three measurements with different slopes: each side uses its own pair.

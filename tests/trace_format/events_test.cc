@@ -51,46 +51,46 @@ TEST(RoundTrip, InstantsCountersAndSamplesSortByTime) {
 void ExpectCountersRoundTrip(const std::vector<double>& values,
                              bool expect_integer_column) {
   for (const bool packed : {true, false}) {
-  SCOPED_TRACE(packed ? "packed chunks" : "protobuf chunks");
-  std::string data;
-  WriterOptions options;
-  options.packed_chunks = packed;
-  auto w = NewWriter(&data, options);
-  proto::Track t;
-  t.set_kind(proto::TRACK_KIND_COUNTER);
-  const uint32_t track = w->AddTrack(t);
-  for (size_t i = 0; i < values.size(); ++i) {
-    w->AddCounter(track, static_cast<int64_t>(i) * 10, values[i]);
-  }
-  ASSERT_TRUE(w->Close().ok());
-  auto r = OpenOrDie(data);
-  TrackEvents e = r->ReadTrack(track);
-  ASSERT_EQ(e.counters.size(), values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    EXPECT_EQ(std::bit_cast<uint64_t>(e.counters[i].value),
-              std::bit_cast<uint64_t>(values[i]))
-        << "value " << i << ": wrote " << values[i] << ", read "
-        << e.counters[i].value;
-  }
-  if (packed) {
-    std::map<uint32_t, uint32_t> flags;
-    ASSERT_TRUE(testing::ReadPackedTrackFlags(data, r->chunks()[0].offset,
-                                              &flags));
-    EXPECT_EQ((flags[track] & testing::kPackedIntegralCounters) != 0,
+    SCOPED_TRACE(packed ? "packed chunks" : "protobuf chunks");
+    std::string data;
+    WriterOptions options;
+    options.packed_chunks = packed;
+    auto w = NewWriter(&data, options);
+    proto::Track t;
+    t.set_kind(proto::TRACK_KIND_COUNTER);
+    const uint32_t track = w->AddTrack(t);
+    for (size_t i = 0; i < values.size(); ++i) {
+      w->AddCounter(track, static_cast<int64_t>(i) * 10, values[i]);
+    }
+    ASSERT_TRUE(w->Close().ok());
+    auto r = OpenOrDie(data);
+    TrackEvents e = r->ReadTrack(track);
+    ASSERT_EQ(e.counters.size(), values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      EXPECT_EQ(std::bit_cast<uint64_t>(e.counters[i].value),
+                std::bit_cast<uint64_t>(values[i]))
+          << "value " << i << ": wrote " << values[i] << ", read "
+          << e.counters[i].value;
+    }
+    if (packed) {
+      std::map<uint32_t, uint32_t> flags;
+      ASSERT_TRUE(
+          testing::ReadPackedTrackFlags(data, r->chunks()[0].offset, &flags));
+      EXPECT_EQ((flags[track] & testing::kPackedIntegralCounters) != 0,
+                expect_integer_column);
+      continue;
+    }
+    proto::Chunk chunk;
+    ASSERT_TRUE(testing::ReadChunkProto(data, r->chunks()[0].offset, &chunk));
+    EXPECT_EQ(chunk.tracks(0).counter_int_delta_size() > 0,
               expect_integer_column);
-    continue;
-  }
-  proto::Chunk chunk;
-  ASSERT_TRUE(testing::ReadChunkProto(data, r->chunks()[0].offset, &chunk));
-  EXPECT_EQ(chunk.tracks(0).counter_int_delta_size() > 0,
-            expect_integer_column);
   }
 }
 
 TEST(RoundTrip, IntegralCountersUseIntegerDeltas) {
-  ExpectCountersRoundTrip({0, 1, 1'000'000, -3, 4'000'000'000'000.0,
-                           8.9e15, -8.9e15, 0},
-                          /*expect_integer_column=*/true);
+  ExpectCountersRoundTrip(
+      {0, 1, 1'000'000, -3, 4'000'000'000'000.0, 8.9e15, -8.9e15, 0},
+      /*expect_integer_column=*/true);
 }
 
 TEST(RoundTrip, NonIntegralCountersKeepEveryBit) {
@@ -120,7 +120,8 @@ TEST(RoundTrip, ArgsOnSlicesAndInstants) {
       {k_double, -0.125},
       {k_string, StringId{v_string}},
       {k_int, std::numeric_limits<int64_t>::max()}};
-  const std::vector<Arg> instant_args = {{k_double, kInf}, {k_int, int64_t{-1}}};
+  const std::vector<Arg> instant_args = {{k_double, kInf},
+                                         {k_int, int64_t{-1}}};
   // The child comes first (end order): its args must follow it when the
   // writer reorders slices.
   w->AddSlice(track, 20, 5, name, slice_args);
@@ -173,19 +174,19 @@ TEST(RoundTrip, FlowsOnSlicesAndInstants) {
   for (const auto& r : OpenBothWays(data)) {
     TrackEvents h = r->ReadTrack(host);
     ASSERT_EQ(h.flows.size(), 3u);
-    EXPECT_EQ(h.flows[0], (FlowLink{EventKind::kSlice, 1, big_id,
-                                    FlowPhase::kBegin}));
+    EXPECT_EQ(h.flows[0],
+              (FlowLink{EventKind::kSlice, 1, big_id, FlowPhase::kBegin}));
     EXPECT_EQ(h.slices[1].start_ns, 110);
-    EXPECT_EQ(h.flows[1], (FlowLink{EventKind::kInstant, 0, big_id,
-                                    FlowPhase::kStep}));
-    EXPECT_EQ(h.flows[2], (FlowLink{EventKind::kInstant, 0, 9,
-                                    FlowPhase::kBegin}));
+    EXPECT_EQ(h.flows[1],
+              (FlowLink{EventKind::kInstant, 0, big_id, FlowPhase::kStep}));
+    EXPECT_EQ(h.flows[2],
+              (FlowLink{EventKind::kInstant, 0, 9, FlowPhase::kBegin}));
     TrackEvents d = r->ReadTrack(device);
     ASSERT_EQ(d.flows.size(), 2u);
-    EXPECT_EQ(d.flows[0], (FlowLink{EventKind::kSlice, 0, big_id,
-                                    FlowPhase::kEnd}));
-    EXPECT_EQ(d.flows[1], (FlowLink{EventKind::kInstant, 0, 9,
-                                    FlowPhase::kEnd}));
+    EXPECT_EQ(d.flows[0],
+              (FlowLink{EventKind::kSlice, 0, big_id, FlowPhase::kEnd}));
+    EXPECT_EQ(d.flows[1],
+              (FlowLink{EventKind::kInstant, 0, 9, FlowPhase::kEnd}));
   }
 }
 

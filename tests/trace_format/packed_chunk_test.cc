@@ -30,9 +30,10 @@ struct Node {
   std::vector<Node> children;
 };
 
-Node Shape(std::mt19937_64& rng, int depth, const std::vector<uint32_t>& names) {
-  Node n{names[rng() % names.size()], static_cast<int64_t>(50 + rng() % 5000),
-         {}};
+Node Shape(std::mt19937_64& rng, int depth,
+           const std::vector<uint32_t>& names) {
+  Node n{
+      names[rng() % names.size()], static_cast<int64_t>(50 + rng() % 5000), {}};
   if (depth < 7) {
     const int kids = static_cast<int>(rng() % (depth == 0 ? 6 : 3));
     for (int i = 0; i < kids; ++i) {
@@ -47,14 +48,16 @@ int64_t Emit(const Node& n, int64_t t, std::mt19937_64& rng, TraceWriter& w,
              uint32_t track, const std::vector<uint32_t>& keys) {
   const int64_t start = t;
   t += static_cast<int64_t>(rng() % (n.self / 4 + 1));
-  for (const Node& c : n.children) t = Emit(c, t, rng, w, track, keys) + static_cast<int64_t>(rng() % 100);
+  for (const Node& c : n.children)
+    t = Emit(c, t, rng, w, track, keys) + static_cast<int64_t>(rng() % 100);
   t += static_cast<int64_t>(rng() % (n.self + 1));
   std::vector<Arg> args;
   if (rng() % 10 == 0) {
     args.push_back({keys[0], static_cast<int64_t>((rng() % 9) << (rng() % 40)) -
                                  (rng() % 3 == 0 ? int64_t{1} << 40 : 0)});
   }
-  if (rng() % 29 == 0) args.push_back({keys[1], 0.25 * static_cast<double>(rng() % 1000)});
+  if (rng() % 29 == 0)
+    args.push_back({keys[1], 0.25 * static_cast<double>(rng() % 1000)});
   if (rng() % 31 == 0) args.push_back({keys[2], StringId{keys[1]}});
   if (rng() % 53 == 0) {
     args.push_back({keys[0], std::numeric_limits<int64_t>::min()});
@@ -78,7 +81,8 @@ std::string RealisticTrace(bool packed, int level, bool background = false) {
   auto w = NewWriter(&data, o);
   std::mt19937_64 rng(7);
   std::vector<uint32_t> names;
-  for (int i = 0; i < 40; ++i) names.push_back(w->InternString("n" + std::to_string(i)));
+  for (int i = 0; i < 40; ++i)
+    names.push_back(w->InternString("n" + std::to_string(i)));
   const std::vector<uint32_t> keys = {w->InternString("bytes"),
                                       w->InternString("ratio"),
                                       w->InternString("kind")};
@@ -150,7 +154,8 @@ TEST(PackedChunk, EscapesAndExtremeTimes) {
     o.packed_chunks = false;
     auto v = NewWriter(&old_data, o);
     ThreadTrack(*v, "deep");
-    for (int d = 299; d >= 0; --d) v->AddSlice(track, d, 1000 - d, name + d % 2);
+    for (int d = 299; d >= 0; --d)
+      v->AddSlice(track, d, 1000 - d, name + d % 2);
     int64_t u = 2000;
     for (int b = 0; b < 62; ++b) {
       u += int64_t{1} << b;
@@ -338,9 +343,15 @@ TEST(PackedChunk, DamagedPayloadsFailCleanly) {
     for (int i = 0; i < edits; ++i) {
       const size_t at = 1 + rng() % (damaged.size() - 1);
       switch (rng() % 3) {
-        case 0: damaged[at] = static_cast<char>(rng()); break;
-        case 1: damaged[at] ^= static_cast<char>(1 << (rng() % 8)); break;
-        default: damaged.resize(at); break;
+        case 0:
+          damaged[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          damaged[at] ^= static_cast<char>(1 << (rng() % 8));
+          break;
+        default:
+          damaged.resize(at);
+          break;
       }
     }
     absl::Status s = DecodeChunkBytes(damaged, &out);

@@ -60,7 +60,8 @@ void GenerateForest(Random& rng, int64_t lo, int64_t hi, int depth,
       end = rng.Chance(0.1) ? start
                             : start + rng.Uniform(0, (hi - start) * 2 / 3);
     }
-    if (depth < 4 && end > start) GenerateForest(rng, start, end, depth + 1, out);
+    if (depth < 4 && end > start)
+      GenerateForest(rng, start, end, depth + 1, out);
     out->push_back({start, end - start});
     cursor = end + 1;
   }
@@ -84,14 +85,18 @@ std::vector<Arg> RandomArgs(Random& rng, TraceWriter& w) {
   std::vector<Arg> args;
   const int n = static_cast<int>(rng.Uniform(1, 3));
   for (int i = 0; i < n; ++i) {
-    const uint32_t key = w.InternString("k" + std::to_string(rng.Uniform(0, 3)));
+    const uint32_t key =
+        w.InternString("k" + std::to_string(rng.Uniform(0, 3)));
     switch (rng.Uniform(0, 2)) {
-      case 0: args.push_back({key, rng.Uniform(-1'000'000, 1'000'000)}); break;
-      case 1: args.push_back({key, rng.Uniform(-1000, 1000) / 7.0}); break;
+      case 0:
+        args.push_back({key, rng.Uniform(-1'000'000, 1'000'000)});
+        break;
+      case 1:
+        args.push_back({key, rng.Uniform(-1000, 1000) / 7.0});
+        break;
       default:
-        args.push_back(
-            {key, StringId{w.InternString("v" +
-                                          std::to_string(rng.Uniform(0, 9)))}});
+        args.push_back({key, StringId{w.InternString(
+                                 "v" + std::to_string(rng.Uniform(0, 9)))}});
     }
   }
   return args;

@@ -43,8 +43,8 @@ class RecoveryTest : public ::testing::Test {
       auto decoded = reader->DecodeChunk(i);
       ASSERT_TRUE(decoded.ok()) << decoded.status();
       chunk_events_.push_back(testing::Flatten(*decoded));
-      chunks_.push_back({reader->chunks()[i].offset,
-                         reader->chunks()[i].length, RecordType::kChunk});
+      chunks_.push_back({reader->chunks()[i].offset, reader->chunks()[i].length,
+                         RecordType::kChunk});
     }
     // The sample is meant to exercise several chunks and every record kind.
     ASSERT_GE(chunks_.size(), 5u);
@@ -57,8 +57,7 @@ class RecoveryTest : public ::testing::Test {
     std::vector<FlatEvent> out;
     for (size_t i = 0; i < chunks_.size(); ++i) {
       if (keep(chunks_[i])) {
-        out.insert(out.end(), chunk_events_[i].begin(),
-                   chunk_events_[i].end());
+        out.insert(out.end(), chunk_events_[i].begin(), chunk_events_[i].end());
       }
     }
     return testing::Sorted(std::move(out));
@@ -99,8 +98,9 @@ TEST_F(RecoveryTest, TruncatedAtEveryByte) {
     EXPECT_FALSE(report.has_index) << "a cut file has lost its trailer";
     EXPECT_FALSE(report.intact());
     EXPECT_EQ(report.file_bytes, cut);
-    EXPECT_EQ(testing::ReadAllFlat(**reader),
-              EventsOfChunks([&](const RecordSpan& c) { return c.end() <= cut; }));
+    EXPECT_EQ(
+        testing::ReadAllFlat(**reader),
+        EventsOfChunks([&](const RecordSpan& c) { return c.end() <= cut; }));
 
     const RecordSpan* torn = RecordAt(cut);
     const bool at_boundary = torn == nullptr || torn->offset == cut;
@@ -145,8 +145,7 @@ TEST_F(RecoveryTest, SingleBitFlipsAreCaughtAndContained) {
           << static_cast<int>(hit->type);
       const RecoveryReport report = (*reader)->report();
       EXPECT_TRUE(Covers(report, offset))
-          << "the damaged record is reported (verify_all " << verify_all
-          << ")";
+          << "the damaged record is reported (verify_all " << verify_all << ")";
       EXPECT_FALSE(report.intact());
     }
     if (HasFailure()) return;
@@ -154,8 +153,7 @@ TEST_F(RecoveryTest, SingleBitFlipsAreCaughtAndContained) {
 }
 
 TEST_F(RecoveryTest, UnclosedFileReadsCompletely) {
-  const std::string unclosed =
-      testing::WriteSampleTrace({.close = false});
+  const std::string unclosed = testing::WriteSampleTrace({.close = false});
   ASSERT_LT(unclosed.size(), file_.size());
   EXPECT_EQ(unclosed, file_.substr(0, unclosed.size()))
       << "closing only appends the index and the trailer";
@@ -179,10 +177,9 @@ TEST_F(RecoveryTest, UnclosedFileReadsCompletely) {
 }
 
 TEST_F(RecoveryTest, DamagedIndexFallsBackToScanning) {
-  const auto index = std::find_if(records_.begin(), records_.end(),
-                                  [](const RecordSpan& r) {
-                                    return r.type == RecordType::kIndex;
-                                  });
+  const auto index = std::find_if(
+      records_.begin(), records_.end(),
+      [](const RecordSpan& r) { return r.type == RecordType::kIndex; });
   ASSERT_NE(index, records_.end());
   std::string damaged = file_;
   damaged[index->offset + kRecordHeaderSize + 3] ^= 0x40;
@@ -208,8 +205,8 @@ TEST_F(RecoveryTest, ResynchronisesAfterOverwrittenBytes) {
   for (bool verify_all : {false, true}) {
     SCOPED_TRACE(verify_all ? "verify_all" : "through the index");
     auto reader = testing::OpenOrDie(damaged, {.verify_all = verify_all});
-    const std::vector<FlatEvent> expected = EventsOfChunks(
-        [&](const RecordSpan& c) {
+    const std::vector<FlatEvent> expected =
+        EventsOfChunks([&](const RecordSpan& c) {
           return c.offset != victim.offset && c.offset != next->offset;
         });
     EXPECT_EQ(testing::ReadAllFlat(*reader), expected);
@@ -281,7 +278,8 @@ TEST_F(RecoveryTest, DescribeSaysWhatHappenedInOneWording) {
 }
 
 TEST_F(RecoveryTest, GarbageAfterTheHeaderOnly) {
-  std::string damaged = file_.substr(0, kFileHeaderSize) + std::string(100, 'z');
+  std::string damaged =
+      file_.substr(0, kFileHeaderSize) + std::string(100, 'z');
   auto reader = testing::OpenOrDie(damaged);
   EXPECT_TRUE(reader->ReadAllTracks().empty());
   const RecoveryReport report = reader->report();

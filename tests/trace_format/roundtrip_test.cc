@@ -1,8 +1,8 @@
 // Round trips of every record kind through the writer and the reader
 // (slices, metadata, strings, tracks, stacks, clocks, drop counts), and the
 // index a closed file carries. events_test.cc covers the other events.
-#include <gtest/gtest.h>
 #include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
 
 #include <limits>
 #include <map>
@@ -151,7 +151,8 @@ TEST(RoundTrip, LaterMetadataReplacesEarlier) {
   ASSERT_TRUE(testing::ReadIndex(data, &index));
   int metadata_records = 0;
   for (const auto& rec : index.records()) {
-    metadata_records += rec.type() == static_cast<uint32_t>(RecordType::kMetadata);
+    metadata_records +=
+        rec.type() == static_cast<uint32_t>(RecordType::kMetadata);
   }
   EXPECT_EQ(metadata_records, 2);
 }
@@ -183,8 +184,9 @@ TEST(RoundTrip, FileWithoutMetadataHasUnknownProcessIndex) {
 TEST(RoundTrip, Strings) {
   std::string data;
   auto w = NewWriter(&data);
-  const std::string unicode = "g\xC3\xA9n\xC3\xA9rer \xE6\x97\xA5\xE6\x9C\xAC "
-                              "\xF0\x9F\x9A\x80";
+  const std::string unicode =
+      "g\xC3\xA9n\xC3\xA9rer \xE6\x97\xA5\xE6\x9C\xAC "
+      "\xF0\x9F\x9A\x80";
   const std::string long_string(200'000, 'x');
   const std::string with_nul("a\0b", 3);
   EXPECT_EQ(w->InternString(""), 0u);
@@ -326,10 +328,9 @@ TEST(RoundTrip, FramesAndStacks) {
     }
     const proto::Stack* s = r->FindStack(deep);
     ASSERT_NE(s, nullptr);
-    EXPECT_EQ(std::vector<uint32_t>(s->frame_ids().begin(),
-                                    s->frame_ids().end()),
-              std::vector<uint32_t>(std::begin(leaf_first),
-                                    std::end(leaf_first)));
+    EXPECT_EQ(
+        std::vector<uint32_t>(s->frame_ids().begin(), s->frame_ids().end()),
+        std::vector<uint32_t>(std::begin(leaf_first), std::end(leaf_first)));
     ASSERT_NE(r->FindStack(shallow), nullptr);
     EXPECT_EQ(r->FindStack(shallow)->frame_ids_size(), 1);
     EXPECT_EQ(r->FindStack(12345), nullptr);

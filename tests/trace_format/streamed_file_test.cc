@@ -58,7 +58,8 @@ TEST(StreamedFile, PiecesOfAnyLengthMakeTheSameTraceWithTheAddedRecord) {
     size_t pos = 0;
     while (pos < original.size()) {
       const size_t n = std::min<size_t>(original.size() - pos, 1 + rng() % 300);
-      ASSERT_TRUE((*file)->Append(std::string_view(original).substr(pos, n)).ok());
+      ASSERT_TRUE(
+          (*file)->Append(std::string_view(original).substr(pos, n)).ok());
       pos += n;
     }
     EXPECT_TRUE((*file)->complete());
@@ -102,9 +103,14 @@ TEST(StreamedFile, TheReceiverBuildsTheIndexOfAStreamThatHasNone) {
     const std::string path = TempPath("built-index.podtrace");
     auto file = StreamedFile::Create(path);
     ASSERT_TRUE(file.ok());
-    ASSERT_TRUE((*file)->Append(std::string_view(original).substr(0, index_offset)).ok());
+    ASSERT_TRUE((*file)
+                    ->Append(std::string_view(original).substr(0, index_offset))
+                    .ok());
     if (torn > 0) {
-      ASSERT_TRUE((*file)->Append(std::string_view(original).substr(index_offset, torn)).ok());
+      ASSERT_TRUE(
+          (*file)
+              ->Append(std::string_view(original).substr(index_offset, torn))
+              .ok());
     }
     EXPECT_FALSE((*file)->complete());
     ASSERT_TRUE((*file)->AddRecord(RecordType::kClock, Offsets()).ok());
@@ -115,7 +121,8 @@ TEST(StreamedFile, TheReceiverBuildsTheIndexOfAStreamThatHasNone) {
     ASSERT_NE(built, nullptr);
     EXPECT_TRUE(built->report().intact()) << built->report().index_problem;
     EXPECT_TRUE(built->report().index_used);
-    EXPECT_EQ(built->clock().offsets_size(), reference->clock().offsets_size() + 2);
+    EXPECT_EQ(built->clock().offsets_size(),
+              reference->clock().offsets_size() + 2);
     EXPECT_EQ(built->known_event_count(), reference->known_event_count());
     EXPECT_EQ(ReadAllFlat(*built), ReadAllFlat(*reference));
     // Chunk by chunk, the same entries as the writer's index.
@@ -147,7 +154,8 @@ TEST(StreamedFile, AStreamCutAnywhereLeavesAReadableFile) {
     const std::string path = TempPath("cut.podtrace");
     auto file = StreamedFile::Create(path);
     ASSERT_TRUE(file.ok());
-    ASSERT_TRUE((*file)->Append(std::string_view(original).substr(0, cut)).ok());
+    ASSERT_TRUE(
+        (*file)->Append(std::string_view(original).substr(0, cut)).ok());
     // Complete once the index has arrived (the trailer is rebuilt).
     const bool complete = (*file)->complete();
     ASSERT_TRUE((*file)->AddRecord(RecordType::kClock, Offsets()).ok());

@@ -15,10 +15,14 @@ namespace {
 
 const char* KindName(FlatKind kind) {
   switch (kind) {
-    case FlatKind::kSlice: return "slice";
-    case FlatKind::kInstant: return "instant";
-    case FlatKind::kCounter: return "counter";
-    case FlatKind::kSample: return "sample";
+    case FlatKind::kSlice:
+      return "slice";
+    case FlatKind::kInstant:
+      return "instant";
+    case FlatKind::kCounter:
+      return "counter";
+    case FlatKind::kSample:
+      return "sample";
   }
   return "?";
 }
@@ -211,8 +215,8 @@ std::vector<FlatEvent> EventLog::Overlapping(uint32_t track, int64_t t0,
 
 std::unique_ptr<TraceReader> OpenOrDie(std::string data,
                                        const ReaderOptions& options) {
-  auto reader = TraceReader::OpenBuffer(std::move(data), "test.podtrace",
-                                        options);
+  auto reader =
+      TraceReader::OpenBuffer(std::move(data), "test.podtrace", options);
   EXPECT_TRUE(reader.ok()) << reader.status();
   return reader.ok() ? *std::move(reader) : nullptr;
 }
@@ -270,8 +274,8 @@ bool ReadPackedTrackFlags(const std::string& file, uint64_t offset,
     return false;
   }
   const uint8_t* p = reinterpret_cast<const uint8_t*>(payload->data()) + 2;
-  const uint8_t* end = reinterpret_cast<const uint8_t*>(payload->data()) +
-                       payload->size();
+  const uint8_t* end =
+      reinterpret_cast<const uint8_t*>(payload->data()) + payload->size();
   auto varint = [&](uint64_t* v) {
     *v = 0;
     for (int shift = 0; p < end && shift < 64; shift += 7) {

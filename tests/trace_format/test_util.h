@@ -27,9 +27,9 @@ struct FlatEvent {
   uint32_t track = 0;
   FlatKind kind = FlatKind::kSlice;
   int64_t ts = 0;
-  int64_t duration = 0;     // slices
-  uint32_t id = 0;          // name (slices, instants) or stack (samples)
-  uint64_t value_bits = 0;  // counters: bits, so NaN and -0.0 compare
+  int64_t duration = 0;           // slices
+  uint32_t id = 0;                // name (slices, instants) or stack (samples)
+  uint64_t value_bits = 0;        // counters: bits, so NaN and -0.0 compare
   std::vector<std::string> args;  // "key=type:value"
   std::vector<std::pair<uint64_t, int>> flows;  // (id, phase), sorted
   auto operator<=>(const FlatEvent&) const = default;
@@ -56,8 +56,8 @@ std::vector<uint32_t> BruteForceDepths(const std::vector<Slice>& slices);
 // The written events in memory, for brute-force comparisons.
 class EventLog {
  public:
-  void AddSlice(uint32_t track, int64_t start, int64_t duration,
-                uint32_t name, std::vector<Arg> args = {});
+  void AddSlice(uint32_t track, int64_t start, int64_t duration, uint32_t name,
+                std::vector<Arg> args = {});
   void AddInstant(uint32_t track, int64_t ts, uint32_t name,
                   std::vector<Arg> args = {});
   void AddCounter(uint32_t track, int64_t ts, double value);

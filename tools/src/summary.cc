@@ -65,9 +65,8 @@ bool ContainsStep(std::string_view name) {
   static constexpr std::string_view kStep = "step";
   for (size_t i = 0; i + kStep.size() <= name.size(); ++i) {
     size_t k = 0;
-    while (k < kStep.size() &&
-           absl::ascii_tolower(static_cast<unsigned char>(name[i + k])) ==
-               kStep[k]) {
+    while (k < kStep.size() && absl::ascii_tolower(static_cast<unsigned char>(
+                                   name[i + k])) == kStep[k]) {
       ++k;
     }
     if (k == kStep.size()) return true;

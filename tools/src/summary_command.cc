@@ -239,13 +239,12 @@ void AppendRanks(const TraceSummary& s, std::string* b) {
        "in collectives", "waiting"}};
   for (const ProcessSummary* p : ranks) {
     const RankActivity& a = p->activity;
-    rows.push_back(
-        {absl::StrCat(p->process_index), Shorten(p->host, 24),
-         FormatCount(a.steps),
-         a.steps ? FormatDuration(a.step_median_ns) : "-",
-         a.steps ? FormatDuration(a.step_max_ns) : "-",
-         FormatCount(a.collectives), FormatDuration(a.collective_ns),
-         FormatDuration(a.collective_wait_ns)});
+    rows.push_back({absl::StrCat(p->process_index), Shorten(p->host, 24),
+                    FormatCount(a.steps),
+                    a.steps ? FormatDuration(a.step_median_ns) : "-",
+                    a.steps ? FormatDuration(a.step_max_ns) : "-",
+                    FormatCount(a.collectives), FormatDuration(a.collective_ns),
+                    FormatDuration(a.collective_wait_ns)});
   }
   PrintTable(rows, "llrrrrrr", "  ", b);
   if (s.slowest_rank_process >= 0) {
@@ -254,8 +253,8 @@ void AppendRanks(const TraceSummary& s, std::string* b) {
     for (const ProcessSummary* p : ranks) {
       if (p != &slow) others_wait += p->activity.collective_wait_ns;
     }
-    absl::StrAppend(b, "  slowest rank: ", slow.process_index, " (",
-                    slow.host, ")");
+    absl::StrAppend(b, "  slowest rank: ", slow.process_index, " (", slow.host,
+                    ")");
     if (s.slowest_rank_by_wait) {
       absl::StrAppend(b, ": the other ranks waited ",
                       FormatDuration(others_wait),
@@ -412,10 +411,9 @@ void PrintJson(const std::string& path, const TraceSummary& s,
   }
   j.EndArray();
   if (s.slowest_rank_process >= 0) {
-    j.Field("slowest_rank",
-            s.processes[s.slowest_rank_process].process_index);
-    j.Field("slowest_rank_by", s.slowest_rank_by_wait ? "collective_wait"
-                                                      : "median_step");
+    j.Field("slowest_rank", s.processes[s.slowest_rank_process].process_index);
+    j.Field("slowest_rank_by",
+            s.slowest_rank_by_wait ? "collective_wait" : "median_step");
   }
 
   j.Field("distinct_names", s.distinct_names);

@@ -73,8 +73,9 @@ class JsonOut {
       ok = std::fwrite(buffer_.data(), 1, buffer_.size(), file_) ==
            buffer_.size();
     } else if (gz_ != nullptr) {
-      ok = gzwrite(gz_, buffer_.data(), static_cast<unsigned>(buffer_.size())) ==
-           static_cast<int>(buffer_.size());
+      ok =
+          gzwrite(gz_, buffer_.data(), static_cast<unsigned>(buffer_.size())) ==
+          static_cast<int>(buffer_.size());
     }
     buffer_.clear();
     return ok ? absl::OkStatus() : WriteError();
@@ -162,11 +163,12 @@ class Exporter {
     const proto::Metadata& m = r.metadata();
     Begin('M', 0);
     b.append(",\"name\":\"process_name\",\"args\":{\"name\":");
-    std::string label = absl::StrCat(m.host().empty() ? "unknown host" : m.host(),
-                                     " pid ", m.pid());
+    std::string label = absl::StrCat(
+        m.host().empty() ? "unknown host" : m.host(), " pid ", m.pid());
     if (m.process_index() >= 0) {
       absl::StrAppend(&label, " (process ", m.process_index());
-      if (m.process_count() > 0) absl::StrAppend(&label, "/", m.process_count());
+      if (m.process_count() > 0)
+        absl::StrAppend(&label, "/", m.process_count());
       label.push_back(')');
     }
     AppendJsonString(label, &b);
@@ -207,10 +209,11 @@ class Exporter {
     b.append(",\"ts\":");
     AppendMicros(ts, &b);
     // Flow ids are per process in the file; keep them apart across files.
-    absl::StrAppendFormat(&b,
-                          ",\"id\":\"%d:%d\",\"name\":\"flow\",\"cat\":\"flow\","
-                          "\"bp\":\"e\"}",
-                          pid_, f.flow_id);
+    absl::StrAppendFormat(
+        &b,
+        ",\"id\":\"%d:%d\",\"name\":\"flow\",\"cat\":\"flow\","
+        "\"bp\":\"e\"}",
+        pid_, f.flow_id);
   }
 
   // A sample's stack as a node of the stackFrames tree; returns its key.

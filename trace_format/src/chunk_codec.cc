@@ -201,8 +201,9 @@ void SortTrackEvents(TrackEvents* events) {
     }
     Trim(order);
   }
-  SortColumn(EventKind::kInstant, &events->instants, events,
-             [](const Instant& a, const Instant& b) { return a.ts_ns < b.ts_ns; });
+  SortColumn(
+      EventKind::kInstant, &events->instants, events,
+      [](const Instant& a, const Instant& b) { return a.ts_ns < b.ts_ns; });
   std::stable_sort(events->counters.begin(), events->counters.end(),
                    [](const CounterSample& a, const CounterSample& b) {
                      return a.ts_ns < b.ts_ns;
@@ -212,14 +213,12 @@ void SortTrackEvents(TrackEvents* events) {
                      return a.ts_ns < b.ts_ns;
                    });
   auto key = [](const auto& x) { return std::make_pair(x.kind, x.index); };
-  std::stable_sort(events->args.begin(), events->args.end(),
-                   [&](const EventArgs& a, const EventArgs& b) {
-                     return key(a) < key(b);
-                   });
-  std::stable_sort(events->flows.begin(), events->flows.end(),
-                   [&](const FlowLink& a, const FlowLink& b) {
-                     return key(a) < key(b);
-                   });
+  std::stable_sort(
+      events->args.begin(), events->args.end(),
+      [&](const EventArgs& a, const EventArgs& b) { return key(a) < key(b); });
+  std::stable_sort(
+      events->flows.begin(), events->flows.end(),
+      [&](const FlowLink& a, const FlowLink& b) { return key(a) < key(b); });
 }
 
 void EncodeTrackEvents(const TrackEvents& events, proto::TrackEvents* out) {

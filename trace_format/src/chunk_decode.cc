@@ -55,8 +55,8 @@ class VarintCursor {
     for (; i + 8 <= bytes.size(); i += 8) {
       uint64_t w;
       std::memcpy(&w, p_ + i, 8);
-      size_ += static_cast<size_t>(
-          __builtin_popcountll(~w & 0x8080808080808080ull));
+      size_ +=
+          static_cast<size_t>(__builtin_popcountll(~w & 0x8080808080808080ull));
     }
     for (; i < bytes.size(); ++i) size_ += (p_[i] & 0x80) == 0;
     return true;
@@ -197,7 +197,8 @@ absl::Status DecodeColumns(uint32_t track_id, Cols& c, TrackEvents* events) {
     time = AddDelta(time, static_cast<uint64_t>(c.counter_ts_delta.Next()));
     s.ts_ns = time;
     if (integral) {
-      value = AddDelta(value, static_cast<uint64_t>(c.counter_int_delta.Next()));
+      value =
+          AddDelta(value, static_cast<uint64_t>(c.counter_int_delta.Next()));
       s.value = static_cast<double>(value);
     } else {
       s.value = c.counter_value.Next();
@@ -236,12 +237,18 @@ absl::Status DecodeColumns(uint32_t track_id, Cols& c, TrackEvents* events) {
       Arg& arg = a.args.emplace_back();
       arg.key = p.key();
       switch (p.value_case()) {
-        case proto::Arg::kIntValue: arg.value = p.int_value(); break;
-        case proto::Arg::kDoubleValue: arg.value = p.double_value(); break;
+        case proto::Arg::kIntValue:
+          arg.value = p.int_value();
+          break;
+        case proto::Arg::kDoubleValue:
+          arg.value = p.double_value();
+          break;
         case proto::Arg::kStringValue:
           arg.value = StringId{p.string_value()};
           break;
-        case proto::Arg::VALUE_NOT_SET: arg.value = int64_t{0}; break;
+        case proto::Arg::VALUE_NOT_SET:
+          arg.value = int64_t{0};
+          break;
       }
     }
   });
@@ -399,21 +406,50 @@ struct WireColumns {
       }
       bool ok = true;
       switch (field) {
-        case 2: ok = slice_name.Set(span); break;
-        case 3: ok = slice_boundary_delta.Set(span); break;
-        case 4: ok = slice_pops.Set(span); break;
-        case 5: ok = slice_start_delta.Set(span); break;
-        case 6: ok = slice_duration.Set(span); break;
-        case 7: ok = instant_ts_delta.Set(span); break;
-        case 8: ok = instant_name.Set(span); break;
-        case 9: ok = counter_ts_delta.Set(span); break;
-        case 10: ok = counter_value.Set(span); break;
-        case 11: ok = counter_int_delta.Set(span); break;
-        case 12: ok = sample_ts_delta.Set(span); break;
-        case 13: ok = sample_stack.Set(span); break;
-        case 14: args.push_back(span); break;
-        case 15: flows.push_back(span); break;
-        default: break;  // unknown: skipped
+        case 2:
+          ok = slice_name.Set(span);
+          break;
+        case 3:
+          ok = slice_boundary_delta.Set(span);
+          break;
+        case 4:
+          ok = slice_pops.Set(span);
+          break;
+        case 5:
+          ok = slice_start_delta.Set(span);
+          break;
+        case 6:
+          ok = slice_duration.Set(span);
+          break;
+        case 7:
+          ok = instant_ts_delta.Set(span);
+          break;
+        case 8:
+          ok = instant_name.Set(span);
+          break;
+        case 9:
+          ok = counter_ts_delta.Set(span);
+          break;
+        case 10:
+          ok = counter_value.Set(span);
+          break;
+        case 11:
+          ok = counter_int_delta.Set(span);
+          break;
+        case 12:
+          ok = sample_ts_delta.Set(span);
+          break;
+        case 13:
+          ok = sample_stack.Set(span);
+          break;
+        case 14:
+          args.push_back(span);
+          break;
+        case 15:
+          flows.push_back(span);
+          break;
+        default:
+          break;  // unknown: skipped
       }
       if (!ok) return false;
     }

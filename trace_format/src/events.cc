@@ -1,7 +1,7 @@
+#include "podscope/trace_format/events.h"
+
 #include <algorithm>
 #include <limits>
-
-#include "podscope/trace_format/events.h"
 
 namespace podscope::trace_format {
 

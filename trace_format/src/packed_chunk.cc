@@ -77,12 +77,13 @@ uint32_t TableBits(size_t slices) {
 // hashes its parent's path with its name; its context hashes the parent's
 // path with the name of the sibling closed just before it (kNoName for a
 // first child). The context predicts the name; the context and name
-// predict the size of the open delta, the path that of the close delta. A loop that runs the same call trees again
-// and again repeats contexts, names and timings.
+// predict the size of the open delta, the path that of the close delta. A loop
+// that runs the same call trees again and again repeats contexts, names and
+// timings.
 constexpr uint64_t kRootPath = 0;
 uint64_t Mix(uint64_t a, uint32_t b) {
-  uint64_t x = (a ^ (uint64_t{b} + 0x632BE59BD9B4E019ull)) *
-               0x9E3779B97F4A7C15ull;
+  uint64_t x =
+      (a ^ (uint64_t{b} + 0x632BE59BD9B4E019ull)) * 0x9E3779B97F4A7C15ull;
   return x ^ (x >> 32);
 }
 // A table slot. Layout 1 mixed the hash once more; Mix's high bits are
@@ -311,8 +312,8 @@ class Encoder {
     int64_t previous = 0;
     // The bucket symbol of `delta`; its low bits go to the bit section.
     constexpr DeltaCoding kCoding{kExactBits};
-    auto code = [&](uint64_t delta, uint16_t* slot,
-                    uint32_t* last) __attribute__((always_inline)) {
+    auto code = [&](uint64_t delta, uint16_t * slot, uint32_t * last)
+        __attribute__((always_inline)) {
       const uint32_t length = BitLength(delta);
       const uint32_t b = delta < kCoding.exact() ? static_cast<uint32_t>(delta)
                                                  : length + kCoding.shift();
@@ -407,13 +408,13 @@ class Encoder {
         varint(np, s.name);
         predicted = s.name;
       }
-      const uint32_t open_code =
-          code(static_cast<uint64_t>(s.start_ns - previous),
-               &open_table[Slot<kExactBits>(Mix(context, s.name), tb)], &last_open);
+      const uint32_t open_code = code(
+          static_cast<uint64_t>(s.start_ns - previous),
+          &open_table[Slot<kExactBits>(Mix(context, s.name), tb)], &last_open);
       if (open_code >= kOpenField) misc.PutVarint(open_code - kOpenField);
-      *bp++ = static_cast<uint8_t>((std::min(open_code, kOpenField) << 3) |
-                                   (std::min(pops_code, kPopsField) << 1) |
-                                   miss);
+      *bp++ =
+          static_cast<uint8_t>((std::min(open_code, kOpenField) << 3) |
+                               (std::min(pops_code, kPopsField) << 1) | miss);
       previous = s.start_ns;
       last_path = Mix(~parent, s.name);
       if (depth == open_.size()) {
@@ -428,7 +429,8 @@ class Encoder {
     while (depth > 0) {
       const int64_t o_end = stack[depth - 1].end;
       close(code(static_cast<uint64_t>(o_end - previous),
-                 &close_table[Slot<kExactBits>(stack[depth - 1].path, tb)], &last_close));
+                 &close_table[Slot<kExactBits>(stack[depth - 1].path, tb)],
+                 &last_close));
       previous = o_end;
       --depth;
     }
@@ -508,8 +510,8 @@ class Encoder {
                              << 8;
         previous_key = arg.key;
         if (const auto* i = std::get_if<int64_t>(&arg.value)) {
-          const uint32_t tz = *i == 0 ? 0 : std::countr_zero(
-                                                 static_cast<uint64_t>(*i));
+          const uint32_t tz =
+              *i == 0 ? 0 : std::countr_zero(static_cast<uint64_t>(*i));
           values.PutVarint(key | (tz << 2));
           values.PutVarint(ZigZag(*i >> tz));
         } else if (const auto* d = std::get_if<double>(&arg.value)) {
@@ -768,8 +770,8 @@ class Decoder {
         if (type == 0) {
           uint64_t v;
           ok = av.Varint(&v);
-          arg.value = static_cast<int64_t>(
-              static_cast<uint64_t>(UnZigZag(v)) << tz);
+          arg.value =
+              static_cast<int64_t>(static_cast<uint64_t>(UnZigZag(v)) << tz);
         } else if (type == 1) {
           double d = 0;
           ok = av.Double(&d);
@@ -795,7 +797,8 @@ class Decoder {
       }
       const uint64_t index =
           (kind == previous_kind ? previous_index : 0) + delta;
-      if (!valid(kind, index)) return Malformed("a flow refers to a missing event");
+      if (!valid(kind, index))
+        return Malformed("a flow refers to a missing event");
       if (phase > 2) return Malformed("unknown flow phase");
       previous_kind = kind;
       previous_index = index;
@@ -854,8 +857,8 @@ class Decoder {
     size_t depth = 0;
     int64_t time = 0;
     bool bad = false;
-    auto delta = [&](uint32_t symbol, uint16_t* slot,
-                     uint32_t* last) __attribute__((always_inline)) {
+    auto delta = [&](uint32_t symbol, uint16_t * slot, uint32_t * last)
+        __attribute__((always_inline)) {
       const uint32_t predicted = PredictBucket(*slot, *last);
       const int64_t b = static_cast<int64_t>(predicted) + UnZigZag(symbol);
       if (b < 0 || b > kCoding.max_bucket()) {
@@ -871,7 +874,7 @@ class Decoder {
     // Close symbols are nibbles, two to a byte; 15 continues in misc.
     bool half = false;
     uint8_t close_byte = 0;
-    auto close_one = [&]() __attribute__((always_inline)) -> bool {
+    auto close_one = [&]() __attribute__((always_inline))->bool {
       uint32_t symbol;
       if (half) {
         symbol = close_byte >> 4;
@@ -887,8 +890,10 @@ class Decoder {
       }
       --depth;
       Slice& s = slices[stack[depth].index];
-      time = AddDelta(time, delta(symbol, &close_table[Slot<kExactBits>(stack[depth].path, tb)],
-                                  &last_close));
+      time = AddDelta(
+          time,
+          delta(symbol, &close_table[Slot<kExactBits>(stack[depth].path, tb)],
+                &last_close));
       s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
                                            static_cast<uint64_t>(s.start_ns));
       return true;
@@ -928,9 +933,10 @@ class Decoder {
       if (!field(b >> 3, kOpenField, &open_code)) {
         return Malformed("slice opens");
       }
-      time = AddDelta(time, delta(open_code,
-                                  &open_table[Slot<kExactBits>(Mix(context, s.name), tb)],
-                                  &last_open));
+      time = AddDelta(
+          time, delta(open_code,
+                      &open_table[Slot<kExactBits>(Mix(context, s.name), tb)],
+                      &last_open));
       s.start_ns = time;
       s.depth = static_cast<uint32_t>(depth);
       last_path = Mix(~parent, s.name);

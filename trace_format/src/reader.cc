@@ -29,8 +29,7 @@ absl::Status ParsePayload(const RecordView& record, Message* message) {
   if (!message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::DataLossError(absl::StrFormat(
         "%s record at offset %d: payload is not a valid %s message",
-        RecordTypeName(record.type), record.offset,
-        message->GetTypeName()));
+        RecordTypeName(record.type), record.offset, message->GetTypeName()));
   }
   return absl::OkStatus();
 }
@@ -42,8 +41,8 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    std::string msg = absl::StrCat("cannot open ", path, ": ",
-                                   std::strerror(err));
+    std::string msg =
+        absl::StrCat("cannot open ", path, ": ", std::strerror(err));
     return err == ENOENT ? absl::NotFoundError(msg)
                          : absl::PermissionDeniedError(msg);
   }
@@ -124,8 +123,8 @@ bool TraceReader::LoadFromIndex(std::string* problem) {
   // of this file means the index cannot be trusted at all.
   for (int i = 0; s.ok() && i < index.chunks_size(); ++i) {
     const proto::ChunkEntry& entry = index.chunks(i);
-    if (entry.offset() < kFileHeaderSize || entry.length() < kRecordHeaderSize ||
-        entry.offset() > index_offset ||
+    if (entry.offset() < kFileHeaderSize ||
+        entry.length() < kRecordHeaderSize || entry.offset() > index_offset ||
         entry.length() > index_offset - entry.offset()) {
       s = absl::DataLossError(absl::StrCat(
           "index entry of chunk ", i, " (offset ", entry.offset(), ", ",
@@ -341,10 +340,9 @@ void TraceReader::AddSkipped(SkippedRange range) const {
   range.bytes = std::min<uint64_t>(range.bytes, data_.size() - range.offset);
   std::lock_guard<std::mutex> lock(mutex_);
   auto& skipped = report_.skipped;
-  auto pos = std::lower_bound(skipped.begin(), skipped.end(), range.offset,
-                              [](const SkippedRange& r, uint64_t offset) {
-                                return r.offset < offset;
-                              });
+  auto pos = std::lower_bound(
+      skipped.begin(), skipped.end(), range.offset,
+      [](const SkippedRange& r, uint64_t offset) { return r.offset < offset; });
   skipped.insert(pos, std::move(range));
 }
 
@@ -549,8 +547,7 @@ absl::StatusOr<OpenedTraces> OpenTraces(const std::string& path,
     for (auto it = fs::recursive_directory_iterator(
              path, fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_regular_file(ec) &&
-          it->path().extension() == kFileExtension) {
+      if (it->is_regular_file(ec) && it->path().extension() == kFileExtension) {
         files.push_back(it->path().string());
       }
     }
@@ -559,8 +556,8 @@ absl::StatusOr<OpenedTraces> OpenTraces(const std::string& path,
           absl::StrCat("cannot list ", path, ": ", ec.message()));
     }
     if (files.empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("no *", std::string(kFileExtension), " files under ", path));
+      return absl::NotFoundError(absl::StrCat(
+          "no *", std::string(kFileExtension), " files under ", path));
     }
   } else if (fs::exists(path, ec)) {
     files.push_back(path);

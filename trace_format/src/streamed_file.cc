@@ -38,7 +38,8 @@ absl::Status StreamedFile::Append(std::string_view bytes) {
     if (pending_.size() < kFileHeaderSize) return absl::OkStatus();
     s = CheckFileHeader(std::string_view(pending_).substr(0, kFileHeaderSize),
                         "the capture stream");
-    if (s.ok()) s = Write(std::string_view(pending_).substr(0, kFileHeaderSize));
+    if (s.ok())
+      s = Write(std::string_view(pending_).substr(0, kFileHeaderSize));
     if (!s.ok()) return error_ = s;
     header_done_ = true;
     pos = kFileHeaderSize;
@@ -50,16 +51,19 @@ absl::Status StreamedFile::Append(std::string_view bytes) {
     if (frame.payload_length > kMaxRecordPayload) {
       return error_ = absl::DataLossError(absl::StrCat(
                  "the capture stream holds an impossible record length ",
-                 frame.payload_length, " at offset ", offset_ + (pos - written_to)));
+                 frame.payload_length, " at offset ",
+                 offset_ + (pos - written_to)));
     }
     const size_t size = frame.size();
     if (pending_.size() - pos < size) break;
     const RecordType type = frame.type;
     if (type == RecordType::kIndex || type == RecordType::kTrailer) {
       // Flush what precedes, then hold the index (the trailer is rebuilt).
-      s = Write(std::string_view(pending_).substr(written_to, pos - written_to));
+      s = Write(
+          std::string_view(pending_).substr(written_to, pos - written_to));
       if (!s.ok()) return error_ = s;
-      if (type == RecordType::kIndex) index_record_ = pending_.substr(pos, size);
+      if (type == RecordType::kIndex)
+        index_record_ = pending_.substr(pos, size);
       pos += size;
       written_to = pos;
       continue;
@@ -94,7 +98,8 @@ absl::Status StreamedFile::AddRecord(
 
 absl::Status StreamedFile::WriteIndexAndTrailer(std::string payload) {
   const uint64_t index_offset = offset_;
-  absl::Status s = Write(EncodeCompressedRecord(RecordType::kIndex, payload, 1));
+  absl::Status s =
+      Write(EncodeCompressedRecord(RecordType::kIndex, payload, 1));
   if (!s.ok()) return s;
   std::string trailer;
   Trailer{index_offset}.EncodeTo(&trailer);
@@ -161,7 +166,8 @@ absl::Status StreamedFile::Finish(bool build_index) {
     const std::string buf = EncodeFileHeader() + index_record_;
     auto view = ReadRecordAt(buf, kFileHeaderSize);
     absl::StatusOr<std::string> payload =
-        view.ok() ? DecodePayload(*view) : absl::StatusOr<std::string>(view.status());
+        view.ok() ? DecodePayload(*view)
+                  : absl::StatusOr<std::string>(view.status());
     if (!payload.ok()) {
       s = payload.status();
     } else if (!index.ParseFromString(*payload)) {

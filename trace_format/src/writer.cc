@@ -127,9 +127,8 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(
 absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(
     std::unique_ptr<RecordSink> sink, const WriterOptions& options) {
   if (options.compression_level < 0 || options.compression_level > 9) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("compression_level must be 0..9, got ",
-                     options.compression_level));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compression_level must be 0..9, got ", options.compression_level));
   }
   std::unique_ptr<TraceWriter> writer(
       new TraceWriter(std::move(sink), options));
@@ -280,8 +279,8 @@ void TraceWriter::AddSample(uint32_t track_id, int64_t ts_ns,
 void TraceWriter::AddFlow(const EventRef& event, uint64_t flow_id,
                           FlowPhase phase) {
   TrackEvents& e = Pending(event.track_id);
-  const size_t count = event.kind == EventKind::kSlice ? e.slices.size()
-                                                       : e.instants.size();
+  const size_t count =
+      event.kind == EventKind::kSlice ? e.slices.size() : e.instants.size();
   if (event.index >= count) return;  // stale ref: the event is in a chunk
   e.flows.push_back({event.kind, event.index, flow_id, phase});
 }
@@ -406,9 +405,8 @@ absl::Status TraceWriter::AppendMessage(
     bool compress) {
   std::string payload;
   if (!message.SerializeToString(&payload)) {
-    return absl::InternalError(
-        absl::StrCat("cannot serialise the ", std::string(RecordTypeName(type)),
-                     " record"));
+    return absl::InternalError(absl::StrCat(
+        "cannot serialise the ", std::string(RecordTypeName(type)), " record"));
   }
   Job job;
   job.type = type;

@@ -69,9 +69,9 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::JoinRunningLocked(
     return absl::UnavailableError("the running capture is stopping; retry");
   }
   if (c.clients >= options_.max_clients) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the running capture already has ", c.clients,
-        " clients (the limit is ", options_.max_clients, ")"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the running capture already has ", c.clients,
+                     " clients (the limit is ", options_.max_clients, ")"));
   }
   if (c.stream->overflow()) {
     return absl::UnavailableError(
@@ -133,16 +133,17 @@ void CaptureHub::Leave(const std::shared_ptr<Capture>& c) {
 absl::StatusOr<std::string> CaptureHub::Stop(const std::string& session_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!current_ || current_->finished || current_->stop) {
-    return absl::NotFoundError(
-        session_id.empty()
-            ? std::string("no capture is running")
-            : absl::StrCat("no capture of session '", session_id,
-                           "' is running"));
+    return absl::NotFoundError(session_id.empty()
+                                   ? std::string("no capture is running")
+                                   : absl::StrCat("no capture of session '",
+                                                  session_id, "' is running"));
   }
   if (!session_id.empty() && session_id != current_->session_id) {
-    return absl::NotFoundError(absl::StrCat(
-        "no capture of session '", session_id, "' is running (the running "
-        "one is '", current_->session_id, "')"));
+    return absl::NotFoundError(absl::StrCat("no capture of session '",
+                                            session_id,
+                                            "' is running (the running "
+                                            "one is '",
+                                            current_->session_id, "')"));
   }
   current_->stop = true;
   cv_.notify_all();
@@ -162,11 +163,12 @@ absl::Status CaptureHub::WaitForEnd(
     const std::function<bool(absl::Status*)>& poll) {
   while (true) {
     const int64_t now = MonotonicNs();
-    if (c.stop || c.clients <= 0 || now >= c.deadline_ns) return absl::OkStatus();
+    if (c.stop || c.clients <= 0 || now >= c.deadline_ns)
+      return absl::OkStatus();
     if (c.stream->overflow()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the capture ended early: it outgrew the server's ",
-          options_.max_capture_bytes, "-byte limit"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the capture ended early: it outgrew the server's ",
+                       options_.max_capture_bytes, "-byte limit"));
     }
     const int64_t wait_ns = std::min<int64_t>(
         c.deadline_ns - now,
@@ -200,7 +202,8 @@ void CaptureHub::Control(std::shared_ptr<Capture> c) {
   cv_.notify_all();
 }
 
-void CaptureHub::JoinFinishedLocked(std::unique_lock<std::mutex>& lock, bool wait) {
+void CaptureHub::JoinFinishedLocked(std::unique_lock<std::mutex>& lock,
+                                    bool wait) {
   if (!current_) return;
   if (wait) cv_.wait(lock, [&] { return current_->finished; });
   if (!current_->finished) return;

@@ -9,8 +9,8 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,8 +74,9 @@ class CaptureStream {
     cv_.wait_for(lock, wait,
                  [&] { return *cursor < pieces_.size() || finished_; });
     out->clear();
-    while (*cursor < pieces_.size() &&
-           (out->empty() || out->size() + pieces_[*cursor].size() <= max_bytes)) {
+    while (
+        *cursor < pieces_.size() &&
+        (out->empty() || out->size() + pieces_[*cursor].size() <= max_bytes)) {
       out->append(pieces_[*cursor]);
       ++*cursor;
     }
@@ -156,14 +157,14 @@ class CaptureHub {
                           std::chrono::milliseconds interval,
                           const std::function<bool(absl::Status*)>& poll);
 
-  void JoinFinishedLocked(std::unique_lock<std::mutex>& lock, bool wait = false);
+  void JoinFinishedLocked(std::unique_lock<std::mutex>& lock,
+                          bool wait = false);
 
   const ServerOptions options_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::shared_ptr<Capture> current_;
 };
-
 
 }  // namespace podscope::profiler::internal
 

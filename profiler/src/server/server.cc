@@ -18,8 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/profiler/clock.h"
-#include "podscope/profiler/session.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
+#include "podscope/profiler/session.h"
 #include "src/server/capture_hub.h"
 #include "src/server/probe_responder.h"
 #include "src/server/server_internal.h"
@@ -128,9 +128,9 @@ class Service final : public pb::ProfilerService::Service {
         break;
       }
       pb::CaptureData data;
-      const bool done = capture->stream->Next(
-          &cursor, &bytes, kMaxMessageBytes, std::chrono::milliseconds(250),
-          &data, &end);
+      const bool done =
+          capture->stream->Next(&cursor, &bytes, kMaxMessageBytes,
+                                std::chrono::milliseconds(250), &data, &end);
       if (bytes.empty() && !done && !first) continue;
       data.set_records(bytes);
       if (first) data.set_session_id(capture->session_id);
@@ -272,13 +272,15 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   if (host.empty()) host = "127.0.0.1";
   const std::string token = EnvOr(options.token, "PODSCOPE_PROFILER_TOKEN");
   if (!IsLoopback(host) && token.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "StartServer: binding ", host,
-        " exposes the profiler beyond this machine; set a token "
-        "(ServerOptions::token or PODSCOPE_PROFILER_TOKEN)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("StartServer: binding ", host,
+                     " exposes the profiler beyond this machine; set a token "
+                     "(ServerOptions::token or PODSCOPE_PROFILER_TOKEN)"));
   }
-  const std::string cert = EnvOr(options.tls_cert_file, "PODSCOPE_PROFILER_TLS_CERT");
-  const std::string key = EnvOr(options.tls_key_file, "PODSCOPE_PROFILER_TLS_KEY");
+  const std::string cert =
+      EnvOr(options.tls_cert_file, "PODSCOPE_PROFILER_TLS_CERT");
+  const std::string key =
+      EnvOr(options.tls_key_file, "PODSCOPE_PROFILER_TLS_KEY");
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (cert.empty() != key.empty()) {
     return absl::InvalidArgumentError(
@@ -314,9 +316,9 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   builder.SetMaxReceiveMessageSize(1 << 20);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "StartServer: cannot listen on ", listen,
-        " (port in use, or no such local address)"));
+    return absl::UnavailableError(
+        absl::StrCat("StartServer: cannot listen on ", listen,
+                     " (port in use, or no such local address)"));
   }
   return std::unique_ptr<ProfilerServer>(
       new ServerImpl(std::move(service), std::move(server), bound, host));

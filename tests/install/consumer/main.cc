@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   if (podscope::base::FormatDuration(events.slices[0].duration_ns) != "50 ns") {
     return 1;
   }
-  std::printf("%s %lld\n", std::string((*reader)->GetString(events.slices[0].name)).c_str(),
+  std::printf("%s %lld\n",
+              std::string((*reader)->GetString(events.slices[0].name)).c_str(),
               static_cast<long long>(events.slices[0].duration_ns));
   return 0;
 }

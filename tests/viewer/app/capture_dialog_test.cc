@@ -3,6 +3,8 @@
 // records scopes: the dialog captures, shows progress, opens the session in
 // the main window, reports a worker that cannot be reached, and Cancel
 // stops a long capture early with a readable file.
+#include "capture_dialog.h"
+
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
@@ -13,7 +15,6 @@
 #include <memory>
 #include <thread>
 
-#include "capture_dialog.h"
 #include "main_window.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/trace.h"
@@ -103,8 +104,8 @@ class CaptureDialogTest : public QObject {
     QVERIFY(!d->start_button()->isEnabled());
     QCOMPARE(d->cancel_button()->text(), QStringLiteral("Cancel"));
     // Progress while it records.
-    QVERIFY(WaitFor([&] { return d->status_text().contains("recording"); },
-                    10000));
+    QVERIFY(
+        WaitFor([&] { return d->status_text().contains("recording"); }, 10000));
     QVERIFY(WaitFor([&] { return captured.count() == 1; }, 30000));
     const QString dir = captured.at(0).at(0).toString();
     QCOMPARE(dir, logdir + "/from-dialog");
@@ -126,8 +127,8 @@ class CaptureDialogTest : public QObject {
     CaptureDialog* d = w.ShowCaptureDialog();
     // A port nothing listens on (the server's, once it is gone, could be
     // reused; 1 is never ours) next to the real server.
-    d->workers_edit()->setText(
-        QString::fromStdString(server_->address()) + ", 127.0.0.1:1");
+    d->workers_edit()->setText(QString::fromStdString(server_->address()) +
+                               ", 127.0.0.1:1");
     d->duration_edit()->setValue(300);
     d->logdir_edit()->setText(FreshLogdir("partial"));
     d->session_edit()->setText(QStringLiteral("one-missing"));
@@ -164,9 +165,13 @@ class CaptureDialogTest : public QObject {
     QElapsedTimer timer;
     timer.start();
     d->StartCapture();
-    QVERIFY(WaitFor([&] { return d->status_text().contains("1 of 1 workers "
-                                                           "recording"); },
-                    10000));
+    QVERIFY(WaitFor(
+        [&] {
+          return d->status_text().contains(
+              "1 of 1 workers "
+              "recording");
+        },
+        10000));
     QTest::qWait(300);
     QTest::mouseClick(d->cancel_button(), Qt::LeftButton);
     QVERIFY(d->isVisible());  // Cancel stops the capture, not the dialog
@@ -191,8 +196,8 @@ class CaptureDialogTest : public QObject {
     d->duration_edit()->setValue(600'000);
     d->logdir_edit()->setText(FreshLogdir("closed"));
     d->StartCapture();
-    QVERIFY(WaitFor([&] { return d->status_text().contains("recording"); },
-                    10000));
+    QVERIFY(
+        WaitFor([&] { return d->status_text().contains("recording"); }, 10000));
     QElapsedTimer timer;
     timer.start();
     w.reset();  // the dialog's destructor cancels and waits

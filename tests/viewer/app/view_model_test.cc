@@ -123,13 +123,18 @@ void ViewModelTest::RulerPicksReadableSteps() {
 }
 
 void ViewModelTest::FormatsAndParsesTimes() {
-  QCOMPARE(QString::fromStdString(FormatValue(4.96505e8, "bytes")), QString("474 MiB"));
+  QCOMPARE(QString::fromStdString(FormatValue(4.96505e8, "bytes")),
+           QString("474 MiB"));
   QCOMPARE(QString::fromStdString(FormatValue(512, "bytes")), QString("512 B"));
-  QCOMPARE(QString::fromStdString(FormatValue(1536, "bytes")), QString("1.50 KiB"));
-  QCOMPARE(QString::fromStdString(FormatValue(6.33811e8, "ns")), QString("634 ms"));
+  QCOMPARE(QString::fromStdString(FormatValue(1536, "bytes")),
+           QString("1.50 KiB"));
+  QCOMPARE(QString::fromStdString(FormatValue(6.33811e8, "ns")),
+           QString("634 ms"));
   QCOMPARE(QString::fromStdString(FormatValue(202.48, "%")), QString("202 %"));
-  QCOMPARE(QString::fromStdString(FormatValue(34, "count")), QString("34 count"));
-  QCOMPARE(QString::fromStdString(FormatValue(1.25e6, "events")), QString("1.25M events"));
+  QCOMPARE(QString::fromStdString(FormatValue(34, "count")),
+           QString("34 count"));
+  QCOMPARE(QString::fromStdString(FormatValue(1.25e6, "events")),
+           QString("1.25M events"));
   QCOMPARE(QString::fromStdString(FormatValue(-3.5, "")), QString("-3.50"));
   QCOMPARE(QString::fromStdString(FormatValue(0, "")), QString("0"));
   QCOMPARE(QString::fromStdString(FormatDuration(0)), QString("0 ns"));

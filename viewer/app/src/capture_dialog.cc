@@ -33,8 +33,8 @@ QString Millis(qlonglong ms) {
 }  // namespace
 
 struct CaptureDialog::Outcome {
-  bool ok = false;       // CaptureWorkers ran (workers may still have failed)
-  QString error;         // why it did not run
+  bool ok = false;  // CaptureWorkers ran (workers may still have failed)
+  QString error;    // why it did not run
   bool cancelled = false;
   QString session_dir;
   int asked = 0;
@@ -64,8 +64,8 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   duration_->setValue(2000);
   duration_->setSuffix(tr(" ms"));
   duration_->setSingleStep(500);
-  logdir_ = new QLineEdit(QDir(QDir::homePath()).filePath(
-      QStringLiteral("podscope-traces")));
+  logdir_ = new QLineEdit(
+      QDir(QDir::homePath()).filePath(QStringLiteral("podscope-traces")));
   browse_ = new QPushButton(tr("Browse…"));
   connect(browse_, &QPushButton::clicked, this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(
@@ -92,8 +92,9 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   progress_->setRange(0, 1000);
   progress_->setValue(0);
   progress_->setTextVisible(false);
-  status_ = new QLabel(tr("Records every worker at once into "
-                          "<logdir>/<session>/, then opens it."));
+  status_ =
+      new QLabel(tr("Records every worker at once into "
+                    "<logdir>/<session>/, then opens it."));
   status_->setWordWrap(true);
   errors_ = new QPlainTextEdit;
   errors_->setReadOnly(true);
@@ -194,8 +195,8 @@ void CaptureDialog::StartCapture() {
     auto outcome = std::make_shared<Outcome>();
     auto result = profiler::CaptureWorkers(options);
     if (!result.ok()) {
-      outcome->error = QString::fromStdString(std::string(
-          result.status().message()));
+      outcome->error =
+          QString::fromStdString(std::string(result.status().message()));
     } else {
       outcome->ok = true;
       outcome->cancelled = result->cancelled;
@@ -226,11 +227,14 @@ void CaptureDialog::OnProgress(int workers, int streaming, int finished,
     progress_->setValue(static_cast<int>(
         std::min<qlonglong>(1000, elapsed_ms * 1000 / duration_ms_)));
   }
-  QString text =
-      tr("%1 of %2 workers recording, %3 finished").arg(streaming).arg(workers)
-          .arg(finished);
+  QString text = tr("%1 of %2 workers recording, %3 finished")
+                     .arg(streaming)
+                     .arg(workers)
+                     .arg(finished);
   if (failed > 0) text += tr(" (%1 failed)").arg(failed);
-  text += tr(" · %1 events · %2 · %3").arg(events).arg(Bytes(bytes))
+  text += tr(" · %1 events · %2 · %3")
+              .arg(events)
+              .arg(Bytes(bytes))
               .arg(Millis(elapsed_ms));
   if (stopping) text = tr("Stopping… ") + text;
   status_->setText(text);
@@ -270,8 +274,9 @@ void CaptureDialog::OnFinished(const std::shared_ptr<Outcome>& outcome) {
 void CaptureDialog::CancelOrClose() {
   if (running_) {
     if (cancel_flag_) cancel_flag_->store(true);
-    status_->setText(tr("Stopping… the workers send the rest of their "
-                        "files."));
+    status_->setText(
+        tr("Stopping… the workers send the rest of their "
+           "files."));
     return;
   }
   QDialog::reject();

@@ -24,7 +24,8 @@ std::string_view Trim(std::string_view s) {
 
 std::string FormatValue(double v, std::string_view unit) {
   if (!std::isfinite(v)) return std::to_string(v);
-  if (unit == "ns") return FormatDuration(static_cast<int64_t>(std::llround(v)));
+  if (unit == "ns")
+    return FormatDuration(static_cast<int64_t>(std::llround(v)));
   if (unit == "bytes" || unit == "B") return base::FormatBytes(v);
   const std::string sign = v < 0 ? "-" : "";
   double x = std::fabs(v);

@@ -91,9 +91,9 @@ uint32_t FirstStartingFrom(const SliceColumns& c, uint32_t lo, uint32_t hi,
   // The buckets whose first slice lies in [lo, hi); their starts ascend.
   const uint32_t kl = static_cast<uint32_t>((uint64_t{lo} + kB - 1) / kB);
   const uint32_t kh = static_cast<uint32_t>((uint64_t{hi} + kB - 1) / kB);
-  const uint32_t k = GallopFrom(
-      kl, kh, std::clamp(guess / kB, kl, kh),
-      [&](uint32_t b) { return c.bucket_start(b) >= t; });
+  const uint32_t k =
+      GallopFrom(kl, kh, std::clamp(guess / kB, kl, kh),
+                 [&](uint32_t b) { return c.bucket_start(b) >= t; });
   // Slice k * kB starts at or after t (or is hi); slice (k - 1) * kB
   // before it (or is before lo).
   const uint32_t from = k > kl ? (k - 1) * kB : lo;
@@ -141,12 +141,12 @@ class PixelSweep {
                    [&](uint32_t i) { return slices_->covered_end(i) > from; });
     // The run is probably about as long as the previous pixel's.
     const uint32_t b_lo = std::max(a, b_lo_);
-    const uint32_t guess = static_cast<uint32_t>(
-        std::min<uint64_t>(uint64_t{b_lo} + run_, hi_));
+    const uint32_t guess =
+        static_cast<uint32_t>(std::min<uint64_t>(uint64_t{b_lo} + run_, hi_));
     const uint32_t b = FirstStartingFrom(*slices_, b_lo, hi_, guess, to);
     // Where the next pixel's run probably ends.
-    const uint32_t next_b = static_cast<uint32_t>(
-        std::min<uint64_t>(uint64_t{b} + (b - a), hi_));
+    const uint32_t next_b =
+        static_cast<uint32_t>(std::min<uint64_t>(uint64_t{b} + (b - a), hi_));
     slices_->Prefetch(next_b);
     slices_->PrefetchBucket(next_b / kB);
     a_lo_ = a;

@@ -82,9 +82,9 @@ struct CaptureOptions {
 
 struct WorkerResult {
   std::string address;
-  bool ok = false;        // the file is complete
-  std::string error;      // why not, naming the worker
-  std::string path;       // the file written (may be partial when !ok)
+  bool ok = false;    // the file is complete
+  std::string error;  // why not, naming the worker
+  std::string path;   // the file written (may be partial when !ok)
   std::string host;
   int64_t pid = 0;
   uint64_t bytes = 0;
@@ -106,8 +106,8 @@ struct WorkerResult {
 struct CaptureResult {
   std::string session;
   std::string session_dir;
-  std::string manifest_path;   // empty when it could not be written
-  std::string manifest_error;  // why not, naming the path and the reason
+  std::string manifest_path;          // empty when it could not be written
+  std::string manifest_error;         // why not, naming the path and the reason
   std::vector<WorkerResult> workers;  // in the order of the options
   bool cancelled = false;  // CaptureOptions::cancel was set before the end
   int answered() const {

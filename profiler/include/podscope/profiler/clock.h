@@ -42,7 +42,8 @@ struct TickCalibration {
   int64_t ns_base = 0;
   double ns_per_tick = 1.0;
   int64_t ToNs(uint64_t ticks) const {
-    const double delta = static_cast<double>(static_cast<int64_t>(ticks - tick_base));
+    const double delta =
+        static_cast<double>(static_cast<int64_t>(ticks - tick_base));
     return ns_base + static_cast<int64_t>(delta * ns_per_tick);
   }
 };
@@ -62,7 +63,8 @@ struct ClockSkew {
   int64_t Apply(int64_t monotonic_ns) const {
     if (!active()) return monotonic_ns;
     const double since = static_cast<double>(monotonic_ns - anchor_ns);
-    return monotonic_ns + offset_ns + static_cast<int64_t>(since * drift_ppm * 1e-6);
+    return monotonic_ns + offset_ns +
+           static_cast<int64_t>(since * drift_ppm * 1e-6);
   }
 };
 

@@ -63,7 +63,8 @@ struct TraceOptions {
 // without one, to `<dir>/<host>.<pid>.podtrace`. FailedPrecondition if a
 // session (local or a remote capture) is already recording;
 // InvalidArgument for a session id that is not a plain folder name.
-absl::Status StartTrace(const std::string& dir, const TraceOptions& options = {});
+absl::Status StartTrace(const std::string& dir,
+                        const TraceOptions& options = {});
 
 // Stops recording, writes the rest and the index, and returns the file's
 // path.

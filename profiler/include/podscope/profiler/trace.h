@@ -62,9 +62,9 @@ enum RecordKind : uint8_t {
 // One slot of a thread's block. A slice or instant is followed by
 // `attachments` slots holding its arguments and flows.
 struct RawEvent {
-  uint64_t a;  // slice: start ticks; instant, counter: ticks; arg: value
-               // bits; flow: id
-  uint64_t b;  // slice: end ticks; counter: value bits
+  uint64_t a;     // slice: start ticks; instant, counter: ticks; arg: value
+                  // bits; flow: id
+  uint64_t b;     // slice: end ticks; counter: value bits
   uint32_t name;  // name, argument key or counter name id
   uint8_t kind;
   uint8_t attachments;
@@ -94,8 +94,8 @@ void RecordSliceSlow(uint64_t start, uint64_t end, uint32_t name);
 // null in some inlined callers.
 inline RawEvent* Reserve(uint32_t n) {
   // With no block, next == end == nullptr and the test fails.
-  if (__builtin_expect(
-          static_cast<size_t>(t_cursor.end - t_cursor.next) >= n, true)) {
+  if (__builtin_expect(static_cast<size_t>(t_cursor.end - t_cursor.next) >= n,
+                       true)) {
     RawEvent* e = t_cursor.next;
     t_cursor.next += n;
     t_cursor.index += n;
@@ -184,14 +184,14 @@ class Trace {
   // Arguments come from `make_args()`, a callable returning a tuple of
   // alternating keys (string literals) and values, called only when
   // recording.
-  template <typename MakeArgs,
-            typename = decltype(std::declval<MakeArgs>()())>
+  template <typename MakeArgs, typename = decltype(std::declval<MakeArgs>()())>
   Trace(internal::NameSite* site, MakeArgs&& make_args,
         Level level = Level::kInfo) {
     if (!internal::Enabled(level)) return;
     name_ = internal::SiteId(site);
-    AddArgs(make_args(), std::make_index_sequence<std::tuple_size_v<
-                             decltype(make_args())> / 2>{});
+    AddArgs(make_args(),
+            std::make_index_sequence<std::tuple_size_v<decltype(make_args())> /
+                                     2>{});
     start_ = Ticks();
   }
 
@@ -212,8 +212,7 @@ class Trace {
   template <typename T>
   void AddArg(std::string_view key, const T& value) {
     if (start_ == 0 || num_args_ == kMaxArgs) return;
-    args_[num_args_++] =
-        internal::MakeArg(internal::InternDynamic(key), value);
+    args_[num_args_++] = internal::MakeArg(internal::InternDynamic(key), value);
   }
   // This scope starts a flow with `id` / is where flow `id` arrives.
   void FlowOut(uint64_t id) {
@@ -237,12 +236,14 @@ class Trace {
     const uint32_t extra = num_args_ + (flow_out_ != 0) + (flow_in_ != 0);
     internal::RawEvent* e = internal::Reserve(1 + extra);
     if (e == nullptr) return;
-    *e++ = {start_, end, name_, internal::kRecordSlice,
-            static_cast<uint8_t>(extra), 0};
+    *e++ = {
+        start_, end, name_, internal::kRecordSlice, static_cast<uint8_t>(extra),
+        0};
     for (int i = 0; i < num_args_; ++i, ++e) {
       *e = {args_[i].bits, 0, args_[i].key, args_[i].kind, 0, 0};
     }
-    if (flow_out_ != 0) *e++ = {flow_out_, 0, 0, internal::kRecordFlowOut, 0, 0};
+    if (flow_out_ != 0)
+      *e++ = {flow_out_, 0, 0, internal::kRecordFlowOut, 0, 0};
     if (flow_in_ != 0) *e++ = {flow_in_, 0, 0, internal::kRecordFlowIn, 0, 0};
     internal::Commit();
   }
@@ -259,45 +260,44 @@ class Trace {
 
 #define PODSCOPE_INTERNAL_CAT2(a, b) a##b
 #define PODSCOPE_INTERNAL_CAT(a, b) PODSCOPE_INTERNAL_CAT2(a, b)
-#define PODSCOPE_INTERNAL_SITE(name)                              \
-  ([]() -> ::podscope::profiler::internal::NameSite* {            \
-    static ::podscope::profiler::internal::NameSite site{name};   \
-    return &site;                                                 \
+#define PODSCOPE_INTERNAL_SITE(name)                            \
+  ([]() -> ::podscope::profiler::internal::NameSite* {          \
+    static ::podscope::profiler::internal::NameSite site{name}; \
+    return &site;                                               \
   }())
 
 // PODSCOPE_TRACE("name") or PODSCOPE_TRACE("name", "key", value, ...):
 // traces the enclosing scope at Level::kInfo.
 #define PODSCOPE_TRACE(name, ...)                                         \
-  ::podscope::profiler::Trace PODSCOPE_INTERNAL_CAT(podscope_trace_,      \
-                                                    __LINE__)(            \
-      PODSCOPE_INTERNAL_SITE(name) __VA_OPT__(, [&]() {                   \
-        return std::make_tuple(__VA_ARGS__);                              \
-      }))
+  ::podscope::profiler::Trace PODSCOPE_INTERNAL_CAT(                      \
+      podscope_trace_, __LINE__)(PODSCOPE_INTERNAL_SITE(name) __VA_OPT__( \
+      , [&]() { return std::make_tuple(__VA_ARGS__); }))
 
 // The same at an explicit level.
-#define PODSCOPE_TRACE_LEVEL(level, name)                                 \
-  ::podscope::profiler::Trace PODSCOPE_INTERNAL_CAT(podscope_trace_,      \
-                                                    __LINE__)(            \
-      PODSCOPE_INTERNAL_SITE(name), level)
+#define PODSCOPE_TRACE_LEVEL(level, name)            \
+  ::podscope::profiler::Trace PODSCOPE_INTERNAL_CAT( \
+      podscope_trace_, __LINE__)(PODSCOPE_INTERNAL_SITE(name), level)
 
-#define PODSCOPE_INSTANT(name)                                              \
-  do {                                                                      \
-    if (::podscope::profiler::internal::Enabled(                            \
-            ::podscope::profiler::Level::kInfo)) {                          \
-      ::podscope::profiler::internal::RecordInstant(                        \
-          ::podscope::profiler::internal::SiteId(PODSCOPE_INTERNAL_SITE(name)), \
-          ::podscope::profiler::Level::kInfo);                              \
-    }                                                                       \
+#define PODSCOPE_INSTANT(name)                       \
+  do {                                               \
+    if (::podscope::profiler::internal::Enabled(     \
+            ::podscope::profiler::Level::kInfo)) {   \
+      ::podscope::profiler::internal::RecordInstant( \
+          ::podscope::profiler::internal::SiteId(    \
+              PODSCOPE_INTERNAL_SITE(name)),         \
+          ::podscope::profiler::Level::kInfo);       \
+    }                                                \
   } while (0)
 
-#define PODSCOPE_COUNTER(name, value)                                       \
-  do {                                                                      \
-    if (::podscope::profiler::internal::Enabled(                            \
-            ::podscope::profiler::Level::kInfo)) {                          \
-      ::podscope::profiler::internal::RecordCounter(                        \
-          ::podscope::profiler::internal::SiteId(PODSCOPE_INTERNAL_SITE(name)), \
-          static_cast<double>(value));                                      \
-    }                                                                       \
+#define PODSCOPE_COUNTER(name, value)                \
+  do {                                               \
+    if (::podscope::profiler::internal::Enabled(     \
+            ::podscope::profiler::Level::kInfo)) {   \
+      ::podscope::profiler::internal::RecordCounter( \
+          ::podscope::profiler::internal::SiteId(    \
+              PODSCOPE_INTERNAL_SITE(name)),         \
+          static_cast<double>(value));               \
+    }                                                \
   } while (0)
 
 #endif  // PODSCOPE_PROFILER_TRACE_H_

@@ -148,7 +148,7 @@ class TraceReader {
   std::vector<ChunkInfo> chunks_;
 
   mutable std::mutex mutex_;
-  mutable RecoveryReport report_;  // guarded by mutex_ after Open
+  mutable RecoveryReport report_;           // guarded by mutex_ after Open
   mutable std::vector<bool> chunk_failed_;  // guarded by mutex_
   // Per-track ranges of chunks of an unindexed file, learned when they are
   // first decoded, so later time-range reads skip them.

@@ -99,8 +99,7 @@ absl::StatusOr<std::string> DecodePayload(const RecordView& record);
 
 // Reads and verifies the record at `offset` of `file` (which starts with
 // the file header).
-absl::StatusOr<RecordView> ReadRecordAt(std::string_view file,
-                                        uint64_t offset);
+absl::StatusOr<RecordView> ReadRecordAt(std::string_view file, uint64_t offset);
 
 // Why the record at `offset` of `file` is not intact, or an empty string
 // (and `record` filled in) if it is.

@@ -105,10 +105,9 @@ class TraceWriter {
 
   // Events, in any order within a track (a recorder adds slices in end
   // order). Negative durations are clamped to 0.
-  [[gnu::always_inline]] EventRef AddSlice(uint32_t track_id,
-                                          int64_t start_ns,
-                                          int64_t duration_ns, uint32_t name,
-                                          std::span<const Arg> args = {}) {
+  [[gnu::always_inline]] EventRef AddSlice(uint32_t track_id, int64_t start_ns,
+                                           int64_t duration_ns, uint32_t name,
+                                           std::span<const Arg> args = {}) {
     // The common case inline: a known track, no arguments, no chunk to
     // cut first.
     if (pending_event_count_ < options_.chunk_events &&

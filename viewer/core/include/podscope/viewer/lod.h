@@ -95,8 +95,7 @@ class PixelGrid {
         // at 4K pixels): the same integer results without 128-bit
         // division.
         narrow_(pixels > 0 && span_ > 0 &&
-                span_ <= static_cast<__int128>((UINT64_MAX - pixels) /
-                                               pixels)),
+                span_ <= static_cast<__int128>((UINT64_MAX - pixels) / pixels)),
         span64_(static_cast<uint64_t>(span_)) {}
   uint32_t pixels() const { return pixels_; }
   // The first time of pixel p (p may be `pixels`: the window's end).
