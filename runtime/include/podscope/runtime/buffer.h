@@ -1,3 +1,8 @@
+// Device arrays. A Buffer exists from the moment the work that defines it
+// (a transfer or an execution) is enqueued; ready() completes when that work
+// has run, carrying its error if it failed, and everything computed from a
+// failed buffer fails with the same error. Copies to the host and to other
+// devices are asynchronous and ordered on the devices' streams.
 #ifndef PODSCOPE_RUNTIME_BUFFER_H_
 #define PODSCOPE_RUNTIME_BUFFER_H_
 

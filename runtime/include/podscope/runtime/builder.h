@@ -1,3 +1,7 @@
+// Building computations: GraphBuilder records typed ops into a Graph. Each
+// op infers its result shape when recorded; the first error (naming the op
+// and the shapes) is kept and returned by Build(), and ops on an invalid
+// Value return invalid Values instead of failing the program.
 #ifndef PODSCOPE_RUNTIME_BUILDER_H_
 #define PODSCOPE_RUNTIME_BUILDER_H_
 

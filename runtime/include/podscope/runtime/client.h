@@ -1,3 +1,7 @@
+// The runtime's entry point, as PJRT's client: the platform chosen by
+// environment, the job's global devices and this process's addressable ones,
+// host-to-device transfers and compilation with a cache keyed by the graph's
+// structure. Thread-safe; every transfer and compile may run concurrently.
 #ifndef PODSCOPE_RUNTIME_CLIENT_H_
 #define PODSCOPE_RUNTIME_CLIENT_H_
 

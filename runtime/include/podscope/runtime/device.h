@@ -1,3 +1,6 @@
+// Devices of the job. Every process knows every device's description
+// (global id, kind, owning process); addressable devices (this process's)
+// also have an in-order stream thread and memory accounting.
 #ifndef PODSCOPE_RUNTIME_DEVICE_H_
 #define PODSCOPE_RUNTIME_DEVICE_H_
 

@@ -1,3 +1,6 @@
+// Compiled graphs. An Executable runs on any addressable device of its
+// client: Execute enqueues the kernels on the device's stream and returns the
+// output buffers at once; errors arrive through the buffers' events.
 #ifndef PODSCOPE_RUNTIME_EXECUTABLE_H_
 #define PODSCOPE_RUNTIME_EXECUTABLE_H_
 

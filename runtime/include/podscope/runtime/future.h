@@ -1,3 +1,6 @@
+// Completion signals for asynchronous device work: Event (a status, set once)
+// and Future<T> (a status or a value). Copies share state; waiting, polling
+// and chained callbacks are thread-safe, and callbacks run exactly once.
 #ifndef PODSCOPE_RUNTIME_FUTURE_H_
 #define PODSCOPE_RUNTIME_FUTURE_H_
 

@@ -1,3 +1,6 @@
+// The typed intermediate representation: ops, their attributes, nodes in
+// topological order and verified immutable Graphs with a structural key (the
+// compile cache's) and a stable fingerprint, equal across processes.
 #ifndef PODSCOPE_RUNTIME_IR_H_
 #define PODSCOPE_RUNTIME_IR_H_
 

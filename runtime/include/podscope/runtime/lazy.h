@@ -1,3 +1,7 @@
+// PyTorch/XLA-style lazy tensors. Tensor ops are recorded into their
+// context's pending step and run at LazyContext::Sync (mark_step) or when a
+// value is read; a shape error rides in the resulting tensor's status() and
+// in every tensor computed from it instead of stopping the program.
 #ifndef PODSCOPE_RUNTIME_LAZY_H_
 #define PODSCOPE_RUNTIME_LAZY_H_
 

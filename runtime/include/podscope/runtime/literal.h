@@ -1,3 +1,7 @@
+// Host arrays: what goes into and comes out of a device. A Literal owns its
+// zero-initialised bytes and knows its Shape; building one from values that
+// do not fill the shape is an error naming both, and typed views must match
+// the element type (checked in debug builds).
 #ifndef PODSCOPE_RUNTIME_LITERAL_H_
 #define PODSCOPE_RUNTIME_LITERAL_H_
 

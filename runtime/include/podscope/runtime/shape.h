@@ -1,3 +1,5 @@
+// Element types and dense row-major shapes with static dimensions, as every
+// buffer and IR value has them; ToString() is how errors name a shape.
 #ifndef PODSCOPE_RUNTIME_SHAPE_H_
 #define PODSCOPE_RUNTIME_SHAPE_H_
 
