@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
@@ -157,26 +158,10 @@ class Service final : public pb::ProfilerService::Service {
   }
 
   Status Authorize(ServerContext* ctx) const {
-    if (token_.empty()) return Status::OK;
-    const auto& md = ctx->client_metadata();
-    auto it = md.find("authorization");
-    if (it == md.end()) {
-      return Status(StatusCode::UNAUTHENTICATED,
-                    "this profiler server requires a token (authorization: "
-                    "Bearer <token>)");
-    }
-    const std::string given(it->second.data(), it->second.size());
-    const std::string expected = "Bearer " + token_;
-    // Compare without stopping at the first difference.
-    unsigned diff = given.size() == expected.size() ? 0u : 1u;
-    for (size_t i = 0; i < given.size(); ++i) {
-      diff |= static_cast<unsigned>(given[i]) ^
-              static_cast<unsigned>(expected[i % expected.size()]);
-    }
-    if (diff != 0) {
-      return Status(StatusCode::UNAUTHENTICATED, "wrong profiler token");
-    }
-    return Status::OK;
+    return CheckBearerToken(*ctx, token_,
+                            "this profiler server requires a token "
+                            "(authorization: Bearer <token>)",
+                            "wrong profiler token");
   }
 
   const ServerOptions options_;

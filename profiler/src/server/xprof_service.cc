@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/profiler/bearer_token.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/xspace.h"
 
@@ -234,24 +235,10 @@ class XprofService final : public tf::ProfilerService::Service {
   // The native service's rule: `authorization: Bearer <token>` when the
   // server has a token.
   Status Authorize(ServerContext* ctx) const {
-    if (token_.empty()) return Status::OK;
-    const auto& md = ctx->client_metadata();
-    auto it = md.find("authorization");
-    if (it == md.end()) {
-      return Status(StatusCode::UNAUTHENTICATED,
-                    "this profiler server requires a token (authorization: "
-                    "Bearer <token>)");
-    }
-    const std::string given(it->second.data(), it->second.size());
-    const std::string expected = "Bearer " + token_;
-    unsigned diff = given.size() == expected.size() ? 0u : 1u;
-    for (size_t i = 0; i < given.size(); ++i) {
-      diff |= static_cast<unsigned>(given[i]) ^
-              static_cast<unsigned>(expected[i % expected.size()]);
-    }
-    if (diff != 0)
-      return Status(StatusCode::UNAUTHENTICATED, "wrong profiler token");
-    return Status::OK;
+    return CheckBearerToken(*ctx, token_,
+                            "this profiler server requires a token "
+                            "(authorization: Bearer <token>)",
+                            "wrong profiler token");
   }
 
   const ServerOptions options_;

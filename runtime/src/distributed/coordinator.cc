@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/runtime/coordination.h"
 #include "podscope/runtime/coordination_service.grpc.pb.h"
@@ -330,26 +331,11 @@ class Service final : public pb::CoordinationService::Service {
   }
 
   Status Authorize(ServerContext* ctx) const {
-    if (options_.token.empty()) return Status::OK;
-    const auto& md = ctx->client_metadata();
-    auto it = md.find("authorization");
-    if (it == md.end()) {
-      return Status(StatusCode::UNAUTHENTICATED,
-                    "this job's coordinator requires the job token "
-                    "(authorization: Bearer <token>; PODSCOPE_JOB_TOKEN)");
-    }
-    const std::string given(it->second.data(), it->second.size());
-    const std::string expected = "Bearer " + options_.token;
-    unsigned diff = given.size() == expected.size() ? 0u : 1u;
-    for (size_t i = 0; i < given.size(); ++i) {
-      diff |= static_cast<unsigned>(given[i]) ^
-              static_cast<unsigned>(expected[i % expected.size()]);
-    }
-    if (diff != 0) {
-      return Status(StatusCode::UNAUTHENTICATED,
-                    "wrong job token for this job's coordinator");
-    }
-    return Status::OK;
+    return profiler::CheckBearerToken(
+        *ctx, options_.token,
+        "this job's coordinator requires the job token "
+        "(authorization: Bearer <token>; PODSCOPE_JOB_TOKEN)",
+        "wrong job token for this job's coordinator");
   }
 
   const CoordinatorOptions options_;
