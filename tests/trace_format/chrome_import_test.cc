@@ -291,6 +291,27 @@ TEST_F(ChromeImportTest, OverlappingSlicesGoToExtraTracks) {
   EXPECT_EQ(r->GetString(e2.slices[0].name), "b");
 }
 
+TEST_F(ChromeImportTest, IdsBeyondSixtyFourBitsStayDistinct) {
+  // Numbers no int64 holds are ids by their spelling: two such threads
+  // stay two, and nothing is lost.
+  auto r = Import(R"([
+    {"ph": "X", "pid": 1, "tid": 7.77778e+45, "ts": 0, "dur": 10, "name": "a"},
+    {"ph": "X", "pid": 1, "tid": -1e300, "ts": 0, "dur": 10, "name": "b"},
+    {"ph": "X", "pid": 1, "tid": 7.77778e+45, "ts": 20, "dur": 10, "name": "c"}
+  ])");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->known_event_count(), 3u);
+  size_t with_slices = 0;
+  for (const proto::Track& t : r->tracks()) {
+    const size_t n = r->ReadTrack(t.id()).slices.size();
+    if (n > 0) {
+      ++with_slices;
+      EXPECT_TRUE(n == 1 || n == 2) << t.name();
+    }
+  }
+  EXPECT_EQ(with_slices, 2u);
+}
+
 TEST_F(ChromeImportTest, MalformedInputIsAClearErrorWithTheByteOffset) {
   struct Case {
     std::string text, expected;

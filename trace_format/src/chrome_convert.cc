@@ -220,10 +220,13 @@ absl::Status ChromeConverter::ParseId(od::value v, uint64_t offset,
       return in_->Error(offset,
                         absl::StrCat("\"", A(what), "\" is not a number"));
     }
-    *out = static_cast<int64_t>(d);
-    return absl::OkStatus();
-  }
-  if (type != od::json_type::string || v.get_string().get(text)) {
+    if (std::fabs(d) < 9.2e18) {
+      *out = static_cast<int64_t>(d);
+      return absl::OkStatus();
+    }
+    // Beyond int64: an id by its spelling, like a string id.
+    text = Trim(v.raw_json_token());
+  } else if (type != od::json_type::string || v.get_string().get(text)) {
     return in_->Error(
         offset, absl::StrCat("\"", A(what), "\" is not a number or a string"));
   }

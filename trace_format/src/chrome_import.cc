@@ -78,7 +78,8 @@ absl::Status Convert(JsonEventStream* in, TraceWriter* writer,
     proto::Device* d = m.add_devices();
     const int rank = std::max(converter.rank(), 0);
     d->set_local_hardware_id(static_cast<int32_t>(local));
-    d->set_global_id(static_cast<int32_t>(rank * 1000 + local));
+    d->set_global_id(static_cast<int32_t>(std::min<int64_t>(
+        int64_t{rank} * 1000 + static_cast<int64_t>(local), INT32_MAX)));
     d->set_process_index(converter.rank());
     d->set_kind("GPU");
     d->set_platform("cuda");
