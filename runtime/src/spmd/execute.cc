@@ -51,9 +51,13 @@ absl::StatusOr<std::shared_ptr<const SpmdProgram>> SpmdProgram::Partition(
           s->SpecString(), " has ", s->rank(), " entries"));
     }
     if (!(*s->mesh == *mesh)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spmd: ", name, " is sharded over another mesh (",
-                       s->mesh->ToString(), ")"));
+      absl::StatusOr<Sharding> t = TranslateSharding(*s, mesh);
+      if (!t.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("spmd: ", name, " is sharded over another mesh (",
+                         s->mesh->ToString(), "): ", t.status().message()));
+      }
+      s = *std::move(t);
     }
     params.push_back(spmd::FromSharding(*s));
     program->params_.push_back(*s);
@@ -65,7 +69,9 @@ absl::StatusOr<std::shared_ptr<const SpmdProgram>> SpmdProgram::Partition(
           absl::StrCat("spmd: annotation of a node %", id, " that is not in ",
                        graph.name()));
     }
-    states[id] = spmd::FromSharding(s);
+    absl::StatusOr<Sharding> t = TranslateSharding(s, mesh);
+    if (!t.ok()) return t.status();
+    states[id] = spmd::FromSharding(*t);
   }
   absl::StatusOr<spmd::Plan> plan =
       spmd::Propagate(graph, *mesh, params, states);

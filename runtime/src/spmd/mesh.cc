@@ -236,6 +236,48 @@ std::string Sharding::SpecString() const {
   return absl::StrCat("(", absl::StrJoin(entries, ", "), ")");
 }
 
+absl::StatusOr<Sharding> TranslateSharding(
+    const Sharding& sharding, const std::shared_ptr<const Mesh>& target) {
+  if (*sharding.mesh == *target) {
+    Sharding same = sharding;
+    same.mesh = target;
+    return same;
+  }
+  // Axes of size > 1, in order, must correspond one to one.
+  auto big = [](const Mesh& m) {
+    std::vector<int> axes;
+    for (int a = 0; a < m.rank(); ++a) {
+      if (m.shape()[a] > 1) axes.push_back(a);
+    }
+    return axes;
+  };
+  const Mesh& from = *sharding.mesh;
+  const std::vector<int> fa = big(from);
+  const std::vector<int> ta = big(*target);
+  bool same_layout =
+      from.device_ids() == target->device_ids() && fa.size() == ta.size();
+  for (size_t i = 0; same_layout && i < fa.size(); ++i) {
+    same_layout = from.shape()[fa[i]] == target->shape()[ta[i]];
+  }
+  if (!same_layout) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the meshes ", from.ToString(), " and ",
+                     target->ToString(), " lay the devices out differently"));
+  }
+  Sharding out;
+  out.mesh = target;
+  for (const auto& axes : sharding.dim_axes) {
+    std::vector<int> mapped;
+    for (int a : axes) {
+      for (size_t i = 0; i < fa.size(); ++i) {
+        if (fa[i] == a) mapped.push_back(ta[i]);
+      }
+    }
+    out.dim_axes.push_back(std::move(mapped));
+  }
+  return out;
+}
+
 namespace {
 
 // Copies the box [src_start, src_start + extent) of `src` to

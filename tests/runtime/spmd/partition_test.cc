@@ -257,6 +257,20 @@ TEST(PropagationTest, RejectsShardingsThatDoNotFit) {
   auto q = SpmdProgram::Partition(
       graph, Mesh22(), {Sharding::Create(other, {{"data"}, {}}, 2).value()});
   EXPECT_THAT(q.status().message(), HasSubstr("sharded over another mesh"));
+  EXPECT_THAT(q.status().message(),
+              HasSubstr("lay the devices out differently"));
+}
+
+TEST(PropagationTest, EquivalentMeshesTranslate) {
+  // The seed's two meshes: (2,2,1,1) and (2,2) over the same devices.
+  auto conv = std::make_shared<const Mesh>(
+      Mesh::Create({0, 1, 2, 3}, {2, 2, 1, 1}, {"data", "dim1", "dim2", "dim3"},
+                   4)
+          .value());
+  auto linear = Sharding::Create(Mesh22(), {{"data"}, {"model"}}, 2).value();
+  auto t = TranslateSharding(linear, conv);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->SpecString(), "('data', 'dim1')");
 }
 
 }  // namespace

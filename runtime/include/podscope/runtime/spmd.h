@@ -130,6 +130,12 @@ struct Sharding {
   }
 };
 
+// The same placement over `target`, a mesh that lays the same devices out
+// alike once axes of size 1 are ignored (the seed's conv mesh (N/2,2,1,1)
+// and linear mesh (N/2,2)): axes of size > 1 correspond in order.
+absl::StatusOr<Sharding> TranslateSharding(
+    const Sharding& sharding, const std::shared_ptr<const Mesh>& target);
+
 // Lazy-tensor annotations (xs.mark_sharding). Errors name the bad axis or
 // the rank mismatch; a tensor carrying an error keeps it.
 absl::Status MarkSharding(const Tensor& tensor, const Mesh& mesh,
