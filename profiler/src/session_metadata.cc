@@ -63,6 +63,9 @@ tf::proto::Metadata RecordingMetadata(const TraceOptions& options,
     m.set_session_id(options.session_id.empty() ? f.session_id
                                                 : options.session_id);
     for (const auto& d : f.devices) *m.add_devices() = d;
+    for (const auto& [key, value] : f.attributes) {
+      (*m.mutable_attributes())[key] = value;
+    }
     *facts_generation = f.generation;
   }
   for (const std::string& arg : CommandLine()) m.add_command_line(arg);
@@ -129,6 +132,13 @@ void SetSessionId(const std::string& session_id) {
   internal::ProcessFacts& f = internal::Facts();
   std::lock_guard<std::mutex> lock(f.mutex);
   f.session_id = session_id;
+  ++f.generation;
+}
+
+void SetMetadataAttribute(const std::string& key, const std::string& value) {
+  internal::ProcessFacts& f = internal::Facts();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  f.attributes[key] = value;
   ++f.generation;
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/executable.h"
 #include "podscope/runtime/spmd.h"
@@ -96,6 +97,14 @@ absl::StatusOr<std::shared_ptr<const SpmdProgram>> SpmdProgram::Partition(
                     spmd::StateString(plan->final_state(id), mesh), "\n");
   }
   program->listing_ = std::move(listing);
+  // The trace's file metadata: the mesh and every named parameter's spec.
+  profiler::SetMetadataAttribute("spmd.mesh", mesh->ToString());
+  for (int i = 0; i < num_params; ++i) {
+    if (program->names_[i].empty()) continue;
+    profiler::SetMetadataAttribute(
+        absl::StrCat("spmd.sharding.", program->names_[i]),
+        program->params_[i].SpecString());
+  }
   return std::shared_ptr<const SpmdProgram>(std::move(program));
 }
 

@@ -99,6 +99,10 @@ class Builder {
   void CloseSegment();
   absl::StatusOr<int> Reshard(int slot, const State& to,
                               const std::string& why);
+  // Bytes of its `to` tile that a device's `from` tile lacks (the most
+  // over the devices).
+  int64_t MissingBytes(const State& from, const State& to,
+                       const Shape& global) const;
   Value Mask(Value v, int slot, const std::vector<int>& dims, float fill);
   absl::StatusOr<Value> EmitOp(const Node& node, std::vector<Value> operands,
                                const Shape& local_out, const NodePlan& np,
@@ -270,8 +274,7 @@ absl::StatusOr<int> Builder::Reshard(int slot, const State& to,
       ic.kind = "all_gather";
       bytes = (gather_group - 1) * shard_bytes;
       // Only the part of the target tile this device lacks must arrive.
-      const Shape to_local = ToSharding(to, mesh_).ShardShape(global);
-      min_bytes = std::max<int64_t>(0, to_local.byte_size() - shard_bytes);
+      min_bytes = MissingBytes(from, to, global);
       ic.group_size = static_cast<int>(gather_group);
     }
     ic.bytes = bytes;
@@ -287,6 +290,29 @@ absl::StatusOr<int> Builder::Reshard(int slot, const State& to,
     collectives_->push_back(std::move(ic));
   }
   return out;
+}
+
+int64_t Builder::MissingBytes(const State& from, const State& to,
+                              const Shape& global) const {
+  const Sharding fs = ToSharding(from, mesh_);
+  const Sharding ts = ToSharding(to, mesh_);
+  const Shape fl = fs.ShardShape(global);
+  const Shape tl = ts.ShardShape(global);
+  int64_t most = 0;  // the device that lacks the most sets the pace
+  for (int p = 0; p < mesh_->num_devices(); ++p) {
+    const std::vector<int64_t> f0 = fs.TileStart(global, p);
+    const std::vector<int64_t> t0 = ts.TileStart(global, p);
+    int64_t want = 1;
+    int64_t have = 1;
+    for (int d = 0; d < global.rank(); ++d) {
+      const int64_t t1 = std::min(global.dim(d), t0[d] + tl.dim(d));
+      const int64_t f1 = std::min(global.dim(d), f0[d] + fl.dim(d));
+      want *= std::max<int64_t>(0, t1 - t0[d]);
+      have *= std::max<int64_t>(0, std::min(t1, f1) - std::max(t0[d], f0[d]));
+    }
+    most = std::max(most, want - have);
+  }
+  return most * ElementSize(global.element_type());
 }
 
 Value Builder::Mask(Value v, int slot, const std::vector<int>& dims,
@@ -402,10 +428,18 @@ absl::StatusOr<DeviceProgram> Builder::Build() {
       step.segment.graph = *std::move(g);
       step.segment.inputs = o.inputs;
       step.segment.outputs = exports_[seg];
-      step.segment.shard_shapes =
-          (absl::StrJoin(exports_[seg], ",", [&](std::string* out, int slot) {
-            absl::StrAppend(out, Local(slot).ToString());
-          }));
+      // The shard work: each op with its local shape.
+      std::string work;
+      for (const Node& n : step.segment.graph.nodes()) {
+        if (n.op == OpKind::kParameter || n.op == OpKind::kConstant) continue;
+        if (work.size() > 400) {
+          absl::StrAppend(&work, " ...");
+          break;
+        }
+        absl::StrAppend(&work, work.empty() ? "" : "; ", OpName(n.op), " ",
+                        n.shape.ToString());
+      }
+      step.segment.shard_shapes = std::move(work);
       program.steps.push_back(std::move(step));
     }
     if (seg < steps_.size()) program.steps.push_back(steps_[seg]);

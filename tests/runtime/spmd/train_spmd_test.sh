@@ -45,7 +45,7 @@ n=0
 for trace in "$out"/spmd/spmd/*.podtrace; do
   "$podscope" export --format chrome -o "$out/trace$n.json" "$trace"
   grep -o '"name":"spmd_shard"[^}]*' "$out/trace$n.json" > "$out/shards$n.txt" || true
-  grep -q '"shard_shape":"f32\[' "$out/shards$n.txt" || { echo "no shard shapes in $trace"; exit 1; }
+  grep -q '"shard_shape":"[a-z0-9_]* [fi]32\[' "$out/shards$n.txt" || { echo "no shard shapes in $trace"; exit 1; }
   grep -o '"name":"spmd_collective"[^}]*' "$out/trace$n.json" > "$out/colls$n.txt" || true
   grep -q "\"reason\":\"fc2.weight: ('dim1', 'data') -> " "$out/colls$n.txt" || {
     echo "no fc2.weight collective in $trace"; head -5 "$out/colls$n.txt"; exit 1; }
