@@ -76,6 +76,10 @@ class Builder {
     State state;
     Shape global;
     int segment = -1;  // producing segment, -1: bound from outside
+    // Made by a broadcast of `broadcast_operand` (a slot) over these
+    // operand-to-output dimensions; -1 otherwise.
+    int broadcast_operand = -1;
+    std::vector<int64_t> broadcast_dims;
   };
   struct Open {
     std::unique_ptr<GraphBuilder> builder;
@@ -208,8 +212,31 @@ absl::StatusOr<int> Builder::Reshard(int slot, const State& to,
       limits[d] = start[d] + std::max<int64_t>(len, 0);
       high[d] = out_local.dim(d) - std::max<int64_t>(len, 0);
     }
+    // A tile of a broadcast along its new dimensions is the same broadcast
+    // to the tile's shape: no full-size intermediate.
+    bool rebroadcast = slots_[slot].broadcast_operand >= 0;
+    if (rebroadcast) {
+      const Slot& src = slots_[slots_[slot].broadcast_operand];
+      std::vector<bool> mapped(global.rank(), false);
+      for (size_t i = 0; i < slots_[slot].broadcast_dims.size(); ++i) {
+        const int od = static_cast<int>(slots_[slot].broadcast_dims[i]);
+        if (src.global.dim(static_cast<int>(i)) == global.dim(od)) {
+          mapped[od] = true;
+        }
+      }
+      for (int d = 0; d < global.rank(); ++d) {
+        if (from.dims[d].empty() && !to.dims[d].empty() && mapped[d]) {
+          rebroadcast = false;
+        }
+      }
+    }
     Value v;
-    if (empty) {
+    if (rebroadcast) {
+      const int operand = slots_[slot].broadcast_operand;
+      const std::vector<int64_t> bdims = slots_[slot].broadcast_dims;
+      Get(slot);  // keeps the segments alike on every device
+      v = b().Broadcast(Get(operand), out_local.dims(), bdims);
+    } else if (empty) {
       Get(slot);  // keeps the segments alike on every device
       v = b().Constant(Literal(out_local));
     } else {
@@ -383,6 +410,10 @@ absl::StatusOr<DeviceProgram> Builder::Build() {
             " ", OpName(node.op), ": ", v.status().message()));
       }
       slot = Define(*v, np.out, node.shape);
+      if (node.op == OpKind::kBroadcast) {
+        slots_[slot].broadcast_operand = operand_slots[0];
+        slots_[slot].broadcast_dims = node.attrs.axes;
+      }
     }
     name_slot(slot, static_cast<int>(id));
     if (np.annotation) {
