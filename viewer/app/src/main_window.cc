@@ -30,6 +30,7 @@
 #include "capture_dialog.h"
 #include "details_panel.h"
 #include "flame_graph_widget.h"
+#include "mesh_view.h"
 #include "search_bar.h"
 #include "stats_panel.h"
 #include "steps_panel.h"
@@ -204,6 +205,7 @@ void MainWindow::BuildMenus() {
   QAction* clear = view->addAction(tr("Clear Range &Selection"));
   connect(clear, &QAction::triggered, this,
           [this] { timeline_->SetRange(std::nullopt); });
+  AddMeshViewAction(view, this, [this] { return store_; });
   view->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) {
     view->addAction(d->toggleViewAction());
