@@ -135,17 +135,17 @@ void SetSessionId(const std::string& session_id) {
   ++f.generation;
 }
 
-void SetMetadataAttribute(const std::string& key, const std::string& value) {
-  internal::ProcessFacts& f = internal::Facts();
-  std::lock_guard<std::mutex> lock(f.mutex);
-  f.attributes[key] = value;
-  ++f.generation;
-}
-
 void AddDevice(const trace_format::proto::Device& device) {
   internal::ProcessFacts& f = internal::Facts();
   std::lock_guard<std::mutex> lock(f.mutex);
   f.devices.push_back(device);
+  ++f.generation;
+}
+
+void SetMetadataAttribute(const std::string& key, const std::string& value) {
+  internal::ProcessFacts& f = internal::Facts();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  f.attributes[key] = value;
   ++f.generation;
 }
 

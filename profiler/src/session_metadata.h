@@ -24,7 +24,7 @@ struct ProcessFacts {
   int process_count = 0;
   std::string session_id;
   std::vector<trace_format::proto::Device> devices;
-  std::map<std::string, std::string> attributes;  // SetMetadataAttribute
+  std::map<std::string, std::string> attributes;
   uint64_t generation = 0;  // bumped on every change
 };
 ProcessFacts& Facts();

@@ -95,8 +95,8 @@ SessionStats CurrentSessionStats();
 void SetProcessInfo(int process_index, int process_count);
 void SetSessionId(const std::string& session_id);
 void AddDevice(const trace_format::proto::Device& device);
-// A key/value fact of this process for the file metadata's attributes
-// (e.g. "spmd.mesh"); the latest value of a key wins.
+// A free-form fact in the metadata's `attributes` (e.g. the runtime's
+// "machine.peak_gflops"); setting a key again replaces its value.
 void SetMetadataAttribute(const std::string& key, const std::string& value);
 
 }  // namespace podscope::profiler
