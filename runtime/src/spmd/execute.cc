@@ -227,25 +227,35 @@ void Accumulate(Literal& a, const Literal& b, bool max) {
   }
 }
 
-// The tile `to` gives `position`, from every position's tile of `from`:
-// partial tiles are combined over their reduction group (in position
-// order, so every device gets bitwise the same), tiles are assembled.
-Literal Reshard(const Mesh& mesh, const std::shared_ptr<const Mesh>& mesh_ptr,
-                const std::vector<Literal>& tiles, const State& from,
-                const State& to, const Shape& global, int position) {
+// The positions whose tiles of `from` make up the value `position` sees:
+// those that differ from it only in the axes `from` tiles or holds
+// partial results over.
+std::vector<int> GroupOf(const Mesh& mesh, const State& from, int position) {
   const std::vector<int64_t> me = mesh.Coordinates(position);
   std::vector<bool> varies(mesh.rank(), false);
   for (int a : spmd::UsedAxes(from)) varies[a] = true;
-  const Sharding fs = spmd::ToSharding(from, mesh_ptr);
-  std::map<std::vector<int64_t>, Literal> combined;
-  std::map<std::vector<int64_t>, int> representative;
+  std::vector<int> group;
   for (int q = 0; q < mesh.num_devices(); ++q) {
     const std::vector<int64_t> c = mesh.Coordinates(q);
     bool same_group = true;
     for (int a = 0; a < mesh.rank(); ++a) {
       if (!varies[a] && c[a] != me[a]) same_group = false;
     }
-    if (!same_group) continue;
+    if (same_group) group.push_back(q);
+  }
+  return group;
+}
+
+// The global value of a group: partial tiles are combined over their
+// reduction group (in position order, so every device gets bitwise the
+// same), tiles are assembled.
+Literal Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
+                 const std::vector<Literal>& tiles, const State& from,
+                 const Shape& global, const std::vector<int>& group) {
+  const Sharding fs = spmd::ToSharding(from, mesh_ptr);
+  std::map<std::vector<int64_t>, Literal> combined;
+  std::map<std::vector<int64_t>, int> representative;
+  for (int q : group) {
     std::vector<int64_t> tile;
     for (int d = 0; d < fs.rank(); ++d) tile.push_back(fs.TileIndex(d, q));
     auto it = combined.find(tile);
@@ -260,7 +270,7 @@ Literal Reshard(const Mesh& mesh, const std::shared_ptr<const Mesh>& mesh_ptr,
   for (const auto& [tile, literal] : combined) {
     InsertShard(literal, fs, representative[tile], full);
   }
-  return ExtractShard(full, spmd::ToSharding(to, mesh_ptr), position);
+  return full;
 }
 
 }  // namespace
@@ -383,10 +393,20 @@ absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
         ExchangeAll(communicator_, devices_, process_of_, std::move(local),
                     shard_shape, &collective_bytes_);
     if (!all.ok()) return all.status();
+    // Devices of one group see the same global value: assembled once.
+    std::map<std::vector<int>, Literal> assembled;
+    const Sharding to = spmd::ToSharding(c.to, mesh_);
     for (int p = 0; p < n; ++p) {
       if (devices_[p] == nullptr) continue;
+      const std::vector<int> group = GroupOf(*mesh_, c.from, p);
+      auto it = assembled.find(group);
+      if (it == assembled.end()) {
+        it = assembled
+                 .emplace(group, Assemble(mesh_, *all, c.from, c.global, group))
+                 .first;
+      }
       absl::StatusOr<BufferPtr> b = client_->BufferFromLiteral(
-          Reshard(*mesh_, mesh_, *all, c.from, c.to, c.global, p), devices_[p]);
+          ExtractShard(it->second, to, p), devices_[p]);
       if (!b.ok()) return b.status();
       env[p][c.output] = *std::move(b);
     }

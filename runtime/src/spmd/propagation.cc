@@ -151,6 +151,25 @@ absl::StatusOr<Plan> Propagate(const Graph& graph, const Mesh& mesh,
           if (TiledCount(x[k], mesh) > TiledCount(x[best], mesh)) best = k;
         }
         State target = Whole(x[best]);
+        // A partial operand whose leading dimension is already tiled is
+        // reduce-scattered onto it (its axes appended, minor): cheaper than
+        // an all-reduce, and what follows runs on a smaller tile.
+        if (rank >= 2 && !target.dims[0].empty()) {
+          std::set<int> used;
+          for (const Axes& d : target.dims) Use(d, used);
+          for (const State& operand : x) {
+            if (!(Whole(operand) == target)) continue;
+            for (int axis : operand.partial) {
+              if (used.count(axis)) continue;
+              if (node.shape.dim(0) <
+                  Shards(target.dims[0], mesh) * mesh.shape()[axis]) {
+                continue;
+              }
+              target.dims[0].push_back(axis);
+              used.insert(axis);
+            }
+          }
+        }
         np.rule = Rule::kLocal;
         np.operands.assign(x.size(), target);
         np.out = target;
@@ -313,7 +332,10 @@ absl::StatusOr<Plan> Propagate(const Graph& graph, const Mesh& mesh,
           if (!k.empty()) np.masked_dims = {{1}, {0}};
         } else {
           // input [N,C,H,W], grad [N,O,H',W'] -> [O,C,kh,kw].
-          k = !x[0].dims[0].empty() ? x[0].dims[0] : x[1].dims[0];
+          // The more finely tiled batch (the gradient's is usually larger
+          // than the input's, so the input is the one to reshard).
+          k = x[1].dims[0].size() > x[0].dims[0].size() ? x[1].dims[0]
+                                                        : x[0].dims[0];
           Use(k, used);
           Axes o = x[1].dims[1];
           if (!Disjoint(o, used)) o.clear();
