@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "podscope/runtime/builder.h"
 #include "podscope/runtime/ir.h"
 #include "podscope/runtime/spmd.h"
 
@@ -96,6 +97,14 @@ struct DeviceProgram {
   std::vector<int> output_slots;
   int num_slots = 0;
 };
+
+// Records `node` over its local operands `x` (`global`: the operands'
+// global shapes) as an op producing `local_out`; `partial`: the plan makes
+// the result a partial sum (a mean or NLL loss is rescaled to its share).
+absl::StatusOr<Value> RecordLocalOp(GraphBuilder& g, const Node& node,
+                                    const std::vector<Value>& x,
+                                    const std::vector<Shape>& global,
+                                    const Shape& local_out, bool partial);
 
 // Builds the program of the device at mesh `position`; the collectives are
 // appended to `collectives` when it is non-null (the same on every device).
