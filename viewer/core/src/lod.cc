@@ -327,18 +327,19 @@ std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
   if (lo >= hi) return out;
   // covered(t, k): the time the depth's slices cover before t, modulo
   // 2^64, where k is the first of them starting at or after t (so only
-  // slice k - 1 can reach past t).
-  auto covered = [&](int64_t t, uint32_t k) {
-    uint64_t c = slices.CoveredBefore(k);
+  // slice k - 1 can reach past t): the running total before k less what
+  // slice k - 1 covers past t.
+  auto past = [&](int64_t t, uint32_t k) -> uint64_t {
     if (k > lo) {
       const int64_t e = slices.covered_end(k - 1);
-      if (e > t) c -= static_cast<uint64_t>(e) - static_cast<uint64_t>(t);
+      if (e > t) return static_cast<uint64_t>(e) - static_cast<uint64_t>(t);
     }
-    return c;
+    return 0;
   };
   int64_t from = grid.Bound(0);
   uint32_t k = FirstStartingFrom(slices, lo, hi, lo, from);
-  uint64_t before = covered(from, k);
+  uint64_t total_k = slices.CoveredBefore(k);  // the running total before k
+  uint64_t before = total_k - past(from, k);
   uint32_t step = 0;  // how many slices the last pixel's end moved past
   for (uint32_t p = 0; p < pixels; ++p) {
     const int64_t to = grid.Bound(p + 1);
@@ -359,10 +360,22 @@ std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
       }
       before += busy;
     } else {
-      const uint64_t now = covered(to, next);
+      // The running total before `next`: added on from k's when few
+      // slices lie between (sparse pixels), else from the stored totals.
+      uint64_t total_next;
+      if (next - k < 8) {
+        total_next = total_k;
+        for (uint32_t i = k; i < next; ++i) {
+          total_next += slices.covered_length(i);
+        }
+      } else {
+        total_next = slices.CoveredBefore(next);
+      }
+      const uint64_t now = total_next - past(to, next);
       busy = now - before;
       before = now;
       k = next;
+      total_k = total_next;
     }
     const double share =
         static_cast<double>(busy) / static_cast<double>(to - from);
