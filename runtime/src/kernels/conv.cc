@@ -198,29 +198,44 @@ void BackpropInput(const ConvGeometry& g, const float* dy, const float* w,
   }
 }
 
+// The filter gradient's product has a small result ([O, patch]) and a long
+// contraction (the block's pixels), which a threaded contraction splits
+// poorly: each thread instead multiplies its own range of the pixels into a
+// private sum, and the sums are added at the end.
 void BackpropFilter(const ConvGeometry& g, const float* x, const float* dy,
                     float* dw, const IntraOpPool& pool) {
+  using RowMajor =
+      Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Strided = Eigen::Map<const RowMajor, 0, Eigen::OuterStride<>>;
+  using Sum = Eigen::Map<RowMajor>;
   const int64_t block = BlockSamples(g);
+  const int64_t threads = pool.num_threads();
+  const int64_t size = g.o * g.patch();
   float* col = Scratch(0, g.patch() * block * g.pixels());
   float* grad = Scratch(1, g.o * block * g.pixels());
-  float* partial = Scratch(2, g.o * g.patch());
-  Tensor2 out(dw, g.o, g.patch());
-  Tensor2 sum(partial, g.o, g.patch());
+  float* partial = Scratch(2, threads * size);
+  std::fill(partial, partial + threads * size, 0.0f);
   for (int64_t first = 0; first < g.n; first += block) {
     const int64_t count = std::min(block, g.n - first);
     const int64_t ld = count * g.pixels();
     Im2ColBlock(g, x, first, count, col, pool);
     GatherSamples(g, dy, first, count, grad, pool);
-    // grad * col^T: contract the block's pixels.
-    auto product = ConstTensor(grad, g.o, ld)
-                       .contract(ConstTensor(col, g.patch(), ld),
-                                 Eigen::array<Pair, 1>{Pair(1, 1)});
-    if (first == 0) {
-      out.device(pool.device()) = product;
-    } else {
-      sum.device(pool.device()) = product;
-      out.device(pool.device()) += sum;
-    }
+    const int64_t per_thread = (ld + threads - 1) / threads;
+    pool.ParallelFor(threads, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t lo = t * per_thread;
+        const int64_t len = std::min(ld, lo + per_thread) - lo;
+        if (len <= 0) continue;
+        Sum(partial + t * size, g.o, g.patch()).noalias() +=
+            Strided(grad + lo, g.o, len, Eigen::OuterStride<>(ld)) *
+            Strided(col + lo, g.patch(), len, Eigen::OuterStride<>(ld))
+                .transpose();
+      }
+    });
+  }
+  std::copy(partial, partial + size, dw);
+  for (int64_t t = 1; t < threads; ++t) {
+    for (int64_t i = 0; i < size; ++i) dw[i] += partial[t * size + i];
   }
 }
 
