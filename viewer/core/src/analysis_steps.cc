@@ -209,8 +209,10 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
       lo = present == 0 ? c.duration_ns : std::min(lo, c.duration_ns);
       ++present;
     }
-    if (present > 1) {
-      row.spread_ns = hi - lo;
+    row.spread_ns = present > 1 ? hi - lo : 0;
+    if (present > 1 && row.spread_ns == 0) {
+      row.slowest_rank = -1;  // all took the same time
+    } else if (present > 1) {
       ++out.totals[row.slowest_rank].slowest_count;
     }
   }

@@ -99,13 +99,25 @@ bool ContainsNoCase(std::string_view hay, std::string_view needle) {
 }
 
 bool IsCollectiveName(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "AllReduce",     "Broadcast",  "AllGather",  "ReduceScatter",
-      "AllToAll",      "Barrier",    "nccl",       "all_reduce",
-      "all_gather",    "all-reduce", "all-gather", "reduce_scatter",
-      "reduce-scatter"};
-  for (std::string_view n : kNames) {
-    if (ContainsNoCase(name, n)) return true;
+  // Our runtime's and Gloo's names, exactly (an IR `broadcast` kernel is
+  // not a collective).
+  static constexpr std::string_view kExact[] = {
+      "AllReduce", "Broadcast", "AllGather", "ReduceScatter",
+      "AllToAll",  "Barrier",   "Reduce",    "Gather",
+      "Scatter",   "Send",      "Recv"};
+  for (std::string_view n : kExact) {
+    if (name == n) return true;
+  }
+  // NCCL kernels (Kineto) and XLA's HLO collectives (XSpace).
+  if (name.size() >= 4 && ContainsNoCase(name.substr(0, 4), "nccl")) {
+    return true;
+  }
+  static constexpr std::string_view kParts[] = {
+      "AllReduce",      "AllGather",  "ReduceScatter",
+      "AllToAll",       "all-reduce", "all-gather",
+      "reduce-scatter", "all-to-all", "collective-permute"};
+  for (std::string_view n : kParts) {
+    if (name.find(n) != std::string_view::npos) return true;
   }
   return false;
 }
