@@ -434,8 +434,8 @@ const bool kHeadlines = [] {
   RegisterHeadline("runtime.op_dispatch_us", "us");
   RegisterHeadline("runtime.execute_roundtrip_us", "us");
   RegisterHeadline("train.step_ms", "ms");
-  RegisterHeadline("train.profiling_overhead_pct", "%");
-  RegisterHeadline("train.profiling_overhead_sampling_pct", "%");
+  // The profiling-overhead headlines come from bench_runtime_overhead
+  // (overhead_bench.cc): interleaved pairs rather than best rounds.
   return true;
 }();
 

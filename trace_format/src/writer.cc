@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/utf8.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/trailer.h"
 #include "track_range.h"
@@ -108,8 +109,17 @@ void ToReaderOrder(TrackEvents* e) {
     return std::make_pair(a.kind, a.index) < std::make_pair(b.kind, b.index);
   };
   if (EndOrderToReaderOrder(e) && Sorted(e->instants, by_time) &&
-      Sorted(e->counters, by_time) && Sorted(e->samples, by_time) &&
-      Sorted(e->args, by_event) && Sorted(e->flows, by_event)) {
+      Sorted(e->counters, by_time) && Sorted(e->samples, by_time)) {
+    // Placing the slices renumbered them: the arguments and flows of
+    // nested slices follow their slices' new order, which a sort of these
+    // (few) entries restores, as SortTrackEvents would after its own
+    // placement, without searching the slices again.
+    if (!Sorted(e->args, by_event)) {
+      std::stable_sort(e->args.begin(), e->args.end(), by_event);
+    }
+    if (!Sorted(e->flows, by_event)) {
+      std::stable_sort(e->flows.begin(), e->flows.end(), by_event);
+    }
     return;
   }
   SortTrackEvents(e);
@@ -153,6 +163,21 @@ TraceWriter::~TraceWriter() { (void)Close(); }
 
 void TraceWriter::SetMetadata(const proto::Metadata& metadata) {
   pending_metadata_ = std::make_unique<proto::Metadata>(metadata);
+  // Map keys are protobuf `string`s, which readers reject whole when they
+  // are not UTF-8 (values are `bytes` and kept as they are).
+  for (auto* map : {pending_metadata_->mutable_attributes(),
+                    pending_metadata_->mutable_capture_options()}) {
+    std::vector<std::pair<std::string, std::string>> repaired;
+    for (auto it = map->begin(); it != map->end();) {
+      if (base::IsValidUtf8(it->first)) {
+        ++it;
+        continue;
+      }
+      repaired.emplace_back(base::ToValidUtf8(it->first), it->second);
+      it = map->erase(it);
+    }
+    for (auto& [key, value] : repaired) map->try_emplace(key, value);
+  }
 }
 
 uint32_t TraceWriter::InternString(std::string_view s) {
