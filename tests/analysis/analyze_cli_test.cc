@@ -169,6 +169,22 @@ TEST(AnalyzeCliTest, LaunchedTrainMnistJob) {
         std::string_view(c["graph_hash"].get_string().value()).empty());
   }
   EXPECT_TRUE(rank0 && rank1);
+  // The runtime's trace contract: compiles carry their signature, memory
+  // comes from Allocate/Free with live buffers at the peak, kernels carry
+  // flops against the measured machine peak.
+  simdjson::dom::element first = compiles.at(0).value();
+  EXPECT_THAT(std::string(first["signature"].get_string().value()),
+              HasSubstr("f32["));
+  simdjson::dom::array memory = doc["memory"].get_array().value();
+  ASSERT_EQ(memory.size(), 2u);
+  for (simdjson::dom::element m : memory) {
+    EXPECT_EQ(std::string_view(m["source"].get_string().value()),
+              "allocations");
+    EXPECT_GT(m["peak_bytes"].get_int64().value(), 0);
+    EXPECT_GT(m["live_at_peak"].get_array().value().size(), 0u);
+  }
+  EXPECT_EQ(doc["ops"]["peaks"].get_array().value().size(), 1u);
+  EXPECT_GT(doc["ops"]["by_kind"].get_array().value().size(), 0u);
   // The top work lists the device kernels.
   EXPECT_GT(doc["top"]["device_ops"].get_array().value().size(), 0u);
 }
