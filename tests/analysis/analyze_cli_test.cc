@@ -65,13 +65,20 @@ TEST(AnalyzeCliTest, TextHasAlignedTablesAndTheStraggler) {
                                "collectives"));
   EXPECT_THAT(r.out, HasSubstr("in steps: 0, 1, 2, 3"));
   EXPECT_THAT(r.out, HasSubstr("forward"));
-  // The step table's rows line up: every line of it is as long as its
-  // header.
+  // The step table's rows line up: every line of it is as wide as its
+  // header (in characters: "µs" is two bytes).
+  auto width = [](std::string_view line) {
+    size_t n = 0;
+    for (unsigned char c : line) n += (c & 0xC0) != 0x80 ? 1 : 0;
+    return n;
+  };
   const size_t header = r.out.find("  step");
   ASSERT_NE(header, std::string::npos);
   const size_t header_end = r.out.find('\n', header);
   const size_t row_end = r.out.find('\n', header_end + 1);
-  EXPECT_EQ(header_end - header, row_end - header_end - 1);
+  const std::string_view out = r.out;
+  EXPECT_EQ(width(out.substr(header, header_end - header)),
+            width(out.substr(header_end + 1, row_end - header_end - 1)));
 }
 
 TEST(AnalyzeCliTest, BadInputGetsAClearErrorAndExitCode) {
@@ -126,7 +133,8 @@ TEST(AnalyzeCliTest, LaunchedTrainMnistJob) {
   ASSERT_EQ(ranks.size(), 2u);
   // Four train_step scopes per rank, matched across the two.
   EXPECT_EQ(doc["steps"]["count"].get_uint64().value(), 4u);
-  for (simdjson::dom::element row : doc["steps"]["rows"].get_array().value()) {
+  simdjson::dom::array rows = doc["steps"]["rows"].get_array().value();
+  for (simdjson::dom::element row : rows) {
     simdjson::dom::array cells = row["ranks"].get_array().value();
     ASSERT_EQ(cells.size(), 2u);
     for (simdjson::dom::element c : cells) {
@@ -143,8 +151,8 @@ TEST(AnalyzeCliTest, LaunchedTrainMnistJob) {
   const uint64_t joined = doc["collectives"]["joined"].get_uint64().value();
   EXPECT_GE(joined, 4u);
   EXPECT_EQ(doc["collectives"]["joined_by_id"].get_uint64().value(), joined);
-  for (simdjson::dom::element c :
-       doc["collectives"]["list"].get_array().value()) {
+  simdjson::dom::array list = doc["collectives"]["list"].get_array().value();
+  for (simdjson::dom::element c : list) {
     EXPECT_EQ(c["arrivals"].get_array().value().size(), 2u);
   }
   // Each rank compiled its step graph at least once, and missed the cache
@@ -152,7 +160,8 @@ TEST(AnalyzeCliTest, LaunchedTrainMnistJob) {
   EXPECT_GE(doc["compiles"]["count"].get_uint64().value(), 2u);
   EXPECT_GE(doc["compiles"]["misses"].get_uint64().value(), 2u);
   bool rank0 = false, rank1 = false;
-  for (simdjson::dom::element c : doc["compiles"]["list"].get_array().value()) {
+  simdjson::dom::array compiles = doc["compiles"]["list"].get_array().value();
+  for (simdjson::dom::element c : compiles) {
     const int64_t rank = c["rank"].get_int64().value();
     rank0 |= rank == 0;
     rank1 |= rank == 1;
@@ -160,6 +169,22 @@ TEST(AnalyzeCliTest, LaunchedTrainMnistJob) {
         std::string_view(c["graph_hash"].get_string().value()).empty());
   }
   EXPECT_TRUE(rank0 && rank1);
+  // The runtime's trace contract: compiles carry their signature, memory
+  // comes from Allocate/Free with live buffers at the peak, kernels carry
+  // flops against the measured machine peak.
+  simdjson::dom::element first = compiles.at(0).value();
+  EXPECT_THAT(std::string(first["signature"].get_string().value()),
+              HasSubstr("f32["));
+  simdjson::dom::array memory = doc["memory"].get_array().value();
+  ASSERT_EQ(memory.size(), 2u);
+  for (simdjson::dom::element m : memory) {
+    EXPECT_EQ(std::string_view(m["source"].get_string().value()),
+              "allocations");
+    EXPECT_GT(m["peak_bytes"].get_int64().value(), 0);
+    EXPECT_GT(m["live_at_peak"].get_array().value().size(), 0u);
+  }
+  EXPECT_EQ(doc["ops"]["peaks"].get_array().value().size(), 1u);
+  EXPECT_GT(doc["ops"]["by_kind"].get_array().value().size(), 0u);
   // The top work lists the device kernels.
   EXPECT_GT(doc["top"]["device_ops"].get_array().value().size(), 0u);
 }

@@ -195,6 +195,25 @@ void StragglerSection(const PodAnalysis& a, size_t top, std::string* out) {
   *out += "\n";
 }
 
+// At most `n` characters (code points), "..." standing for the rest.
+std::string Shorten(const std::string& s, size_t n) {
+  size_t count = 0, i = 0;
+  for (; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;
+    if (count++ == n) break;
+  }
+  return i >= s.size() ? s : s.substr(0, i) + "...";
+}
+
+// The first three changes and how many more (the JSON has them all).
+std::string Changes(const std::vector<std::string>& c) {
+  std::vector<std::string> first(c.begin(),
+                                 c.begin() + std::min<size_t>(c.size(), 3));
+  std::string out = absl::StrJoin(first, "; ");
+  if (c.size() > 3) absl::StrAppend(&out, " (+", c.size() - 3, " more)");
+  return out;
+}
+
 void CompileSection(const PodAnalysis& a, size_t top, std::string* out) {
   const viewer::CompileReport& c = a.compiles;
   absl::StrAppend(out, "Compiles: ", c.compiles.size(), " (", c.hits,
@@ -215,9 +234,8 @@ void CompileSection(const PodAnalysis& a, size_t top, std::string* out) {
     t.Add({RankLabel(a.steps, e.rank), e.step >= 0 ? absl::StrCat(e.step) : "-",
            !e.cache_hit ? "?" : (*e.cache_hit ? "hit" : "miss"),
            FormatDuration(e.duration_ns), e.graph_hash,
-           e.signature.empty() ? "-" : e.signature,
-           e.late ? "LATE: " + absl::StrJoin(e.changes, "; ")
-                  : absl::StrJoin(e.changes, "; ")});
+           e.signature.empty() ? "-" : Shorten(e.signature, 40),
+           (e.late ? "LATE: " : "") + Changes(e.changes)});
   }
   *out += t.Render() + "\n";
 }

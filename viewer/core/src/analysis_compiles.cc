@@ -108,7 +108,7 @@ CompileReport AnalyzeCompiles(const TraceStore& store,
       }
       ++out.misses;
       c.stall_ns = c.duration_ns;
-      out.miss_ns += c.duration_ns;
+      out.miss_ns = pod::AddSat(out.miss_ns, c.duration_ns);
       c.late = c.step >= 0 ? c.step > options.warmup_steps : family_seen;
       if (c.late) ++out.late_misses;
       // The nearest earlier signature on this rank (latest on ties).
@@ -129,12 +129,14 @@ CompileReport AnalyzeCompiles(const TraceStore& store,
         c.changes.push_back("parameters: " + std::to_string(before.size()) +
                             " -> " + std::to_string(params.size()));
       }
-      for (size_t i = 0; i < std::max(before.size(), params.size()); ++i) {
-        const std::string a = i < before.size() ? before[i] : "none";
-        const std::string b = i < params.size() ? params[i] : "none";
+      // Position by position only when the parameter lists line up; a
+      // different count is a different graph, said once above.
+      for (size_t i = 0; before.size() == params.size() && i < params.size();
+           ++i) {
+        const std::string& a = before[i];
+        const std::string& b = params[i];
         if (a == b) continue;
-        const bool dtype =
-            i < before.size() && i < params.size() && DtypeOf(a) != DtypeOf(b);
+        const bool dtype = DtypeOf(a) != DtypeOf(b);
         c.changes.push_back("parameter " + std::to_string(i) +
                             (dtype ? " dtype: " : " shape: ") + a + " -> " + b);
       }

@@ -74,7 +74,8 @@ std::vector<DeviceMemory> AnalyzeMemory(const TraceStore& store,
       size_t peak_at = 0;
       for (size_t k = 0; k < events.size(); ++k) {
         const Event& e = events[k];
-        running += e.alloc ? e.bytes : -e.bytes;
+        running = e.alloc ? pod::AddSat(running, e.bytes)
+                          : pod::SubSat(running, e.bytes);
         const int64_t now = e.in_use.value_or(running);
         if (e.alloc) {
           ++m.allocations;

@@ -94,7 +94,7 @@ class CategoryTimeline {
     int cat = k == 0 ? static_cast<int>(StepCategory::kIdle) : cats_[k - 1];
     while (at < t1) {
       const int64_t next = k < starts_.size() ? std::min(starts_[k], t1) : t1;
-      out[cat] += next - at;
+      out[cat] = pod::AddSat(out[cat], pod::SubSat(next, at));
       at = next;
       if (k < starts_.size()) cat = cats_[k++];
     }
@@ -134,7 +134,7 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
       c.event = s.event;
       c.number = s.number;
       c.start_ns = s.start;
-      c.duration_ns = s.end - s.start;
+      c.duration_ns = pod::SubSat(s.end, s.start);
       c.category_ns = timeline.Sum(s.start, s.end);
       cells[r].push_back(c);
     }
@@ -196,10 +196,10 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
       if (!c.present) continue;
       RankStepTotals& t = out.totals[r];
       ++t.steps;
-      t.total_ns += c.duration_ns;
+      t.total_ns = pod::AddSat(t.total_ns, c.duration_ns);
       t.max_ns = std::max(t.max_ns, c.duration_ns);
       for (int k = 0; k < kStepCategoryCount; ++k) {
-        t.category_ns[k] += c.category_ns[k];
+        t.category_ns[k] = pod::AddSat(t.category_ns[k], c.category_ns[k]);
       }
       durations[r].push_back(c.duration_ns);
       if (present == 0 || c.duration_ns > hi) {
@@ -209,8 +209,10 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
       lo = present == 0 ? c.duration_ns : std::min(lo, c.duration_ns);
       ++present;
     }
-    if (present > 1) {
-      row.spread_ns = hi - lo;
+    row.spread_ns = present > 1 ? pod::SubSat(hi, lo) : 0;
+    if (present > 1 && row.spread_ns == 0) {
+      row.slowest_rank = -1;  // all took the same time
+    } else if (present > 1) {
       ++out.totals[row.slowest_rank].slowest_count;
     }
   }

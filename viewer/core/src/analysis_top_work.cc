@@ -31,19 +31,20 @@ TopWork AnalyzeTopWork(const TraceStore& store, const StepBreakdown& steps,
     const int32_t dev = device ? std::max<int32_t>(info.device_id, 0) : -1;
     const SliceColumns& s = store.data(info.id).slices;
     for (uint32_t d = 0; d < s.depth_count(); ++d) {
-      s.ForEachSelfTime(s.depth_begin(d), s.depth_end(d),
-                        [&](uint32_t i, int64_t self) {
-                          Acc& a = acc[{host, dev, s.name(i)}];
-                          ++a.count;
-                          a.total += pod::NonNegative(s.duration(i));
-                          a.self += pod::NonNegative(self);
-                        });
+      s.ForEachSelfTime(
+          s.depth_begin(d), s.depth_end(d), [&](uint32_t i, int64_t self) {
+            Acc& a = acc[{host, dev, s.name(i)}];
+            ++a.count;
+            a.total = pod::AddSat(a.total, pod::NonNegative(s.duration(i)));
+            a.self = pod::AddSat(a.self, pod::NonNegative(self));
+          });
     }
   }
   // Step time per host: the ranks' summed steps.
   absl::flat_hash_map<HostId, int64_t> step_ns;
   for (size_t r = 0; r < steps.ranks.size() && r < steps.totals.size(); ++r) {
-    step_ns[steps.ranks[r].host] += steps.totals[r].total_ns;
+    int64_t& h = step_ns[steps.ranks[r].host];
+    h = pod::AddSat(h, steps.totals[r].total_ns);
   }
   std::map<std::pair<HostId, int32_t>, std::vector<WorkEntry>> groups;
   for (const auto& [key, a] : acc) {

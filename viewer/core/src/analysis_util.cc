@@ -99,13 +99,25 @@ bool ContainsNoCase(std::string_view hay, std::string_view needle) {
 }
 
 bool IsCollectiveName(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "AllReduce",     "Broadcast",  "AllGather",  "ReduceScatter",
-      "AllToAll",      "Barrier",    "nccl",       "all_reduce",
-      "all_gather",    "all-reduce", "all-gather", "reduce_scatter",
-      "reduce-scatter"};
-  for (std::string_view n : kNames) {
-    if (ContainsNoCase(name, n)) return true;
+  // Our runtime's and Gloo's names, exactly (an IR `broadcast` kernel is
+  // not a collective).
+  static constexpr std::string_view kExact[] = {
+      "AllReduce", "Broadcast", "AllGather", "ReduceScatter",
+      "AllToAll",  "Barrier",   "Reduce",    "Gather",
+      "Scatter",   "Send",      "Recv"};
+  for (std::string_view n : kExact) {
+    if (name == n) return true;
+  }
+  // NCCL kernels (Kineto) and XLA's HLO collectives (XSpace).
+  if (name.size() >= 4 && ContainsNoCase(name.substr(0, 4), "nccl")) {
+    return true;
+  }
+  static constexpr std::string_view kParts[] = {
+      "AllReduce",      "AllGather",  "ReduceScatter",
+      "AllToAll",       "all-reduce", "all-gather",
+      "reduce-scatter", "all-to-all", "collective-permute"};
+  for (std::string_view n : kParts) {
+    if (name.find(n) != std::string_view::npos) return true;
   }
   return false;
 }
@@ -143,7 +155,7 @@ std::vector<Interval> Union(std::vector<Interval> v) {
 
 int64_t Length(const std::vector<Interval>& u) {
   int64_t n = 0;
-  for (const Interval& i : u) n += i.end - i.start;
+  for (const Interval& i : u) n = AddSat(n, SubSat(i.end, i.start));
   return n;
 }
 
@@ -154,7 +166,7 @@ int64_t Overlap(const std::vector<Interval>& a,
   while (i < a.size() && j < b.size()) {
     const int64_t s = std::max(a[i].start, b[j].start);
     const int64_t e = std::min(a[i].end, b[j].end);
-    if (e > s) n += e - s;
+    if (e > s) n = AddSat(n, SubSat(e, s));
     if (a[i].end < b[j].end) {
       ++i;
     } else {
@@ -262,7 +274,7 @@ StepLocator::StepLocator(const StepBreakdown& steps)
       const StepCell& c = row.ranks[k];
       if (!c.present) continue;
       by_rank_[k].push_back(
-          {c.start_ns, c.start_ns + c.duration_ns, static_cast<int>(r)});
+          {c.start_ns, AddSat(c.start_ns, c.duration_ns), static_cast<int>(r)});
     }
   }
   for (auto& w : by_rank_) {
@@ -333,9 +345,9 @@ RankIntervals CollectRankIntervals(const TraceStore& store, ProcessId p,
         }
         int64_t w =
             NonNegative(IntArg(store.FindArgs(e), keys.wait_ns).value_or(0));
-        w = std::min(w, end - start);
-        wait.push_back({start, start + w});
-        transfer.push_back({start + w, end});
+        w = std::min(w, SubSat(end, start));
+        wait.push_back({start, AddSat(start, w)});
+        transfer.push_back({AddSat(start, w), end});
       }
     } else if (IsThread(info)) {
       const bool loader_track = IsLoaderName(info.name);
@@ -382,7 +394,8 @@ absl::flat_hash_map<StringId, int64_t> ScopeTimes(const TraceStore& store,
         } else if (start <= step_start && end >= step_end) {
           continue;  // the step itself or a slice around it
         }
-        out[s.name(i)] += end - start;
+        int64_t& v = out[s.name(i)];
+        v = AddSat(v, SubSat(end, start));
       }
     }
   }

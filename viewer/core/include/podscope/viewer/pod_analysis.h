@@ -82,10 +82,13 @@ std::vector<RankInfo> PodRanks(const TraceStore& store);
 //   kCompute             device-stream slices that are not collectives
 //                        (kernels, transfers on the device's streams)
 //   kCollectiveTransfer  collectives (device-stream slices with a
-//                        `collective_id` or `wait_ns` arg, or named like a
-//                        collective: AllReduce, Broadcast, AllGather,
-//                        ReduceScatter, AllToAll, Barrier, nccl...) after
-//                        their wait
+//                        `collective_id` or `wait_ns` arg, or named
+//                        AllReduce, Broadcast, AllGather, ReduceScatter,
+//                        AllToAll, Barrier, Reduce, Gather, Scatter, Send,
+//                        Recv, or nccl*, or holding AllReduce, AllGather,
+//                        ReduceScatter, AllToAll, all-reduce, all-gather,
+//                        reduce-scatter, all-to-all, collective-permute)
+//                        after their wait
 //   kCollectiveWait      the first `wait_ns` of each collective (the rank
 //                        waiting for the last one to arrive)
 //   kDataLoading         thread slices whose name or track name holds
@@ -124,7 +127,8 @@ struct StepRow {
   // The step number (matched by number), or the position (by order).
   int64_t step = 0;
   std::vector<StepCell> ranks;  // one per rank (RankIndex)
-  // The rank whose step took longest, -1 when none has the step.
+  // The rank whose step took longest (the first on ties); -1 when none
+  // has the step, or when several have it and all took the same time.
   int slowest_rank = -1;
   // Longest minus shortest duration among the ranks that have the step.
   int64_t spread_ns = 0;
