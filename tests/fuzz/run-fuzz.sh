@@ -2,7 +2,8 @@
 # Builds the fuzzers (the trace reader's, the XSpace importer's, the Chrome
 # trace JSON importer's) and their seeds in BUILD_DIR (configured with clang
 # and -DPODSCOPE_BUILD_FUZZ=ON), then fuzzes each for SECONDS on a copy of
-# its seed corpus. Exits non-zero when the fuzzer finds a crash, leak,
+# its seed corpus (plus tests/fuzz/regressions/NAME/, inputs that once
+# found a problem). Exits non-zero when the fuzzer finds a crash, leak,
 # timeout or sanitizer report; the input that caused it is kept in
 # BUILD_DIR/fuzz-artifacts/.
 #
@@ -33,6 +34,10 @@ run_fuzzer() {
   mkdir -p "$work/$name/corpus"
   "$fuzz_bin/${name}_fuzz_seeds" "$seeds"
   cp "$seeds"/* "$work/$name/corpus/"
+  # Inputs that once found a problem stay in every run's corpus.
+  local regressions
+  regressions="$(dirname "$0")/regressions/$name"
+  if [[ -d "$regressions" ]]; then cp "$regressions"/* "$work/$name/corpus/"; fi
   local status=0
   "$fuzz_bin/${name}_fuzzer" \
     -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 \

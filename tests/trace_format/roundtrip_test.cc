@@ -226,6 +226,9 @@ TEST(RoundTrip, NonUtf8BytesInNamesSurvive) {
   m.set_host(latin1);
   m.add_command_line("--name=" + cut);
   (*m.mutable_capture_options())["label"] = latin1;
+  // Keys must be UTF-8 to be read back at all: they are repaired.
+  (*m.mutable_attributes())["plane " + latin1] = latin1;
+  (*m.mutable_capture_options())[cut] = "x";
   w->SetMetadata(m);
   proto::Track t;
   t.set_name(cut);
@@ -245,6 +248,10 @@ TEST(RoundTrip, NonUtf8BytesInNamesSurvive) {
     ASSERT_EQ(r->metadata().command_line_size(), 1);
     EXPECT_EQ(r->metadata().command_line(0), "--name=" + cut);
     EXPECT_EQ(r->metadata().capture_options().at("label"), latin1);
+    EXPECT_EQ(r->metadata().attributes().at("plane caf\xEF\xBF\xBD"), latin1);
+    EXPECT_EQ(r->metadata().capture_options().at(
+                  "r\xC3\xA9seau-\xEF\xBF\xBD\xEF\xBF\xBD"),
+              "x");
   }
 }
 

@@ -547,35 +547,50 @@ absl::Status ChromeConverter::ConvertArgObject(od::object obj, uint64_t offset,
   return absl::OkStatus();
 }
 
-absl::Status ChromeConverter::HandleMetadata(const Event& e) {
+absl::Status ChromeConverter::ForEachArg(
+    const Event& e, std::string_view what,
+    absl::FunctionRef<absl::Status(std::string_view, od::value)> fn) {
   if (e.args.empty()) return absl::OkStatus();
+  const std::string malformed = absl::StrCat(A(what), ": malformed \"args\"");
   od::document doc;
   od::object obj;
   if (args_parser_.iterate(e.args.data(), e.args.size(), e.args_capacity)
           .get(doc) ||
       doc.get_object().get(obj)) {
-    return in_->Error(e.offset, "metadata event: malformed \"args\"");
+    return in_->Error(e.offset, malformed);
   }
-  std::string text;
-  std::optional<int64_t> number;
   for (auto field : obj) {
-    std::string_view key, s;
+    std::string_view key;
     od::value v;
     if (field.unescaped_key().get(key) || field.value().get(v)) {
-      return in_->Error(e.offset, "metadata event: malformed \"args\"");
+      return in_->Error(e.offset, malformed);
     }
-    int64_t i;
-    if (key == "name" || key == "labels") {
-      if (v.get_string().get(s)) {
-        return in_->Error(e.offset,
-                          absl::StrCat("metadata event \"", A(e.name), "\": \"",
-                                       A(key), "\" is not a string"));
-      }
-      text = std::string(s);
-    } else if (key == "sort_index" && !v.get_int64().get(i)) {
-      number = i;
-    }
+    if (absl::Status s = fn(key, v); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+absl::Status ChromeConverter::HandleMetadata(const Event& e) {
+  if (e.args.empty()) return absl::OkStatus();
+  std::string text;
+  std::optional<int64_t> number;
+  absl::Status status =
+      ForEachArg(e, "metadata event", [&](std::string_view key, od::value v) {
+        std::string_view s;
+        int64_t i;
+        if (key == "name" || key == "labels") {
+          if (v.get_string().get(s)) {
+            return in_->Error(
+                e.offset, absl::StrCat("metadata event \"", A(e.name), "\": \"",
+                                       A(key), "\" is not a string"));
+          }
+          text = std::string(s);
+        } else if (key == "sort_index" && !v.get_int64().get(i)) {
+          number = i;
+        }
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
   if (e.name == "process_name") {
     process_names_[e.pid] = text;
     if (main_process_name_.empty() &&
@@ -597,20 +612,7 @@ absl::Status ChromeConverter::HandleMetadata(const Event& e) {
 }
 
 absl::Status ChromeConverter::HandleCounter(const Event& e) {
-  if (e.args.empty()) return absl::OkStatus();
-  od::document doc;
-  od::object obj;
-  if (args_parser_.iterate(e.args.data(), e.args.size(), e.args_capacity)
-          .get(doc) ||
-      doc.get_object().get(obj)) {
-    return in_->Error(e.offset, "counter event: malformed \"args\"");
-  }
-  for (auto field : obj) {
-    std::string_view key;
-    od::value v;
-    if (field.unescaped_key().get(key) || field.value().get(v)) {
-      return in_->Error(e.offset, "counter event: malformed \"args\"");
-    }
+  return ForEachArg(e, "counter event", [&](std::string_view key, od::value v) {
     double value;
     if (v.get_double().get(value)) {
       std::string_view s;
@@ -632,8 +634,8 @@ absl::Status ChromeConverter::HandleCounter(const Event& e) {
     }
     Count();
     w_->AddCounter(track, *e.ts, value);
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::Status ChromeConverter::HandleFlow(const Event& e) {

@@ -20,6 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "json_stream.h"
 #include "podscope/trace_format/writer.h"
@@ -114,6 +115,13 @@ class ChromeConverter {
                            int64_t* correlation);
   absl::Status ConvertArgObject(simdjson::ondemand::object obj, uint64_t offset,
                                 std::vector<Arg>* out, int64_t* correlation);
+  // Calls fn for each member of e's "args" object; "WHAT: malformed
+  // \"args\"" when they are not one.
+  absl::Status ForEachArg(
+      const Event& e, std::string_view what,
+      absl::FunctionRef<absl::Status(std::string_view key,
+                                     simdjson::ondemand::value v)>
+          fn);
   absl::Status HandleMetadata(const Event& e);
   absl::Status HandleCounter(const Event& e);
   absl::Status HandleFlow(const Event& e);

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/base/utf8.h"
 #include "podscope/trace_format/clock_model.h"
 #include "podscope/trace_format/perfetto_trace.pb.h"
 
@@ -124,40 +125,8 @@ class FileExporter {
   uint64_t events() const { return events_; }
 
  private:
-  static std::string Utf8(std::string_view s) {
-    // proto2 `string` fields must hold valid UTF-8 for strict parsers.
-    std::string out;
-    out.reserve(s.size());
-    for (size_t i = 0; i < s.size(); ++i) {
-      const auto c = static_cast<unsigned char>(s[i]);
-      if (c < 0x80) {
-        out.push_back(static_cast<char>(c));
-        continue;
-      }
-      size_t n = c >= 0xF0 && c <= 0xF4  ? 4
-                 : c >= 0xE0             ? 3
-                 : c >= 0xC2 && c < 0xE0 ? 2
-                                         : 0;
-      bool ok = n > 0 && i + n <= s.size();
-      for (size_t k = 1; ok && k < n; ++k) {
-        ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-      }
-      if (ok && n == 3) {
-        const auto c1 = static_cast<unsigned char>(s[i + 1]);
-        ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
-      } else if (ok && n == 4) {
-        const auto c1 = static_cast<unsigned char>(s[i + 1]);
-        ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
-      }
-      if (ok) {
-        out.append(s.substr(i, n));
-        i += n - 1;
-      } else {
-        out.append("\xEF\xBF\xBD");
-      }
-    }
-    return out;
-  }
+  // proto2 `string` fields must hold valid UTF-8 for strict parsers.
+  static std::string Utf8(std::string_view s) { return base::ToValidUtf8(s); }
 
   uint64_t TrackUuid(uint32_t track_id, size_t lane) const {
     return process_uuid_ | (static_cast<uint64_t>(track_id) << 8) | lane;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/utf8.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/trailer.h"
 #include "track_range.h"
@@ -153,6 +154,21 @@ TraceWriter::~TraceWriter() { (void)Close(); }
 
 void TraceWriter::SetMetadata(const proto::Metadata& metadata) {
   pending_metadata_ = std::make_unique<proto::Metadata>(metadata);
+  // Map keys are protobuf `string`s, which readers reject whole when they
+  // are not UTF-8 (values are `bytes` and kept as they are).
+  for (auto* map : {pending_metadata_->mutable_attributes(),
+                    pending_metadata_->mutable_capture_options()}) {
+    std::vector<std::pair<std::string, std::string>> repaired;
+    for (auto it = map->begin(); it != map->end();) {
+      if (base::IsValidUtf8(it->first)) {
+        ++it;
+        continue;
+      }
+      repaired.emplace_back(base::ToValidUtf8(it->first), it->second);
+      it = map->erase(it);
+    }
+    for (auto& [key, value] : repaired) map->try_emplace(key, value);
+  }
 }
 
 uint32_t TraceWriter::InternString(std::string_view s) {
