@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "capture_dialog.h"
+#include "cli_options.h"
 #include "live_session.h"
 #include "main_window.h"
 #include "podscope/profiler/server.h"
@@ -83,6 +84,22 @@ class LiveTest : public QObject {
   Q_OBJECT
 
  private slots:
+  void parsesTheFollowFlag() {
+    std::string error;
+    auto ok = ParseCommandLine({"--follow", "/tmp/run"}, &error);
+    QVERIFY(ok.has_value());
+    QCOMPARE(ok->follow, std::string("/tmp/run"));
+    QVERIFY(ok->path.empty());
+    QVERIFY(!ParseCommandLine({"--follow"}, &error).has_value());
+    QVERIFY(QString::fromStdString(error).contains("--follow needs a value"));
+    QVERIFY(!ParseCommandLine({"--follow", "a", "b"}, &error).has_value());
+    QVERIFY(QString::fromStdString(error).contains("give one"));
+    QVERIFY(!ParseCommandLine({"--follow=a", "--screenshot", "x.png"}, &error)
+                 .has_value());
+    QVERIFY(QString::fromStdString(error).contains("--screenshot"));
+    QVERIFY(QString::fromStdString(UsageText()).contains("--follow DIR"));
+  }
+
   void followsAFolderWhileProcessesWriteIt() {
     const QString dir = FreshDir("follow");
     fs::create_directories(dir.toStdString());
