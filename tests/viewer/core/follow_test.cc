@@ -87,6 +87,15 @@ class GrowingFile {
     }
     held_.clear();
   }
+  // An offset to a reference clock ("job"), as a job's process adds them
+  // while it records.
+  void AddOffset(int64_t offset_ns) {
+    tf::proto::ClockOffset o;
+    o.set_local_monotonic_ns(now_);
+    o.set_offset_ns(offset_ns);
+    o.set_reference("job");
+    writer_->AddClockOffset(o);
+  }
   void Flush() { ASSERT_TRUE(writer_->Flush().ok()); }
   void Close() {
     ReleaseHeld();
@@ -228,6 +237,39 @@ TEST(TraceFollowerTest, GrowingFileEndsAsTheFinalFileLoadedAtOnce) {
 
   auto loaded = TraceStore::Open(dir);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ExpectSameStore(*follower.store(), **loaded);
+}
+
+TEST(TraceFollowerTest, ClockOffsetsAddedWhileRecordingEndAsLoadedAtOnce) {
+  const std::string dir = testing::TempDir("follow_clock");
+  const std::string path = dir + "/hostC.7.podtrace";
+  GrowingFile file(path, "hostC", 7);
+  TraceFollower follower(dir);
+  uint64_t reread = 0;
+  for (int round = 0; round < 8; ++round) {
+    // Offsets arrive from the third round on, drifting.
+    if (round >= 2) file.AddOffset(5'000'000 + round * 1'000);
+    for (int s = 0; s < 10; ++s) file.Step(false);
+    file.Flush();
+    auto update = follower.Refresh();
+    ASSERT_TRUE(update.ok()) << update.status();
+    reread += update->files_reread;
+    if (round >= 2) {
+      EXPECT_TRUE(follower.store()->processes()[0].clock_aligned);
+      EXPECT_EQ(follower.store()->processes()[0].reference_clock, "job");
+    }
+  }
+  // Read again once, when the offsets first appeared; later offsets only
+  // place new events until the file is closed.
+  EXPECT_EQ(reread, 1u);
+  file.AddOffset(5'100'000);
+  file.Close();
+  auto last = follower.Refresh();
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->files_reread, 1u);
+  auto loaded = TraceStore::Open(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE((*loaded)->processes()[0].clock_aligned);
   ExpectSameStore(*follower.store(), **loaded);
 }
 

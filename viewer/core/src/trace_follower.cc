@@ -189,11 +189,18 @@ absl::Status TraceFollower::ReadFile(File* file, FollowUpdate* update) {
   process.session_id = m.session_id();
   process.metadata = m;
 
-  // Clock offsets: a capture writes them when it ends, which moves every
-  // event of the file, so the file is read again from its start.
+  // Clock offsets. A capture writes them when it ends, and a job's
+  // processes add them as they go: events already shown stay where the
+  // offsets known then put them, new ones use the newest, and the file is
+  // read again from its start when it starts being aligned or is closed
+  // with offsets other than those its events were placed with, so that the
+  // final store is the file loaded at once.
   ClockMapper clock(reader.clock());
   std::string clock_key = reader.clock().SerializeAsString();
-  if (clock_key != file->clock_key) {
+  const bool aligned = options_.align_clocks && clock.has_reference();
+  const bool closed = reader.report().has_index;
+  if (clock_key != file->clock_key &&
+      (file->next_offset == 0 || closed || aligned != file->aligned)) {
     if (file->next_offset > 0) {
       for (const auto& [id, track] : file->tracks) {
         StoreAppender::Clear(store, track);
@@ -203,7 +210,7 @@ absl::Status TraceFollower::ReadFile(File* file, FollowUpdate* update) {
     }
     file->clock_key = std::move(clock_key);
   }
-  file->aligned = options_.align_clocks && clock.has_reference();
+  file->aligned = aligned;
   process.clock_aligned = file->aligned;
   process.reference_clock.clear();
   for (const auto& o : reader.clock().offsets()) {

@@ -13,8 +13,12 @@
 // walking its record headers), decoding the chunks that arrived, and, per
 // track that received slices, rebuilding that track's slice columns (their
 // depth-grouped layout cannot grow in place); instants, samples and
-// strings are appended. Files whose clock offsets change (a capture writes
-// them when it ends) are read again from their start.
+// strings are appended. Clock offsets that arrive while a file grows (a
+// job's processes add them as they go) place the events that come after
+// them; a file is read again from its start when it first gets offsets
+// and when it is closed with offsets other than those its events were
+// placed with (a capture writes them at its end), so the final store
+// equals the files loaded at once.
 #ifndef PODSCOPE_VIEWER_TRACE_FOLLOWER_H_
 #define PODSCOPE_VIEWER_TRACE_FOLLOWER_H_
 
