@@ -2,6 +2,7 @@
 // that child processes (live_trace_writer, recording with StartTrace) write
 // into, and File › Capture… against a real profiler server shows events
 // while the capture still runs.
+#include <QAction>
 #include <QLineEdit>
 #include <QProcess>
 #include <QProcessEnvironment>
@@ -149,10 +150,14 @@ class LiveTest : public QObject {
     QCOMPARE(t->axis().t1(), t1);
     QVERIFY(t->axis().t1() < w.store()->last_ns());
 
+    QAction* follow = w.findChild<QAction*>("action.follow");
+    QVERIFY(follow != nullptr);
+    QVERIFY(!follow->isChecked());
     // End resumes following.
     t->setFocus();
     QTest::keyClick(t, Qt::Key_End);
     QVERIFY(t->following());
+    QVERIFY(follow->isChecked());
     QVERIFY(t->axis().t1() >= w.store()->last_ns());
 
     // Once both processes stop, their files are final and the store holds

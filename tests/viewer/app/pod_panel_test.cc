@@ -106,6 +106,17 @@ class PodPanelTest : public QObject {
     QVERIFY2(pod->verdict()->text().contains("rank 2 is the straggler"),
              qPrintable(pod->verdict()->text()));
     QVERIFY(pod->model().evidence.has_value());
+    // The link selects the evidence: another rank's longest wait in a
+    // collective.
+    emit pod->verdict()->linkActivated(QStringLiteral("evidence"));
+    {
+      const TraceStore& s = *w.store();
+      QVERIFY(w.timeline()->selected().has_value());
+      const EventRef e = *w.timeline()->selected();
+      QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("all_reduce"));
+      QVERIFY(s.processes()[s.tracks()[e.track].process].process_index != 2);
+      QCOMPARE(s.DurationOf(e), int64_t{4'000'000});
+    }
 
     // The compilation is listed.
     QCOMPARE(pod->compiles()->count(), 1);
@@ -113,7 +124,7 @@ class PodPanelTest : public QObject {
 
     // A click on (step 2, rank 1) zooms the timeline to that step.
     TimelineWidget* t = w.timeline();
-    const int64_t whole = t->axis().span();
+    const int64_t whole = w.store()->last_ns() - w.store()->first_ns();
     const QRect cell = table->visualItemRect(table->item(2, 1));
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
     QVERIFY(t->selected().has_value());

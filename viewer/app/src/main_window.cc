@@ -216,6 +216,14 @@ void MainWindow::BuildMenus() {
   QAction* clear = view->addAction(tr("Clear Range &Selection"));
   connect(clear, &QAction::triggered, this,
           [this] { timeline_->SetRange(std::nullopt); });
+  // Live traces: keep the newest time in view (End on the timeline).
+  QAction* follow = view->addAction(tr("&Follow Newest Time\tEnd"));
+  follow->setObjectName("action.follow");
+  follow->setCheckable(true);
+  connect(follow, &QAction::triggered, timeline_,
+          &TimelineWidget::SetFollowing);
+  connect(timeline_, &TimelineWidget::followingChanged, follow,
+          &QAction::setChecked);
   view->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) {
     view->addAction(d->toggleViewAction());
