@@ -6,8 +6,11 @@
 //   viewer.live_refresh_ms        the median refresh appending ~100 k events
 //   viewer.live_load_100k_ms      loading ~100 k events alone, median
 //   viewer.live_refresh_ratio     the first over the second
+//   viewer.live_refresh_cpu_ratio the same ratio of process CPU time (all
+//                                 threads), steadier on a shared machine
 // `--live_events=N` changes the store's size (default 10 M).
 #include <benchmark/benchmark.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -82,9 +85,23 @@ double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
+// CPU time of every thread of the process, ms.
+double CpuMs() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
 uint64_t g_events = 10'000'000;
 double g_refresh_ms = 0;
 double g_load_ms = 0;
+double g_refresh_cpu_ms = 0;
+double g_load_cpu_ms = 0;
 
 void BM_LiveRefresh(benchmark::State& state) {
   const std::string dir =
@@ -96,14 +113,16 @@ void BM_LiveRefresh(benchmark::State& state) {
     state.SkipWithError("the first refresh failed");
     return;
   }
-  std::vector<double> times;
+  std::vector<double> times, cpu;
   uint64_t appended = 0;
   for (auto _ : state) {
     state.PauseTiming();
     recorder.Record(kBatch);
     state.ResumeTiming();
     const auto start = std::chrono::steady_clock::now();
+    const double cpu0 = CpuMs();
     auto update = follower.Refresh();
+    cpu.push_back(CpuMs() - cpu0);
     times.push_back(Ms(std::chrono::steady_clock::now() - start));
     if (!update.ok()) {
       state.SkipWithError("refresh failed");
@@ -112,8 +131,8 @@ void BM_LiveRefresh(benchmark::State& state) {
     appended = update->events_added;
   }
   recorder.Close();
-  std::sort(times.begin(), times.end());
-  g_refresh_ms = times[times.size() / 2];
+  g_refresh_ms = Median(times);
+  g_refresh_cpu_ms = Median(cpu);
   state.counters["store_events"] =
       static_cast<double>(follower.store()->event_count());
   state.counters["appended"] = static_cast<double>(appended);
@@ -129,10 +148,12 @@ void BM_LoadBatchAlone(benchmark::State& state) {
     recorder.Record(kBatch);
     recorder.Close();
   }
-  std::vector<double> times;
+  std::vector<double> times, cpu;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpu0 = CpuMs();
     auto store = TraceStore::Open(dir);
+    cpu.push_back(CpuMs() - cpu0);
     times.push_back(Ms(std::chrono::steady_clock::now() - start));
     if (!store.ok()) {
       state.SkipWithError("open failed");
@@ -140,8 +161,8 @@ void BM_LoadBatchAlone(benchmark::State& state) {
     }
     benchmark::DoNotOptimize((*store)->event_count());
   }
-  std::sort(times.begin(), times.end());
-  g_load_ms = times[times.size() / 2];
+  g_load_ms = Median(times);
+  g_load_cpu_ms = Median(cpu);
   state.counters["median_ms"] = g_load_ms;
 }
 BENCHMARK(BM_LoadBatchAlone)->Unit(benchmark::kMillisecond)->Iterations(5);
@@ -165,5 +186,9 @@ int main(int argc, char** argv) {
   std::printf("viewer.live_load_100k_ms %.3f ms\n", g_load_ms);
   std::printf("viewer.live_refresh_ratio %.2f x\n",
               g_load_ms > 0 ? g_refresh_ms / g_load_ms : 0.0);
+  std::printf("viewer.live_refresh_cpu_ms %.3f ms\n", g_refresh_cpu_ms);
+  std::printf("viewer.live_load_100k_cpu_ms %.3f ms\n", g_load_cpu_ms);
+  std::printf("viewer.live_refresh_cpu_ratio %.2f x\n",
+              g_load_cpu_ms > 0 ? g_refresh_cpu_ms / g_load_cpu_ms : 0.0);
   return 0;
 }

@@ -33,21 +33,13 @@ Placement MergeSlices(SliceColumns* columns, std::vector<tf::Slice> fresh) {
       old_end = std::max(old_end, old.covered_end(old.depth_end(d) - 1));
     }
   }
-  std::vector<tf::Slice> input;
-  input.reserve(n_old + fresh.size());
   std::vector<uint32_t> where;
   if (!old.relaid() && fresh.front().start_ns >= old_end) {
     // Everything new starts after everything old ends: nothing old encloses
     // a new slice or the other way round, so the new slices' depths are
     // their own and each depth's new run goes after its old one.
     tf::ComputeSliceDepths(&fresh);
-    for (uint32_t d = 0; d < old.depth_count(); ++d) {
-      for (uint32_t i = old.depth_begin(d); i < old.depth_end(d); ++i) {
-        input.push_back({old.start(i), old.duration(i), old.name(i), d});
-      }
-    }
-    input.insert(input.end(), fresh.begin(), fresh.end());
-    *columns = SliceColumns::Build(std::move(input), &where);
+    *columns = SliceColumns::AppendAfter(old, fresh, &where);
     place.identity_old = false;
     place.old_to_new.assign(where.begin(), where.begin() + n_old);
     place.fresh_to_new.assign(where.begin() + n_old, where.end());
@@ -68,6 +60,8 @@ Placement MergeSlices(SliceColumns* columns, std::vector<tf::Slice> fresh) {
   }
   std::inplace_merge(tagged.begin(), tagged.begin() + mid, tagged.end(),
                      by_reader);
+  std::vector<tf::Slice> input;
+  input.reserve(tagged.size());
   for (const auto& [s, tag] : tagged) input.push_back(s);
   tf::ComputeSliceDepths(&input);
   *columns = SliceColumns::Build(std::move(input), &where);
