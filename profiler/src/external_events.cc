@@ -97,6 +97,21 @@ void RecordSlice(TrackHandle track, int64_t start_ns, int64_t end_ns,
   internal::ExternalEvents::Get().Add(std::move(e));
 }
 
+void RecordInstant(TrackHandle track, int64_t ts_ns, std::string_view name,
+                   std::initializer_list<EventArg> args) {
+  if (!track.valid() || !internal::Enabled(Level::kCritical)) return;
+  internal::ExternalEvent e{
+      track.id, false, ts_ns, ts_ns, internal::InternDynamic(name),
+      0,        0,     {},    true};
+  for (const EventArg& a : args) {
+    const uint32_t key = internal::InternDynamic(a.key);
+    e.args.push_back(std::visit(
+        [&](const auto& value) { return internal::MakeArg(key, value); },
+        a.value));
+  }
+  internal::ExternalEvents::Get().Add(std::move(e));
+}
+
 void RecordCounterValue(TrackHandle track, int64_t ts_ns, double value) {
   if (!track.valid() || !internal::Enabled(Level::kCritical)) return;
   internal::ExternalEvents::Get().Add(

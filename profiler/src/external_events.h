@@ -23,6 +23,7 @@ struct ExternalEvent {
   uint64_t flow_in;
   double value;
   std::vector<PendingArg> args;  // from trace.h, as scopes store them
+  bool instant = false;          // an instant at start_ns (not a counter)
 };
 
 class ExternalEvents {

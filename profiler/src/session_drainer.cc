@@ -207,6 +207,11 @@ void SessionDrainer::AddExternal(const std::vector<ExternalEvent>& events,
     for (const PendingArg& a : e.args) {
       args.push_back(FileArg(a.key, a.kind, a.bits));
     }
+    if (e.instant) {
+      writer_->AddInstant(track, skew_.Apply(e.start_ns), FileString(e.name),
+                          args);
+      continue;
+    }
     tf::EventRef ref =
         writer_->AddSlice(track, skew_.Apply(e.start_ns), e.end_ns - e.start_ns,
                           FileString(e.name), args);

@@ -63,6 +63,9 @@ tf::proto::Metadata RecordingMetadata(const TraceOptions& options,
     m.set_session_id(options.session_id.empty() ? f.session_id
                                                 : options.session_id);
     for (const auto& d : f.devices) *m.add_devices() = d;
+    for (const auto& [key, value] : f.attributes) {
+      (*m.mutable_attributes())[key] = value;
+    }
     *facts_generation = f.generation;
   }
   for (const std::string& arg : CommandLine()) m.add_command_line(arg);
@@ -136,6 +139,13 @@ void AddDevice(const trace_format::proto::Device& device) {
   internal::ProcessFacts& f = internal::Facts();
   std::lock_guard<std::mutex> lock(f.mutex);
   f.devices.push_back(device);
+  ++f.generation;
+}
+
+void SetMetadataAttribute(const std::string& key, const std::string& value) {
+  internal::ProcessFacts& f = internal::Facts();
+  std::lock_guard<std::mutex> lock(f.mutex);
+  f.attributes[key] = value;
   ++f.generation;
 }
 

@@ -6,6 +6,7 @@
 #define PODSCOPE_PROFILER_SRC_SESSION_METADATA_H_
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct ProcessFacts {
   int process_count = 0;
   std::string session_id;
   std::vector<trace_format::proto::Device> devices;
+  std::map<std::string, std::string> attributes;
   uint64_t generation = 0;  // bumped on every change
 };
 ProcessFacts& Facts();

@@ -9,6 +9,7 @@
 #include "device_runtime.h"
 #include "distributed/job_topology.h"
 #include "instrumentation.h"
+#include "machine_peak.h"
 #include "metrics_internal.h"
 #include "parallel.h"
 #include "podscope/profiler/trace.h"
@@ -68,6 +69,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(
   client->pool_ = std::make_shared<internal::IntraOpPool>(threads);
   internal::AttachProfiler(client->process_index_, client->process_count_,
                            client->addressable_devices_);
+  internal::RecordMachinePeak(*client->pool_);
   return client;
 }
 
@@ -178,6 +180,17 @@ absl::StatusOr<std::shared_ptr<Executable>> Client::Compile(
   }
   const int64_t end = internal::NowNs();
   trace.AddArg("cache_hit", hit);
+  if (trace.recording()) {
+    std::string signature;
+    for (int id : graph.parameters()) {
+      if (!signature.empty()) signature.push_back(' ');
+      signature += graph.node(id).shape.ToString();
+    }
+    trace.AddArg("signature", std::string_view(signature));
+    trace.AddArg("graph_ops", static_cast<int64_t>(graph.nodes().size()));
+    const int64_t step = internal::CurrentLazyStep();
+    if (step >= 0) trace.AddArg("step", step);
+  }
   internal::IncrementCounter(hit ? internal::kCachedCompile
                                  : internal::kUncachedCompile);
   if (!hit) internal::RecordTime(internal::kCompileTime, end - start);

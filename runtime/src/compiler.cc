@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "buffer_plan.h"
+#include "op_cost.h"
 #include "podscope/runtime/builder.h"
 
 namespace podscope::runtime::internal {
@@ -119,9 +120,20 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompileGraph(
       step.inputs = fusion.inputs;
       step.num_ops = static_cast<int>(fusion.members.size());
       step.op_name = step.num_ops > 1 ? "fusion" : std::string(OpName(node.op));
+      for (int member : fusion.members) {
+        step.flops += ElementwiseFlops(graph.node(member).op,
+                                       graph.node(member).shape.num_elements());
+      }
+      step.bytes_accessed = node.shape.byte_size();
+      for (int input : fusion.inputs) {
+        step.bytes_accessed += graph.node(input).shape.byte_size();
+      }
     } else {
       step.inputs = node.operands;
       step.op_name = std::string(OpName(node.op));
+      const OpCost cost = NodeCost(graph, id);
+      step.flops = cost.flops;
+      step.bytes_accessed = cost.bytes_accessed;
     }
     program->steps.push_back(std::move(step));
   }
@@ -158,6 +170,18 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompileGraph(
     requests.push_back(
         {graph.node(id).shape.byte_size(), static_cast<int>(s), last});
     requested_nodes.push_back(id);
+  }
+  // Output tags name the op computing each output (its step's op name).
+  std::vector<int> step_of(n, -1);
+  for (size_t s = 0; s < program->steps.size(); ++s) {
+    step_of[program->steps[s].node] = static_cast<int>(s);
+  }
+  for (int output : outputs) {
+    const Node& node = program->graph.node(output);
+    const absl::string_view op = OpName(node.op);
+    AllocationTag tag{std::string_view(op.data(), op.size()), node.scope};
+    if (step_of[output] >= 0) tag.op = program->steps[step_of[output]].op_name;
+    program->output_tags.push_back(tag);
   }
   const BufferPlan plan = PlanBuffers(requests);
   for (size_t r = 0; r < requests.size(); ++r) {

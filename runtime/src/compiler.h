@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "device_memory.h"
 #include "fusion.h"
 #include "podscope/runtime/executable.h"
 #include "podscope/runtime/ir.h"
@@ -26,6 +27,9 @@ struct Step {
   int fusion = -1;          // index into CompiledProgram::fusions, or -1
   std::string op_name;      // as traced: "dot", "fusion", ...
   int num_ops = 1;
+  // The kernel's cost (op_cost.h): traced as `flops` and `bytes_accessed`.
+  int64_t flops = 0;
+  int64_t bytes_accessed = 0;
 };
 
 struct CompiledProgram {
@@ -38,6 +42,10 @@ struct CompiledProgram {
   // Outputs whose value is not written by a step into that output's own
   // buffer (parameters, constants, repeated outputs) are copied at the end.
   std::vector<bool> output_is_copy;
+  // What each output buffer holds, for its allocation's trace: the kind of
+  // the op computing it ("parameter" or "constant" when it is a copy of
+  // one) and its scope; the views point into `graph` and `steps`.
+  std::vector<AllocationTag> output_tags;
 };
 
 // Verifies the graph (topological order, operand shapes, parameters),

@@ -13,12 +13,12 @@ constexpr int64_t kAlignment = 64;
 }  // namespace
 
 DeviceAllocation::DeviceAllocation(std::shared_ptr<DeviceMemory> owner,
-                                   void* data, int64_t size)
-    : owner_(std::move(owner)), data_(data), size_(size) {}
+                                   void* data, int64_t size, int64_t id)
+    : owner_(std::move(owner)), data_(data), size_(size), id_(id) {}
 
 DeviceAllocation::~DeviceAllocation() {
   std::free(data_);
-  owner_->Release(size_);
+  owner_->Release(size_, id_);
 }
 
 DeviceMemory::DeviceMemory(std::string device_name, int device_id,
@@ -28,7 +28,8 @@ DeviceMemory::DeviceMemory(std::string device_name, int device_id,
 }
 
 absl::StatusOr<std::shared_ptr<DeviceAllocation>> DeviceMemory::Allocate(
-    int64_t bytes) {
+    int64_t bytes, AllocationTag tag) {
+  int64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stats_.bytes_limit > 0 &&
@@ -39,17 +40,19 @@ absl::StatusOr<std::shared_ptr<DeviceAllocation>> DeviceMemory::Allocate(
                        stats_.bytes_limit, " bytes in use"));
     }
     ++stats_.num_allocs;
-    AddLocked(bytes);
+    id = next_id_++;
+    AddLocked(bytes, id, &tag);
   }
   const int64_t rounded = std::max<int64_t>(
       kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   void* data = std::aligned_alloc(kAlignment, rounded);
   if (data == nullptr) {
-    Release(bytes);
+    Release(bytes, id);
     return absl::ResourceExhaustedError(absl::StrCat(
         "Out of host memory backing ", device_name_, ": ", bytes, " bytes"));
   }
-  return std::make_shared<DeviceAllocation>(shared_from_this(), data, bytes);
+  return std::make_shared<DeviceAllocation>(shared_from_this(), data, bytes,
+                                            id);
 }
 
 MemoryStats DeviceMemory::stats() const {
@@ -57,12 +60,13 @@ MemoryStats DeviceMemory::stats() const {
   return stats_;
 }
 
-void DeviceMemory::Release(int64_t bytes) {
+void DeviceMemory::Release(int64_t bytes, int64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  AddLocked(-bytes);
+  AddLocked(-bytes, id, nullptr);
 }
 
-void DeviceMemory::AddLocked(int64_t delta) {
+void DeviceMemory::AddLocked(int64_t delta, int64_t id,
+                             const AllocationTag* tag) {
   stats_.bytes_in_use += delta;
   stats_.peak_bytes_in_use =
       std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
@@ -70,7 +74,18 @@ void DeviceMemory::AddLocked(int64_t delta) {
   // the order of their times. The observer never allocates device memory,
   // so it cannot wait for this lock.
   if (ObserverActive()) {
-    Observer().OnMemory({device_id_, stats_.bytes_in_use, NowNs()});
+    MemoryEvent event;
+    event.device_id = device_id_;
+    event.bytes_in_use = stats_.bytes_in_use;
+    event.time_ns = NowNs();
+    event.allocated = tag != nullptr;
+    event.buffer_id = id;
+    event.bytes = delta < 0 ? -delta : delta;
+    if (tag != nullptr) {
+      event.op = tag->op;
+      event.scope = tag->scope;
+    }
+    Observer().OnMemory(event);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "podscope/runtime/device.h"
@@ -13,22 +14,34 @@ namespace podscope::runtime::internal {
 
 class DeviceMemory;
 
+// What an allocation is for, as a trace's Allocate instant names it: the
+// op kind that produces the buffer ("dot", "fusion", ...; "transfer" for
+// data from the host or another device, "collective", "scratch" for an
+// execution's intermediates) and the ScopedName path of that op.
+struct AllocationTag {
+  std::string_view op = "transfer";
+  std::string_view scope;
+};
+
 // One block of device memory, returned to its device when destroyed.
 class DeviceAllocation {
  public:
   DeviceAllocation(std::shared_ptr<DeviceMemory> owner, void* data,
-                   int64_t size);
+                   int64_t size, int64_t id);
   ~DeviceAllocation();
   DeviceAllocation(const DeviceAllocation&) = delete;
   DeviceAllocation& operator=(const DeviceAllocation&) = delete;
 
   void* data() const { return data_; }
   int64_t size() const { return size_; }
+  // Unique per device for the life of the process (a trace's buffer_id).
+  int64_t id() const { return id_; }
 
  private:
   std::shared_ptr<DeviceMemory> owner_;
   void* data_;
   int64_t size_;
+  int64_t id_;
 };
 
 // Accounts the memory of one device against an optional limit, and reports
@@ -39,20 +52,24 @@ class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
  public:
   DeviceMemory(std::string device_name, int device_id, int64_t bytes_limit);
 
-  // 64-byte aligned; fails with ResourceExhausted over the limit.
-  absl::StatusOr<std::shared_ptr<DeviceAllocation>> Allocate(int64_t bytes);
+  // 64-byte aligned; fails with ResourceExhausted over the limit. `tag`
+  // says what the memory is for (reported with the allocation).
+  absl::StatusOr<std::shared_ptr<DeviceAllocation>> Allocate(
+      int64_t bytes, AllocationTag tag = {});
   MemoryStats stats() const;
 
  private:
   friend class DeviceAllocation;
-  void Release(int64_t bytes);
-  // Requires mu_: adds `delta` to the bytes in use and reports the total.
-  void AddLocked(int64_t delta);
+  void Release(int64_t bytes, int64_t id);
+  // Requires mu_: adds `delta` to the bytes in use and reports the change
+  // of allocation `id` (an allocation when delta >= 0 and `tag` is set).
+  void AddLocked(int64_t delta, int64_t id, const AllocationTag* tag);
 
   std::string device_name_;
   int device_id_;
   mutable std::mutex mu_;
   MemoryStats stats_;
+  int64_t next_id_ = 1;
 };
 
 }  // namespace podscope::runtime::internal

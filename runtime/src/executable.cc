@@ -71,9 +71,9 @@ absl::Status RunSteps(const CompiledProgram& program,
                                {node, shapes, inputs, data[step.node], pool});
     if (!status.ok()) return status;
     if (traced) {
-      internal::Observer().OnOp({device, graph.fingerprint(), step.op_name,
-                                 node.scope, step.num_ops, start,
-                                 internal::NowNs(), flow_id});
+      internal::Observer().OnOp(
+          {device, graph.fingerprint(), step.op_name, node.scope, step.num_ops,
+           start, internal::NowNs(), flow_id, step.flops, step.bytes_accessed});
       flow_id = 0;  // the flow arrives at the execution's first kernel
     }
   }
@@ -157,49 +157,52 @@ absl::StatusOr<std::vector<BufferPtr>> Executable::Execute(
   for (int id : g.outputs()) {
     outputs.push_back(BufferAccess::CreatePending(g.node(id).shape, device));
   }
-  device->runtime()->stream().Enqueue(
-      [program = program_, pool = pool_, device, outputs, flow_id,
-       arguments = std::vector<BufferPtr>(arguments.begin(), arguments.end())] {
-        const int64_t start = internal::NowNs();
-        absl::Status status;
-        // Work on one stream runs in order, so these are already complete;
-        // awaiting them picks up the error of a failed producer.
-        for (const BufferPtr& argument : arguments) {
-          status.Update(argument->ready().Await());
-        }
-        internal::DeviceMemory& memory = device->runtime()->memory();
-        std::shared_ptr<DeviceAllocation> arena;
-        std::vector<std::shared_ptr<DeviceAllocation>> storage;
-        std::vector<void*> output_data;
-        if (status.ok()) {
-          auto allocation = memory.Allocate(program->arena_bytes);
-          status = allocation.status();
-          if (status.ok()) arena = *std::move(allocation);
-        }
-        for (size_t i = 0; status.ok() && i < outputs.size(); ++i) {
-          auto allocation = memory.Allocate(outputs[i]->shape().byte_size());
-          status = allocation.status();
-          if (!status.ok()) break;
-          output_data.push_back((*allocation)->data());
-          storage.push_back(*std::move(allocation));
-        }
-        if (status.ok()) {
-          status = RunSteps(*program, arguments, arena->data(), output_data,
-                            *pool, device, flow_id);
-        }
-        arena.reset();  // scratch is free before anyone sees the outputs
-        for (size_t i = 0; i < outputs.size(); ++i) {
-          BufferAccess::Define(*outputs[i], status.ok() ? storage[i] : nullptr,
-                               status);
-        }
-        const int64_t end = internal::NowNs();
-        internal::RecordTime(internal::kExecuteTime, end - start);
-        if (internal::ObserverActive()) {
-          internal::Observer().OnExecute({device, program->graph.fingerprint(),
-                                          program->graph.name(), start, end,
-                                          status});
-        }
-      });
+  device->runtime()->stream().Enqueue([program = program_, pool = pool_, device,
+                                       outputs, flow_id,
+                                       arguments = std::vector<BufferPtr>(
+                                           arguments.begin(),
+                                           arguments.end())] {
+    const int64_t start = internal::NowNs();
+    absl::Status status;
+    // Work on one stream runs in order, so these are already complete;
+    // awaiting them picks up the error of a failed producer.
+    for (const BufferPtr& argument : arguments) {
+      status.Update(argument->ready().Await());
+    }
+    internal::DeviceMemory& memory = device->runtime()->memory();
+    std::shared_ptr<DeviceAllocation> arena;
+    std::vector<std::shared_ptr<DeviceAllocation>> storage;
+    std::vector<void*> output_data;
+    if (status.ok()) {
+      auto allocation = memory.Allocate(program->arena_bytes, {"scratch", ""});
+      status = allocation.status();
+      if (status.ok()) arena = *std::move(allocation);
+    }
+    for (size_t i = 0; status.ok() && i < outputs.size(); ++i) {
+      auto allocation = memory.Allocate(outputs[i]->shape().byte_size(),
+                                        program->output_tags[i]);
+      status = allocation.status();
+      if (!status.ok()) break;
+      output_data.push_back((*allocation)->data());
+      storage.push_back(*std::move(allocation));
+    }
+    if (status.ok()) {
+      status = RunSteps(*program, arguments, arena->data(), output_data, *pool,
+                        device, flow_id);
+    }
+    arena.reset();  // scratch is free before anyone sees the outputs
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      BufferAccess::Define(*outputs[i], status.ok() ? storage[i] : nullptr,
+                           status);
+    }
+    const int64_t end = internal::NowNs();
+    internal::RecordTime(internal::kExecuteTime, end - start);
+    if (internal::ObserverActive()) {
+      internal::Observer().OnExecute({device, program->graph.fingerprint(),
+                                      program->graph.name(), start, end,
+                                      status});
+    }
+  });
   return outputs;
 }
 

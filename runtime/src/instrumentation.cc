@@ -11,6 +11,7 @@ RuntimeObserver& NoOpObserver() {
 }
 
 std::atomic<RuntimeObserver*> g_observer{nullptr};
+thread_local int64_t t_lazy_step = -1;
 
 }  // namespace
 
@@ -38,5 +39,13 @@ RuntimeObserver& Observer() {
 bool ObserverActive() {
   return g_observer.load(std::memory_order_relaxed) != nullptr;
 }
+
+int64_t CurrentLazyStep() { return t_lazy_step; }
+
+ScopedLazyStep::ScopedLazyStep(int64_t step) : previous_(t_lazy_step) {
+  t_lazy_step = step;
+}
+
+ScopedLazyStep::~ScopedLazyStep() { t_lazy_step = previous_; }
 
 }  // namespace podscope::runtime::internal

@@ -64,6 +64,10 @@ struct OpEvent {
   // Non-zero on the first kernel of an execution launched while a profiler
   // session recorded: the flow that the host "Execute" scope started.
   uint64_t flow_id = 0;
+  // The kernel's floating-point operations and bytes read + written
+  // (op_cost.h).
+  int64_t flops = 0;
+  int64_t bytes_accessed = 0;
 };
 
 // A lazy step boundary (LazyContext::Sync).
@@ -84,11 +88,20 @@ struct MetricEvent {
   int64_t time_ns = 0;
 };
 
-// A device's memory in use changed (an allocation or a release).
+// A device's memory in use changed: an allocation (`allocated`) or the
+// release of allocation `buffer_id`.
 struct MemoryEvent {
   int device_id = 0;
-  int64_t bytes_in_use = 0;
+  int64_t bytes_in_use = 0;  // after the change
   int64_t time_ns = 0;
+  bool allocated = true;
+  int64_t buffer_id = 0;  // unique per device, for the life of the process
+  int64_t bytes = 0;
+  // Allocations only: the op kind that produced the buffer ("transfer",
+  // "parameter", "collective", "scratch" for others) and the ScopedName
+  // path it was recorded under.
+  std::string_view op;
+  std::string_view scope;
 };
 
 class RuntimeObserver {
@@ -116,6 +129,20 @@ bool SetRuntimeObserverIfUnset(RuntimeObserver* observer);
 RuntimeObserver& Observer();
 // True when an observer is installed: lets hot paths skip timestamps.
 bool ObserverActive();
+
+// The LazyContext step number whose Sync runs on this thread (a Compile's
+// `step` arg), or -1 outside any Sync.
+int64_t CurrentLazyStep();
+class ScopedLazyStep {
+ public:
+  explicit ScopedLazyStep(int64_t step);
+  ~ScopedLazyStep();
+  ScopedLazyStep(const ScopedLazyStep&) = delete;
+  ScopedLazyStep& operator=(const ScopedLazyStep&) = delete;
+
+ private:
+  int64_t previous_;
+};
 
 }  // namespace podscope::runtime::internal
 

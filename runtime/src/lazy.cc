@@ -182,6 +182,7 @@ absl::Status LazyContext::Sync() {
     absl::StatusOr<Graph> graph = builder_->Build(outputs);
     if (graph.ok()) {
       fingerprint = graph->fingerprint();
+      internal::ScopedLazyStep compiling_step(step_count_);
       absl::StatusOr<std::shared_ptr<Executable>> executable =
           client_->Compile(*graph);
       results = executable.ok()

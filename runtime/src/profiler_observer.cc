@@ -19,6 +19,7 @@ struct DeviceTracks {
   profiler::TrackHandle transfers;
   profiler::TrackHandle steps;
   profiler::TrackHandle memory;
+  profiler::TrackHandle allocations;
 };
 
 class ProfilerObserver : public RuntimeObserver {
@@ -71,7 +72,10 @@ class ProfilerObserver : public RuntimeObserver {
     profiler::RecordSlice(
         tracks.stream, event.start_ns, event.end_ns, name, event.flow_id,
         {{"graph_hash", static_cast<int64_t>(event.graph_fingerprint)},
-         {"fused_ops", int64_t{event.num_fused_ops}}});
+         {"fused_ops", int64_t{event.num_fused_ops}},
+         {"op", event.op_name},
+         {"flops", event.flops},
+         {"bytes_accessed", event.bytes_accessed}});
   }
 
   void OnStep(const StepEvent& event) override {
@@ -83,14 +87,27 @@ class ProfilerObserver : public RuntimeObserver {
 
   void OnMemory(const MemoryEvent& event) override {
     if (!profiler::IsRecording()) return;
-    profiler::TrackHandle track;
+    DeviceTracks tracks;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = tracks_.find(event.device_id);
       if (it == tracks_.end()) return;  // a device never attached
-      track = it->second.memory;
+      tracks = it->second;
     }
-    profiler::RecordCounterValue(track, event.time_ns,
+    if (event.allocated) {
+      profiler::RecordInstant(tracks.allocations, event.time_ns, "Allocate",
+                              {{"buffer_id", event.buffer_id},
+                               {"bytes", event.bytes},
+                               {"in_use", event.bytes_in_use},
+                               {"op", event.op},
+                               {"scope", event.scope}});
+    } else {
+      profiler::RecordInstant(tracks.allocations, event.time_ns, "Free",
+                              {{"buffer_id", event.buffer_id},
+                               {"bytes", event.bytes},
+                               {"in_use", event.bytes_in_use}});
+    }
+    profiler::RecordCounterValue(tracks.memory, event.time_ns,
                                  static_cast<double>(event.bytes_in_use));
   }
 
@@ -108,6 +125,8 @@ class ProfilerObserver : public RuntimeObserver {
         id, 0, absl::StrCat("device ", id, " (", device.kind(), ") stream"));
     t.transfers = profiler::RegisterDeviceStreamTrack(
         id, 1, absl::StrCat("device ", id, " transfers"));
+    t.allocations = profiler::RegisterDeviceStreamTrack(
+        id, 2, absl::StrCat("device ", id, " allocations"));
     t.steps = profiler::RegisterCounterTrack(
         absl::StrCat("device ", id, " lazy step"), "step");
     t.memory = profiler::RegisterCounterTrack(
@@ -161,6 +180,7 @@ void AttachProfiler(int process_index, int process_count,
     d.set_platform(platform);
     d.add_stream_track_ids(tracks.stream.id);
     d.add_stream_track_ids(tracks.transfers.id);
+    d.add_stream_track_ids(tracks.allocations.id);
     profiler::AddDevice(d);
   }
   SetRuntimeObserverIfUnset(&observer);

@@ -8,8 +8,9 @@
 // What a trace shows (see docs/runtime.md):
 //   "device N (CPU) stream" (stream 0): every kernel, named
 //       "<scope>/<op_name>" (or "<op_name>" outside any ScopedName), args
-//       graph_hash and fused_ops; the first kernel of an execution ends the
-//       flow that the host "Execute" scope started.
+//       graph_hash, fused_ops, op (the op kind), flops and bytes_accessed
+//       (op_cost.h); the first kernel of an execution ends the flow that
+//       the host "Execute" scope started.
 //   "device N transfers" (stream 1): TransferToDevice / TransferFromDevice
 //       with a bytes arg, and CopyFromDevice (a copy from device
 //       `from_device` into N).
@@ -17,6 +18,9 @@
 //       LazyContext::Sync. A counter rather than a slice, so that step-time
 //       analyses (which take slices whose name contains "step") see only
 //       the user's own step scopes.
+//   "device N allocations" (stream 2): an instant "Allocate" (buffer_id,
+//       bytes, in_use, op, scope) per allocation and "Free" (buffer_id,
+//       bytes, in_use) per release.
 //   "device N memory in use" (counter, bytes): the device's accounted
 //       memory after every allocation and release.
 //   "runtime <metric>" (counter, one per metric of metrics.h): timers
@@ -24,7 +28,8 @@
 //       TransferFromDeviceTime) get each sample in ns when it is taken;
 //       counters (CachedCompile, UncachedCompile, StepCount) get their
 //       process-wide total at each increment.
-// Host scopes "Compile" (graph_hash, cache_hit) and "Execute" (graph_hash)
+// Host scopes "Compile" (graph_hash, cache_hit, signature, graph_ops, step)
+// and "Execute" (graph_hash)
 // are recorded directly with profiler::Trace in client.cc / executable.cc.
 
 #include "absl/types/span.h"

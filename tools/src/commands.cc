@@ -13,8 +13,8 @@ namespace podscope::tools {
 namespace {
 
 constexpr const Command* kCommands[] = {
-    &kCheckCommand,   &kSummaryCommand, &kExportCommand,
-    &kCaptureCommand, &kLaunchCommand,
+    &kCheckCommand,  &kSummaryCommand, &kAnalyzeCommand,
+    &kExportCommand, &kCaptureCommand, &kLaunchCommand,
 };
 
 constexpr std::string_view kExitCodes =

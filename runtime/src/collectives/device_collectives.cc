@@ -58,8 +58,8 @@ absl::StatusOr<std::vector<BufferPtr>> RunOnFirstStream(
         for (const BufferPtr& in : inputs) status.Update(in->ready().Await());
         std::shared_ptr<internal::DeviceAllocation> storage;
         if (status.ok()) {
-          auto allocated =
-              home->runtime()->memory().Allocate(first->shape().byte_size());
+          auto allocated = home->runtime()->memory().Allocate(
+              first->shape().byte_size(), {"collective", ""});
           status = allocated.status();
           if (status.ok()) storage = *std::move(allocated);
         }

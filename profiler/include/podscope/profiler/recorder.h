@@ -45,6 +45,9 @@ void RecordSlice(TrackHandle track, int64_t start_ns, int64_t end_ns,
                  std::string_view name, uint64_t flow_in = 0,
                  std::initializer_list<EventArg> args = {});
 void RecordCounterValue(TrackHandle track, int64_t ts_ns, double value);
+// An instant (zero-duration marker) on `track`, e.g. an allocation.
+void RecordInstant(TrackHandle track, int64_t ts_ns, std::string_view name,
+                   std::initializer_list<EventArg> args = {});
 
 // A fresh process-unique flow id.
 uint64_t NewFlowId();

@@ -95,6 +95,9 @@ SessionStats CurrentSessionStats();
 void SetProcessInfo(int process_index, int process_count);
 void SetSessionId(const std::string& session_id);
 void AddDevice(const trace_format::proto::Device& device);
+// A free-form fact in the metadata's `attributes` (e.g. the runtime's
+// "machine.peak_gflops"); setting a key again replaces its value.
+void SetMetadataAttribute(const std::string& key, const std::string& value);
 
 }  // namespace podscope::profiler
 

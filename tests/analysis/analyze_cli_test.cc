@@ -1,0 +1,168 @@
+// `podscope analyze` as a user runs it: on written multi-rank traces, on
+// bad input, and on the session of a two-process train_mnist job started
+// with `podscope launch`.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pod_trace.h"
+#include "run_podscope.h"
+#include "simdjson.h"
+
+namespace podscope::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::RunPodscope;
+using testing::RunResult;
+
+simdjson::dom::element Parse(simdjson::dom::parser& parser,
+                             const std::string& text) {
+  auto doc = parser.parse(text);
+  EXPECT_FALSE(doc.error()) << simdjson::error_message(doc.error()) << "\n"
+                            << text.substr(0, 2000);
+  return doc.value_unsafe();
+}
+
+TEST(AnalyzeCliTest, JsonNamesTheStragglerOfAWrittenSession) {
+  const std::string dir = analysis_testing::WriteStragglerSession("cli-json");
+  ASSERT_FALSE(dir.empty());
+  const RunResult r = RunPodscope({"analyze", "--json", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = Parse(parser, r.out);
+  EXPECT_EQ(doc["processes"].get_uint64().value(), 3u);
+  EXPECT_EQ(doc["steps"]["count"].get_uint64().value(), 4u);
+  EXPECT_EQ(std::string_view(doc["steps"]["matched_by"].get_string().value()),
+            "number");
+  simdjson::dom::array rows = doc["steps"]["rows"].get_array().value();
+  ASSERT_EQ(rows.size(), 4u);
+  for (simdjson::dom::element row : rows) {
+    EXPECT_EQ(row["ranks"].get_array().value().size(), 3u);
+  }
+  EXPECT_EQ(doc["collectives"]["joined"].get_uint64().value(), 4u);
+  EXPECT_EQ(doc["collectives"]["joined_by_id"].get_uint64().value(), 4u);
+  simdjson::dom::element s = doc["straggler"];
+  EXPECT_EQ(s["rank"].get_int64().value(), 2);
+  EXPECT_EQ(s["last_count"].get_uint64().value(), 4u);
+  EXPECT_EQ(s["wait_caused_ns"].get_int64().value(), 1'600'000);
+  simdjson::dom::element scope = s["longer_scopes"].at(0).value();
+  EXPECT_EQ(std::string_view(scope["name"].get_string().value()), "forward");
+  EXPECT_EQ(scope["excess_ns"].get_int64().value(), 800'000);
+}
+
+TEST(AnalyzeCliTest, TextHasAlignedTablesAndTheStraggler) {
+  const std::string dir = analysis_testing::WriteStragglerSession("cli-text");
+  ASSERT_FALSE(dir.empty());
+  const RunResult r = RunPodscope({"analyze", "--top", "2", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Steps (4, matched by step number; 3 ranks)"));
+  EXPECT_THAT(r.out, HasSubstr("... 2 more steps"));
+  EXPECT_THAT(r.out, HasSubstr("Straggler: rank 2 arrived last at 4 of 4 "
+                               "collectives"));
+  EXPECT_THAT(r.out, HasSubstr("in steps: 0, 1, 2, 3"));
+  EXPECT_THAT(r.out, HasSubstr("forward"));
+  // The step table's rows line up: every line of it is as long as its
+  // header.
+  const size_t header = r.out.find("  step");
+  ASSERT_NE(header, std::string::npos);
+  const size_t header_end = r.out.find('\n', header);
+  const size_t row_end = r.out.find('\n', header_end + 1);
+  EXPECT_EQ(header_end - header, row_end - header_end - 1);
+}
+
+TEST(AnalyzeCliTest, BadInputGetsAClearErrorAndExitCode) {
+  RunResult r = RunPodscope({"analyze", "/no/such/trace"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("podscope analyze: "));
+  EXPECT_THAT(r.err, HasSubstr("/no/such/trace"));
+  r = RunPodscope({"analyze"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("expects a PATH"));
+  r = RunPodscope({"analyze", "--top", "x", "/tmp"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--top"));
+  const fs::path junk =
+      fs::path(analysis_testing::FreshDir("cli-junk")) / "junk.podtrace";
+  {
+    std::FILE* f = std::fopen(junk.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a trace at all", f);
+    std::fclose(f);
+  }
+  r = RunPodscope({"analyze", junk.string()});
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("junk.podtrace"));
+  r = RunPodscope({"help", "analyze"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("Usage: podscope analyze"));
+}
+
+// A real job: two ranks of train_mnist under `podscope launch`, then
+// `podscope analyze --json` on its session folder.
+TEST(AnalyzeCliTest, LaunchedTrainMnistJob) {
+  const fs::path dir = analysis_testing::FreshDir("cli-launch");
+  const fs::path logdir = dir / "logs";
+  const RunResult launch =
+      RunPodscope({"launch", "--nproc_per_node", "2", PODSCOPE_TRAIN_MNIST,
+                   "--fake_data", "--steps", "4", "--batch_size", "32",
+                   "--test_batches", "0", "--log_every", "1", "--profiler_port",
+                   "-1", "--logdir", logdir.string()});
+  ASSERT_EQ(launch.exit_code, 0) << launch.out << launch.err;
+  std::vector<fs::path> sessions;
+  for (const auto& e : fs::directory_iterator(logdir)) {
+    if (e.is_directory()) sessions.push_back(e.path());
+  }
+  ASSERT_EQ(sessions.size(), 1u);
+  const RunResult r = RunPodscope({"analyze", "--json", sessions[0].string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = Parse(parser, r.out);
+  EXPECT_EQ(doc["processes"].get_uint64().value(), 2u);
+  simdjson::dom::array ranks = doc["ranks"].get_array().value();
+  ASSERT_EQ(ranks.size(), 2u);
+  // Four train_step scopes per rank, matched across the two.
+  EXPECT_EQ(doc["steps"]["count"].get_uint64().value(), 4u);
+  for (simdjson::dom::element row : doc["steps"]["rows"].get_array().value()) {
+    simdjson::dom::array cells = row["ranks"].get_array().value();
+    ASSERT_EQ(cells.size(), 2u);
+    for (simdjson::dom::element c : cells) {
+      ASSERT_TRUE(c.is_object()) << "a rank misses a step";
+      EXPECT_GT(c["duration_ns"].get_int64().value(), 0);
+    }
+  }
+  for (simdjson::dom::element rank : ranks) {
+    EXPECT_EQ(rank["steps"].get_uint64().value(), 4u);
+    EXPECT_GT(rank["category_ns"]["compute"].get_int64().value(), 0);
+  }
+  // Gradients are all-reduced every step; every joined one reaches both
+  // ranks by its collective_id.
+  const uint64_t joined = doc["collectives"]["joined"].get_uint64().value();
+  EXPECT_GE(joined, 4u);
+  EXPECT_EQ(doc["collectives"]["joined_by_id"].get_uint64().value(), joined);
+  for (simdjson::dom::element c :
+       doc["collectives"]["list"].get_array().value()) {
+    EXPECT_EQ(c["arrivals"].get_array().value().size(), 2u);
+  }
+  // Each rank compiled its step graph at least once, and missed the cache
+  // the first time.
+  EXPECT_GE(doc["compiles"]["count"].get_uint64().value(), 2u);
+  EXPECT_GE(doc["compiles"]["misses"].get_uint64().value(), 2u);
+  bool rank0 = false, rank1 = false;
+  for (simdjson::dom::element c : doc["compiles"]["list"].get_array().value()) {
+    const int64_t rank = c["rank"].get_int64().value();
+    rank0 |= rank == 0;
+    rank1 |= rank == 1;
+    EXPECT_FALSE(
+        std::string_view(c["graph_hash"].get_string().value()).empty());
+  }
+  EXPECT_TRUE(rank0 && rank1);
+  // The top work lists the device kernels.
+  EXPECT_GT(doc["top"]["device_ops"].get_array().value().size(), 0u);
+}
+
+}  // namespace
+}  // namespace podscope::tools

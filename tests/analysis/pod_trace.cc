@@ -1,0 +1,125 @@
+#include "pod_trace.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace podscope::analysis_testing {
+
+namespace tf = trace_format;
+
+absl::StatusOr<std::unique_ptr<RankTrace>> RankTrace::Create(
+    const std::string& path, const std::string& host, int rank, int ranks,
+    const std::map<std::string, std::string>& attributes) {
+  auto w = tf::TraceWriter::Create(path, tf::WriterOptions{});
+  if (!w.ok()) return w.status();
+  tf::proto::Metadata m;
+  m.set_host(host);
+  m.set_pid(1000 + rank);
+  m.set_process_index(rank);
+  m.set_process_count(ranks);
+  m.set_session_id("pod");
+  for (const auto& [k, v] : attributes) (*m.mutable_attributes())[k] = v;
+  (*w)->SetMetadata(m);
+  return std::unique_ptr<RankTrace>(new RankTrace(std::move(*w)));
+}
+
+uint32_t RankTrace::Thread(const std::string& name) {
+  tf::proto::Track t;
+  t.set_kind(tf::proto::TRACK_KIND_THREAD);
+  t.set_name(name);
+  t.set_tid(tid_++);
+  return w_->AddTrack(t);
+}
+
+uint32_t RankTrace::Device(const std::string& name, int32_t device_id,
+                           int32_t stream_id) {
+  tf::proto::Track t;
+  t.set_kind(tf::proto::TRACK_KIND_DEVICE_STREAM);
+  t.set_name(name);
+  t.set_device_id(device_id);
+  t.set_stream_id(stream_id);
+  return w_->AddTrack(t);
+}
+
+uint32_t RankTrace::Counter(const std::string& name) {
+  tf::proto::Track t;
+  t.set_kind(tf::proto::TRACK_KIND_COUNTER);
+  t.set_name(name);
+  t.set_unit("bytes");
+  return w_->AddTrack(t);
+}
+
+std::vector<tf::Arg> RankTrace::Convert(const Args& args) {
+  std::vector<tf::Arg> out;
+  for (const auto& [key, value] : args) {
+    tf::Arg a;
+    a.key = w_->InternString(key);
+    if (const auto* s = std::get_if<std::string>(&value)) {
+      a.value = tf::StringId{w_->InternString(*s)};
+    } else if (const auto* i = std::get_if<int64_t>(&value)) {
+      a.value = *i;
+    } else {
+      a.value = std::get<double>(value);
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+void RankTrace::Slice(uint32_t track, int64_t start, int64_t duration,
+                      const std::string& name, const Args& args) {
+  const auto a = Convert(args);
+  w_->AddSlice(track, start, duration, w_->InternString(name), a);
+}
+
+void RankTrace::Instant(uint32_t track, int64_t ts, const std::string& name,
+                        const Args& args) {
+  const auto a = Convert(args);
+  w_->AddInstant(track, ts, w_->InternString(name), a);
+}
+
+void RankTrace::CounterValue(uint32_t track, int64_t ts, double v) {
+  w_->AddCounter(track, ts, v);
+}
+
+absl::Status RankTrace::Close() { return w_->Close(); }
+
+std::string FreshDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::filesystem::path p =
+      base ? base : std::filesystem::temp_directory_path();
+  p /= "podscope-analysis-" + name + "-" + std::to_string(getpid());
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+// Three ranks, four steps; rank 2's `forward` takes 500 µs instead of
+// 300 µs, so it reaches every all-reduce 200 µs after the others.
+std::string WriteStragglerSession(const std::string& name) {
+  const std::string dir = FreshDir(name);
+  for (int r = 0; r < 3; ++r) {
+    auto t = *RankTrace::Create(dir + "/rank" + std::to_string(r) + ".podtrace",
+                                "host" + std::to_string(r), r, 3);
+    const uint32_t main = t->Thread("main");
+    const uint32_t dev = t->Device("device 0 (CPU) stream", r);
+    const int64_t forward = r == 2 ? 500'000 : 300'000;
+    for (int64_t k = 0; k < 4; ++k) {
+      const int64_t base = k * 1'000'000;
+      t->Slice(main, base, 900'000, "train_step", {{"step", k}});
+      t->Slice(main, base + 10'000, forward, "forward");
+      t->Slice(main, base + 20'000 + forward, 10'000, "optimizer");
+      const int64_t arrive = base + 20'000 + forward;
+      const int64_t last = base + 520'000;
+      t->Slice(dev, arrive, base + 600'000 - arrive, "AllReduce",
+               {{"bytes", int64_t{4096}},
+                {"wait_ns", last - arrive},
+                {"collective_id", "grads#" + std::to_string(k)}});
+    }
+    if (!t->Close().ok()) return "";
+  }
+  return dir;
+}
+
+}  // namespace podscope::analysis_testing

@@ -1,0 +1,62 @@
+// Writes per-rank trace files with the real TraceWriter for the pod
+// analysis tests and benchmark: slices, instants and counters with typed
+// arguments, metadata attributes, tracks of each kind.
+#ifndef PODSCOPE_TESTS_ANALYSIS_POD_TRACE_H_
+#define PODSCOPE_TESTS_ANALYSIS_POD_TRACE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "podscope/trace_format/writer.h"
+
+namespace podscope::analysis_testing {
+
+using ArgValue = std::variant<int64_t, double, std::string>;
+using Args = std::vector<std::pair<std::string, ArgValue>>;
+
+class RankTrace {
+ public:
+  // A file for one process: `rank` of `ranks` on `host`.
+  static absl::StatusOr<std::unique_ptr<RankTrace>> Create(
+      const std::string& path, const std::string& host, int rank, int ranks,
+      const std::map<std::string, std::string>& attributes = {});
+
+  uint32_t Thread(const std::string& name);
+  uint32_t Device(const std::string& name, int32_t device_id,
+                  int32_t stream_id = 0);
+  uint32_t Counter(const std::string& name);
+
+  void Slice(uint32_t track, int64_t start, int64_t duration,
+             const std::string& name, const Args& args = {});
+  void Instant(uint32_t track, int64_t ts, const std::string& name,
+               const Args& args = {});
+  void CounterValue(uint32_t track, int64_t ts, double v);
+
+  absl::Status Close();
+
+ private:
+  explicit RankTrace(std::unique_ptr<trace_format::TraceWriter> w)
+      : w_(std::move(w)) {}
+  std::vector<trace_format::Arg> Convert(const Args& args);
+  std::unique_ptr<trace_format::TraceWriter> w_;
+  int64_t tid_ = 100;
+};
+
+// A fresh empty folder under the test temp dir.
+std::string FreshDir(const std::string& name);
+
+// Three ranks (host0..2), four steps (`train_step`, step 0..3, 900 us
+// apart by 1 ms); rank 2's `forward` takes 500 us instead of 300 us, so it
+// reaches every AllReduce (collective_id grads#k) 200 us after the others.
+// Returns the session folder ("" when writing failed).
+std::string WriteStragglerSession(const std::string& name);
+
+}  // namespace podscope::analysis_testing
+
+#endif  // PODSCOPE_TESTS_ANALYSIS_POD_TRACE_H_

@@ -1,0 +1,121 @@
+// `podscope analyze`: the multi-host analyses of viewer/core
+// (pod_analysis.h) over one session, as tables or JSON.
+#include <string>
+#include <vector>
+
+#include "analyze_print.h"
+#include "command.h"
+#include "flags.h"
+#include "import_path.h"
+#include "podscope/viewer/pod_analysis.h"
+#include "podscope/viewer/trace_store.h"
+#include "text_format.h"
+
+namespace podscope::tools {
+namespace {
+
+constexpr std::string_view kHelp =
+    R"(Usage: podscope analyze [--json] [--top N] [--session NAME] PATH
+
+Analyses one session of a multi-process job: PATH is a trace file, a
+session folder, a capture folder (its newest session, or --session), or
+other profilers' traces (XSpace, Chrome trace JSON, PyTorch/Kineto), which
+are imported first. Prints:
+  - steps x ranks: each step's duration per rank, the slowest rank and the
+    spread, and per rank where step time went: device compute, collective
+    transfer, collective wait, data loading, host work, idle;
+  - collectives joined across ranks (by collective_id, else by order): who
+    arrived last, by how much, the wait each rank caused, and the rank that
+    was consistently last with the steps, collectives and its own scopes
+    that were longer than the other ranks' median;
+  - compiles with cache hits and misses, and for a late miss what changed
+    (parameter shapes or dtypes, graph hash) and the step it stalled;
+  - the top device ops and host scopes by self time with their share of
+    step time, and each rank's communication/computation overlap;
+  - per op and op kind: flops, bytes, GFLOP/s, arithmetic intensity and
+    the fraction of the host's roofline bound (machine.peak_* attributes);
+  - per device: the memory peak, when, and the buffers live at it.
+docs/analysis.md defines every number.
+
+Flags:
+  --json          Print one JSON document (times in ns, shares in [0, 1])
+  --top N         Entries per list (default 20, 0: all)
+  --session NAME  For a capture folder: the session to analyse
+  -h, --help      Show this help
+
+Exit codes: 0 success, 2 usage error, 3 PATH not found or nothing readable
+in it, 4 internal or I/O error.
+)";
+
+int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
+  bool json = false;
+  int64_t top = 20;
+  std::string session;
+  FlagParser flags;
+  flags.AddBool("json", &json);
+  flags.AddInt("top", &top, 0, 1000000000);
+  flags.AddString("session", &session);
+  std::vector<std::string> paths;
+  bool help = false;
+  if (auto s = flags.Parse(args, &paths, &help); !s.ok()) {
+    return UsageError(io, "analyze", std::string(s.message()));
+  }
+  if (help) return PrintCommandHelp(io, kAnalyzeCommand);
+  if (paths.size() != 1) {
+    return UsageError(io, "analyze",
+                      paths.empty() ? "expects a PATH (a trace file or folder)"
+                                    : "expects one PATH");
+  }
+  auto input = ResolveInput(paths[0], "analyze", io);
+  if (!input.ok()) {
+    std::fprintf(io.err, "podscope analyze: %s\n",
+                 std::string(input.status().message()).c_str());
+    return kExitUnreadable;
+  }
+  ProgressLine progress(io, "loading", "files");
+  viewer::OpenOptions open;
+  open.session = session;
+  open.progress = [&](const viewer::OpenProgress& p) {
+    progress.Update(p.files_done, p.files_total);
+  };
+  auto store = viewer::TraceStore::Open(*input, open);
+  progress.Finish();
+  if (!store.ok()) {
+    std::fprintf(io.err, "podscope analyze: %s\n",
+                 std::string(store.status().message()).c_str());
+    const absl::StatusCode code = store.status().code();
+    return code == absl::StatusCode::kInternal ||
+                   code == absl::StatusCode::kResourceExhausted ||
+                   code == absl::StatusCode::kUnknown
+               ? kExitInternal
+               : kExitUnreadable;
+  }
+  for (const viewer::LoadProblem& p : (*store)->problems()) {
+    std::fprintf(io.err, "podscope analyze: warning: %s: %s%s\n",
+                 p.path.c_str(), p.message.c_str(),
+                 p.loaded ? " (what could be read is analysed)" : "");
+  }
+  viewer::PodAnalysisOptions options;
+  options.top = static_cast<size_t>(top);
+  const viewer::PodAnalysis analysis = viewer::AnalyzePod(**store, options);
+  const std::string text =
+      json ? AnalysisJson(paths[0], **store, analysis)
+           : AnalysisText(**store, analysis, static_cast<size_t>(top));
+  if (std::fputs(text.c_str(), io.out) < 0) {
+    std::fprintf(io.err, "podscope analyze: cannot write the output\n");
+    return kExitInternal;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+const Command kAnalyzeCommand = {
+    "analyze",
+    "Analyse a multi-process job: steps per rank, stragglers, recompiles, "
+    "top work, roofline, memory",
+    kHelp,
+    RunAnalyze,
+};
+
+}  // namespace podscope::tools

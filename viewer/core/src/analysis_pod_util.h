@@ -1,0 +1,139 @@
+// Pieces the pod analyses (analysis_*.cc) share: typed argument lookup that
+// tolerates missing keys and wrong types, which slices are collectives,
+// steps and data loading, interval unions, and finding the step around a
+// time. Private to viewer/core.
+#ifndef PODSCOPE_VIEWER_CORE_SRC_ANALYSIS_POD_UTIL_H_
+#define PODSCOPE_VIEWER_CORE_SRC_ANALYSIS_POD_UTIL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "podscope/viewer/pod_analysis.h"
+#include "podscope/viewer/trace_store.h"
+
+namespace podscope::viewer::pod {
+
+// The store string ids of the argument keys the analyses read (nullopt:
+// no event uses the key).
+struct Keys {
+  explicit Keys(const TraceStore& store);
+  std::optional<StringId> step, step_num, wait_ns, collective_id, graph_hash,
+      cache_hit, signature, graph_ops, flops, bytes_accessed, op, buffer_id,
+      bytes, in_use, scope;
+};
+
+const trace_format::Arg* FindArg(const trace_format::EventArgs* args,
+                                 std::optional<StringId> key);
+// An int64 value, or a double that is a whole number.
+std::optional<int64_t> IntArg(const trace_format::EventArgs* args,
+                              std::optional<StringId> key);
+std::optional<double> NumberArg(const trace_format::EventArgs* args,
+                                std::optional<StringId> key);
+// A string value as it is; a number spelled in decimal.
+std::optional<std::string> TextArg(const TraceStore& store,
+                                   const trace_format::EventArgs* args,
+                                   std::optional<StringId> key);
+
+int64_t NonNegative(int64_t v);
+
+bool ContainsNoCase(std::string_view hay, std::string_view needle);
+
+// Collective by name (AllReduce, Broadcast, ..., nccl kernels).
+bool IsCollectiveName(std::string_view name);
+
+// Caches a per-name decision.
+class NameFlags {
+ public:
+  template <typename Fn>
+  bool Get(const TraceStore& store, StringId name, Fn&& decide) {
+    auto [it, inserted] = flags_.try_emplace(name, false);
+    if (inserted) it->second = decide(store.str(name));
+    return it->second;
+  }
+
+ private:
+  absl::flat_hash_map<StringId, bool> flags_;
+};
+
+// A collective: the name says so, or the slice has a `collective_id` or
+// `wait_ns` argument.
+class CollectiveTest {
+ public:
+  CollectiveTest(const TraceStore& store, const Keys& keys)
+      : store_(store), keys_(keys) {}
+  bool operator()(const EventRef& e, StringId name);
+
+ private:
+  const TraceStore& store_;
+  const Keys& keys_;
+  NameFlags by_name_;
+};
+
+bool IsThread(const TrackInfo& t);
+bool IsDevice(const TrackInfo& t);
+
+struct Interval {
+  int64_t start = 0;
+  int64_t end = 0;
+};
+// Sorts and merges (touching intervals join); drops empty ones.
+std::vector<Interval> Union(std::vector<Interval> v);
+int64_t Length(const std::vector<Interval>& u);
+// Length of the intersection of two unions.
+int64_t Overlap(const std::vector<Interval>& a, const std::vector<Interval>& b);
+
+// The steps of one rank, by start (see pod_analysis.h for which slices).
+struct RankStep {
+  EventRef event;
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t number = -1;
+};
+std::vector<RankStep> FindRankSteps(const TraceStore& store, ProcessId p,
+                                    const Keys& keys);
+
+// Finds the step row around a time on a rank.
+class StepLocator {
+ public:
+  explicit StepLocator(const StepBreakdown& steps);
+  // The row whose window on `rank` holds t, or -1.
+  int Find(int rank, int64_t t) const;
+
+ private:
+  struct Window {
+    int64_t start, end;
+    int row;
+  };
+  std::vector<std::vector<Window>> by_rank_;  // by start
+};
+
+// Per category, the raw intervals of a rank (before union): what the step
+// breakdown and the overlap use. `steps` are the rank's steps, so that
+// step slices and slices enclosing them are left out of host work.
+struct RankIntervals {
+  std::vector<Interval> of[kStepCategoryCount];
+};
+RankIntervals CollectRankIntervals(const TraceStore& store, ProcessId p,
+                                   const Keys& keys,
+                                   const std::vector<RankStep>& steps);
+
+// Name -> summed duration of the scopes of a rank that start in
+// [t0, t1): thread slices other than the steps and their enclosers, and
+// device compute slices.
+absl::flat_hash_map<StringId, int64_t> ScopeTimes(const TraceStore& store,
+                                                  ProcessId p, const Keys& keys,
+                                                  int64_t t0, int64_t t1,
+                                                  int64_t step_start,
+                                                  int64_t step_end);
+
+// For the structs' rank labels.
+int RankOfProcess(ProcessId p);
+
+}  // namespace podscope::viewer::pod
+
+#endif  // PODSCOPE_VIEWER_CORE_SRC_ANALYSIS_POD_UTIL_H_

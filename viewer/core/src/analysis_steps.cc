@@ -1,0 +1,227 @@
+// The step breakdown: steps per rank matched across ranks, and each step's
+// time split into categories (pod_analysis.h).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analysis_pod_util.h"
+#include "podscope/base/parallel.h"
+
+namespace podscope::viewer {
+
+using pod::Interval;
+
+std::vector<RankInfo> PodRanks(const TraceStore& store) {
+  std::vector<RankInfo> out;
+  for (const ProcessInfo& p : store.processes()) {
+    RankInfo r;
+    r.process = p.id;
+    r.host = p.host;
+    r.host_name = p.host_name;
+    r.pid = p.pid;
+    r.rank = p.process_index >= 0 ? p.process_index
+                                  : static_cast<int32_t>(out.size());
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string_view StepCategoryName(StepCategory c) {
+  switch (c) {
+    case StepCategory::kCompute:
+      return "compute";
+    case StepCategory::kCollectiveTransfer:
+      return "collective_transfer";
+    case StepCategory::kCollectiveWait:
+      return "collective_wait";
+    case StepCategory::kDataLoading:
+      return "data_loading";
+    case StepCategory::kHost:
+      return "host";
+    case StepCategory::kIdle:
+      return "idle";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// The rank's time split into segments, each of the highest-priority
+// category covering it, with running totals for quick window sums.
+class CategoryTimeline {
+ public:
+  explicit CategoryTimeline(pod::RankIntervals intervals) {
+    struct Edge {
+      int64_t t;
+      int cat;
+      int delta;
+    };
+    std::vector<Edge> edges;
+    for (int c = 0; c < kStepCategoryCount; ++c) {
+      for (const Interval& i : pod::Union(std::move(intervals.of[c]))) {
+        edges.push_back({i.start, c, +1});
+        edges.push_back({i.end, c, -1});
+      }
+    }
+    std::sort(edges.begin(), edges.end(),
+              [](const Edge& a, const Edge& b) { return a.t < b.t; });
+    int count[kStepCategoryCount] = {};
+    for (size_t k = 0; k < edges.size();) {
+      const int64_t t = edges[k].t;
+      while (k < edges.size() && edges[k].t == t) {
+        count[edges[k].cat] += edges[k].delta;
+        ++k;
+      }
+      int cat = static_cast<int>(StepCategory::kIdle);
+      for (int c = 0; c < kStepCategoryCount; ++c) {
+        if (count[c] > 0) {
+          cat = c;
+          break;
+        }
+      }
+      starts_.push_back(t);
+      cats_.push_back(static_cast<uint8_t>(cat));
+    }
+  }
+
+  // Category sums over [t0, t1); what nothing covers is idle.
+  std::array<int64_t, kStepCategoryCount> Sum(int64_t t0, int64_t t1) const {
+    std::array<int64_t, kStepCategoryCount> out{};
+    if (t1 <= t0) return out;
+    size_t k = static_cast<size_t>(
+        std::upper_bound(starts_.begin(), starts_.end(), t0) - starts_.begin());
+    int64_t at = t0;
+    int cat = k == 0 ? static_cast<int>(StepCategory::kIdle) : cats_[k - 1];
+    while (at < t1) {
+      const int64_t next = k < starts_.size() ? std::min(starts_[k], t1) : t1;
+      out[cat] += next - at;
+      at = next;
+      if (k < starts_.size()) cat = cats_[k++];
+    }
+    return out;
+  }
+
+ private:
+  std::vector<int64_t> starts_;  // segment k is [starts_[k], starts_[k+1])
+  std::vector<uint8_t> cats_;
+};
+
+int64_t Median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+}  // namespace
+
+StepBreakdown AnalyzeSteps(const TraceStore& store,
+                           const PodAnalysisOptions& /*options*/) {
+  StepBreakdown out;
+  out.ranks = PodRanks(store);
+  const size_t n = out.ranks.size();
+  const pod::Keys keys(store);
+  std::vector<std::vector<pod::RankStep>> steps(n);
+  std::vector<std::vector<StepCell>> cells(n);
+  base::ParallelFor(0, n, [&](size_t r) {
+    steps[r] = pod::FindRankSteps(store, static_cast<ProcessId>(r), keys);
+    if (steps[r].empty()) return;
+    CategoryTimeline timeline(pod::CollectRankIntervals(
+        store, static_cast<ProcessId>(r), keys, steps[r]));
+    for (const pod::RankStep& s : steps[r]) {
+      StepCell c;
+      c.present = true;
+      c.event = s.event;
+      c.number = s.number;
+      c.start_ns = s.start;
+      c.duration_ns = s.end - s.start;
+      c.category_ns = timeline.Sum(s.start, s.end);
+      cells[r].push_back(c);
+    }
+  });
+
+  // By number when every step has one, distinct within its rank.
+  bool by_number = false;
+  for (size_t r = 0; r < n; ++r) {
+    if (cells[r].empty()) continue;
+    by_number = true;
+    break;
+  }
+  for (size_t r = 0; r < n && by_number; ++r) {
+    std::set<int64_t> seen;
+    for (const StepCell& c : cells[r]) {
+      if (c.number < 0 || !seen.insert(c.number).second) {
+        by_number = false;
+        break;
+      }
+    }
+  }
+  out.matched_by_number = by_number;
+  if (by_number) {
+    std::map<int64_t, size_t> row_of;
+    for (size_t r = 0; r < n; ++r) {
+      for (const StepCell& c : cells[r]) row_of.emplace(c.number, 0);
+    }
+    for (auto& [number, row] : row_of) {
+      row = out.rows.size();
+      StepRow sr;
+      sr.step = number;
+      sr.ranks.resize(n);
+      out.rows.push_back(std::move(sr));
+    }
+    for (size_t r = 0; r < n; ++r) {
+      for (const StepCell& c : cells[r])
+        out.rows[row_of[c.number]].ranks[r] = c;
+    }
+  } else {
+    size_t rows = 0;
+    for (size_t r = 0; r < n; ++r) rows = std::max(rows, cells[r].size());
+    out.rows.resize(rows);
+    for (size_t k = 0; k < rows; ++k) {
+      out.rows[k].step = static_cast<int64_t>(k);
+      out.rows[k].ranks.resize(n);
+      for (size_t r = 0; r < n; ++r) {
+        if (k < cells[r].size()) out.rows[k].ranks[r] = cells[r][k];
+      }
+    }
+  }
+
+  out.totals.resize(n);
+  std::vector<std::vector<int64_t>> durations(n);
+  for (StepRow& row : out.rows) {
+    int64_t lo = 0, hi = 0;
+    int present = 0;
+    for (size_t r = 0; r < n; ++r) {
+      const StepCell& c = row.ranks[r];
+      if (!c.present) continue;
+      RankStepTotals& t = out.totals[r];
+      ++t.steps;
+      t.total_ns += c.duration_ns;
+      t.max_ns = std::max(t.max_ns, c.duration_ns);
+      for (int k = 0; k < kStepCategoryCount; ++k) {
+        t.category_ns[k] += c.category_ns[k];
+      }
+      durations[r].push_back(c.duration_ns);
+      if (present == 0 || c.duration_ns > hi) {
+        hi = c.duration_ns;
+        row.slowest_rank = static_cast<int>(r);
+      }
+      lo = present == 0 ? c.duration_ns : std::min(lo, c.duration_ns);
+      ++present;
+    }
+    if (present > 1) {
+      row.spread_ns = hi - lo;
+      ++out.totals[row.slowest_rank].slowest_count;
+    }
+  }
+  for (size_t r = 0; r < n; ++r) {
+    out.totals[r].median_ns = Median(std::move(durations[r]));
+  }
+  return out;
+}
+
+int FindStepRow(const StepBreakdown& steps, int rank, int64_t t) {
+  return pod::StepLocator(steps).Find(rank, t);
+}
+
+}  // namespace podscope::viewer

@@ -1,0 +1,236 @@
+// Stragglers: collectives joined across ranks, who arrived last, and the
+// rank that was consistently last with its evidence (pod_analysis.h).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "analysis_pod_util.h"
+
+namespace podscope::viewer {
+namespace {
+
+int64_t MedianOf(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+// The scopes of the straggler that were longer than the others' median in
+// the steps where it arrived last.
+std::vector<LongerScope> FindLongerScopes(const TraceStore& store,
+                                          const StepBreakdown& steps,
+                                          const pod::Keys& keys, int straggler,
+                                          const std::set<int>& rows,
+                                          const PodAnalysisOptions& options) {
+  std::map<std::string, LongerScope> by_name;
+  for (int row_index : rows) {
+    const StepRow& row = steps.rows[row_index];
+    const StepCell& own_cell = row.ranks[straggler];
+    if (!own_cell.present) continue;
+    auto times_of = [&](size_t r) {
+      const StepCell& c = row.ranks[r];
+      return pod::ScopeTimes(store, steps.ranks[r].process, keys, c.start_ns,
+                             c.start_ns + c.duration_ns, c.start_ns,
+                             c.start_ns + c.duration_ns);
+    };
+    const auto own = times_of(straggler);
+    // The others' times by name (names as text: string ids are global,
+    // but compare by text to be safe across imports).
+    std::vector<absl::flat_hash_map<StringId, int64_t>> others;
+    for (size_t r = 0; r < row.ranks.size(); ++r) {
+      if (static_cast<int>(r) == straggler || !row.ranks[r].present) continue;
+      others.push_back(times_of(r));
+    }
+    if (others.empty()) continue;
+    for (const auto& [name, ns] : own) {
+      std::vector<int64_t> v;
+      for (const auto& o : others) {
+        auto it = o.find(name);
+        v.push_back(it == o.end() ? 0 : it->second);
+      }
+      const int64_t median = MedianOf(std::move(v));
+      if (static_cast<double>(ns) <=
+              options.longer_scope_factor * static_cast<double>(median) ||
+          ns - median < options.longer_scope_min_ns) {
+        continue;
+      }
+      LongerScope& l = by_name[std::string(store.str(name))];
+      l.name = std::string(store.str(name));
+      l.steps.push_back(row.step);
+      l.own_ns += ns;
+      l.others_median_ns += median;
+    }
+  }
+  std::vector<LongerScope> out;
+  for (auto& [name, l] : by_name) out.push_back(std::move(l));
+  std::sort(out.begin(), out.end(),
+            [](const LongerScope& a, const LongerScope& b) {
+              if (a.excess_ns() != b.excess_ns()) {
+                return a.excess_ns() > b.excess_ns();
+              }
+              return a.name < b.name;
+            });
+  if (options.top > 0 && out.size() > options.top) out.resize(options.top);
+  return out;
+}
+
+}  // namespace
+
+StragglerReport AnalyzeStragglers(const TraceStore& store,
+                                  const StepBreakdown& steps,
+                                  const PodAnalysisOptions& options) {
+  StragglerReport out;
+  const size_t n = steps.ranks.size();
+  out.ranks.resize(n);
+  for (size_t r = 0; r < n; ++r) out.ranks[r].rank = static_cast<int>(r);
+  const pod::Keys keys(store);
+  pod::CollectiveTest is_collective(store, keys);
+
+  // key -> joined collective; insertion order kept by `order`.
+  absl::flat_hash_map<std::string, size_t> index;
+  std::vector<JoinedCollective> joined;
+  for (size_t r = 0; r < n; ++r) {
+    struct Found {
+      CollectiveArrival a;
+      StringId name;
+      std::optional<std::string> id;
+    };
+    std::vector<Found> found;
+    for (TrackId t : store.processes()[steps.ranks[r].process].tracks) {
+      if (!pod::IsDevice(store.tracks()[t])) continue;
+      const SliceColumns& s = store.data(t).slices;
+      for (uint32_t i = 0; i < s.size(); ++i) {
+        const EventRef e{t, trace_format::EventKind::kSlice, i};
+        if (!is_collective(e, s.name(i))) continue;
+        const trace_format::EventArgs* args = store.FindArgs(e);
+        Found f;
+        f.a.rank = static_cast<int>(r);
+        f.a.event = e;
+        f.a.start_ns = s.start(i);
+        f.a.duration_ns = pod::NonNegative(s.duration(i));
+        f.a.wait_ns = pod::IntArg(args, keys.wait_ns).value_or(-1);
+        f.name = s.name(i);
+        f.id = pod::TextArg(store, args, keys.collective_id);
+        if (f.id && f.id->empty()) f.id.reset();
+        found.push_back(std::move(f));
+      }
+    }
+    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+      if (a.a.start_ns != b.a.start_ns) return a.a.start_ns < b.a.start_ns;
+      return a.a.event < b.a.event;
+    });
+    absl::flat_hash_map<StringId, int64_t> kth;
+    for (Found& f : found) {
+      if (f.a.wait_ns > 0) out.ranks[r].waited_ns += f.a.wait_ns;
+      std::string key;
+      const bool by_id = f.id.has_value();
+      if (by_id) {
+        key = "id:" + *f.id;
+      } else {
+        key = std::string(store.str(f.name)) + "#" +
+              std::to_string(kth[f.name]++);
+      }
+      auto [it, inserted] = index.try_emplace(key, joined.size());
+      if (inserted) {
+        JoinedCollective j;
+        j.name = std::string(store.str(f.name));
+        j.key = by_id ? *f.id : key;
+        j.joined_by_id = by_id;
+        joined.push_back(std::move(j));
+      }
+      JoinedCollective& j = joined[it->second];
+      // A process with several devices records one slice per device: its
+      // first arrival stands for the rank.
+      if (!j.arrivals.empty() && j.arrivals.back().rank == f.a.rank) continue;
+      j.arrivals.push_back(f.a);
+    }
+  }
+
+  const pod::StepLocator locate(steps);
+  for (JoinedCollective& j : joined) {
+    if (j.arrivals.size() < 2) continue;
+    int64_t first = j.arrivals[0].start_ns, last = first;
+    int last_rank = j.arrivals[0].rank;
+    for (const CollectiveArrival& a : j.arrivals) {
+      first = std::min(first, a.start_ns);
+      if (a.start_ns > last) {
+        last = a.start_ns;
+        last_rank = a.rank;
+      }
+    }
+    int64_t second = first;
+    int at_last = 0;
+    for (const CollectiveArrival& a : j.arrivals) {
+      if (a.start_ns == last) ++at_last;
+      if (a.start_ns < last) second = std::max(second, a.start_ns);
+    }
+    j.spread_ns = last - first;
+    j.late_by_ns = at_last > 1 ? 0 : last - second;
+    j.last_rank = at_last > 1 ? -1 : last_rank;
+    for (const CollectiveArrival& a : j.arrivals) {
+      j.wait_caused_ns += last - a.start_ns;
+    }
+    if (j.last_rank >= 0) {
+      j.step_row = locate.Find(j.last_rank, last);
+      RankStraggle& rs = out.ranks[j.last_rank];
+      ++rs.last_count;
+      rs.wait_caused_ns += j.wait_caused_ns;
+      rs.late_by_ns += j.late_by_ns;
+    }
+    if (j.joined_by_id) {
+      ++out.joined_by_id;
+    } else {
+      ++out.joined_by_order;
+    }
+    out.collectives.push_back(std::move(j));
+  }
+  std::sort(out.collectives.begin(), out.collectives.end(),
+            [](const JoinedCollective& a, const JoinedCollective& b) {
+              int64_t la = INT64_MIN, lb = INT64_MIN;
+              for (const auto& x : a.arrivals) la = std::max(la, x.start_ns);
+              for (const auto& x : b.arrivals) lb = std::max(lb, x.start_ns);
+              if (la != lb) return la < lb;
+              return a.key < b.key;
+            });
+
+  // The consistent straggler.
+  const uint64_t total = out.collectives.size();
+  int best = -1;
+  for (size_t r = 0; r < n; ++r) {
+    if (best < 0 || out.ranks[r].last_count > out.ranks[best].last_count) {
+      best = static_cast<int>(r);
+    }
+  }
+  if (best >= 0 && total > 0) {
+    const RankStraggle& rs = out.ranks[best];
+    if (rs.last_count >= options.straggler_min_collectives &&
+        static_cast<double>(rs.last_count) >=
+            options.straggler_share * static_cast<double>(total)) {
+      Straggler s;
+      s.rank = best;
+      s.last_count = rs.last_count;
+      s.joined = total;
+      s.wait_caused_ns = rs.wait_caused_ns;
+      std::set<int> rows;
+      std::map<std::string, uint64_t> names;
+      for (const JoinedCollective& j : out.collectives) {
+        if (j.last_rank != best) continue;
+        ++names[j.name];
+        if (j.step_row >= 0) rows.insert(j.step_row);
+      }
+      for (int row : rows) s.steps.push_back(steps.rows[row].step);
+      for (auto& [name, count] : names) s.collectives.emplace_back(name, count);
+      std::sort(
+          s.collectives.begin(), s.collectives.end(),
+          [](const auto& a, const auto& b) { return a.second > b.second; });
+      s.longer_scopes =
+          FindLongerScopes(store, steps, keys, best, rows, options);
+      out.straggler = std::move(s);
+    }
+  }
+  return out;
+}
+
+}  // namespace podscope::viewer

@@ -1,0 +1,394 @@
+// Shared pieces of the pod analyses: argument lookup, slice classes,
+// interval unions, step finding.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "analysis_pod_util.h"
+
+namespace podscope::viewer::pod {
+
+Keys::Keys(const TraceStore& store)
+    : step(store.FindString("step")),
+      step_num(store.FindString("step_num")),
+      wait_ns(store.FindString("wait_ns")),
+      collective_id(store.FindString("collective_id")),
+      graph_hash(store.FindString("graph_hash")),
+      cache_hit(store.FindString("cache_hit")),
+      signature(store.FindString("signature")),
+      graph_ops(store.FindString("graph_ops")),
+      flops(store.FindString("flops")),
+      bytes_accessed(store.FindString("bytes_accessed")),
+      op(store.FindString("op")),
+      buffer_id(store.FindString("buffer_id")),
+      bytes(store.FindString("bytes")),
+      in_use(store.FindString("in_use")),
+      scope(store.FindString("scope")) {}
+
+const trace_format::Arg* FindArg(const trace_format::EventArgs* args,
+                                 std::optional<StringId> key) {
+  if (args == nullptr || !key.has_value()) return nullptr;
+  for (const trace_format::Arg& a : args->args) {
+    if (a.key == *key) return &a;
+  }
+  return nullptr;
+}
+
+std::optional<int64_t> IntArg(const trace_format::EventArgs* args,
+                              std::optional<StringId> key) {
+  const trace_format::Arg* a = FindArg(args, key);
+  if (a == nullptr) return std::nullopt;
+  if (const int64_t* v = std::get_if<int64_t>(&a->value)) return *v;
+  if (const double* d = std::get_if<double>(&a->value)) {
+    if (std::isfinite(*d) && std::trunc(*d) == *d && std::fabs(*d) < 9.2e18) {
+      return static_cast<int64_t>(*d);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<double> NumberArg(const trace_format::EventArgs* args,
+                                std::optional<StringId> key) {
+  const trace_format::Arg* a = FindArg(args, key);
+  if (a == nullptr) return std::nullopt;
+  if (const int64_t* v = std::get_if<int64_t>(&a->value)) {
+    return static_cast<double>(*v);
+  }
+  if (const double* d = std::get_if<double>(&a->value)) {
+    if (std::isfinite(*d)) return *d;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> TextArg(const TraceStore& store,
+                                   const trace_format::EventArgs* args,
+                                   std::optional<StringId> key) {
+  const trace_format::Arg* a = FindArg(args, key);
+  if (a == nullptr) return std::nullopt;
+  if (const auto* s = std::get_if<trace_format::StringId>(&a->value)) {
+    return std::string(store.str(s->id));
+  }
+  if (const int64_t* v = std::get_if<int64_t>(&a->value)) {
+    return std::to_string(*v);
+  }
+  if (const double* d = std::get_if<double>(&a->value)) {
+    if (std::isfinite(*d) && std::trunc(*d) == *d && std::fabs(*d) < 9.2e18) {
+      return std::to_string(static_cast<int64_t>(*d));
+    }
+    return std::to_string(*d);
+  }
+  return std::nullopt;
+}
+
+int64_t NonNegative(int64_t v) { return v < 0 ? 0 : v; }
+
+bool ContainsNoCase(std::string_view hay, std::string_view needle) {
+  if (needle.empty()) return true;
+  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    size_t k = 0;
+    while (k < needle.size() &&
+           absl::ascii_tolower(static_cast<unsigned char>(hay[i + k])) ==
+               absl::ascii_tolower(static_cast<unsigned char>(needle[k]))) {
+      ++k;
+    }
+    if (k == needle.size()) return true;
+  }
+  return false;
+}
+
+bool IsCollectiveName(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "AllReduce",     "Broadcast",  "AllGather",  "ReduceScatter",
+      "AllToAll",      "Barrier",    "nccl",       "all_reduce",
+      "all_gather",    "all-reduce", "all-gather", "reduce_scatter",
+      "reduce-scatter"};
+  for (std::string_view n : kNames) {
+    if (ContainsNoCase(name, n)) return true;
+  }
+  return false;
+}
+
+bool CollectiveTest::operator()(const EventRef& e, StringId name) {
+  if (by_name_.Get(store_, name, IsCollectiveName)) return true;
+  if (!keys_.collective_id && !keys_.wait_ns) return false;
+  const trace_format::EventArgs* args = store_.FindArgs(e);
+  return FindArg(args, keys_.collective_id) != nullptr ||
+         FindArg(args, keys_.wait_ns) != nullptr;
+}
+
+bool IsThread(const TrackInfo& t) {
+  return t.kind == trace_format::proto::TRACK_KIND_THREAD;
+}
+bool IsDevice(const TrackInfo& t) {
+  return t.kind == trace_format::proto::TRACK_KIND_DEVICE_STREAM;
+}
+
+std::vector<Interval> Union(std::vector<Interval> v) {
+  std::erase_if(v, [](const Interval& i) { return i.end <= i.start; });
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
+    return a.start < b.start;
+  });
+  std::vector<Interval> out;
+  for (const Interval& i : v) {
+    if (!out.empty() && i.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, i.end);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+int64_t Length(const std::vector<Interval>& u) {
+  int64_t n = 0;
+  for (const Interval& i : u) n += i.end - i.start;
+  return n;
+}
+
+int64_t Overlap(const std::vector<Interval>& a,
+                const std::vector<Interval>& b) {
+  int64_t n = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const int64_t s = std::max(a[i].start, b[j].start);
+    const int64_t e = std::min(a[i].end, b[j].end);
+    if (e > s) n += e - s;
+    if (a[i].end < b[j].end) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return n;
+}
+
+namespace {
+
+// The number at the end of "ProfilerStep#12", or of "12".
+std::optional<int64_t> NumberInName(std::string_view name) {
+  size_t hash = name.rfind('#');
+  std::string_view digits =
+      hash == std::string_view::npos ? name : name.substr(hash + 1);
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(std::string(digits), &v)) return std::nullopt;
+  return v;
+}
+
+bool StrictStepName(std::string_view name) {
+  return name == "train_step" || name.starts_with("ProfilerStep#");
+}
+
+// The outermost slices of a track for which `is_step` holds.
+template <typename Pred>
+std::vector<RankStep> OutermostOf(const TraceStore& store, TrackId t,
+                                  Pred&& is_step) {
+  const SliceColumns& s = store.data(t).slices;
+  std::vector<RankStep> found;
+  for (uint32_t d = 0; d < s.depth_count(); ++d) {
+    std::vector<RankStep> here;
+    for (uint32_t i = s.depth_begin(d); i < s.depth_end(d); ++i) {
+      const EventRef e{t, trace_format::EventKind::kSlice, i};
+      if (!is_step(e, s.name(i))) continue;
+      const int64_t start = s.start(i), end = s.end(i);
+      // Inside an accepted step of a lower depth?
+      auto it = std::upper_bound(
+          found.begin(), found.end(), start,
+          [](int64_t v, const RankStep& r) { return v < r.start; });
+      if (it != found.begin() && std::prev(it)->end >= end &&
+          std::prev(it)->start <= start) {
+        continue;
+      }
+      here.push_back({e, start, end, -1});
+    }
+    if (here.empty()) continue;
+    found.insert(found.end(), here.begin(), here.end());
+    std::sort(
+        found.begin(), found.end(),
+        [](const RankStep& a, const RankStep& b) { return a.start < b.start; });
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<RankStep> FindRankSteps(const TraceStore& store, ProcessId p,
+                                    const Keys& keys) {
+  const ProcessInfo& proc = store.processes()[p];
+  NameFlags strict_names, loose_names;
+  auto strict = [&](const EventRef& e, StringId name) {
+    if (strict_names.Get(store, name, StrictStepName)) return true;
+    return keys.step_num && FindArg(store.FindArgs(e), keys.step_num);
+  };
+  auto loose = [&](const EventRef&, StringId name) {
+    return loose_names.Get(store, name, [](std::string_view n) {
+      return ContainsNoCase(n, "step");
+    });
+  };
+  std::vector<RankStep> best;
+  for (int pass = 0; pass < 2 && best.empty(); ++pass) {
+    for (TrackId t : proc.tracks) {
+      const TrackInfo& info = store.tracks()[t];
+      // XSpace step markers may sit on a line of any kind; the loose match
+      // only looks at threads.
+      if (pass == 1 && !IsThread(info)) continue;
+      if (info.kind == trace_format::proto::TRACK_KIND_COUNTER) continue;
+      std::vector<RankStep> steps = pass == 0 ? OutermostOf(store, t, strict)
+                                              : OutermostOf(store, t, loose);
+      if (steps.size() > best.size()) best = std::move(steps);
+    }
+  }
+  for (RankStep& s : best) {
+    const trace_format::EventArgs* args = store.FindArgs(s.event);
+    std::optional<int64_t> n = IntArg(args, keys.step);
+    if (!n) n = IntArg(args, keys.step_num);
+    if (!n) n = NumberInName(store.str(store.NameOf(s.event)));
+    s.number = n.value_or(-1);
+    if (s.end < s.start) s.end = s.start;
+  }
+  return best;
+}
+
+StepLocator::StepLocator(const StepBreakdown& steps)
+    : by_rank_(steps.ranks.size()) {
+  for (size_t r = 0; r < steps.rows.size(); ++r) {
+    const StepRow& row = steps.rows[r];
+    for (size_t k = 0; k < row.ranks.size() && k < by_rank_.size(); ++k) {
+      const StepCell& c = row.ranks[k];
+      if (!c.present) continue;
+      by_rank_[k].push_back(
+          {c.start_ns, c.start_ns + c.duration_ns, static_cast<int>(r)});
+    }
+  }
+  for (auto& w : by_rank_) {
+    std::sort(w.begin(), w.end(), [](const Window& a, const Window& b) {
+      return a.start < b.start;
+    });
+  }
+}
+
+int StepLocator::Find(int rank, int64_t t) const {
+  if (rank < 0 || static_cast<size_t>(rank) >= by_rank_.size()) return -1;
+  const auto& w = by_rank_[rank];
+  auto it =
+      std::upper_bound(w.begin(), w.end(), t,
+                       [](int64_t v, const Window& x) { return v < x.start; });
+  if (it == w.begin()) return -1;
+  --it;
+  return t < it->end || (t == it->start) ? it->row : -1;
+}
+
+namespace {
+
+// Whether [start, end) holds a whole step (steps by start, disjoint).
+bool EnclosesStep(const std::vector<RankStep>& steps, int64_t start,
+                  int64_t end) {
+  auto it = std::lower_bound(
+      steps.begin(), steps.end(), start,
+      [](const RankStep& r, int64_t v) { return r.start < v; });
+  return it != steps.end() && it->end <= end;
+}
+
+bool IsStepEvent(const std::vector<RankStep>& steps, const EventRef& e,
+                 int64_t start) {
+  auto it = std::lower_bound(
+      steps.begin(), steps.end(), start,
+      [](const RankStep& r, int64_t v) { return r.start < v; });
+  for (; it != steps.end() && it->start == start; ++it) {
+    if (it->event == e) return true;
+  }
+  return false;
+}
+
+bool IsLoaderName(std::string_view n) { return ContainsNoCase(n, "loader"); }
+
+}  // namespace
+
+RankIntervals CollectRankIntervals(const TraceStore& store, ProcessId p,
+                                   const Keys& keys,
+                                   const std::vector<RankStep>& steps) {
+  RankIntervals out;
+  CollectiveTest is_collective(store, keys);
+  NameFlags loader_names;
+  auto& compute = out.of[static_cast<int>(StepCategory::kCompute)];
+  auto& transfer = out.of[static_cast<int>(StepCategory::kCollectiveTransfer)];
+  auto& wait = out.of[static_cast<int>(StepCategory::kCollectiveWait)];
+  auto& loading = out.of[static_cast<int>(StepCategory::kDataLoading)];
+  auto& host = out.of[static_cast<int>(StepCategory::kHost)];
+  for (TrackId t : store.processes()[p].tracks) {
+    const TrackInfo& info = store.tracks()[t];
+    const SliceColumns& s = store.data(t).slices;
+    if (IsDevice(info)) {
+      for (uint32_t i = 0; i < s.size(); ++i) {
+        const int64_t start = s.start(i), end = std::max(start, s.end(i));
+        const EventRef e{t, trace_format::EventKind::kSlice, i};
+        if (!is_collective(e, s.name(i))) {
+          compute.push_back({start, end});
+          continue;
+        }
+        int64_t w =
+            NonNegative(IntArg(store.FindArgs(e), keys.wait_ns).value_or(0));
+        w = std::min(w, end - start);
+        wait.push_back({start, start + w});
+        transfer.push_back({start + w, end});
+      }
+    } else if (IsThread(info)) {
+      const bool loader_track = IsLoaderName(info.name);
+      for (uint32_t i = 0; i < s.size(); ++i) {
+        const int64_t start = s.start(i), end = std::max(start, s.end(i));
+        if (loader_track || loader_names.Get(store, s.name(i), IsLoaderName)) {
+          loading.push_back({start, end});
+          continue;
+        }
+        const EventRef e{t, trace_format::EventKind::kSlice, i};
+        if (IsStepEvent(steps, e, start) || EnclosesStep(steps, start, end)) {
+          continue;
+        }
+        host.push_back({start, end});
+      }
+    }
+  }
+  return out;
+}
+
+absl::flat_hash_map<StringId, int64_t> ScopeTimes(const TraceStore& store,
+                                                  ProcessId p, const Keys& keys,
+                                                  int64_t t0, int64_t t1,
+                                                  int64_t step_start,
+                                                  int64_t step_end) {
+  absl::flat_hash_map<StringId, int64_t> out;
+  CollectiveTest is_collective(store, keys);
+  for (TrackId t : store.processes()[p].tracks) {
+    const TrackInfo& info = store.tracks()[t];
+    const bool device = IsDevice(info);
+    if (!device && !IsThread(info)) continue;
+    const SliceColumns& s = store.data(t).slices;
+    for (uint32_t d = 0; d < s.depth_count(); ++d) {
+      const uint32_t lo =
+          s.FirstStartingAtOrAfter(s.depth_begin(d), s.depth_end(d), t0);
+      const uint32_t hi = s.FirstStartingAtOrAfter(lo, s.depth_end(d), t1);
+      for (uint32_t i = lo; i < hi; ++i) {
+        const int64_t start = s.start(i), end = std::max(start, s.end(i));
+        if (device) {
+          if (is_collective({t, trace_format::EventKind::kSlice, i},
+                            s.name(i))) {
+            continue;
+          }
+        } else if (start <= step_start && end >= step_end) {
+          continue;  // the step itself or a slice around it
+        }
+        out[s.name(i)] += end - start;
+      }
+    }
+  }
+  return out;
+}
+
+int RankOfProcess(ProcessId p) { return static_cast<int>(p); }
+
+}  // namespace podscope::viewer::pod
