@@ -118,12 +118,13 @@ void PodPanel::Show(PodModel model) {
   table_->setHorizontalHeaderLabels(columns);
   QStringList rows;
   for (size_t k = 0; k < model_.rows; ++k) {
-    rows << tr("step %1").arg(k);
+    rows << tr("step %1").arg(model_.row_step[k]);
   }
   table_->setVerticalHeaderLabels(rows);
   for (size_t c = 0; c < model_.ranks.size(); ++c) {
     const PodRank& r = model_.ranks[c];
     for (size_t k = 0; k < r.steps.size(); ++k) {
+      if (!r.steps[k].present) continue;
       auto* item = new QTableWidgetItem(D(r.steps[k].duration_ns));
       item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
       item->setBackground(
@@ -131,7 +132,7 @@ void PodPanel::Show(PodModel model) {
       item->setForeground(QColor(Qt::black));
       item->setToolTip(tr("%1, step %2: %3 (row median %4)")
                            .arg(QString::fromStdString(r.label))
-                           .arg(k)
+                           .arg(model_.row_step[k])
                            .arg(D(r.steps[k].duration_ns))
                            .arg(D(model_.row_median_ns[k])));
       table_->setItem(static_cast<int>(k), static_cast<int>(c), item);
@@ -150,7 +151,7 @@ void PodPanel::Show(PodModel model) {
   }
   if (!store_) {
     note_->clear();
-  } else if (model_.ranks.empty()) {
+  } else if (model_.ranks.empty() || model_.rows == 0) {
     note_->setText(
         tr("No step markers: slices whose name contains \"step\" "
            "are compared across ranks."));
@@ -165,7 +166,10 @@ void PodPanel::Show(PodModel model) {
 void PodPanel::ActivateCell(int row, int column) {
   if (column < 0 || static_cast<size_t>(column) >= model_.ranks.size()) return;
   const PodRank& r = model_.ranks[column];
-  if (row < 0 || static_cast<size_t>(row) >= r.steps.size()) return;
+  if (row < 0 || static_cast<size_t>(row) >= r.steps.size() ||
+      !r.steps[row].present) {
+    return;
+  }
   emit eventRequested(r.steps[row].event);
 }
 
