@@ -36,6 +36,11 @@ void ExternalEvents::Take(std::vector<ExternalEvent>* events,
   *tracks = tracks_;
 }
 
+std::vector<trace_format::proto::Track> ExternalEvents::Tracks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tracks_;
+}
+
 uint64_t ExternalEvents::dropped() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return dropped_;

@@ -37,6 +37,8 @@ class ExternalEvents {
   void Take(std::vector<ExternalEvent>* events,
             std::vector<trace_format::proto::Track>* tracks);
   uint64_t dropped() const;
+  // The tracks registered so far (handle h is element h - 1).
+  std::vector<trace_format::proto::Track> Tracks() const;
   // Forgets pending events (a new session starts clean).
   void Clear();
 

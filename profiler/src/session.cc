@@ -205,8 +205,11 @@ class Session {
   }
 
   void WriteMetadata() {
-    writer_->SetMetadata(
-        internal::RecordingMetadata(options_, clock_, &facts_generation_));
+    std::lock_guard<std::mutex> drain(drain_mutex_);
+    tf::proto::Metadata m =
+        internal::RecordingMetadata(options_, clock_, &facts_generation_);
+    drainer_->MapDeviceTracks(&m);
+    writer_->SetMetadata(m);
   }
 
   // Everything recorded so far into the writers (drain_mutex_ held).

@@ -190,6 +190,20 @@ void SessionDrainer::DrainExternal(SessionDrainer* also) {
   if (also != nullptr) also->AddExternal(events, tracks);
 }
 
+void SessionDrainer::MapDeviceTracks(tf::proto::Metadata* m) {
+  if (m->devices().empty()) return;
+  const std::vector<tf::proto::Track> tracks = ExternalEvents::Get().Tracks();
+  for (tf::proto::Device& d : *m->mutable_devices()) {
+    for (int i = 0; i < d.stream_track_ids_size(); ++i) {
+      const uint32_t handle = d.stream_track_ids(i);
+      if (handle == 0 || handle > tracks.size()) continue;
+      uint32_t& track = external_tracks_[handle];
+      if (track == 0) track = writer_->AddTrack(tracks[handle - 1]);
+      d.set_stream_track_ids(i, track);
+    }
+  }
+}
+
 void SessionDrainer::AddExternal(const std::vector<ExternalEvent>& events,
                                  const std::vector<tf::proto::Track>& tracks) {
   std::vector<tf::Arg> args;

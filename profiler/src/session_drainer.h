@@ -55,6 +55,12 @@ class SessionDrainer {
   void AddCounter(std::string_view name, std::string_view unit,
                   int64_t monotonic_ns, double value);
 
+  // The metadata's device stream tracks are recorder track handles
+  // (recorder.h); this turns them into the file's track ids, adding the
+  // tracks that have no event yet, so `stream_track_ids` name tracks of
+  // the file.
+  void MapDeviceTracks(trace_format::proto::Metadata* metadata);
+
   // Events dropped by full thread buffers since the drainer was made.
   uint64_t dropped_by_threads() const;
 

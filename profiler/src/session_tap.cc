@@ -49,7 +49,10 @@ CaptureTap::CaptureTap(uint64_t owner, const TraceOptions& options,
       clock_(clock) {}
 
 void CaptureTap::WriteMetadata() {
-  writer_->SetMetadata(RecordingMetadata(options_, clock_, &facts_generation_));
+  tf::proto::Metadata m =
+      RecordingMetadata(options_, clock_, &facts_generation_);
+  drainer_->MapDeviceTracks(&m);
+  writer_->SetMetadata(m);
 }
 
 void CaptureTap::set_calibration(const TickCalibration& calibration) {

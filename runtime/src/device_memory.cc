@@ -10,16 +10,18 @@ namespace podscope::runtime::internal {
 
 namespace {
 constexpr int64_t kAlignment = 64;
+
+int64_t Rounded(int64_t bytes) {
+  return std::max<int64_t>(kAlignment,
+                           (bytes + kAlignment - 1) / kAlignment * kAlignment);
+}
 }  // namespace
 
 DeviceAllocation::DeviceAllocation(std::shared_ptr<DeviceMemory> owner,
                                    void* data, int64_t size, int64_t id)
     : owner_(std::move(owner)), data_(data), size_(size), id_(id) {}
 
-DeviceAllocation::~DeviceAllocation() {
-  std::free(data_);
-  owner_->Release(size_, id_);
-}
+DeviceAllocation::~DeviceAllocation() { owner_->Release(size_, id_, data_); }
 
 DeviceMemory::DeviceMemory(std::string device_name, int device_id,
                            int64_t bytes_limit)
@@ -42,12 +44,23 @@ absl::StatusOr<std::shared_ptr<DeviceAllocation>> DeviceMemory::Allocate(
     ++stats_.num_allocs;
     id = next_id_++;
     AddLocked(bytes, id, &tag);
+    auto cached = cache_.find(Rounded(bytes));
+    if (cached != cache_.end()) {
+      void* data = cached->second;
+      cached_bytes_ -= cached->first;
+      cache_.erase(cached);
+      return std::make_shared<DeviceAllocation>(shared_from_this(), data, bytes,
+                                                id);
+    }
   }
-  const int64_t rounded = std::max<int64_t>(
-      kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  const int64_t rounded = Rounded(bytes);
   void* data = std::aligned_alloc(kAlignment, rounded);
   if (data == nullptr) {
-    Release(bytes, id);
+    DropCache();
+    data = std::aligned_alloc(kAlignment, rounded);
+  }
+  if (data == nullptr) {
+    Release(bytes, id, nullptr);
     return absl::ResourceExhaustedError(absl::StrCat(
         "Out of host memory backing ", device_name_, ": ", bytes, " bytes"));
   }
@@ -60,9 +73,30 @@ MemoryStats DeviceMemory::stats() const {
   return stats_;
 }
 
-void DeviceMemory::Release(int64_t bytes, int64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  AddLocked(-bytes, id, nullptr);
+DeviceMemory::~DeviceMemory() { DropCache(); }
+
+void DeviceMemory::Release(int64_t bytes, int64_t id, void* data) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    AddLocked(-bytes, id, nullptr);
+    const int64_t rounded = Rounded(bytes);
+    if (data != nullptr && cached_bytes_ + rounded <= kMaxCachedBytes) {
+      cache_.emplace(rounded, data);
+      cached_bytes_ += rounded;
+      return;
+    }
+  }
+  std::free(data);
+}
+
+void DeviceMemory::DropCache() {
+  std::unordered_multimap<int64_t, void*> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cache.swap(cache_);
+    cached_bytes_ = 0;
+  }
+  for (const auto& [size, data] : cache) std::free(data);
 }
 
 void DeviceMemory::AddLocked(int64_t delta, int64_t id,

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "absl/status/statusor.h"
 #include "podscope/runtime/device.h"
@@ -48,9 +49,20 @@ class DeviceAllocation {
 // the bytes in use to the runtime observer at every change. Shared with
 // allocations so that buffers may outlive their client (so it knows its
 // device by id only).
+//
+// Freed blocks are kept for reuse by their (64-byte rounded) size, up to
+// kMaxCachedBytes: an execution's arena and outputs have the same sizes
+// every step, so steady training allocates no fresh pages (the host would
+// otherwise return large blocks to the system and fault them in again).
+// The accounting counts only blocks in use.
 class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
  public:
+  static constexpr int64_t kMaxCachedBytes = int64_t{1} << 30;
+
   DeviceMemory(std::string device_name, int device_id, int64_t bytes_limit);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
 
   // 64-byte aligned; fails with ResourceExhausted over the limit. `tag`
   // says what the memory is for (reported with the allocation).
@@ -60,7 +72,11 @@ class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
 
  private:
   friend class DeviceAllocation;
-  void Release(int64_t bytes, int64_t id);
+  // Returns a block (of `bytes` requested, at `data`) to the cache or the
+  // host.
+  void Release(int64_t bytes, int64_t id, void* data);
+  // Frees every cached block.
+  void DropCache();
   // Requires mu_: adds `delta` to the bytes in use and reports the change
   // of allocation `id` (an allocation when delta >= 0 and `tag` is set).
   void AddLocked(int64_t delta, int64_t id, const AllocationTag* tag);
@@ -70,6 +86,8 @@ class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
   mutable std::mutex mu_;
   MemoryStats stats_;
   int64_t next_id_ = 1;
+  std::unordered_multimap<int64_t, void*> cache_;  // by rounded size
+  int64_t cached_bytes_ = 0;
 };
 
 }  // namespace podscope::runtime::internal

@@ -204,7 +204,17 @@ TEST(TraceContract, AllocationsPairUpAndMatchTheDevicesAccounting) {
   const auto& devices = file.reader->metadata().devices();
   ASSERT_FALSE(devices.empty());
   // The device lists its stream, transfer and allocation tracks.
-  EXPECT_EQ(devices[0].stream_track_ids_size(), 3);
+  ASSERT_EQ(devices[0].stream_track_ids_size(), 3);
+  // ... by the file's track ids.
+  const std::string names[] = {"device " + id + " (CPU) stream",
+                               "device " + id + " transfers",
+                               "device " + id + " allocations"};
+  for (int i = 0; i < 3; ++i) {
+    const tf::proto::Track* listed =
+        file.reader->FindTrack(devices[0].stream_track_ids(i));
+    ASSERT_NE(listed, nullptr) << i;
+    EXPECT_EQ(listed->name(), names[i]);
+  }
 
   std::vector<Instant> events;
   for (uint32_t i = 0; i < track->events.instants.size(); ++i) {

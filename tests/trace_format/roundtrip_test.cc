@@ -76,6 +76,61 @@ TEST_P(RoundTripLayouts, NestedSlicesInEndOrderGetDepths) {
   EXPECT_EQ(chunk.tracks(0).slice_start_delta_size(), 0);
 }
 
+// The writer places end-order slices without a general sort and then
+// reorders their arguments and flows alone: each must stay on its slice.
+TEST_P(RoundTripLayouts, ArgsAndFlowsOfEndOrderSlicesStayOnTheirSlices) {
+  std::string data;
+  auto w = NewWriter(&data, Options());
+  const uint32_t track = ThreadTrack(*w, "main");
+  const uint32_t outer = w->InternString("outer");
+  const uint32_t inner = w->InternString("inner");
+  const uint32_t key = w->InternString("bytes");
+  // Two outer slices, each after its two children; the children carry
+  // arguments 1..4 and the second outer one a flow and argument 10.
+  int64_t value = 0;
+  for (int64_t base : {1000, 2000}) {
+    for (int64_t child : {base + 10, base + 50}) {
+      const Arg arg{key, ++value};
+      w->AddSlice(track, child, 20, inner, {&arg, 1});
+    }
+    if (base == 2000) {
+      const Arg arg{key, int64_t{10}};
+      const EventRef ref = w->AddSlice(track, base, 100, outer, {&arg, 1});
+      w->AddFlow(ref, 77, FlowPhase::kBegin);
+    } else {
+      w->AddSlice(track, base, 100, outer);
+    }
+  }
+  ASSERT_TRUE(w->Close().ok());
+
+  for (const auto& r : OpenBothWays(data)) {
+    TrackEvents e = r->ReadTrack(track);
+    ASSERT_EQ(e.slices.size(), 6u);
+    // Reader order: outer, inner, inner, outer, inner, inner; each
+    // argument names the start of the slice it was given with.
+    const std::map<int64_t, int64_t> start_of_value = {
+        {1, 1010}, {2, 1050}, {10, 2000}, {3, 2010}, {4, 2050}};
+    ASSERT_EQ(e.args.size(), start_of_value.size());
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const EventArgs& a = e.args[i];
+      if (i > 0) {
+        EXPECT_LT(e.args[i - 1].index, a.index) << "sorted by event";
+      }
+      ASSERT_LT(a.index, e.slices.size());
+      ASSERT_EQ(a.args.size(), 1u);
+      const int64_t v = std::get<int64_t>(a.args[0].value);
+      ASSERT_TRUE(start_of_value.count(v)) << v;
+      EXPECT_EQ(e.slices[a.index].start_ns, start_of_value.at(v))
+          << "argument " << v << " is on the wrong slice";
+    }
+    EXPECT_EQ(e.FindArgs(EventKind::kSlice, 0), nullptr);
+    ASSERT_EQ(e.flows.size(), 1u);
+    EXPECT_EQ(e.flows[0].index, 3u);
+    EXPECT_EQ(e.flows[0].flow_id, 77u);
+    EXPECT_EQ(e.slices[3].name, outer);
+  }
+}
+
 TEST_P(RoundTripLayouts, OverlappingSlicesUseFlatEncoding) {
   std::string data;
   auto w = NewWriter(&data, Options());

@@ -109,8 +109,17 @@ void ToReaderOrder(TrackEvents* e) {
     return std::make_pair(a.kind, a.index) < std::make_pair(b.kind, b.index);
   };
   if (EndOrderToReaderOrder(e) && Sorted(e->instants, by_time) &&
-      Sorted(e->counters, by_time) && Sorted(e->samples, by_time) &&
-      Sorted(e->args, by_event) && Sorted(e->flows, by_event)) {
+      Sorted(e->counters, by_time) && Sorted(e->samples, by_time)) {
+    // Placing the slices renumbered them: the arguments and flows of
+    // nested slices follow their slices' new order, which a sort of these
+    // (few) entries restores, as SortTrackEvents would after its own
+    // placement, without searching the slices again.
+    if (!Sorted(e->args, by_event)) {
+      std::stable_sort(e->args.begin(), e->args.end(), by_event);
+    }
+    if (!Sorted(e->flows, by_event)) {
+      std::stable_sort(e->flows.begin(), e->flows.end(), by_event);
+    }
     return;
   }
   SortTrackEvents(e);

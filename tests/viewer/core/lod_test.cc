@@ -7,6 +7,7 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "podscope/viewer/bucket_tree.h"
 #include "podscope/viewer/slice_columns.h"
 #include "trace_gen.h"
 
@@ -233,6 +234,27 @@ TEST(LodTest, LongSlicesBeyondFourSecondsKeepTheirDurations) {
 
 // A thread busy 1 % of the time reads 1 % busy in every pixel of a
 // zoomed-out window, however the slices fall; back to back, 100 %.
+// Prefix sums read from the total below or above an index, whichever is
+// nearer; both must give the exact sum modulo 2^64, up to the column's
+// last element whether or not its length is a multiple of the leaf.
+TEST(LodTest, BucketSumsPrefixIsExactFromEitherSide) {
+  std::mt19937_64 rng(5);
+  for (size_t n : {0u, 1u, 31u, 32u, 33u, 100u, 1000u, 1024u}) {
+    std::vector<uint64_t> v(n);
+    // Values near 2^64 make the sums wrap.
+    for (uint64_t& x : v)
+      x = rng() % 4 == 0 ? ~uint64_t{0} - rng() % 9 : rng() % 1000;
+    BucketSums sums;
+    auto value = [&v](size_t i) { return v[i]; };
+    sums.Build(n, value);
+    uint64_t expected = 0;
+    for (size_t i = 0; i <= n; ++i) {
+      EXPECT_EQ(sums.Prefix(i, value), expected) << "n " << n << " i " << i;
+      if (i < n) expected += v[i];
+    }
+  }
+}
+
 TEST(LodTest, BusyShareOfSparseAndSaturatedTracks) {
   std::vector<Slice> sparse, full;
   for (int64_t i = 0; i < 100000; ++i) {

@@ -264,6 +264,7 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
   const PixelGrid grid(t0, t1, pixels);
   const uint32_t depths = slices.depth_count();
   std::vector<std::vector<uint32_t>> picked(depths);
+  std::vector<size_t> wide(depths, 0);  // picked[d]'s wide slices come first
   std::vector<std::pair<uint32_t, uint32_t>> ranges;
   for (uint32_t d = 0; d < depths; ++d) {
     // The depth's slices that touch the window: one run, as starts and
@@ -287,6 +288,7 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
       ranges.push_back({l, m});
       ranges.push_back({m + 1, r});
     }
+    wide[d] = picked[d].size();
     PixelSweep sweep(slices, grid, t0, t1, lo, hi, &picked[d]);
     while (sweep.Step()) {
     }
@@ -298,9 +300,17 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
       (*busy)[d] = QueryBusy(slices, d, t0, t1, pixels);
     }
   }
+  size_t total = 0;
+  for (const auto& p : picked) total += p.size();
+  out.reserve(total);
   for (uint32_t d = 0; d < depths; ++d) {
     std::vector<uint32_t>& p = picked[d];
-    std::sort(p.begin(), p.end());
+    // The sweep picks pixel by pixel, so its part ascends (a slice may
+    // repeat): sort the few wide slices and merge rather than sort all.
+    const auto mid = p.begin() + static_cast<std::ptrdiff_t>(wide[d]);
+    std::sort(p.begin(), mid);
+    if (!std::is_sorted(mid, p.end())) std::sort(mid, p.end());
+    std::inplace_merge(p.begin(), mid, p.end());
     p.erase(std::unique(p.begin(), p.end()), p.end());
     for (uint32_t i : p) {
       VisibleSlice v;
@@ -327,18 +337,19 @@ std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
   if (lo >= hi) return out;
   // covered(t, k): the time the depth's slices cover before t, modulo
   // 2^64, where k is the first of them starting at or after t (so only
-  // slice k - 1 can reach past t).
-  auto covered = [&](int64_t t, uint32_t k) {
-    uint64_t c = slices.CoveredBefore(k);
+  // slice k - 1 can reach past t): the running total before k less what
+  // slice k - 1 covers past t.
+  auto past = [&](int64_t t, uint32_t k) -> uint64_t {
     if (k > lo) {
       const int64_t e = slices.covered_end(k - 1);
-      if (e > t) c -= static_cast<uint64_t>(e) - static_cast<uint64_t>(t);
+      if (e > t) return static_cast<uint64_t>(e) - static_cast<uint64_t>(t);
     }
-    return c;
+    return 0;
   };
   int64_t from = grid.Bound(0);
   uint32_t k = FirstStartingFrom(slices, lo, hi, lo, from);
-  uint64_t before = covered(from, k);
+  uint64_t total_k = slices.CoveredBefore(k);  // the running total before k
+  uint64_t before = total_k - past(from, k);
   uint32_t step = 0;  // how many slices the last pixel's end moved past
   for (uint32_t p = 0; p < pixels; ++p) {
     const int64_t to = grid.Bound(p + 1);
@@ -348,6 +359,16 @@ std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
         static_cast<uint32_t>(std::min<uint64_t>(uint64_t{k} + step, hi));
     const uint32_t next = FirstStartingFrom(slices, k, hi, guess, to);
     step = next - k;
+    // Where the next two pixels' searches probably end: each pixel reads
+    // a few slices around that point, a cache miss or more apart from the
+    // last pixel's when pixels hold many slices, so fetch them early.
+    for (uint64_t ahead : {uint64_t{next} + step, uint64_t{next} + 2 * step}) {
+      if (ahead < hi) {
+        slices.Prefetch(static_cast<uint32_t>(ahead));
+        slices.PrefetchBucket(static_cast<uint32_t>(ahead) /
+                              SliceColumns::kStartBucket);
+      }
+    }
     uint64_t busy;
     if (next == k) {
       // No slice starts in the pixel: only slice k - 1 (which started
@@ -359,10 +380,22 @@ std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
       }
       before += busy;
     } else {
-      const uint64_t now = covered(to, next);
+      // The running total before `next`: added on from k's when few
+      // slices lie between (sparse pixels), else from the stored totals.
+      uint64_t total_next;
+      if (next - k < 8) {
+        total_next = total_k;
+        for (uint32_t i = k; i < next; ++i) {
+          total_next += slices.covered_length(i);
+        }
+      } else {
+        total_next = slices.CoveredBefore(next);
+      }
+      const uint64_t now = total_next - past(to, next);
       busy = now - before;
       before = now;
       k = next;
+      total_k = total_next;
     }
     const double share =
         static_cast<double>(busy) / static_cast<double>(to - from);

@@ -178,6 +178,7 @@ class BucketSums {
   // `value(i)` is element i of the n-element column, as a uint64_t.
   template <typename Value>
   void Build(size_t n, const Value& value) {
+    n_ = n;
     totals_.assign(n / kLeaf + 1, 0);
     uint64_t sum = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -188,11 +189,18 @@ class BucketSums {
   }
 
   // The sum of elements [0, i) (i at most n), modulo 2^64; `value` as for
-  // Build. Reads one total and at most kLeaf - 1 elements.
+  // Build. Reads one total and at most kLeaf / 2 elements: from the total
+  // at or before i up, or from the next one down, whichever is nearer.
   template <typename Value>
   uint64_t Prefix(size_t i, const Value& value) const {
     if (totals_.empty()) return 0;
     const size_t k = i >> kLeafBits;
+    const size_t next = (k + 1) << kLeafBits;
+    if (i - (k << kLeafBits) > kLeaf / 2 && next <= n_) {
+      uint64_t sum = totals_[k + 1];
+      for (size_t j = i; j < next; ++j) sum -= value(j);
+      return sum;
+    }
     uint64_t sum = totals_[k];
     for (size_t j = k << kLeafBits; j < i; ++j) sum += value(j);
     return sum;
@@ -204,6 +212,7 @@ class BucketSums {
 
  private:
   std::vector<uint64_t> totals_;  // totals_[k]: the sum of [0, k * kLeaf)
+  size_t n_ = 0;
 };
 
 }  // namespace podscope::viewer
