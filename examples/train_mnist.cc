@@ -5,7 +5,7 @@
 //
 //   train_mnist [--logdir DIR] [--steps N] [--test_batches N]
 //               [--log_every N] [--batch_size N] [--dropout] [--fake_data]
-//               [--profiler_port N]
+//               [--profiler_port N] [--store_dir DIR] [--spmd]
 //
 // Data: Fashion-MNIST from Debian's dataset-fashion-mnist package
 // (/usr/share/datasets/fashion-mnist, or $PODSCOPE_MNIST_DIR), or with
@@ -13,6 +13,10 @@
 //
 // Devices: CPU_NUM_DEVICES=N trains data-parallel on N devices, each taking
 // batch_size / N images of every batch (see mnist/trainer.h).
+//
+// --spmd: the seed's SPMD example instead (mnist/spmd_trainer.h): one
+// global step program over meshes of every device of the job, its weights
+// and input sharded as the seed marks them, partitioned by the runtime.
 //
 // Model and optimizer: mnist/trainer.h (the seed's MNISTNet; its dropout
 // layers with --dropout); SGD with momentum 0.5, lr 0.01; batch 256.
@@ -45,6 +49,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "mnist/data.h"
+#include "mnist/spmd_trainer.h"
 #include "mnist/trainer.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
@@ -71,6 +76,7 @@ struct Flags {
   // The profiler server's port; 0 picks a free one, -1 serves none.
   int profiler_port = 9012;
   std::string store_dir;  // see the file comment
+  bool spmd = false;
 };
 
 // The job this process belongs to, from the launcher's environment.
@@ -123,7 +129,7 @@ absl::StatusOr<uint64_t> ParamsHash(const mnist::Trainer& trainer) {
                "train_mnist: %s\nusage: train_mnist [--logdir DIR] "
                "[--steps N] [--test_batches N] [--log_every N] "
                "[--batch_size N] [--dropout] [--fake_data] "
-               "[--profiler_port N] [--store_dir DIR]\n",
+               "[--profiler_port N] [--store_dir DIR] [--spmd]\n",
                problem);
   std::exit(2);
 }
@@ -171,6 +177,8 @@ Flags ParseFlags(int argc, char** argv) {
       flags.profiler_port = next_int(-1);
     } else if (arg == "--store_dir") {
       flags.store_dir = next();
+    } else if (arg == "--spmd") {
+      flags.spmd = true;
     } else if (arg == "-h" || arg == "--help") {
       Usage("help");
     } else {
@@ -184,6 +192,70 @@ int Fail(const absl::Status& status) {
   std::fprintf(stderr, "train_mnist: %s\n", status.ToString().c_str());
   if (prof::IsTracing()) (void)prof::StopTrace();
   return 1;
+}
+
+// --spmd: the seed's SPMD example (mnist/spmd_trainer.h). Every rank steps
+// on the whole global batch; the partitioner gives each device its shard.
+absl::Status TrainSpmd(const Flags& flags, rt::Client* client,
+                       rt::Communicator* communicator,
+                       const mnist::Dataset& train) {
+  using Clock = std::chrono::steady_clock;
+  const int n = flags.batch_size;
+  mnist::SpmdTrainerOptions options;
+  options.communicator = communicator;
+  auto trainer = mnist::SpmdTrainer::Create(client, n, options);
+  if (!trainer.ok()) return trainer.status();
+  const rt::SpmdProgram& program = (*trainer)->program();
+  std::printf(
+      "spmd: mesh %s; %zu inserted collectives, %lld bytes per "
+      "device per step (least required %lld)\n",
+      (*trainer)->conv_mesh().ToString().c_str(), program.collectives().size(),
+      static_cast<long long>((*trainer)->CollectiveBytesPerStep()),
+      static_cast<long long>((*trainer)->MinCollectiveBytesPerStep()));
+  for (int i = 0; i < 8; ++i) {
+    std::printf("spmd: %s %s\n",
+                mnist::SpmdTrainer::ParameterNames()[i].c_str(),
+                program.parameter_sharding(2 + i).SpecString().c_str());
+  }
+  std::vector<int> order(train.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 shuffle_rng(12);
+  std::shuffle(order.begin(), order.end(), shuffle_rng);
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+  const auto start = Clock::now();
+  for (int step = 0; step < flags.steps; ++step) {
+    PODSCOPE_TRACE("train_step", "step", step);
+    {
+      PODSCOPE_TRACE("train_step_data_prep");
+      mnist::Gather(train, order, step * n, n, &images, &labels);
+    }
+    if (absl::Status s = (*trainer)->Step(images, labels); !s.ok()) return s;
+    if (step % flags.log_every == 0 || step + 1 == flags.steps) {
+      PODSCOPE_TRACE("read_loss");
+      auto loss = (*trainer)->LastLoss();
+      if (!loss.ok()) return loss.status();
+      std::printf("step %4d  loss %.4f  (%.1f s)\n", step, *loss,
+                  std::chrono::duration<double>(Clock::now() - start).count());
+      std::fflush(stdout);
+    }
+  }
+  if (absl::Status s = (*trainer)->WaitUntilIdle(); !s.ok()) return s;
+  const double secs =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  auto params = (*trainer)->Parameters();
+  if (!params.ok()) return params.status();
+  uint64_t h = 1469598103934665603ull;
+  for (const rt::Literal& p : *params) {
+    const auto* bytes = static_cast<const unsigned char*>(p.untyped_data());
+    for (int64_t i = 0; i < p.size_bytes(); ++i) {
+      h = (h ^ bytes[i]) * 1099511628211ull;
+    }
+  }
+  std::printf("params %016llx\ntrained %d steps in %.1f s (%.2f s/step)\n",
+              static_cast<unsigned long long>(h), flags.steps, secs,
+              secs / flags.steps);
+  return absl::OkStatus();
 }
 
 int Run(const Flags& flags) {
@@ -314,6 +386,30 @@ int Run(const Flags& flags) {
     std::printf("rank %d of %d connected (%s)\n", job.rank, job.world_size,
                 job_membership != nullptr ? "job coordinator"
                                           : ("store " + store_dir).c_str());
+  }
+  if (flags.spmd) {
+    if (flags.dropout) {
+      return Fail(absl::InvalidArgumentError(
+          "--spmd trains without dropout (drop --dropout)"));
+    }
+    std::printf("devices: %d in the job (%d here); batch %d, %d steps, spmd\n",
+                (*client)->device_count(),
+                (*client)->addressable_device_count(), n, flags.steps);
+    if (absl::Status s =
+            TrainSpmd(flags, client->get(), communicator.get(), train);
+        !s.ok()) {
+      return Fail(s);
+    }
+    if (communicator != nullptr) {
+      if (absl::Status s = communicator->Barrier(); !s.ok()) return Fail(s);
+    }
+    auto path = prof::StopTrace();
+    if (!path.ok()) return Fail(path.status());
+    if (job_membership != nullptr) {
+      if (absl::Status s = job_membership->Shutdown(); !s.ok()) return Fail(s);
+    }
+    std::printf("Trace: %s\n", path->c_str());
+    return 0;
   }
   mnist::TrainerOptions trainer_options;
   trainer_options.communicator = communicator.get();

@@ -24,6 +24,8 @@ rt::Literal Init(std::vector<int64_t> dims, int64_t fan_in, std::mt19937& rng) {
   return literal;
 }
 
+}  // namespace
+
 std::vector<rt::Literal> InitialParameters(uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<rt::Literal> params;
@@ -37,6 +39,8 @@ std::vector<rt::Literal> InitialParameters(uint32_t seed) {
   params.push_back(Init({kClasses}, 128, rng));
   return params;
 }
+
+namespace {
 
 absl::Status CheckBatch(int n, int replicas) {
   if (n <= 0 || n % replicas != 0) {

@@ -33,6 +33,11 @@
 
 namespace podscope::mnist {
 
+// The parameters PyTorch's default init gives the model under `seed`:
+// conv1 w [32,1,3,3], b, conv2 w [64,32,3,3], b, fc1 w [9216,128], b,
+// fc2 w [128,10], b (linear weights stored [in, out]).
+std::vector<runtime::Literal> InitialParameters(uint32_t seed);
+
 struct TrainerOptions {
   float learning_rate = 0.01f;
   float momentum = 0.5f;

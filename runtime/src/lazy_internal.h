@@ -9,6 +9,10 @@
 #include "podscope/runtime/builder.h"
 #include "podscope/runtime/lazy.h"
 
+namespace podscope::runtime {
+struct Sharding;
+}  // namespace podscope::runtime
+
 namespace podscope::runtime::internal {
 
 struct TensorImpl {
@@ -20,6 +24,8 @@ struct TensorImpl {
   // While pending: the node in the context's step graph of `generation`.
   int64_t generation = -1;
   Value value;
+  // MarkSharding's annotation (spmd.h), or null.
+  std::shared_ptr<const Sharding> sharding;
 };
 
 }  // namespace podscope::runtime::internal

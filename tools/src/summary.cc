@@ -168,6 +168,9 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
     names->AddTrack(e.slices,
                     [&](uint32_t id) { return reader.GetString(id); });
     AddActivity(reader, p.tracks.back(), e, &step_durations, &p.activity);
+    if (p.tracks.back().kind == trace_format::proto::TRACK_KIND_THREAD) {
+      AddSpmdCollectives(reader, e, &p.spmd_collectives);
+    }
     // Free each track's events as soon as they are counted.
     e = TrackEvents();
   }

@@ -78,6 +78,22 @@ struct RankActivity {
   int64_t collective_wait_ns = 0;  // of which waiting for the last rank
 };
 
+// The collectives the SPMD partitioner inserted (runtime/spmd.h), from the
+// "spmd_collective" slices of one process: one row per sharding change.
+struct SpmdCollectiveSummary {
+  std::string kind;    // all_gather, all_reduce, reduce_scatter
+  std::string reason;  // "fc2.weight: ('data', 'model') -> ... for dot"
+  uint64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t bytes = 0;      // per call, per device
+  int64_t min_bytes = 0;  // the least the sharding change requires
+};
+
+// Adds one thread track's spmd_collective slices to `rows` (by reason).
+void AddSpmdCollectives(const trace_format::TraceReader& reader,
+                        const trace_format::TrackEvents& events,
+                        std::vector<SpmdCollectiveSummary>* rows);
+
 // One file, which is one process of the capture.
 struct ProcessSummary {
   std::string path;
@@ -108,6 +124,7 @@ struct ProcessSummary {
   trace_format::RecoveryReport recovery;
   bool recovered() const { return !recovery.intact(); }
   RankActivity activity;
+  std::vector<SpmdCollectiveSummary> spmd_collectives;
 };
 
 struct UnreadableFile {

@@ -281,6 +281,26 @@ void AppendWarnings(const TraceSummary& s, std::string* b) {
   for (const std::string& w : warnings) absl::StrAppend(b, "  ", w, "\n");
 }
 
+// The SPMD partitioner's inserted collectives, per process: what caused
+// each, how often it ran, its time and bytes against the least required.
+void AppendSpmdCollectives(const TraceSummary& s, std::string* b) {
+  for (const ProcessSummary& p : s.processes) {
+    if (p.spmd_collectives.empty()) continue;
+    absl::StrAppend(b,
+                    "\nSPMD collectives (inserted by the partitioner), "
+                    "process ",
+                    p.process_index, ":\n");
+    std::vector<std::vector<std::string>> rows = {
+        {"kind", "count", "total", "bytes/call", "least", "caused by"}};
+    for (const SpmdCollectiveSummary& c : p.spmd_collectives) {
+      rows.push_back({c.kind, FormatCount(c.count), FormatDuration(c.total_ns),
+                      FormatCount(c.bytes), FormatCount(c.min_bytes),
+                      c.reason});
+    }
+    PrintTable(rows, "lrrrrl", "  ", b);
+  }
+}
+
 void PrintHuman(const std::string& path, const TraceSummary& s,
                 const CommandIo& io) {
   std::string b =
@@ -297,6 +317,7 @@ void PrintHuman(const std::string& path, const TraceSummary& s,
   AppendTimeSpanAndDrops(s, &b);
   AppendTopNames(s, &b);
   AppendRanks(s, &b);
+  AppendSpmdCollectives(s, &b);
   AppendWarnings(s, &b);
   std::fputs(b.c_str(), io.out);
 }

@@ -31,6 +31,7 @@
 #include "details_panel.h"
 #include "flame_graph_widget.h"
 #include "live_session.h"
+#include "mesh_view.h"
 #include "pod_panel.h"
 #include "search_bar.h"
 #include "stats_panel.h"
@@ -224,6 +225,7 @@ void MainWindow::BuildMenus() {
           &TimelineWidget::SetFollowing);
   connect(timeline_, &TimelineWidget::followingChanged, follow,
           &QAction::setChecked);
+  AddMeshViewAction(view, this, [this] { return store_; });
   view->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) {
     view->addAction(d->toggleViewAction());

@@ -1,0 +1,429 @@
+// SpmdProgram (partition: plan + one program per device) and SpmdExecutor:
+// runs each device's segments on its stream and performs the inserted
+// collectives on the host, across processes with the Communicator.
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "podscope/profiler/session.h"
+#include "podscope/profiler/trace.h"
+#include "podscope/runtime/executable.h"
+#include "podscope/runtime/spmd.h"
+#include "spmd/plan.h"
+
+namespace podscope::runtime {
+
+using spmd::State;
+
+SpmdProgram::~SpmdProgram() = default;
+
+absl::StatusOr<std::shared_ptr<const SpmdProgram>> SpmdProgram::Partition(
+    const Graph& graph, std::shared_ptr<const Mesh> mesh,
+    std::vector<std::optional<Sharding>> parameter_shardings,
+    std::map<int, Sharding> annotations,
+    std::vector<std::string> parameter_names) {
+  if (mesh == nullptr) return absl::InvalidArgumentError("spmd: no mesh");
+  const int num_params = static_cast<int>(graph.parameters().size());
+  if (static_cast<int>(parameter_shardings.size()) > num_params) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spmd: ", parameter_shardings.size(),
+                     " parameter shardings for ", num_params, " parameters"));
+  }
+  parameter_shardings.resize(num_params);
+  std::shared_ptr<SpmdProgram> program(new SpmdProgram());
+  program->graph_ = graph;
+  program->mesh_ = mesh;
+  program->names_ = std::move(parameter_names);
+  program->names_.resize(num_params);
+  std::vector<State> params;
+  for (int i = 0; i < num_params; ++i) {
+    const Shape& shape = graph.node(graph.parameters()[i]).shape;
+    std::optional<Sharding>& s = parameter_shardings[i];
+    if (!s) s = Sharding::Replicated(mesh, shape.rank());
+    const std::string name = program->names_[i].empty()
+                                 ? absl::StrCat("parameter ", i)
+                                 : program->names_[i];
+    if (s->rank() != shape.rank()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spmd: ", name, " has shape ", shape.ToString(), " but its sharding ",
+          s->SpecString(), " has ", s->rank(), " entries"));
+    }
+    if (!(*s->mesh == *mesh)) {
+      absl::StatusOr<Sharding> t = TranslateSharding(*s, mesh);
+      if (!t.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("spmd: ", name, " is sharded over another mesh (",
+                         s->mesh->ToString(), "): ", t.status().message()));
+      }
+      s = *std::move(t);
+    }
+    params.push_back(spmd::FromSharding(*s));
+    program->params_.push_back(*s);
+  }
+  std::map<int, State> states;
+  for (const auto& [id, s] : annotations) {
+    if (id < 0 || id >= static_cast<int>(graph.nodes().size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spmd: annotation of a node %", id, " that is not in ",
+                       graph.name()));
+    }
+    absl::StatusOr<Sharding> t = TranslateSharding(s, mesh);
+    if (!t.ok()) return t.status();
+    states[id] = spmd::FromSharding(*t);
+  }
+  absl::StatusOr<spmd::Plan> plan =
+      spmd::Propagate(graph, *mesh, params, states);
+  if (!plan.ok()) return plan.status();
+  for (int p = 0; p < mesh->num_devices(); ++p) {
+    absl::StatusOr<spmd::DeviceProgram> dp =
+        spmd::BuildDeviceProgram(graph, *plan, mesh, p, program->names_,
+                                 p == 0 ? &program->collectives_ : nullptr);
+    if (!dp.ok()) return dp.status();
+    program->programs_.push_back(
+        std::make_unique<spmd::DeviceProgram>(*std::move(dp)));
+  }
+  for (int id : graph.outputs()) {
+    State s = plan->final_state(id);
+    s.partial.clear();
+    program->outputs_.push_back(spmd::ToSharding(s, mesh));
+  }
+  std::string listing;
+  for (size_t id = 0; id < graph.nodes().size(); ++id) {
+    absl::StrAppend(&listing, "%", id, " ", OpName(graph.node(id).op), " ",
+                    graph.node(id).shape.ToString(), " ",
+                    spmd::StateString(plan->final_state(id), mesh), "\n");
+  }
+  program->listing_ = std::move(listing);
+  // The trace's file metadata: the mesh and every named parameter's spec.
+  profiler::SetMetadataAttribute("spmd.mesh", mesh->ToString());
+  for (int i = 0; i < num_params; ++i) {
+    if (program->names_[i].empty()) continue;
+    profiler::SetMetadataAttribute(
+        absl::StrCat("spmd.sharding.", program->names_[i]),
+        program->params_[i].SpecString());
+  }
+  return std::shared_ptr<const SpmdProgram>(std::move(program));
+}
+
+std::string SpmdProgram::ToString() const { return listing_; }
+
+const spmd::DeviceProgram& SpmdProgram::device_program(int position) const {
+  return *programs_[position];
+}
+
+absl::StatusOr<std::unique_ptr<SpmdExecutor>> SpmdExecutor::Create(
+    Client* client, std::shared_ptr<const Mesh> mesh,
+    Communicator* communicator) {
+  if (client == nullptr || mesh == nullptr) {
+    return absl::InvalidArgumentError(
+        "SpmdExecutor: needs a client and a mesh");
+  }
+  std::unique_ptr<SpmdExecutor> e(new SpmdExecutor());
+  e->client_ = client;
+  e->mesh_ = mesh;
+  e->communicator_ = communicator;
+  std::vector<int> local_per_process(client->process_count(), 0);
+  for (int id : mesh->device_ids()) {
+    absl::StatusOr<Device*> d = client->LookupDevice(id);
+    if (!d.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SpmdExecutor: mesh device ", id,
+                       " does not exist: ", d.status().message()));
+    }
+    e->devices_.push_back((*d)->addressable() ? *d : nullptr);
+    e->process_of_.push_back((*d)->process_index());
+    ++local_per_process[(*d)->process_index()];
+    if (!(*d)->addressable() && communicator == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SpmdExecutor: mesh device ", id, " belongs to process ",
+                       (*d)->process_index(),
+                       "; a multi-process mesh needs a communicator"));
+    }
+  }
+  for (int n : local_per_process) {
+    if (n != local_per_process[0]) {
+      return absl::InvalidArgumentError(
+          "SpmdExecutor: every process must hold as many mesh devices");
+    }
+  }
+  return e;
+}
+
+namespace {
+
+// Every mesh position's shard: the local ones given, the others received
+// from their processes (one all-gather of each process's local bytes).
+absl::StatusOr<std::vector<Literal>> ExchangeAll(
+    Communicator* comm, const std::vector<Device*>& devices,
+    const std::vector<int>& process_of, std::vector<Literal> local,
+    const Shape& shard_shape, int64_t* bytes) {
+  if (comm == nullptr) return local;
+  const int64_t shard_bytes = shard_shape.byte_size();
+  std::vector<char> send;
+  for (size_t p = 0; p < devices.size(); ++p) {
+    if (devices[p] == nullptr) continue;
+    if (local[p].shape() != shard_shape) {
+      return absl::InternalError(
+          absl::StrCat("spmd exchange: shard ", local[p].shape().ToString(),
+                       " is not ", shard_shape.ToString()));
+    }
+    const char* data = static_cast<const char*>(local[p].untyped_data());
+    send.insert(send.end(), data, data + shard_bytes);
+  }
+  std::vector<char> recv(send.size() * comm->world_size());
+  if (!send.empty()) {
+    absl::Status s =
+        comm->AllGather(ElementType::kPred, send.data(),
+                        static_cast<int64_t>(send.size()), recv.data());
+    if (!s.ok()) return s;
+  }
+  *bytes += static_cast<int64_t>(recv.size() - send.size());
+  std::vector<int64_t> offset(comm->world_size(), 0);
+  for (int r = 0; r < comm->world_size(); ++r) {
+    offset[r] = static_cast<int64_t>(r) * static_cast<int64_t>(send.size());
+  }
+  std::vector<Literal> all(devices.size());
+  for (size_t p = 0; p < devices.size(); ++p) {
+    const int r = process_of[p];
+    if (devices[p] != nullptr) {
+      all[p] = std::move(local[p]);
+    } else {
+      all[p] = Literal(shard_shape);
+      std::memcpy(all[p].untyped_data(), recv.data() + offset[r], shard_bytes);
+    }
+    offset[r] += shard_bytes;
+  }
+  return all;
+}
+
+// Accumulates `b` into `a` (same shape): sum or max.
+void Accumulate(Literal& a, const Literal& b, bool max) {
+  switch (a.shape().element_type()) {
+    case ElementType::kF32: {
+      auto x = a.mutable_data<float>();
+      auto y = b.data<float>();
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = max ? std::max(x[i], y[i]) : x[i] + y[i];
+      }
+      break;
+    }
+    case ElementType::kI32: {
+      auto x = a.mutable_data<int32_t>();
+      auto y = b.data<int32_t>();
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = max ? std::max(x[i], y[i]) : x[i] + y[i];
+      }
+      break;
+    }
+    case ElementType::kPred: {
+      auto x = a.mutable_data<uint8_t>();
+      auto y = b.data<uint8_t>();
+      for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] | y[i];
+      break;
+    }
+  }
+}
+
+// The positions whose tiles of `from` make up the value `position` sees:
+// those that differ from it only in the axes `from` tiles or holds
+// partial results over.
+std::vector<int> GroupOf(const Mesh& mesh, const State& from, int position) {
+  const std::vector<int64_t> me = mesh.Coordinates(position);
+  std::vector<bool> varies(mesh.rank(), false);
+  for (int a : spmd::UsedAxes(from)) varies[a] = true;
+  std::vector<int> group;
+  for (int q = 0; q < mesh.num_devices(); ++q) {
+    const std::vector<int64_t> c = mesh.Coordinates(q);
+    bool same_group = true;
+    for (int a = 0; a < mesh.rank(); ++a) {
+      if (!varies[a] && c[a] != me[a]) same_group = false;
+    }
+    if (same_group) group.push_back(q);
+  }
+  return group;
+}
+
+// The global value of a group: partial tiles are combined over their
+// reduction group (in position order, so every device gets bitwise the
+// same), tiles are assembled.
+Literal Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
+                 const std::vector<Literal>& tiles, const State& from,
+                 const Shape& global, const std::vector<int>& group) {
+  const Sharding fs = spmd::ToSharding(from, mesh_ptr);
+  std::map<std::vector<int64_t>, Literal> combined;
+  std::map<std::vector<int64_t>, int> representative;
+  for (int q : group) {
+    std::vector<int64_t> tile;
+    for (int d = 0; d < fs.rank(); ++d) tile.push_back(fs.TileIndex(d, q));
+    auto it = combined.find(tile);
+    if (it == combined.end()) {
+      combined.emplace(tile, tiles[q]);
+      representative[tile] = q;
+    } else {
+      Accumulate(it->second, tiles[q], from.partial_max);
+    }
+  }
+  Literal full(global);
+  for (const auto& [tile, literal] : combined) {
+    InsertShard(literal, fs, representative[tile], full);
+  }
+  return full;
+}
+
+}  // namespace
+
+absl::StatusOr<ShardedValue> SpmdExecutor::Shard(const Literal& global,
+                                                 const Sharding& sharding) {
+  if (sharding.rank() != global.shape().rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SpmdExecutor::Shard: sharding ", sharding.SpecString(),
+                     " for ", global.shape().ToString()));
+  }
+  ShardedValue value;
+  value.global_shape = global.shape();
+  value.sharding = sharding;
+  value.shards.resize(devices_.size());
+  for (size_t p = 0; p < devices_.size(); ++p) {
+    if (devices_[p] == nullptr) continue;
+    absl::StatusOr<BufferPtr> b = client_->BufferFromLiteral(
+        ExtractShard(global, sharding, static_cast<int>(p)), devices_[p]);
+    if (!b.ok()) return b.status();
+    value.shards[p] = *std::move(b);
+  }
+  return value;
+}
+
+absl::StatusOr<Literal> SpmdExecutor::Gather(const ShardedValue& value) {
+  const Shape shard_shape = value.sharding.ShardShape(value.global_shape);
+  std::vector<Literal> local(devices_.size());
+  for (size_t p = 0; p < devices_.size(); ++p) {
+    if (devices_[p] == nullptr) continue;
+    if (value.shards[p] == nullptr) {
+      return absl::InvalidArgumentError("SpmdExecutor::Gather: missing shard");
+    }
+    absl::StatusOr<Literal> l = value.shards[p]->ToLiteral().Await();
+    if (!l.ok()) return l.status();
+    local[p] = *std::move(l);
+  }
+  absl::StatusOr<std::vector<Literal>> all =
+      ExchangeAll(communicator_, devices_, process_of_, std::move(local),
+                  shard_shape, &collective_bytes_);
+  if (!all.ok()) return all.status();
+  Literal full(value.global_shape);
+  for (size_t p = 0; p < devices_.size(); ++p) {
+    InsertShard((*all)[p], value.sharding, static_cast<int>(p), full);
+  }
+  return full;
+}
+
+absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
+    const SpmdProgram& program, absl::Span<const ShardedValue> arguments) {
+  const int n = static_cast<int>(devices_.size());
+  if (!(*program.mesh() == *mesh_)) {
+    return absl::InvalidArgumentError(
+        "SpmdExecutor::Execute: the program is partitioned for another mesh");
+  }
+  const spmd::DeviceProgram& first = program.device_program(0);
+  if (arguments.size() != first.parameter_slots.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SpmdExecutor::Execute: ", arguments.size(), " arguments for ",
+        first.parameter_slots.size(), " parameters"));
+  }
+  std::vector<std::vector<BufferPtr>> env(
+      n, std::vector<BufferPtr>(first.num_slots));
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Sharding& want = program.parameter_sharding(static_cast<int>(i));
+    const ShardedValue* arg = &arguments[i];
+    ShardedValue resharded;
+    if (!(arg->sharding == want)) {
+      absl::StatusOr<Literal> full = Gather(*arg);
+      if (!full.ok()) return full.status();
+      absl::StatusOr<ShardedValue> s = Shard(*full, want);
+      if (!s.ok()) return s.status();
+      resharded = *std::move(s);
+      arg = &resharded;
+    }
+    for (int p = 0; p < n; ++p) {
+      if (devices_[p] != nullptr) {
+        env[p][first.parameter_slots[i]] = arg->shards[p];
+      }
+    }
+  }
+  for (size_t k = 0; k < first.steps.size(); ++k) {
+    if (!first.steps[k].collective) {
+      for (int p = 0; p < n; ++p) {
+        if (devices_[p] == nullptr) continue;
+        const spmd::Step& step = program.device_program(p).steps[k];
+        const spmd::Segment& seg = step.segment;
+        PODSCOPE_TRACE("spmd_shard", "device", devices_[p]->id(),
+                       "mesh_position", p, "program", seg.graph.name(),
+                       "shard_shape", seg.shard_shapes);
+        absl::StatusOr<std::shared_ptr<Executable>> exe =
+            client_->Compile(seg.graph);
+        if (!exe.ok()) return exe.status();
+        std::vector<BufferPtr> args;
+        for (int slot : seg.inputs) args.push_back(env[p][slot]);
+        absl::StatusOr<std::vector<BufferPtr>> out =
+            (*exe)->Execute(args, devices_[p]);
+        if (!out.ok()) return out.status();
+        for (size_t j = 0; j < seg.outputs.size(); ++j) {
+          env[p][seg.outputs[j]] = (*out)[j];
+        }
+      }
+      continue;
+    }
+    const spmd::CollectiveStep& c = first.steps[k].exchange;
+    const InsertedCollective& info = program.collectives()[c.index];
+    PODSCOPE_TRACE("spmd_collective", "kind", info.kind, "reason", info.reason,
+                   "bytes", info.bytes, "min_bytes", info.min_bytes,
+                   "group_size", info.group_size);
+    const Shape shard_shape =
+        spmd::ToSharding(c.from, mesh_).ShardShape(c.global);
+    std::vector<Literal> local(n);
+    for (int p = 0; p < n; ++p) {
+      if (devices_[p] == nullptr) continue;
+      absl::StatusOr<Literal> l = env[p][c.input]->ToLiteral().Await();
+      if (!l.ok()) return l.status();
+      local[p] = *std::move(l);
+    }
+    absl::StatusOr<std::vector<Literal>> all =
+        ExchangeAll(communicator_, devices_, process_of_, std::move(local),
+                    shard_shape, &collective_bytes_);
+    if (!all.ok()) return all.status();
+    // Devices of one group see the same global value: assembled once.
+    std::map<std::vector<int>, Literal> assembled;
+    const Sharding to = spmd::ToSharding(c.to, mesh_);
+    for (int p = 0; p < n; ++p) {
+      if (devices_[p] == nullptr) continue;
+      const std::vector<int> group = GroupOf(*mesh_, c.from, p);
+      auto it = assembled.find(group);
+      if (it == assembled.end()) {
+        it = assembled
+                 .emplace(group, Assemble(mesh_, *all, c.from, c.global, group))
+                 .first;
+      }
+      absl::StatusOr<BufferPtr> b = client_->BufferFromLiteral(
+          ExtractShard(it->second, to, p), devices_[p]);
+      if (!b.ok()) return b.status();
+      env[p][c.output] = *std::move(b);
+    }
+  }
+  std::vector<ShardedValue> results;
+  for (size_t i = 0; i < first.output_slots.size(); ++i) {
+    ShardedValue v;
+    v.global_shape = program.graph().node(program.graph().outputs()[i]).shape;
+    v.sharding = program.output_sharding(static_cast<int>(i));
+    v.shards.resize(n);
+    for (int p = 0; p < n; ++p) {
+      if (devices_[p] == nullptr) continue;
+      v.shards[p] = env[p][program.device_program(p).output_slots[i]];
+    }
+    results.push_back(std::move(v));
+  }
+  return results;
+}
+
+}  // namespace podscope::runtime
