@@ -1,5 +1,6 @@
 #include "capture_dialog.h"
 
+#include <QDateTime>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
@@ -169,7 +170,14 @@ void CaptureDialog::StartCapture() {
   for (const QString& w : f.workers) options.workers.push_back(w.toStdString());
   options.logdir = QDir::cleanPath(f.logdir).toStdString();
   options.duration_ms = f.duration_ms;
-  options.session = f.session.toStdString();
+  // The session's name is chosen here when the form leaves it empty (as
+  // the capture client would), so that its folder is known before the
+  // capture starts and the window can show the files as they grow.
+  options.session =
+      (f.session.isEmpty()
+           ? QDateTime::currentDateTimeUtc().toString("yyyyMMdd-HHmmss")
+           : f.session)
+          .toStdString();
   options.connect.token = f.token.toStdString();
   cancel_flag_ = std::make_shared<std::atomic<bool>>(false);
   duration_ms_ = f.duration_ms;
@@ -177,6 +185,8 @@ void CaptureDialog::StartCapture() {
   progress_->setValue(0);
   status_->setText(tr("Connecting to %n worker(s)…", "", f.workers.size()));
   SetRunning(true);
+  emit started(QDir(QString::fromStdString(options.logdir))
+                   .filePath(QString::fromStdString(options.session)));
 
   std::shared_ptr<std::atomic<bool>> cancel = cancel_flag_;
   options.cancel = cancel.get();

@@ -1,8 +1,9 @@
 // File › Capture…: records running profiler servers (podscope::profiler's
 // capture client, as `podscope capture` does) into a session folder, off the
-// GUI thread, with progress, per-worker errors and Cancel. When at least
-// one worker's file was written, captured() hands the session folder to the
-// main window, which opens it.
+// GUI thread, with progress, per-worker errors and Cancel. started() names
+// the session folder as the capture begins (the main window shows its files
+// as they grow); when at least one worker's file was written, captured()
+// hands the session folder to the main window.
 #ifndef PODSCOPE_VIEWER_APP_CAPTURE_DIALOG_H_
 #define PODSCOPE_VIEWER_APP_CAPTURE_DIALOG_H_
 
@@ -65,6 +66,9 @@ class CaptureDialog : public QDialog {
   void CancelOrClose();
 
  signals:
+  // The capture started writing into `session_dir` (the folder may not
+  // exist yet); the window follows it while the files grow.
+  void started(const QString& session_dir);
   // The capture ended with at least one complete or partial file.
   void captured(const QString& session_dir);
   // The capture ended (successfully, cancelled or failed).

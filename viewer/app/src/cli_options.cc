@@ -84,6 +84,13 @@ std::optional<CliOptions> ParseCommandLine(const std::vector<std::string>& args,
         return std::nullopt;
       }
       o.size_given = true;
+    } else if (flag == "--follow") {
+      if (!take_value()) return std::nullopt;
+      if (value.empty()) {
+        *error = "--follow needs a session folder (or a .podtrace file)";
+        return std::nullopt;
+      }
+      o.follow = value;
     } else if (flag == "--session") {
       if (!take_value()) return std::nullopt;
       o.session = value;
@@ -91,6 +98,17 @@ std::optional<CliOptions> ParseCommandLine(const std::vector<std::string>& args,
       *error = "unknown flag '" + a + "' (see --help)";
       return std::nullopt;
     }
+  }
+  if (!o.follow.empty() && !o.path.empty()) {
+    *error = "--follow " + o.follow + " and the path '" + o.path +
+             "' both name what to open; give one";
+    return std::nullopt;
+  }
+  if (!o.follow.empty() && !o.screenshot.empty()) {
+    *error =
+        "--follow shows files while they grow; it cannot be used with "
+        "--screenshot";
+    return std::nullopt;
   }
   if (!o.screenshot.empty() && o.path.empty()) {
     *error =
@@ -103,12 +121,16 @@ std::optional<CliOptions> ParseCommandLine(const std::vector<std::string>& args,
 
 std::string UsageText() {
   return R"(usage: podscope-viewer [options] [PATH]
+       podscope-viewer --follow DIR
 
 Opens a Podscope trace: a .podtrace file, a session folder of per-host
 files, or a logdir of sessions (the newest one unless --session says).
 
 options:
   --session NAME        the session folder of a logdir to open
+  --follow DIR          show the trace files being written into DIR (a
+                        session folder; processes recording with
+                        StartTrace) as they grow, new files as they appear
   --range T0:T1         the time window to show, as offsets from the start
                         of the trace with a unit: ns, us, ms or s
                         (e.g. 10ms:12.5ms; an empty side is the trace's

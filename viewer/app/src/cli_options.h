@@ -13,6 +13,7 @@ namespace podscope::viewer::app {
 struct CliOptions {
   std::string path;        // file, session folder or logdir; may be empty
   std::string session;     // --session: a logdir's session folder name
+  std::string follow;      // --follow DIR: a session folder being written
   std::string screenshot;  // --screenshot OUT.png
   std::optional<TimeRangeSpec> range;
   int width = 1600;

@@ -89,7 +89,9 @@ int main(int argc, char** argv) {
   window.RestoreWindowState();
   if (options->size_given) window.resize(options->width, options->height);
   window.show();
-  if (!options->path.empty()) {
+  if (!options->follow.empty()) {
+    window.FollowPath(QString::fromStdString(options->follow));
+  } else if (!options->path.empty()) {
     window.OpenPath(QString::fromStdString(options->path),
                     QString::fromStdString(options->session));
     if (options->range) {

@@ -30,7 +30,9 @@
 #include "capture_dialog.h"
 #include "details_panel.h"
 #include "flame_graph_widget.h"
+#include "live_session.h"
 #include "mesh_view.h"
+#include "pod_panel.h"
 #include "search_bar.h"
 #include "stats_panel.h"
 #include "steps_panel.h"
@@ -89,6 +91,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   stats_ = new StatsPanel;
   flame_ = new FlameGraphWidget;
   steps_ = new StepsPanel;
+  pod_ = new PodPanel;
   auto dock = [this](QWidget* w, const QString& title, const char* name,
                      Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
@@ -107,6 +110,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       dock(steps_, tr("Steps"), "dock.steps", Qt::BottomDockWidgetArea);
   tabifyDockWidget(stats_dock, flame_dock);
   tabifyDockWidget(flame_dock, steps_dock);
+  QDockWidget* pod_dock =
+      dock(pod_, tr("Pod"), "dock.pod", Qt::BottomDockWidgetArea);
+  tabifyDockWidget(steps_dock, pod_dock);
   stats_dock->raise();
   resizeDocks({details_dock}, {380}, Qt::Horizontal);
   resizeDocks({stats_dock}, {260}, Qt::Vertical);
@@ -136,8 +142,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                      .arg(events / 1e6, 0, 'f', 1));
           });
   connect(loader_, &TraceLoader::finished, this, &MainWindow::OnLoadFinished);
-  connect(timeline_, &TimelineWidget::selectionChanged, this,
-          [this] { details_->ShowEvent(timeline_->selected()); });
+  connect(timeline_, &TimelineWidget::selectionChanged, this, [this] {
+    details_->ShowEvent(timeline_->selected());
+    pod_->ShowSelection(timeline_->selected());
+  });
+  connect(pod_, &PodPanel::eventRequested, timeline_,
+          &TimelineWidget::ZoomToEvent);
+  connect(pod_, &PodPanel::peersChanged, timeline_,
+          &TimelineWidget::SetHighlighted);
   connect(timeline_, &TimelineWidget::rangeChanged, this,
           &MainWindow::UpdateRangeConsumers);
   connect(timeline_, &TimelineWidget::findRequested, search_,
@@ -205,6 +217,14 @@ void MainWindow::BuildMenus() {
   QAction* clear = view->addAction(tr("Clear Range &Selection"));
   connect(clear, &QAction::triggered, this,
           [this] { timeline_->SetRange(std::nullopt); });
+  // Live traces: keep the newest time in view (End on the timeline).
+  QAction* follow = view->addAction(tr("&Follow Newest Time\tEnd"));
+  follow->setObjectName("action.follow");
+  follow->setCheckable(true);
+  connect(follow, &QAction::triggered, timeline_,
+          &TimelineWidget::SetFollowing);
+  connect(timeline_, &TimelineWidget::followingChanged, follow,
+          &QAction::setChecked);
   AddMeshViewAction(view, this, [this] { return store_; });
   view->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) {
@@ -318,8 +338,22 @@ void MainWindow::UpdateSessionMenu() {
 CaptureDialog* MainWindow::ShowCaptureDialog() {
   if (capture_dialog_ == nullptr) {
     capture_dialog_ = new CaptureDialog(this);
+    // The capture's files are shown while they grow; when it ends they
+    // are read once more (with the clock offsets measured at the end).
+    connect(capture_dialog_, &CaptureDialog::started, this,
+            [this](const QString& dir) { FollowPath(dir); });
     connect(capture_dialog_, &CaptureDialog::captured, this,
-            [this](const QString& dir) { OpenPath(dir); });
+            [this](const QString& dir) {
+              if (live_ != nullptr && live_->path() == dir) {
+                StopFollowing();
+              } else {
+                OpenPath(dir);
+              }
+            });
+    connect(capture_dialog_, &CaptureDialog::finishedCapture, this,
+            [this](bool any_file) {
+              if (!any_file && live_ != nullptr) StopFollowing();
+            });
   }
   capture_dialog_->show();
   capture_dialog_->raise();
@@ -328,6 +362,7 @@ CaptureDialog* MainWindow::ShowCaptureDialog() {
 }
 
 void MainWindow::OpenPath(const QString& path, const QString& session) {
+  if (live_ != nullptr) StopFollowing();
   load_error_.clear();
   status_->setText(tr("Loading %1…").arg(path));
   progress_->setRange(0, 0);  // busy until the first report
@@ -343,7 +378,8 @@ bool MainWindow::WaitUntilIdle(int timeout_ms) {
   QElapsedTimer timer;
   timer.start();
   auto busy = [this] {
-    return loading() || stats_->busy() || flame_->busy() || steps_->busy();
+    return loading() || stats_->busy() || flame_->busy() || steps_->busy() ||
+           pod_->busy();
   };
   while (busy()) {
     if (timer.elapsed() > timeout_ms) return false;
@@ -391,7 +427,7 @@ void MainWindow::OnLoadFinished() {
 }
 
 void MainWindow::SetStore(std::shared_ptr<const TraceStore> store,
-                          const QString& path) {
+                          const QString& path, bool live) {
   store_ = std::move(store);
   path_ = path;
   setWindowTitle(tr("%1 — Podscope").arg(QFileInfo(path).fileName()));
@@ -399,12 +435,18 @@ void MainWindow::SetStore(std::shared_ptr<const TraceStore> store,
   // follow.
   details_->SetStore(store_);
   search_->SetStore(store_);
-  stats_->SetStore(store_);
-  flame_->SetStore(store_);
-  steps_->SetStore(store_);
+  std::shared_ptr<const TraceStore> background = live ? nullptr : store_;
+  background_panels_live_ = false;
+  stats_->SetStore(background);
+  flame_->SetStore(background);
+  steps_->SetStore(background);
+  pod_->SetStore(background);
   timeline_->SetStore(store_);
   UpdateSessionMenu();
+  UpdateBanner();
+}
 
+void MainWindow::UpdateBanner() {
   // What the user must know about the data: files that failed or were
   // damaged, clocks that could not be aligned, events dropped while
   // recording.

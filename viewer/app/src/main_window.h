@@ -24,6 +24,8 @@ namespace podscope::viewer::app {
 class CaptureDialog;
 class DetailsPanel;
 class FlameGraphWidget;
+class LiveSession;
+class PodPanel;
 class SearchBar;
 class StatsPanel;
 class StepsPanel;
@@ -43,6 +45,15 @@ class MainWindow : public QMainWindow {
   // loaded() follows.
   void OpenPath(const QString& path, const QString& session = {});
   bool loading() const;
+  // Shows the trace files being written into `path` (a session folder, or
+  // one file) as they grow: read every 250 ms, new files added as they
+  // appear, the timeline following the newest time (main_window_live.cc).
+  // Statistics, flame graph and steps are computed once every file is
+  // closed or following ends. Opening another trace stops following.
+  void FollowPath(const QString& path);
+  // Reads once more and stops following (the store stays shown).
+  void StopFollowing();
+  LiveSession* live() const { return live_; }
   // Spins the event loop until nothing is loading or computing (statistics,
   // flame graph) or `timeout_ms` passed; false on timeout.
   bool WaitUntilIdle(int timeout_ms);
@@ -62,6 +73,7 @@ class MainWindow : public QMainWindow {
   StatsPanel* stats() const { return stats_; }
   FlameGraphWidget* flame_graph() const { return flame_; }
   StepsPanel* steps() const { return steps_; }
+  PodPanel* pod() const { return pod_; }
   // File › Capture…: shows the capture dialog (made on first use); a
   // capture that writes files opens its session folder here.
   CaptureDialog* ShowCaptureDialog();
@@ -80,7 +92,14 @@ class MainWindow : public QMainWindow {
   void UpdateSessionMenu();
   void AddRecent(const QString& path);
   void OnLoadFinished();
-  void SetStore(std::shared_ptr<const TraceStore> store, const QString& path);
+  // `live`: the store grows in place; the panels that compute in the
+  // background get it only when OnLiveEnded or every file is closed.
+  void SetStore(std::shared_ptr<const TraceStore> store, const QString& path,
+                bool live = false);
+  void UpdateBanner();
+  void OnLiveGrew();
+  void OnLiveEnded();
+  void GiveStoreToBackgroundPanels();
   void ShowBanner(const QString& html, bool error);
   void UpdateRangeConsumers();
   void ShowKeys();
@@ -96,6 +115,7 @@ class MainWindow : public QMainWindow {
   StatsPanel* stats_;
   FlameGraphWidget* flame_;
   StepsPanel* steps_;
+  PodPanel* pod_;
   QFrame* banner_;
   QLabel* banner_text_;
   QLabel* status_;
@@ -104,6 +124,9 @@ class MainWindow : public QMainWindow {
   QMenu* recent_menu_ = nullptr;
   QMenu* session_menu_ = nullptr;
   CaptureDialog* capture_dialog_ = nullptr;
+  LiveSession* live_ = nullptr;
+  // The statistics, flame graph and steps panels hold the live store.
+  bool background_panels_live_ = false;
   bool restore_state_on_close_ = false;
 };
 

@@ -43,7 +43,13 @@ void TimelineWidget::SetStore(std::shared_ptr<const TraceStore> store) {
   state_.selected.reset();
   state_.hovered.reset();
   state_.range.reset();
+  highlighted_.clear();
   state_.scroll_y = 0;
+  selected_key_.reset();
+  if (following_) {
+    following_ = false;
+    emit followingChanged(false);
+  }
   renderer_.SetStore(store_.get());
   renderer_.Prepare(PaintArea().size());
   layout_.Reset(store_.get());
@@ -127,6 +133,12 @@ void TimelineWidget::Select(std::optional<EventRef> event, bool reveal) {
     event.reset();
   }
   state_.selected = event;
+  selected_key_.reset();
+  if (event && event->kind == trace_format::EventKind::kSlice) {
+    selected_key_ =
+        SelectedKey{store_->StartOf(*event), store_->DurationOf(*event),
+                    store_->NameOf(*event)};
+  }
   if (event && reveal) {
     layout_.Reveal(event->track);
     UpdateScrollBar();
@@ -218,6 +230,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   QPainter p(this);
   const QRect area = PaintArea();
   renderer_.Paint(p, area, state_);
+  PaintHighlighted(p);
   if (area.width() < width()) {
     // The corner above the scroll bar, beside the ruler.
     p.fillRect(QRect(area.right() + 1, 0, width() - area.width(),
@@ -389,6 +402,9 @@ void TimelineWidget::keyPressEvent(QKeyEvent* event) {
     case Qt::Key_0:
     case Qt::Key_Home:
       FitAll();
+      break;
+    case Qt::Key_End:
+      SetFollowing(true);
       break;
     case Qt::Key_Escape:
       if (state_.range) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "podscope/viewer/trace_store.h"
 #include "timeline_renderer.h"
@@ -61,12 +62,32 @@ class TimelineWidget : public QWidget {
 
   TimelineRenderer& renderer() { return renderer_; }
 
+  // Live traces (timeline_follow.cc). The store grew in place: rows, time
+  // bounds and caches follow it, the selection is found again, and while
+  // following, the window keeps its span with its right edge on the
+  // newest time. A user who zooms or pans stops following; End (or
+  // SetFollowing) resumes.
+  void StoreGrew();
+  // Selects an event and zooms the window to it (with a tenth of its
+  // length around it).
+  void ZoomToEvent(const EventRef& event);
+  // Events outlined on top of the timeline (a selected collective's peers
+  // on every rank); empty clears.
+  void SetHighlighted(std::vector<EventRef> events);
+  const std::vector<EventRef>& highlighted() const { return highlighted_; }
+  // Where an event's box is drawn (widget coordinates), when its track is
+  // shown and it overlaps the window.
+  std::optional<QRect> BoxOf(const EventRef& event) const;
+  bool following() const { return following_; }
+  void SetFollowing(bool on);
+
  signals:
   void selectionChanged();
   void rangeChanged();
   void viewChanged();
   // The user asked to find text (the '/' or Ctrl+F key on the timeline).
   void findRequested();
+  void followingChanged(bool following);
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -99,6 +120,22 @@ class TimelineWidget : public QWidget {
   bool moved_ = false;
   int64_t range_anchor_ = 0;
   std::optional<double> mouse_plot_x_;
+  // Live: the window last set by following (a different window means the
+  // user moved it), and the selected slice's identity to find it again
+  // after its track was rebuilt.
+  void FollowEnd();
+  bool following_ = false;
+  bool follow_fit_ = false;  // following shows the whole trace
+  int64_t follow_t0_ = 0;
+  int64_t follow_t1_ = 0;
+  struct SelectedKey {
+    int64_t start = 0;
+    int64_t duration = 0;
+    StringId name = 0;
+  };
+  std::optional<SelectedKey> selected_key_;
+  std::vector<EventRef> highlighted_;
+  void PaintHighlighted(QPainter& p);
 };
 
 }  // namespace podscope::viewer::app

@@ -50,6 +50,17 @@ class SliceColumns {
   static SliceColumns Build(std::vector<trace_format::Slice> slices,
                             std::vector<uint32_t>* storage_of_reader);
 
+  // The live viewer's append (slice_columns_append.cc): `old` followed by
+  // `fresh` (reader order, depths among themselves), when `old` is not
+  // relaid and every fresh slice starts at or after every old slice's
+  // covered end, so that each depth's fresh run goes after its old one.
+  // The same columns as Build of all the slices, without going through
+  // trace_format::Slice. `where` receives each slice's new index: old
+  // indices first, then fresh.
+  static SliceColumns AppendAfter(const SliceColumns& old,
+                                  std::span<const trace_format::Slice> fresh,
+                                  std::vector<uint32_t>* where);
+
   uint32_t size() const { return static_cast<uint32_t>(names_.size()); }
   bool empty() const { return names_.empty(); }
   uint32_t depth_count() const {

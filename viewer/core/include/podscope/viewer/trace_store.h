@@ -209,6 +209,7 @@ class TraceStore {
 
  private:
   friend class StoreLoader;
+  friend class StoreAppender;  // grows a followed store (trace_follower.h)
   TraceStore() = default;
 
   std::vector<SessionInfo> sessions_;

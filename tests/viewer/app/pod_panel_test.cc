@@ -1,0 +1,190 @@
+// The Pod panel on a 3-rank session written with TraceWriter: rank 2 is
+// slower at every step; each step holds an all-reduce whose
+// `collective_id` is the same on every rank, and rank 0 compiles once. The
+// real main window opens it: the heat table has a row per step and a
+// column per rank, the straggler is named, a click on a cell zooms the
+// timeline to that rank's step, and selecting a collective outlines its
+// peers on the other ranks.
+#include "pod_panel.h"
+
+#include <QLabel>
+#include <QListWidget>
+#include <QTableWidget>
+#include <QtTest>
+#include <filesystem>
+#include <string>
+
+#include "main_window.h"
+#include "podscope/trace_format/writer.h"
+#include "timeline_widget.h"
+
+namespace podscope::viewer::app {
+namespace {
+
+namespace fs = std::filesystem;
+namespace tf = trace_format;
+
+constexpr int kRanks = 3;
+constexpr int kSteps = 4;
+constexpr int64_t kStepNs = 10'000'000;
+
+bool WriteRank(const std::string& path, int rank) {
+  auto writer = *tf::TraceWriter::Create(path);
+  tf::proto::Metadata m;
+  m.set_host("node");
+  m.set_pid(100 + rank);
+  m.set_process_index(rank);
+  m.set_process_count(kRanks);
+  writer->SetMetadata(m);
+  tf::proto::Track main;
+  main.set_kind(tf::proto::TRACK_KIND_THREAD);
+  main.set_name("main");
+  const uint32_t track = writer->AddTrack(main);
+  // Collectives run on the device's stream, as the runtime records them.
+  tf::proto::Track stream;
+  stream.set_kind(tf::proto::TRACK_KIND_DEVICE_STREAM);
+  stream.set_name("device 0 stream 1");
+  stream.set_device_id(0);
+  stream.set_stream_id(1);
+  stream.set_sort_index(1);
+  const uint32_t device = writer->AddTrack(stream);
+  const uint32_t step = writer->InternString("train_step");
+  const uint32_t fwd = writer->InternString("forward");
+  const uint32_t ar = writer->InternString("all_reduce");
+  const uint32_t key = writer->InternString("collective_id");
+  const uint32_t compile = writer->InternString("Compile");
+  // Rank 2 computes 30 % longer; the others wait for it in the all-reduce.
+  const int64_t compute = rank == 2 ? 13'000'000 : 10'000'000;
+  for (int s = 0; s < kSteps; ++s) {
+    const int64_t t = 1'000'000 + s * 20'000'000;
+    if (rank == 0 && s == 0) {
+      writer->AddSlice(track, t + 100, 500'000, compile);
+    }
+    writer->AddSlice(track, t + 1'000, compute - 2'000, fwd);
+    const uint32_t id = writer->InternString("grads#" + std::to_string(s));
+    const tf::Arg arg{key, tf::StringId{id}};
+    writer->AddSlice(device, t + compute, 14'000'000 - compute, ar, {&arg, 1});
+    writer->AddSlice(track, t, 14'000'000 + (rank == 2 ? s * 1000 : 0), step);
+  }
+  return writer->Close().ok();
+}
+
+QString WriteSession() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const fs::path dir =
+      fs::path(tmp ? tmp : "/tmp") / ("pod_panel_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (int r = 0; r < kRanks; ++r) {
+    WriteRank(
+        (dir / ("node." + std::to_string(100 + r) + ".podtrace")).string(), r);
+  }
+  return QString::fromStdString(dir.string());
+}
+
+}  // namespace
+
+class PodPanelTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void comparesRanksAndLinksToTheTimeline() {
+    const QString dir = WriteSession();
+    QVERIFY(!dir.isEmpty());
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.OpenPath(dir);
+    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
+    QVERIFY(w.WaitUntilIdle(30000));
+    PodPanel* pod = w.pod();
+    QTableWidget* table = pod->table();
+
+    // A row per step, a column per rank.
+    QCOMPARE(table->rowCount(), kSteps);
+    QCOMPARE(table->columnCount(), kRanks);
+    QCOMPARE(table->horizontalHeaderItem(2)->text(), QStringLiteral("rank 2"));
+    // Rank 2's cells are shaded: slower than their row's median.
+    QVERIFY(table->item(1, 2)->background().color() !=
+            table->item(1, 0)->background().color());
+    QCOMPARE(table->item(1, 0)->background().color(), QColor(Qt::white));
+
+    // The straggler, with a link to its slowest step.
+    QVERIFY2(pod->verdict()->text().contains("rank 2 is the straggler"),
+             qPrintable(pod->verdict()->text()));
+    QVERIFY(pod->model().evidence.has_value());
+    // The link selects the evidence: rank 2's late arrival at the
+    // collective where the others waited longest for it.
+    emit pod->verdict()->linkActivated(QStringLiteral("evidence"));
+    {
+      const TraceStore& s = *w.store();
+      QVERIFY(w.timeline()->selected().has_value());
+      const EventRef e = *w.timeline()->selected();
+      QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("all_reduce"));
+      QCOMPARE(s.processes()[s.tracks()[e.track].process].process_index, 2);
+    }
+
+    // The compilation is listed.
+    QCOMPARE(pod->compiles()->count(), 1);
+    QVERIFY2(pod->compiles()->item(0)->text().startsWith("rank 0"),
+             qPrintable(pod->compiles()->item(0)->text()));
+    // Double-clicking it shows it.
+    emit pod->compiles()->itemActivated(pod->compiles()->item(0));
+    QCOMPARE(std::string(
+                 w.store()->str(w.store()->NameOf(*w.timeline()->selected()))),
+             std::string("Compile"));
+
+    // A click on (step 2, rank 1) zooms the timeline to that step.
+    TimelineWidget* t = w.timeline();
+    const int64_t whole = w.store()->last_ns() - w.store()->first_ns();
+    const QRect cell = table->visualItemRect(table->item(2, 1));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+    QVERIFY(t->selected().has_value());
+    const TraceStore& s = *w.store();
+    const EventRef step = *t->selected();
+    QCOMPARE(std::string(s.str(s.NameOf(step))), std::string("train_step"));
+    QCOMPARE(s.processes()[s.tracks()[step.track].process].process_index, 1);
+    const int64_t start = s.StartOf(step);
+    QCOMPARE(start - s.first_ns(), int64_t{2 * 20'000'000});
+    QVERIFY(t->axis().t0() <= start);
+    QVERIFY(t->axis().t1() >= start + s.DurationOf(step));
+    QVERIFY(t->axis().span() < whole / 2);  // zoomed in
+
+    // Selecting rank 0's all-reduce of step 2 outlines its peers on every
+    // rank.
+    std::optional<EventRef> collective;
+    for (const TrackInfo& info : s.tracks()) {
+      if (s.processes()[info.process].process_index != 0) continue;
+      const SliceColumns& c = s.data(info.id).slices;
+      for (uint32_t i = 0; i < c.size(); ++i) {
+        if (s.str(c.name(i)) == "all_reduce" &&
+            c.start(i) - s.first_ns() > 2 * 20'000'000 &&
+            c.start(i) - s.first_ns() < 3 * 20'000'000) {
+          collective = EventRef{info.id, tf::EventKind::kSlice, i};
+        }
+      }
+    }
+    QVERIFY(collective.has_value());
+    t->Select(*collective, /*reveal=*/true);
+    QCOMPARE(pod->peers().size(), size_t{kRanks});
+    QCOMPARE(t->highlighted().size(), size_t{kRanks});
+    QSet<int> ranks;
+    for (const EventRef& e : t->highlighted()) {
+      ranks.insert(s.processes()[s.tracks()[e.track].process].process_index);
+      QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("all_reduce"));
+      QVERIFY(s.StartOf(e) - s.first_ns() > 2 * 20'000'000);
+      QVERIFY(s.StartOf(e) - s.first_ns() < 3 * 20'000'000);
+      QVERIFY2(t->BoxOf(e).has_value(), "a peer is not on screen");
+    }
+    QCOMPARE(ranks, QSet<int>({0, 1, 2}));
+    // A slice that is no collective clears them.
+    t->Select(step);
+    QVERIFY(t->highlighted().empty());
+  }
+};
+
+}  // namespace podscope::viewer::app
+
+QTEST_MAIN(podscope::viewer::app::PodPanelTest)
+#include "pod_panel_test.moc"

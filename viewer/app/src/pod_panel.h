@@ -1,0 +1,70 @@
+// The Pod panel: how the ranks of a job compare. A steps × ranks heat
+// table (a cell's shade is the step's time against the median of its row;
+// click a cell to show that rank's step on the timeline), the straggler
+// verdict with a link to the step that shows it, the compilations with
+// links, and, when a collective is selected on the timeline, its peers on
+// every rank (the slices with the same `collective_id`). Computed in the
+// background from pod_model.h.
+#ifndef PODSCOPE_VIEWER_APP_POD_PANEL_H_
+#define PODSCOPE_VIEWER_APP_POD_PANEL_H_
+
+#include <QWidget>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "latest_job_runner.h"
+#include "pod_model.h"
+
+class QLabel;
+class QListWidget;
+class QTableWidget;
+
+namespace podscope::viewer::app {
+
+class PodPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit PodPanel(QWidget* parent = nullptr);
+  ~PodPanel() override;
+
+  void SetStore(std::shared_ptr<const TraceStore> store);
+  // The timeline's selection: a collective's peers are listed.
+  void ShowSelection(std::optional<EventRef> event);
+  bool busy() const { return done_generation_ != generation_; }
+
+  const PodModel& model() const { return model_; }
+  QTableWidget* table() const { return table_; }
+  QLabel* verdict() const { return verdict_; }
+  QListWidget* compiles() const { return compiles_; }
+  QListWidget* peers_list() const { return peers_list_; }
+  const std::vector<EventRef>& peers() const { return peers_; }
+  // Activates cell (step row, rank column), as a click does.
+  void ActivateCell(int row, int column);
+
+ signals:
+  // Show this event: select it and zoom the timeline to it.
+  void eventRequested(podscope::viewer::EventRef event);
+  // The peers of the selected collective changed (empty: none).
+  void peersChanged(const std::vector<podscope::viewer::EventRef>& peers);
+
+ private:
+  void Show(PodModel model);
+
+  std::shared_ptr<const TraceStore> store_;
+  PodModel model_;
+  std::vector<EventRef> peers_;
+  QLabel* note_;
+  QTableWidget* table_;
+  QLabel* verdict_;
+  QListWidget* compiles_;
+  QListWidget* peers_list_;
+  uint64_t generation_ = 0;
+  uint64_t done_generation_ = 0;
+  LatestJobRunner runner_;
+};
+
+}  // namespace podscope::viewer::app
+
+#endif  // PODSCOPE_VIEWER_APP_POD_PANEL_H_

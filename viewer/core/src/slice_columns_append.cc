@@ -1,0 +1,107 @@
+// SliceColumns::AppendAfter: a track's columns grown by slices that all come
+// after it (see slice_columns.h). Each depth's old run is copied column by
+// column; the indexes are computed as Build computes them.
+#include <algorithm>
+#include <memory>
+
+#include "podscope/viewer/slice_columns.h"
+
+namespace podscope::viewer {
+
+SliceColumns SliceColumns::AppendAfter(
+    const SliceColumns& old, std::span<const trace_format::Slice> fresh,
+    std::vector<uint32_t>* where) {
+  SliceColumns c;
+  const uint32_t n_old = old.size();
+  const size_t n = n_old + fresh.size();
+  std::vector<uint32_t> fresh_per_depth;
+  for (const trace_format::Slice& s : fresh) {
+    if (s.depth >= fresh_per_depth.size()) fresh_per_depth.resize(s.depth + 1);
+    ++fresh_per_depth[s.depth];
+  }
+  const uint32_t depths = std::max<uint32_t>(
+      old.depth_count(), static_cast<uint32_t>(fresh_per_depth.size()));
+  c.depth_begin_.assign(depths + 1, 0);
+  for (uint32_t d = 0; d < depths; ++d) {
+    const uint32_t had =
+        d < old.depth_count() ? old.depth_end(d) - old.depth_begin(d) : 0;
+    const uint32_t got = d < fresh_per_depth.size() ? fresh_per_depth[d] : 0;
+    c.depth_begin_[d + 1] = c.depth_begin_[d] + had + got;
+  }
+  where->resize(n);
+  std::unique_ptr<int64_t[]> starts(new int64_t[n]);
+  c.durations_.resize(n);
+  c.names_.resize(n);
+  // The old runs, moved to their depth's new beginning.
+  std::vector<uint32_t> next(depths);
+  size_t overflow = 0;
+  for (uint32_t d = 0; d < old.depth_count(); ++d) {
+    const uint32_t lo = old.depth_begin(d), hi = old.depth_end(d);
+    const uint32_t to = c.depth_begin_[d];
+    std::copy(old.names_.begin() + lo, old.names_.begin() + hi,
+              c.names_.begin() + to);
+    std::copy(old.durations_.begin() + lo, old.durations_.begin() + hi,
+              c.durations_.begin() + to);
+    for (uint32_t i = lo; i < hi; ++i) {
+      starts[to + (i - lo)] = old.start(i);
+      (*where)[i] = to + (i - lo);
+    }
+    // Side-table entries of the run, in index order like the run.
+    while (overflow < old.duration_overflow_.size() &&
+           old.duration_overflow_[overflow].first < hi) {
+      const auto& [i, v] = old.duration_overflow_[overflow++];
+      c.duration_overflow_.push_back({to + (i - lo), v});
+    }
+    next[d] = to + (hi - lo);
+  }
+  for (uint32_t d = old.depth_count(); d < depths; ++d) {
+    next[d] = c.depth_begin_[d];
+  }
+  for (size_t j = 0; j < fresh.size(); ++j) {
+    const trace_format::Slice& s = fresh[j];
+    const uint32_t k = next[s.depth]++;
+    (*where)[n_old + j] = k;
+    starts[k] = s.start_ns;
+    c.names_[k] = s.name;
+    const int64_t d = std::max<int64_t>(0, s.duration_ns);
+    if (d < kSaturated) {
+      c.durations_[k] = static_cast<uint32_t>(d);
+    } else {
+      c.durations_[k] = kSaturated;
+      c.duration_overflow_.push_back({k, d});
+    }
+  }
+
+  // As in Build.
+  const size_t blocks = (n + (size_t{1} << kBlockBits) - 1) >> kBlockBits;
+  c.block_base_.resize(blocks);
+  c.start_offsets_.resize(n);
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t lo = b << kBlockBits;
+    const size_t hi = std::min(n, lo + (size_t{1} << kBlockBits));
+    const int64_t base =
+        *std::min_element(starts.get() + lo, starts.get() + hi);
+    c.block_base_[b] = base;
+    for (size_t i = lo; i < hi; ++i) {
+      const uint64_t off =
+          static_cast<uint64_t>(starts[i]) - static_cast<uint64_t>(base);
+      if (off < kSaturated) {
+        c.start_offsets_[i] = static_cast<uint32_t>(off);
+      } else {
+        c.start_offsets_[i] = kSaturated;
+        c.start_overflow_.push_back({static_cast<uint32_t>(i), starts[i]});
+      }
+    }
+  }
+  c.bucket_starts_.resize((n + kStartBucket - 1) / kStartBucket);
+  for (size_t k = 0; k < c.bucket_starts_.size(); ++k) {
+    c.bucket_starts_[k] = starts[k * kStartBucket];
+  }
+  std::sort(c.duration_overflow_.begin(), c.duration_overflow_.end());
+  c.longest_.Build(c.durations_);
+  c.covered_.Build(
+      n, [&c](size_t i) { return c.covered_length(static_cast<uint32_t>(i)); });
+  return c;
+}
+
+}  // namespace podscope::viewer

@@ -1,0 +1,316 @@
+#include "podscope/viewer/trace_follower.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "podscope/base/parallel.h"
+#include "podscope/trace_format/chunk_codec.h"
+#include "podscope/trace_format/reader.h"
+#include "podscope/viewer/clock_mapper.h"
+#include "store_append.h"
+
+namespace podscope::viewer {
+namespace fs = std::filesystem;
+namespace tf = trace_format;
+
+struct TraceFollower::File {
+  std::string path;
+  uint64_t size_read = 0;  // the file's size when it was last read
+  bool opened = false;
+  bool final = false;
+  ProcessId process = 0;
+  std::string clock_key;  // the clock record, serialized
+  bool aligned = false;
+  uint64_t next_offset = 0;       // chunks from here on are not read yet
+  std::vector<StringId> strings;  // file string id -> store id
+  absl::flat_hash_map<uint32_t, TrackId> tracks;  // file track id -> store
+  std::optional<LoadProblem> problem;
+};
+
+namespace {
+
+// Puts a track's new events on the store's clock and string ids.
+void ToStore(const std::vector<StringId>& strings, ClockMapper* clock,
+             tf::TrackEvents* events) {
+  auto map = [&](uint32_t id) {
+    return id < strings.size() ? strings[id] : StringId{0};
+  };
+  for (tf::Slice& s : events->slices) s.name = map(s.name);
+  for (tf::Instant& e : events->instants) e.name = map(e.name);
+  for (tf::EventArgs& a : events->args) {
+    for (tf::Arg& arg : a.args) {
+      arg.key = map(arg.key);
+      if (auto* s = std::get_if<tf::StringId>(&arg.value)) s->id = map(s->id);
+    }
+  }
+  if (clock == nullptr) return;
+  for (tf::Slice& s : events->slices) {
+    const int64_t start = clock->ToReference(s.start_ns);
+    const int64_t end = clock->ToReference(s.end_ns());
+    s.start_ns = start;
+    s.duration_ns = std::max<int64_t>(0, end - start);
+  }
+  for (tf::Instant& e : events->instants) e.ts_ns = clock->ToReference(e.ts_ns);
+  for (tf::CounterSample& e : events->counters) {
+    e.ts_ns = clock->ToReference(e.ts_ns);
+  }
+  for (tf::StackSample& e : events->samples) {
+    e.ts_ns = clock->ToReference(e.ts_ns);
+  }
+  tf::SortTrackEvents(events);
+}
+
+TrackInfo DescribeTrack(const tf::TraceReader& reader, uint32_t id) {
+  TrackInfo info;
+  info.file_track_id = id;
+  if (const tf::proto::Track* t = reader.FindTrack(id)) {
+    info.kind = t->kind();
+    info.name = t->name();
+    info.tid = t->tid();
+    info.device_id = t->device_id();
+    info.stream_id = t->stream_id();
+    info.unit = t->unit();
+    info.sort_index = t->sort_index();
+  }
+  if (info.name.empty()) info.name = absl::StrCat("track ", id);
+  return info;
+}
+
+}  // namespace
+
+TraceFollower::TraceFollower(std::string path, FollowOptions options)
+    : path_(std::move(path)),
+      options_(options),
+      store_(StoreAppender::NewStore(path_)) {}
+
+TraceFollower::~TraceFollower() = default;
+
+bool TraceFollower::all_final() const {
+  if (files_.empty()) return false;
+  for (const auto& f : files_) {
+    if (!f->final) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<FollowUpdate> TraceFollower::Refresh() {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path_, ec);
+  if (!ec && fs::is_regular_file(st)) {
+    paths.push_back(path_);
+  } else if (!ec && fs::is_directory(st)) {
+    for (fs::directory_iterator it(path_, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      std::error_code type_ec;
+      if (it->is_regular_file(type_ec) &&
+          it->path().extension() == ".podtrace") {
+        paths.push_back(it->path().string());
+      }
+    }
+    std::sort(paths.begin(), paths.end());
+  } else if (!ec && fs::exists(st)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": neither a trace file nor a folder"));
+  }
+  // A file that went away before it could be read is forgotten.
+  std::erase_if(files_, [&](const std::unique_ptr<File>& f) {
+    return !f->opened &&
+           !std::binary_search(paths.begin(), paths.end(), f->path);
+  });
+  for (const std::string& p : paths) {
+    auto known = std::find_if(files_.begin(), files_.end(),
+                              [&](const auto& f) { return f->path == p; });
+    if (known == files_.end()) {
+      auto f = std::make_unique<File>();
+      f->path = p;
+      files_.push_back(std::move(f));
+    }
+  }
+
+  FollowUpdate update;
+  for (auto& f : files_) {
+    if (f->final) continue;
+    const uint64_t size = fs::file_size(f->path, ec);
+    if (ec || (f->opened && size == f->size_read)) continue;
+    if (size == 0) continue;  // created, nothing written yet
+    if (absl::Status s = ReadFile(f.get(), &update); !s.ok()) {
+      f->problem = LoadProblem{f->path, std::string(s.message()), f->opened,
+                               size, f->opened ? 0 : size};
+    }
+  }
+  std::vector<LoadProblem> problems;
+  for (const auto& f : files_) {
+    if (f->problem) problems.push_back(*f->problem);
+  }
+  StoreAppender::SetProblems(store_.get(), std::move(problems));
+  SessionInfo session = store_->session();
+  session.files = files_.size();
+  StoreAppender::SetSession(store_.get(), std::move(session));
+  StoreAppender::Finish(store_.get());
+  return update;
+}
+
+absl::Status TraceFollower::ReadFile(File* file, FollowUpdate* update) {
+  std::error_code ec;
+  const uint64_t size = fs::file_size(file->path, ec);
+  auto reader_or = tf::TraceReader::Open(file->path);
+  if (!reader_or.ok()) return reader_or.status();
+  const tf::TraceReader& reader = **reader_or;
+  file->problem.reset();
+  file->size_read = ec ? 0 : size;
+  TraceStore* store = store_.get();
+
+  const tf::proto::Metadata& m = reader.metadata();
+  if (!file->opened) {
+    // The process is placed by its host and rank: wait for the metadata.
+    if (m.ByteSizeLong() == 0) {
+      file->size_read = 0;
+      return absl::OkStatus();
+    }
+    ProcessInfo p;
+    p.path = file->path;
+    p.host_name = m.host();
+    file->process = StoreAppender::AddProcess(store, std::move(p));
+    file->opened = true;
+    ++update->files_added;
+  }
+  ProcessInfo& process = StoreAppender::process(store, file->process);
+  // A later metadata record replaces the earlier one (the host stays).
+  process.pid = m.pid();
+  process.process_index = m.process_index();
+  process.process_count = m.process_count();
+  process.session_id = m.session_id();
+  process.metadata = m;
+
+  // Clock offsets. A capture writes them when it ends, and a job's
+  // processes add them as they go: events already shown stay where the
+  // offsets known then put them, new ones use the newest, and the file is
+  // read again from its start when it starts being aligned or is closed
+  // with offsets other than those its events were placed with, so that the
+  // final store is the file loaded at once.
+  ClockMapper clock(reader.clock());
+  std::string clock_key = reader.clock().SerializeAsString();
+  const bool aligned = options_.align_clocks && clock.has_reference();
+  const bool closed = reader.report().has_index;
+  if (clock_key != file->clock_key &&
+      (file->next_offset == 0 || closed || aligned != file->aligned)) {
+    if (file->next_offset > 0) {
+      for (const auto& [id, track] : file->tracks) {
+        StoreAppender::Clear(store, track);
+      }
+      file->next_offset = 0;
+      ++update->files_reread;
+    }
+    file->clock_key = std::move(clock_key);
+  }
+  file->aligned = aligned;
+  process.clock_aligned = file->aligned;
+  process.reference_clock.clear();
+  for (const auto& o : reader.clock().offsets()) {
+    if (!o.reference().empty()) {
+      process.reference_clock = o.reference();
+      break;
+    }
+  }
+  process.dropped = reader.total_dropped();
+
+  for (size_t i = file->strings.size(); i < reader.string_count(); ++i) {
+    file->strings.push_back(StoreAppender::Intern(
+        store, reader.GetString(static_cast<uint32_t>(i))));
+  }
+  auto track_of = [&](uint32_t id) {
+    auto it = file->tracks.find(id);
+    if (it != file->tracks.end()) return it->second;
+    TrackInfo info = DescribeTrack(reader, id);
+    info.process = file->process;
+    const TrackId t = StoreAppender::AddTrack(store, std::move(info));
+    file->tracks.emplace(id, t);
+    return t;
+  };
+  for (const tf::proto::Track& t : reader.tracks()) {
+    const TrackId id = track_of(t.id());
+    TrackInfo& info = StoreAppender::track(store, id);
+    TrackInfo described = DescribeTrack(reader, t.id());
+    if (info.name != described.name ||
+        info.sort_index != described.sort_index) {
+      // A track first named by its events, its record read now.
+      described.id = id;
+      described.process = file->process;
+      info = std::move(described);
+      StoreAppender::Resort(store, id);
+    }
+  }
+
+  absl::flat_hash_map<uint32_t, std::vector<tf::TrackEvents>> parts;
+  std::vector<uint32_t> order;  // track ids in the order they arrived
+  const std::vector<tf::ChunkInfo>& chunks = reader.chunks();
+  uint64_t next = file->next_offset;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i].offset < file->next_offset) continue;
+    next = std::max(next, chunks[i].offset + chunks[i].length);
+    auto decoded = reader.DecodeChunk(i);
+    if (!decoded.ok()) continue;  // in the recovery report
+    for (tf::TrackEvents& e : *decoded) {
+      auto& list = parts[e.track_id];
+      if (list.empty()) order.push_back(e.track_id);
+      list.push_back(std::move(e));
+    }
+  }
+  file->next_offset = next;
+  std::sort(order.begin(), order.end());
+  std::vector<std::pair<TrackId, tf::TrackEvents>> work;
+  for (uint32_t id : order) {
+    tf::TrackEvents events = tf::MergeTrackEvents(std::move(parts[id]));
+    ToStore(file->strings, file->aligned ? &clock : nullptr, &events);
+    for (const tf::StackSample& s : events.samples) {
+      if (process.stacks.contains(s.stack)) continue;
+      std::vector<StringId>& frames = process.stacks[s.stack];
+      if (const tf::proto::Stack* stack = reader.FindStack(s.stack)) {
+        for (uint32_t fid : stack->frame_ids()) {
+          const tf::proto::Frame* f = reader.FindFrame(fid);
+          uint32_t name = 0;
+          if (f != nullptr) {
+            name =
+                f->function_name() != 0 ? f->function_name() : f->module_name();
+          }
+          frames.push_back(name < file->strings.size() ? file->strings[name]
+                                                       : 0);
+        }
+      }
+    }
+    work.emplace_back(track_of(id), std::move(events));
+  }
+  // Each track's columns are its own: they grow in parallel.
+  std::vector<uint64_t> added(work.size());
+  base::ParallelFor(base::ThreadCount(0), work.size(), [&](size_t i) {
+    added[i] =
+        StoreAppender::Append(store, work[i].first, std::move(work[i].second));
+  });
+  for (uint64_t n : added) update->events_added += n;
+  for (const auto& [id, track] : file->tracks) {
+    auto it = reader.drop_counts().find(id);
+    StoreAppender::track(store, track).dropped =
+        it == reader.drop_counts().end() ? 0 : it->second;
+  }
+
+  const tf::RecoveryReport report = reader.report();
+  if (report.has_index) {
+    // Closed: nothing more will come.
+    file->final = true;
+    ++update->files_finished;
+    if (!report.intact()) {
+      file->problem = LoadProblem{file->path, report.Describe(), true,
+                                  report.file_bytes, report.skipped_bytes()};
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace podscope::viewer
