@@ -123,13 +123,7 @@ SliceColumns SliceColumns::Build(std::vector<Slice> slices,
     if (keep_where) where[i] = k;
     starts[k] = s.start_ns;
     c.names_[k] = s.name;
-    const int64_t d = std::max<int64_t>(0, s.duration_ns);
-    if (d < kSaturated) {
-      c.durations_[k] = static_cast<uint32_t>(d);
-    } else {
-      c.durations_[k] = kSaturated;
-      c.duration_overflow_.push_back({k, d});
-    }
+    c.SetDuration(k, s.duration_ns);
   }
   if (c.relaid_) {
     c.self_.resize(n);
@@ -139,37 +133,50 @@ SliceColumns SliceColumns::Build(std::vector<Slice> slices,
   slices.clear();
   slices.shrink_to_fit();
 
+  c.BuildIndexes(starts.get(), n);
+  return c;
+}
+
+void SliceColumns::SetDuration(uint32_t k, int64_t duration_ns) {
+  const int64_t d = std::max<int64_t>(0, duration_ns);
+  if (d < kSaturated) {
+    durations_[k] = static_cast<uint32_t>(d);
+  } else {
+    durations_[k] = kSaturated;
+    duration_overflow_.push_back({k, d});
+  }
+}
+
+void SliceColumns::BuildIndexes(const int64_t* starts, size_t n) {
   const size_t blocks = (n + (size_t{1} << kBlockBits) - 1) >> kBlockBits;
-  c.block_base_.resize(blocks);
-  c.start_offsets_.resize(n);
+  block_base_.resize(blocks);
+  start_offsets_.resize(n);
   for (size_t b = 0; b < blocks; ++b) {
     const size_t lo = b << kBlockBits;
     const size_t hi = std::min(n, lo + (size_t{1} << kBlockBits));
-    const int64_t base =
-        *std::min_element(starts.get() + lo, starts.get() + hi);
-    c.block_base_[b] = base;
+    const int64_t base = *std::min_element(starts + lo, starts + hi);
+    block_base_[b] = base;
     for (size_t i = lo; i < hi; ++i) {
       // Unsigned difference: correct even when the subtraction would
       // overflow int64.
       const uint64_t off =
           static_cast<uint64_t>(starts[i]) - static_cast<uint64_t>(base);
       if (off < kSaturated) {
-        c.start_offsets_[i] = static_cast<uint32_t>(off);
+        start_offsets_[i] = static_cast<uint32_t>(off);
       } else {
-        c.start_offsets_[i] = kSaturated;
-        c.start_overflow_.push_back({static_cast<uint32_t>(i), starts[i]});
+        start_offsets_[i] = kSaturated;
+        start_overflow_.push_back({static_cast<uint32_t>(i), starts[i]});
       }
     }
   }
-  c.bucket_starts_.resize((n + kStartBucket - 1) / kStartBucket);
-  for (size_t k = 0; k < c.bucket_starts_.size(); ++k) {
-    c.bucket_starts_[k] = starts[k * kStartBucket];
+  bucket_starts_.resize((n + kStartBucket - 1) / kStartBucket);
+  for (size_t k = 0; k < bucket_starts_.size(); ++k) {
+    bucket_starts_[k] = starts[k * kStartBucket];
   }
-  std::sort(c.duration_overflow_.begin(), c.duration_overflow_.end());
-  c.longest_.Build(c.durations_);
-  c.covered_.Build(
-      n, [&c](size_t i) { return c.covered_length(static_cast<uint32_t>(i)); });
-  return c;
+  std::sort(duration_overflow_.begin(), duration_overflow_.end());
+  longest_.Build(durations_);
+  covered_.Build(
+      n, [this](size_t i) { return covered_length(static_cast<uint32_t>(i)); });
 }
 
 int64_t SliceColumns::Overflow(const Side& side, uint32_t i) {

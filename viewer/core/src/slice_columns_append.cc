@@ -63,44 +63,10 @@ SliceColumns SliceColumns::AppendAfter(
     (*where)[n_old + j] = k;
     starts[k] = s.start_ns;
     c.names_[k] = s.name;
-    const int64_t d = std::max<int64_t>(0, s.duration_ns);
-    if (d < kSaturated) {
-      c.durations_[k] = static_cast<uint32_t>(d);
-    } else {
-      c.durations_[k] = kSaturated;
-      c.duration_overflow_.push_back({k, d});
-    }
+    c.SetDuration(k, s.duration_ns);
   }
 
-  // As in Build.
-  const size_t blocks = (n + (size_t{1} << kBlockBits) - 1) >> kBlockBits;
-  c.block_base_.resize(blocks);
-  c.start_offsets_.resize(n);
-  for (size_t b = 0; b < blocks; ++b) {
-    const size_t lo = b << kBlockBits;
-    const size_t hi = std::min(n, lo + (size_t{1} << kBlockBits));
-    const int64_t base =
-        *std::min_element(starts.get() + lo, starts.get() + hi);
-    c.block_base_[b] = base;
-    for (size_t i = lo; i < hi; ++i) {
-      const uint64_t off =
-          static_cast<uint64_t>(starts[i]) - static_cast<uint64_t>(base);
-      if (off < kSaturated) {
-        c.start_offsets_[i] = static_cast<uint32_t>(off);
-      } else {
-        c.start_offsets_[i] = kSaturated;
-        c.start_overflow_.push_back({static_cast<uint32_t>(i), starts[i]});
-      }
-    }
-  }
-  c.bucket_starts_.resize((n + kStartBucket - 1) / kStartBucket);
-  for (size_t k = 0; k < c.bucket_starts_.size(); ++k) {
-    c.bucket_starts_[k] = starts[k * kStartBucket];
-  }
-  std::sort(c.duration_overflow_.begin(), c.duration_overflow_.end());
-  c.longest_.Build(c.durations_);
-  c.covered_.Build(
-      n, [&c](size_t i) { return c.covered_length(static_cast<uint32_t>(i)); });
+  c.BuildIndexes(starts.get(), n);
   return c;
 }
 

@@ -199,6 +199,11 @@ class SliceColumns {
   static constexpr int kBlockBits = 8;
   using Side = std::vector<std::pair<uint32_t, int64_t>>;  // by index
   static int64_t Overflow(const Side& side, uint32_t i);
+  // Stores slice k's duration (negative as 0; saturated ones on the side).
+  void SetDuration(uint32_t k, int64_t duration_ns);
+  // The indexes over the laid-out columns (start offsets per block, start
+  // buckets, longest and covered trees), from the starts in storage order.
+  void BuildIndexes(const int64_t* starts, size_t n);
 
   std::vector<int64_t> block_base_;
   std::vector<uint32_t> start_offsets_;
