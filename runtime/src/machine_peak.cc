@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -166,6 +167,10 @@ MachinePeak LoadOrMeasureMachinePeak(const IntraOpPool& pool) {
   }
   peak.gflops = MeasureGemmGflops(pool, 200'000'000);
   peak.gbps = MeasureBandwidthGbps(pool, 100'000'000);
+  // To the cache's precision, so the process that measured and the ones
+  // that read the cache report the same figures.
+  peak.gflops = std::round(peak.gflops * 100) / 100;
+  peak.gbps = std::round(peak.gbps * 100) / 100;
   if (!path.empty()) WriteCache(path, key, peak);
   return peak;
 }

@@ -162,6 +162,47 @@ TEST(PodAnalysisTest, StepCategoriesAreExclusiveAndSumToTheStep) {
   EXPECT_DOUBLE_EQ(conv->step_share, 0.3);
 }
 
+TEST(PodAnalysisTest, AsynchronousStepsLastUntilTheDeviceFinishesThem) {
+  // The host dispatches three steps in 10 us each (an asynchronous
+  // runtime); each step's Execute launches an execution on the device
+  // (a flow to its first kernel) that runs 1 ms behind the previous one.
+  const std::string dir = FreshDir("async_steps");
+  {
+    auto t = NewRank(dir, 0, 1);
+    const uint32_t main = t->Thread("main");
+    const uint32_t dev = t->Device("device 0 (CPU) stream", 0);
+    for (int k = 0; k < 3; ++k) {
+      const int64_t host = k * 10'000;
+      t->Slice(main, host, 10'000, "train_step", {{"step", int64_t{k}}});
+      t->Slice(main, host + 1'000, 5'000, "Execute", {}, 100 + k);
+      const int64_t device = 20'000 + k * 1'000'000;
+      t->Slice(dev, device, 400'000, "conv/conv2d", {}, 100 + k,
+               trace_format::FlowPhase::kEnd);
+      t->Slice(dev, device + 400'000, 500'000, "fc/dot");
+    }
+    // A step whose launch reaches no device work stays its own slice.
+    t->Slice(main, 5'000'000, 50'000, "train_step", {{"step", int64_t{3}}});
+    ASSERT_TRUE(t->Close().ok());
+  }
+  auto store = OpenStore(dir);
+  ASSERT_NE(store, nullptr);
+  const StepBreakdown s = AnalyzeSteps(*store);
+  ASSERT_EQ(s.rows.size(), 4u);
+  // Step 0: from its dispatch to its execution's end; steps 1 and 2: from
+  // the previous step's end to their execution's end.
+  const int64_t starts[] = {0, 920'000, 1'920'000, 5'000'000};
+  const int64_t ends[] = {920'000, 1'920'000, 2'920'000, 5'050'000};
+  for (int k = 0; k < 4; ++k) {
+    const StepCell& c = s.rows[k].ranks[0];
+    ASSERT_TRUE(c.present) << k;
+    EXPECT_EQ(c.start_ns, starts[k]) << k;
+    EXPECT_EQ(c.duration_ns, ends[k] - starts[k]) << k;
+  }
+  // Step 1's window is its device work: 900 us of compute, 100 us idle.
+  EXPECT_EQ(s.rows[1].ranks[0].category(StepCategory::kCompute), 900'000);
+  EXPECT_EQ(s.rows[1].ranks[0].category(StepCategory::kIdle), 100'000);
+}
+
 TEST(PodAnalysisTest, LateRecompileNamesTheChangedShapeAndTheStalledStep) {
   const std::string dir = FreshDir("recompile");
   {

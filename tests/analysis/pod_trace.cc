@@ -68,9 +68,12 @@ std::vector<tf::Arg> RankTrace::Convert(const Args& args) {
 }
 
 void RankTrace::Slice(uint32_t track, int64_t start, int64_t duration,
-                      const std::string& name, const Args& args) {
+                      const std::string& name, const Args& args, uint64_t flow,
+                      trace_format::FlowPhase phase) {
   const auto a = Convert(args);
-  w_->AddSlice(track, start, duration, w_->InternString(name), a);
+  const trace_format::EventRef ref =
+      w_->AddSlice(track, start, duration, w_->InternString(name), a);
+  if (flow != 0) w_->AddFlow(ref, flow, phase);
 }
 
 void RankTrace::Instant(uint32_t track, int64_t ts, const std::string& name,

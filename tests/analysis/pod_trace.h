@@ -32,8 +32,10 @@ class RankTrace {
                   int32_t stream_id = 0);
   uint32_t Counter(const std::string& name);
 
+  // A slice; `flow`/`phase` (when flow != 0) put it on a flow.
   void Slice(uint32_t track, int64_t start, int64_t duration,
-             const std::string& name, const Args& args = {});
+             const std::string& name, const Args& args = {}, uint64_t flow = 0,
+             trace_format::FlowPhase phase = trace_format::FlowPhase::kBegin);
   void Instant(uint32_t track, int64_t ts, const std::string& name,
                const Args& args = {});
   void CounterValue(uint32_t track, int64_t ts, double v);

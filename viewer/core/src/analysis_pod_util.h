@@ -101,12 +101,25 @@ int64_t Overlap(const std::vector<Interval>& a, const std::vector<Interval>& b);
 // The steps of one rank, by start (see pod_analysis.h for which slices).
 struct RankStep {
   EventRef event;
-  int64_t start = 0;
+  int64_t start = 0;  // the step slice
   int64_t end = 0;
   int64_t number = -1;
+  // The step's window (pod_analysis.h): the slice, extended to the end of
+  // the device work it launched, and starting no earlier than the previous
+  // step's window ends.
+  int64_t window_start = 0;
+  int64_t window_end = 0;
 };
 std::vector<RankStep> FindRankSteps(const TraceStore& store, ProcessId p,
                                     const Keys& keys);
+// Sets the steps' windows (steps by start): each step slice extended to
+// the end of the device work its launches started (the executions that
+// its flows reach on the rank's device streams, each running until the
+// next execution on its stream starts), and starting no earlier than the
+// previous window's end, so an asynchronous runtime's steps are the time
+// the device spent on them, and a synchronous one's are its slices.
+void ExtendToDeviceWork(const TraceStore& store, ProcessId p,
+                        std::vector<RankStep>* steps);
 
 // Finds the step row around a time on a rank.
 class StepLocator {

@@ -133,9 +133,9 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
       c.present = true;
       c.event = s.event;
       c.number = s.number;
-      c.start_ns = s.start;
-      c.duration_ns = pod::SubSat(s.end, s.start);
-      c.category_ns = timeline.Sum(s.start, s.end);
+      c.start_ns = s.window_start;
+      c.duration_ns = pod::SubSat(s.window_end, s.window_start);
+      c.category_ns = timeline.Sum(s.window_start, s.window_end);
       cells[r].push_back(c);
     }
   });

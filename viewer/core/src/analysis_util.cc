@@ -2,8 +2,11 @@
 // interval unions, step finding.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "analysis_pod_util.h"
@@ -227,7 +230,101 @@ std::vector<RankStep> OutermostOf(const TraceStore& store, TrackId t,
   return found;
 }
 
+// The executions on one device stream: each starts at a slice that ends a
+// flow (a launch's arrow) and runs until the next one starts.
+class StreamExecutions {
+ public:
+  StreamExecutions(const TraceStore& store, TrackId track) {
+    const TrackData& d = store.data(track);
+    for (const trace_format::FlowLink& f : d.flows) {
+      if (f.kind != trace_format::EventKind::kSlice ||
+          f.phase == trace_format::FlowPhase::kBegin ||
+          f.index >= d.slices.size()) {
+        continue;
+      }
+      starts_.push_back(d.slices.start(f.index));
+    }
+    std::sort(starts_.begin(), starts_.end());
+    starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
+    slices_.reserve(d.slices.size());
+    for (uint32_t i = 0; i < d.slices.size(); ++i) {
+      slices_.push_back({d.slices.start(i), d.slices.end(i)});
+    }
+    std::sort(
+        slices_.begin(), slices_.end(),
+        [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  }
+
+  // The end of the execution that starts at `t` (the last end of the
+  // stream's slices that start before the next execution does).
+  int64_t EndOf(int64_t t) const {
+    auto next = std::upper_bound(starts_.begin(), starts_.end(), t);
+    const int64_t limit =
+        next == starts_.end() ? std::numeric_limits<int64_t>::max() : *next;
+    int64_t end = t;
+    for (auto it = std::lower_bound(
+             slices_.begin(), slices_.end(), t,
+             [](const Interval&a, int64_t v) { return a.start < v; });
+         it != slices_.end() && it->start < limit; ++it) {
+      end = std::max(end, it->end);
+    }
+    return end;
+  }
+
+ private:
+  std::vector<int64_t> starts_;
+  std::vector<Interval> slices_;
+};
+
 }  // namespace
+
+void ExtendToDeviceWork(const TraceStore& store, ProcessId p,
+                        std::vector<RankStep>* steps) {
+  absl::flat_hash_map<TrackId, std::unique_ptr<StreamExecutions>> streams;
+  int64_t previous_end = std::numeric_limits<int64_t>::min();
+  // Flow origins of each step track, by start.
+  absl::flat_hash_map<TrackId, std::vector<std::pair<int64_t, uint32_t>>>
+      origins;
+  for (RankStep& s : *steps) {
+    int64_t device_end = s.end;
+    const TrackId track = s.event.track;
+    auto [it, fresh] = origins.try_emplace(track);
+    if (fresh) {
+      const TrackData& d = store.data(track);
+      for (const trace_format::FlowLink& f : d.flows) {
+        if (f.kind == trace_format::EventKind::kSlice &&
+            f.phase != trace_format::FlowPhase::kEnd &&
+            f.index < d.slices.size()) {
+          it->second.push_back({d.slices.start(f.index), f.index});
+        }
+      }
+      std::sort(it->second.begin(), it->second.end());
+    }
+    const auto& launches = it->second;
+    // Launches inside the step: flow origins in [start, end).
+    for (auto l = std::lower_bound(launches.begin(), launches.end(),
+                                   std::make_pair(s.start, uint32_t{0}));
+         l != launches.end() && l->first < s.end; ++l) {
+      for (const TraceStore::FlowEnd& e :
+           store.Flows({track, trace_format::EventKind::kSlice, l->second})) {
+        if (e.phase == trace_format::FlowPhase::kBegin ||
+            e.event.kind != trace_format::EventKind::kSlice) {
+          continue;
+        }
+        const TrackInfo& target = store.tracks()[e.event.track];
+        if (target.process != p || !IsDevice(target)) continue;
+        auto& exec = streams[e.event.track];
+        if (!exec) {
+          exec = std::make_unique<StreamExecutions>(store, e.event.track);
+        }
+        device_end = std::max(device_end, exec->EndOf(store.StartOf(e.event)));
+      }
+    }
+    s.window_start = std::max(s.start, previous_end);
+    s.window_end = std::max(device_end, s.window_start);
+    previous_end = s.window_end;
+  }
+}
 
 std::vector<RankStep> FindRankSteps(const TraceStore& store, ProcessId p,
                                     const Keys& keys) {
@@ -263,6 +360,7 @@ std::vector<RankStep> FindRankSteps(const TraceStore& store, ProcessId p,
     s.number = n.value_or(-1);
     if (s.end < s.start) s.end = s.start;
   }
+  ExtendToDeviceWork(store, p, &best);
   return best;
 }
 

@@ -74,7 +74,12 @@ std::vector<RankInfo> PodRanks(const TraceStore& store);
 // `step`, else `step_num`, else the N of a name ending in `#N` or a name
 // that is a number (XSpace step markers). Steps are matched across ranks
 // by number when every step of every rank has a distinct number, else by
-// order (the k-th step of each rank).
+// order (the k-th step of each rank). A step's window is its slice,
+// extended to the end of the device work its launches reach by flows on
+// the rank's device streams (each execution running until the next one on
+// its stream starts), and starting no earlier than the previous window's
+// end: on an asynchronous runtime a step is the device's time on it.
+// StepCell's start and duration are the window's.
 //
 // Categories: within a step's window [start, end) on a rank, every
 // nanosecond goes to exactly one category, the first of these that covers
