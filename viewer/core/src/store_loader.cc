@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "describe_track.h"
 #include "podscope/base/parallel.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/import.h"
@@ -247,18 +248,7 @@ void LoadFile(const std::string& path, const OpenOptions& options,
       merged = MergeParts(std::move(it->second));
       parts.erase(it);
     }
-    TrackInfo info;
-    info.file_track_id = id;
-    if (const tf::proto::Track* t = reader.FindTrack(id)) {
-      info.kind = t->kind();
-      info.name = t->name();
-      info.tid = t->tid();
-      info.device_id = t->device_id();
-      info.stream_id = t->stream_id();
-      info.unit = t->unit();
-      info.sort_index = t->sort_index();
-    }
-    if (info.name.empty()) info.name = absl::StrCat("track ", id);
+    TrackInfo info = DescribeTrack(reader, id);
     if (auto it = reader.drop_counts().find(id);
         it != reader.drop_counts().end()) {
       info.dropped = it->second;

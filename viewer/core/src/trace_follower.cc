@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "describe_track.h"
 #include "podscope/base/parallel.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/reader.h"
@@ -64,22 +65,6 @@ void ToStore(const std::vector<StringId>& strings, ClockMapper* clock,
     e.ts_ns = clock->ToReference(e.ts_ns);
   }
   tf::SortTrackEvents(events);
-}
-
-TrackInfo DescribeTrack(const tf::TraceReader& reader, uint32_t id) {
-  TrackInfo info;
-  info.file_track_id = id;
-  if (const tf::proto::Track* t = reader.FindTrack(id)) {
-    info.kind = t->kind();
-    info.name = t->name();
-    info.tid = t->tid();
-    info.device_id = t->device_id();
-    info.stream_id = t->stream_id();
-    info.unit = t->unit();
-    info.sort_index = t->sort_index();
-  }
-  if (info.name.empty()) info.name = absl::StrCat("track ", id);
-  return info;
 }
 
 }  // namespace
