@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collectives/reduce.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/executable.h"
@@ -199,32 +200,14 @@ absl::StatusOr<std::vector<Literal>> ExchangeAll(
   return all;
 }
 
-// Accumulates `b` into `a` (same shape): sum or max.
+// Accumulates `b` into `a` (same shape): sum or max, with the
+// collectives' reductions (pred: a logical or either way).
 void Accumulate(Literal& a, const Literal& b, bool max) {
-  switch (a.shape().element_type()) {
-    case ElementType::kF32: {
-      auto x = a.mutable_data<float>();
-      auto y = b.data<float>();
-      for (size_t i = 0; i < x.size(); ++i) {
-        x[i] = max ? std::max(x[i], y[i]) : x[i] + y[i];
-      }
-      break;
-    }
-    case ElementType::kI32: {
-      auto x = a.mutable_data<int32_t>();
-      auto y = b.data<int32_t>();
-      for (size_t i = 0; i < x.size(); ++i) {
-        x[i] = max ? std::max(x[i], y[i]) : x[i] + y[i];
-      }
-      break;
-    }
-    case ElementType::kPred: {
-      auto x = a.mutable_data<uint8_t>();
-      auto y = b.data<uint8_t>();
-      for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] | y[i];
-      break;
-    }
-  }
+  auto reduce = internal::ReduceFunction(a.shape().element_type(),
+                                         max ? ReduceOp::kMax : ReduceOp::kSum);
+  if (!reduce.ok()) return;
+  (*reduce)(a.untyped_data(), a.untyped_data(), b.untyped_data(),
+            static_cast<size_t>(a.shape().num_elements()));
 }
 
 // The positions whose tiles of `from` make up the value `position` sees:
