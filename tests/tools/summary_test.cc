@@ -327,6 +327,55 @@ TEST(SummarizeRanks, StepsCollectiveWaitAndTheSlowestRank) {
   std::filesystem::remove_all(dir);
 }
 
+// An asynchronous runtime: the host's step scope ends once the step is
+// dispatched (50 us), while the device runs each step's 3 ms of kernels
+// after it. A step lasts until its device work ends, and starts no earlier
+// than the previous step's end.
+TEST(SummarizeRanks, AsynchronousStepsLastUntilTheirDeviceWorkEnds) {
+  const std::filesystem::path dir = testing::MakeTempDir("summary_async");
+  const std::filesystem::path file = dir / "node-a.1000.podtrace";
+  {
+    auto created = trace_format::TraceWriter::Create(file.string());
+    ASSERT_TRUE(created.ok()) << created.status();
+    trace_format::TraceWriter& w = **created;
+    trace_format::proto::Track thread;
+    thread.set_kind(trace_format::proto::TRACK_KIND_THREAD);
+    thread.set_name("main");
+    const uint32_t main = w.AddTrack(thread);
+    trace_format::proto::Track stream;
+    stream.set_kind(trace_format::proto::TRACK_KIND_DEVICE_STREAM);
+    stream.set_name("device 0 stream");
+    const uint32_t device = w.AddTrack(stream);
+    const uint32_t step = w.InternString("train_step");
+    const uint32_t execute = w.InternString("Execute");
+    const uint32_t conv = w.InternString("conv2d");
+    const uint32_t dot = w.InternString("dot");
+    const int64_t t0 = 1'000'000;
+    int64_t device_at = t0 + 30'000;
+    for (int k = 0; k < 3; ++k) {
+      const int64_t t = t0 + k * 100'000;
+      w.AddSlice(main, t, 50'000, step);
+      const auto launch = w.AddSlice(main, t + 10'000, 10'000, execute);
+      w.AddFlow(launch, k + 1, trace_format::FlowPhase::kBegin);
+      const auto first = w.AddSlice(device, device_at, 1'000'000, conv);
+      w.AddFlow(first, k + 1, trace_format::FlowPhase::kEnd);
+      w.AddSlice(device, device_at + 1'000'000, 2'000'000, dot);
+      device_at += 3'000'000;
+    }
+    ASSERT_TRUE(w.Close().ok());
+  }
+  auto summary = SummarizePath(file.string());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const RankActivity& a = summary->processes[0].activity;
+  EXPECT_EQ(a.steps, 3u);
+  // Step 0 runs from its start to the end of its device work; steps 1 and 2
+  // from the previous step's end to the end of theirs.
+  EXPECT_EQ(a.step_max_ns, 3'030'000);
+  EXPECT_EQ(a.step_median_ns, 3'000'000);
+  EXPECT_EQ(a.step_total_ns, 9'030'000);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SummarizeRanks, OneProcessNamesNoSlowestRank) {
   const std::filesystem::path dir = testing::MakeTempDir("summary_one_rank");
   testing::WriteCapture(dir);

@@ -9,9 +9,9 @@
 #include <variant>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/ascii.h"
 #include "podscope/trace_format/clock_model.h"
 #include "podscope/viewer/slice_columns.h"
+#include "summary_steps.h"
 
 namespace podscope::tools {
 namespace {
@@ -61,35 +61,10 @@ TrackSummary DescribeTrack(const TraceReader& reader, uint32_t id) {
   return t;
 }
 
-bool ContainsStep(std::string_view name) {
-  static constexpr std::string_view kStep = "step";
-  for (size_t i = 0; i + kStep.size() <= name.size(); ++i) {
-    size_t k = 0;
-    while (k < kStep.size() && absl::ascii_tolower(static_cast<unsigned char>(
-                                   name[i + k])) == kStep[k]) {
-      ++k;
-    }
-    if (k == kStep.size()) return true;
-  }
-  return false;
-}
-
-// Adds one track's steps (thread tracks) or collectives (device streams).
-void AddActivity(const TraceReader& reader, const TrackSummary& track,
-                 const TrackEvents& e, std::vector<int64_t>* step_durations,
-                 RankActivity* a) {
-  if (track.kind == trace_format::proto::TRACK_KIND_THREAD) {
-    absl::flat_hash_map<uint32_t, bool> is_step;
-    int64_t open_step_end = std::numeric_limits<int64_t>::min();
-    for (const Slice& s : e.slices) {  // reader order: start, then longest
-      if (s.start_ns < open_step_end) continue;  // inside a step
-      auto [it, inserted] = is_step.try_emplace(s.name, false);
-      if (inserted) it->second = ContainsStep(reader.GetString(s.name));
-      if (!it->second) continue;
-      step_durations->push_back(s.duration_ns);
-      open_step_end = s.end_ns();
-    }
-  } else if (track.kind == trace_format::proto::TRACK_KIND_DEVICE_STREAM) {
+// Adds one device stream's collectives.
+void AddCollectives(const TraceReader& reader, const TrackSummary& track,
+                    const TrackEvents& e, RankActivity* a) {
+  if (track.kind == trace_format::proto::TRACK_KIND_DEVICE_STREAM) {
     uint32_t wait_key = 0;
     for (const trace_format::EventArgs& args : e.args) {
       if (args.kind != trace_format::EventKind::kSlice ||
@@ -153,7 +128,7 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
 
   std::vector<TrackEvents> tracks = reader.ReadAllTracks(options.threads);
   absl::flat_hash_map<uint32_t, size_t> summary_of;
-  std::vector<int64_t> step_durations;
+  StepWindows steps;
   for (TrackEvents& e : tracks) {
     summary_of[e.track_id] = p.tracks.size();
     TrackSummary t = DescribeTrack(reader, e.track_id);
@@ -167,7 +142,8 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
     if (r.any) local->Add(r.min_ns, r.max_ns);
     names->AddTrack(e.slices,
                     [&](uint32_t id) { return reader.GetString(id); });
-    AddActivity(reader, p.tracks.back(), e, &step_durations, &p.activity);
+    steps.AddTrack(reader, p.tracks.back().kind, e);
+    AddCollectives(reader, p.tracks.back(), e, &p.activity);
     if (p.tracks.back().kind == trace_format::proto::TRACK_KIND_THREAD) {
       AddSpmdCollectives(reader, e, &p.spmd_collectives);
     }
@@ -180,7 +156,7 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
     if (dropped == 0 || summary_of.contains(id)) continue;
     p.tracks.push_back(DescribeTrack(reader, id));
   }
-  FinishActivity(std::move(step_durations), &p.activity);
+  FinishActivity(steps.Durations(), &p.activity);
   // Reading every chunk is what finds damaged ones, so the report is taken
   // after it.
   p.recovery = reader.report();

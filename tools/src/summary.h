@@ -65,7 +65,9 @@ std::string_view TrackKindName(trace_format::proto::TrackKind kind);
 
 // What one process did per training step and how long it waited in
 // collectives. Steps are the outermost slices on thread tracks whose name
-// contains "step" (as the viewer's step table takes them); a collective is a
+// contains "step" (as the viewer's step table takes them), each lasting
+// until the device work its launches reached has finished (summary_steps.h:
+// the analyses' step windows); a collective is a
 // device-stream slice with a `wait_ns` argument (the runtime records this
 // rank's arrival to the last rank's arrival there).
 struct RankActivity {
