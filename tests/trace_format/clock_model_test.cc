@@ -71,6 +71,49 @@ TEST(ClockModel, ExtrapolatesWithTheNearestSlope) {
   EXPECT_EQ(bent.ToReference(10'000), 10'100);
 }
 
+// A worker's first estimate is a burst of probes a few hundred
+// microseconds apart, each uncertain by tens of microseconds: their slope
+// (here 13 %) is noise, and a trace that lasts a second after them must not
+// be stretched by it.
+TEST(ClockModel, ABurstOfProbesDoesNotPredictDrift) {
+  ClockModel burst(Offsets({{1'000'000, 5'000, 30'000},
+                            {1'100'000, 20'000, 33'000},
+                            {1'260'000, 38'000, 33'000}}));
+  EXPECT_EQ(burst.DriftPpm(), 0);
+  // After the last probe: its offset, unchanged.
+  EXPECT_EQ(burst.ToReference(1'001'260'000), 1'001'260'000 + 38'000);
+  // Before the first: the first probe's offset.
+  EXPECT_EQ(burst.ToReference(0), 5'000);
+  // Between probes, still the line through them.
+  EXPECT_EQ(burst.ToReference(1'050'000), 1'050'000 + 12'500);
+}
+
+// Drift that the measurements resolve is extrapolated: a burst at the
+// start and heartbeats over 20 s of a clock 2000 ppm slow, each probe
+// uncertain by 50 us. After the last heartbeat the model follows the slope
+// to the nearest measurement that resolves it to 10 ppm (the one 10 s
+// back), not the noisy pair of the last two heartbeats.
+TEST(ClockModel, ResolvedDriftIsExtrapolatedFromAFarEnoughMeasurement) {
+  proto::ClockRecord record;
+  auto add = [&](int64_t local, int64_t offset) {
+    proto::ClockOffset* o = record.add_offsets();
+    o->set_local_monotonic_ns(local);
+    o->set_offset_ns(offset);
+    o->set_uncertainty_ns(50'000);
+  };
+  for (int i = 0; i < 4; ++i) add(100'000 * i, 200 * i);
+  for (int s = 1; s <= 20; ++s) {
+    // 2000 ppm, with +-40 us of noise on alternate heartbeats.
+    add(int64_t{1'000'000'000} * s,
+        2'000'000 * s + (s % 2 == 0 ? 40'000 : -40'000));
+  }
+  const ClockModel model(record);
+  EXPECT_NEAR(model.DriftPpm(), -2000, 10);
+  const int64_t later = int64_t{25'000'000'000};
+  EXPECT_NEAR(static_cast<double>(model.ToReference(later) - later),
+              2000e-6 * 25e9, 60'000);
+}
+
 TEST(ClockModel, OrderOfRecordsDoesNotMatterAndTheMostCertainWins) {
   ClockModel model(Offsets({{3'000, 300, 5},
                             {1'000, 999, 80},  // less certain, same instant
@@ -132,6 +175,8 @@ TEST(ClockModel, CursorEqualsToReferenceBitForBit) {
           static_cast<int64_t>(rng() % 1'000'000'000'000));
       o->set_offset_ns(static_cast<int64_t>(rng() % 2'000'000'000) -
                        1'000'000'000);
+      o->set_uncertainty_ns(static_cast<int64_t>(rng() % 3) *
+                            static_cast<int64_t>(rng() % 100'000'000));
     }
     const ClockModel model(record);
     ClockModel::Cursor cursor(model);

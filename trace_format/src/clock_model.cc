@@ -35,6 +35,10 @@ ClockModel::ClockModel(const proto::ClockRecord& record) {
                                return a.local_ns == b.local_ns;
                              }),
                  offsets_.end());
+  if (offsets_.size() >= 2) {
+    head_slope_ = ExtrapolationSlope(0, +1);
+    tail_slope_ = ExtrapolationSlope(offsets_.size() - 1, -1);
+  }
   snapshots_.assign(record.snapshots().begin(), record.snapshots().end());
   std::sort(snapshots_.begin(), snapshots_.end(),
             [](const proto::ClockSnapshot& a, const proto::ClockSnapshot& b) {
@@ -45,20 +49,25 @@ ClockModel::ClockModel(const proto::ClockRecord& record) {
 int64_t ClockModel::ToReference(int64_t local_ns) const {
   if (offsets_.empty()) return local_ns;
   if (offsets_.size() == 1) return WrappingAdd(local_ns, offsets_[0].offset_ns);
-  const size_t b = Segment(local_ns);
-  return Interpolate(b, Slope(b), local_ns);
+  return Interpolate(PieceAt(local_ns), local_ns);
 }
 
-size_t ClockModel::Segment(int64_t local_ns) const {
+ClockModel::Piece ClockModel::PieceAt(int64_t local_ns) const {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const size_t n = offsets_.size();
   auto it = std::upper_bound(
       offsets_.begin(), offsets_.end(), local_ns,
       [](int64_t t, const Point& p) { return t < p.local_ns; });
   const size_t b = static_cast<size_t>(it - offsets_.begin());
-  return std::clamp<size_t>(b, 1, offsets_.size() - 1);
+  if (b == 0) return {0, head_slope_, kMin, offsets_[0].local_ns};
+  if (b == n) return {n - 1, tail_slope_, offsets_[n - 1].local_ns, kMax};
+  return {b - 1, Slope(b - 1, b), offsets_[b - 1].local_ns,
+          offsets_[b].local_ns};
 }
 
-double ClockModel::Slope(size_t b) const {
-  const Point& pa = offsets_[b - 1];
+double ClockModel::Slope(size_t a, size_t b) const {
+  const Point& pa = offsets_[a];
   const Point& pb = offsets_[b];
   const double span =
       static_cast<double>(pb.local_ns) - static_cast<double>(pa.local_ns);
@@ -67,14 +76,25 @@ double ClockModel::Slope(size_t b) const {
          span;
 }
 
-void ClockModel::Cursor::Select(int64_t local_ns) {
-  const std::vector<Point>& points = model_->offsets_;
-  segment_ = model_->Segment(local_ns);
-  slope_ = model_->Slope(segment_);
-  lo_ = segment_ == 1 ? std::numeric_limits<int64_t>::min()
-                      : points[segment_ - 1].local_ns;
-  hi_ = segment_ == points.size() - 1 ? std::numeric_limits<int64_t>::max()
-                                      : points[segment_].local_ns;
+double ClockModel::ExtrapolationSlope(size_t from, int step) const {
+  const Point& p = offsets_[from];
+  // The nearest measurement that resolves the slope, else the farthest.
+  size_t chosen = from;
+  double resolution = 0;
+  for (size_t k = from + step; k < offsets_.size(); k += step) {
+    const double span = std::abs(static_cast<double>(offsets_[k].local_ns) -
+                                 static_cast<double>(p.local_ns));
+    chosen = k;
+    resolution = (static_cast<double>(p.uncertainty_ns) +
+                  static_cast<double>(offsets_[k].uncertainty_ns)) /
+                 span;
+    if (resolution <= kResolvedSlope) break;
+  }
+  if (chosen == from) return 0;
+  const double slope = Slope(std::min(from, chosen), std::max(from, chosen));
+  // A slope within its own uncertainty is noise, not drift.
+  if (!std::isfinite(slope) || std::abs(slope) <= resolution) return 0;
+  return slope;
 }
 
 int64_t ClockModel::UncertaintyAt(int64_t local_ns) const {
@@ -90,14 +110,9 @@ int64_t ClockModel::UncertaintyAt(int64_t local_ns) const {
 }
 
 double ClockModel::DriftPpm() const {
-  if (offsets_.size() < 2) return 0;
-  const Point& a = offsets_.front();
-  const Point& b = offsets_.back();
   // A local clock that gains on the reference needs less offset as it
   // goes: the drift is the offset's slope, negated.
-  return -1e6 *
-         (static_cast<double>(b.offset_ns) - static_cast<double>(a.offset_ns)) /
-         (static_cast<double>(b.local_ns) - static_cast<double>(a.local_ns));
+  return offsets_.size() < 2 || tail_slope_ == 0 ? 0 : -1e6 * tail_slope_;
 }
 
 std::optional<int64_t> ClockModel::ToRealtime(int64_t local_ns) const {

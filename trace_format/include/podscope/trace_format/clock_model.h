@@ -16,6 +16,19 @@
 namespace podscope::trace_format {
 
 class ClockModel {
+ private:
+  struct Point {
+    int64_t local_ns;
+    int64_t offset_ns;
+    int64_t uncertainty_ns;
+  };
+  struct Piece {
+    size_t anchor = 0;
+    double slope = 0;
+    int64_t lo = 0;  // [lo, hi): the local times the piece serves
+    int64_t hi = 0;
+  };
+
  public:
   ClockModel() = default;
   explicit ClockModel(const proto::ClockRecord& record);
@@ -24,16 +37,25 @@ class ClockModel {
   bool has_reference() const { return !offsets_.empty(); }
 
   // The reference time of local monotonic time `local_ns`: offsets are
-  // interpolated linearly between measurements (so drift is followed) and
-  // extrapolated with the slope of the nearest pair outside them. Without
+  // interpolated linearly between measurements (so drift is followed).
+  // Outside them they are extrapolated with the drift the measurements
+  // resolve: the slope to the nearest measurement far enough away that the
+  // two uncertainties allow at most kResolvedSlope of error, or failing
+  // that the farthest one; a slope no larger than its own uncertainty is
+  // noise and extrapolates as no drift (a burst of probes a few hundred
+  // microseconds apart never predicts the offset seconds later). Without
   // offsets, the local time itself.
   int64_t ToReference(int64_t local_ns) const;
   // The uncertainty of the nearest measurement (0 without offsets).
   int64_t UncertaintyAt(int64_t local_ns) const;
   // How fast the local clock runs against the reference, in parts per
-  // million (positive: it gains), from the first and last measurement (0
-  // with fewer than two).
+  // million (positive: it gains): the slope used after the last
+  // measurement (0 with fewer than two, or when the measurements do not
+  // resolve one).
   double DriftPpm() const;
+
+  // A slope known to within this (10 ppm) is taken as resolved.
+  static constexpr double kResolvedSlope = 1e-5;
 
   // Wall-clock time of a local monotonic time, from the nearest snapshot.
   std::optional<int64_t> ToRealtime(int64_t local_ns) const;
@@ -46,39 +68,36 @@ class ClockModel {
     explicit Cursor(const ClockModel& model) : model_(&model) {}
     int64_t ToReference(int64_t local_ns) {
       if (model_->offsets_.size() < 2) return model_->ToReference(local_ns);
-      if (local_ns < lo_ || local_ns >= hi_) Select(local_ns);
-      return model_->Interpolate(segment_, slope_, local_ns);
+      if (local_ns < piece_.lo || local_ns >= piece_.hi) {
+        piece_ = model_->PieceAt(local_ns);
+      }
+      return model_->Interpolate(piece_, local_ns);
     }
 
    private:
-    void Select(int64_t local_ns);
-
     const ClockModel* model_;
-    size_t segment_ = 0;
-    double slope_ = 0;
-    int64_t lo_ = 0;  // [lo_, hi_): the times segment_ serves; none yet
-    int64_t hi_ = 0;
+    Piece piece_;  // none yet: an empty range
   };
 
  private:
-  struct Point {
-    int64_t local_ns;
-    int64_t offset_ns;
-    int64_t uncertainty_ns;
-  };
-  // With two offsets or more: the segment [b - 1, b] that contains
-  // local_ns, or the nearest one; its slope; the reference time on it.
-  size_t Segment(int64_t local_ns) const;
-  double Slope(size_t b) const;
-  int64_t Interpolate(size_t b, double slope, int64_t local_ns) const {
-    const Point& pa = offsets_[b - 1];
+  // With two offsets or more: the line that serves local times [lo, hi),
+  // through measurement `anchor` with `slope`.
+  Piece PieceAt(int64_t local_ns) const;
+  double Slope(size_t a, size_t b) const;
+  // The slope from measurement `from` towards the others in direction
+  // `step` (+1 or -1), as ToReference describes.
+  double ExtrapolationSlope(size_t from, int step) const;
+  int64_t Interpolate(const Piece& piece, int64_t local_ns) const {
+    const Point& pa = offsets_[piece.anchor];
     const double offset = static_cast<double>(pa.offset_ns) +
-                          slope * (static_cast<double>(local_ns) -
-                                   static_cast<double>(pa.local_ns));
+                          piece.slope * (static_cast<double>(local_ns) -
+                                         static_cast<double>(pa.local_ns));
     return base::WrappingAdd(local_ns, base::SaturatingRound(offset));
   }
 
   std::vector<Point> offsets_;  // by local time, one per instant
+  double head_slope_ = 0;       // before the first measurement
+  double tail_slope_ = 0;       // after the last
   std::vector<proto::ClockSnapshot> snapshots_;  // by monotonic time
 };
 
