@@ -109,6 +109,38 @@ TEST(PodAnalysisTest, NoStragglerWhenArrivalsTie) {
   EXPECT_FALSE(a.stragglers.straggler.has_value());
 }
 
+// Two ranks that each arrive last about half the time are not stragglers,
+// even when one of them is last a little more often (11 of 20, what chance
+// gives often); one that is last in 17 of 20 is.
+TEST(PodAnalysisTest, BeingLastAsOftenAsChanceGivesNamesNoStraggler) {
+  for (const int late_count : {11, 17}) {
+    const std::string dir = FreshDir("chance" + std::to_string(late_count));
+    for (int r = 0; r < 2; ++r) {
+      auto t = NewRank(dir, r, 2);
+      const uint32_t dev = t->Device("device 0 (CPU) stream", r);
+      for (int k = 0; k < 20; ++k) {
+        // Rank 0 is late in the first `late_count` collectives, rank 1 in
+        // the others.
+        const bool late = (r == 0) == (k < late_count);
+        t->Slice(dev, k * 1000 + (late ? 100 : 0), 500, "AllReduce");
+      }
+      ASSERT_TRUE(t->Close().ok());
+    }
+    auto store = OpenStore(dir);
+    ASSERT_NE(store, nullptr);
+    const PodAnalysis a = AnalyzePod(*store);
+    ASSERT_EQ(a.stragglers.collectives.size(), 20u);
+    EXPECT_EQ(a.stragglers.ranks[0].last_count,
+              static_cast<uint64_t>(late_count));
+    if (late_count == 11) {
+      EXPECT_FALSE(a.stragglers.straggler.has_value());
+    } else {
+      ASSERT_TRUE(a.stragglers.straggler.has_value());
+      EXPECT_EQ(a.stragglers.straggler->rank, 0);
+    }
+  }
+}
+
 // One step whose every category is known (see the comments for the
 // intervals).
 TEST(PodAnalysisTest, StepCategoriesAreExclusiveAndSumToTheStep) {

@@ -1,6 +1,7 @@
 // Stragglers: collectives joined across ranks, who arrived last, and the
 // rank that was consistently last with its evidence (pod_analysis.h).
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -209,9 +210,23 @@ StragglerReport AnalyzeStragglers(const TraceStore& store,
   }
   if (best >= 0 && total > 0) {
     const RankStraggle& rs = out.ranks[best];
+    // By chance the rank is last in each collective it joined with
+    // probability 1 / (ranks that joined it).
+    double expected = 0, variance = 0;
+    for (const JoinedCollective& j : out.collectives) {
+      bool joined = false;
+      for (const auto& a : j.arrivals) joined = joined || a.rank == best;
+      if (!joined || j.arrivals.empty()) continue;
+      const double p = 1.0 / static_cast<double>(j.arrivals.size());
+      expected += p;
+      variance += p * (1.0 - p);
+    }
+    const double sigma = std::sqrt(variance);
     if (rs.last_count >= options.straggler_min_collectives &&
         static_cast<double>(rs.last_count) >=
-            options.straggler_share * static_cast<double>(total)) {
+            options.straggler_share * static_cast<double>(total) &&
+        static_cast<double>(rs.last_count) >
+            expected + options.straggler_sigmas * sigma) {
       Straggler s;
       s.rank = best;
       s.last_count = rs.last_count;

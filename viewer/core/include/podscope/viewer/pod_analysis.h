@@ -40,9 +40,14 @@ struct PodAnalysisOptions {
   int64_t warmup_steps = 2;
   // A rank is named the straggler when it arrived last in at least this
   // share of the joined collectives (and in at least
-  // `straggler_min_collectives` of them).
+  // `straggler_min_collectives` of them), and more often than chance
+  // explains: with n ranks arriving in random order each is last in 1/n of
+  // them, so its count must exceed that expectation by
+  // `straggler_sigmas` binomial standard deviations (two balanced ranks
+  // are each last about half the time; neither is a straggler).
   double straggler_share = 0.5;
   uint64_t straggler_min_collectives = 2;
+  double straggler_sigmas = 2.0;
   // A scope of the straggler is "longer" in a step when its time there
   // exceeds the other ranks' median for the same name and step by this
   // factor and by at least `longer_scope_min_ns`.
