@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -329,9 +330,16 @@ void JobImpl::OnProbe(const ClockProbe& probe) {
   clock_.probes += 1;
   const int64_t span = best->local_ns() - first_->local_ns();
   if (span > 0) {
-    clock_.drift_ppm =
-        -1e6 * static_cast<double>(best->offset_ns() - first_->offset_ns()) /
+    // A slope within its own uncertainty is noise (the first probes come
+    // in a burst microseconds apart): report no drift until the probes
+    // resolve one, as the trace's ClockModel does.
+    const double slope =
+        static_cast<double>(best->offset_ns() - first_->offset_ns()) /
         static_cast<double>(span);
+    const double resolution =
+        static_cast<double>(uncertainty + first_->round_trip_ns() / 2) /
+        static_cast<double>(span);
+    clock_.drift_ppm = std::abs(slope) > resolution ? -1e6 * slope : 0;
   }
 }
 
