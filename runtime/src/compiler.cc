@@ -135,6 +135,11 @@ absl::StatusOr<std::unique_ptr<CompiledProgram>> CompileGraph(
       step.flops = cost.flops;
       step.bytes_accessed = cost.bytes_accessed;
     }
+    step.shape = node.shape.ToString();
+    for (int input : step.inputs) {
+      if (!step.operand_shapes.empty()) step.operand_shapes.push_back(' ');
+      step.operand_shapes += graph.node(input).shape.ToString();
+    }
     program->steps.push_back(std::move(step));
   }
 

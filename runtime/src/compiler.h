@@ -30,6 +30,11 @@ struct Step {
   // The kernel's cost (op_cost.h): traced as `flops` and `bytes_accessed`.
   int64_t flops = 0;
   int64_t bytes_accessed = 0;
+  // Traced as `shape` and `operand_shapes` ("f32[64,10]", "f32[64,20]
+  // f32[20,10]"): the local shapes, so an SPMD device kernel shows the
+  // shard it computed. Made once per compile.
+  std::string shape;
+  std::string operand_shapes;
 };
 
 struct CompiledProgram {

@@ -73,7 +73,8 @@ absl::Status RunSteps(const CompiledProgram& program,
     if (traced) {
       internal::Observer().OnOp(
           {device, graph.fingerprint(), step.op_name, node.scope, step.num_ops,
-           start, internal::NowNs(), flow_id, step.flops, step.bytes_accessed});
+           start, internal::NowNs(), flow_id, step.flops, step.bytes_accessed,
+           step.shape, step.operand_shapes});
       flow_id = 0;  // the flow arrives at the execution's first kernel
     }
   }

@@ -68,6 +68,10 @@ struct OpEvent {
   // (op_cost.h).
   int64_t flops = 0;
   int64_t bytes_accessed = 0;
+  // The output's shape and the operands' ("f32[64,10]"; operands separated
+  // by spaces): an SPMD device kernel's local (shard) shapes.
+  std::string_view shape;
+  std::string_view operand_shapes;
 };
 
 // A lazy step boundary (LazyContext::Sync).

@@ -75,7 +75,9 @@ class ProfilerObserver : public RuntimeObserver {
          {"fused_ops", int64_t{event.num_fused_ops}},
          {"op", event.op_name},
          {"flops", event.flops},
-         {"bytes_accessed", event.bytes_accessed}});
+         {"bytes_accessed", event.bytes_accessed},
+         {"shape", event.shape},
+         {"operand_shapes", event.operand_shapes}});
   }
 
   void OnStep(const StepEvent& event) override {

@@ -129,6 +129,10 @@ TEST(TraceContract, KernelsCarryFlopsBytesAndOpKind) {
   EXPECT_EQ(dot.strings.at("op"), "dot");
   EXPECT_EQ(dot.ints.at("flops"), 2 * 64 * 16 * 32);
   EXPECT_EQ(dot.ints.at("bytes_accessed"), (64 * 32 + 32 * 16 + 64 * 16) * 4);
+  EXPECT_EQ(dot.strings.at("shape"), F32Shape({64, 16}).ToString());
+  EXPECT_EQ(
+      dot.strings.at("operand_shapes"),
+      F32Shape({64, 32}).ToString() + " " + F32Shape({32, 16}).ToString());
 
   const Args& conv_args = by_name["conv/conv2d"];
   EXPECT_EQ(conv_args.strings.at("op"), "conv2d");

@@ -3,6 +3,7 @@
 // with its shard shapes, and the inserted collectives with their cause and
 // bytes.
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -68,7 +69,13 @@ TEST(SpmdTraceTest, FileHoldsShardingsShardWorkAndCollectives) {
   std::set<int64_t> devices;
   std::set<std::string> shard_shapes;
   std::vector<std::string> reasons;
+  // Device stream -> the shapes of its dot kernels.
+  std::map<std::string, std::set<std::string>> dot_shapes;
   for (const trace_format::TrackEvents& e : (*reader)->ReadAllTracks()) {
+    const auto* track = (*reader)->FindTrack(e.track_id);
+    const bool stream =
+        track != nullptr &&
+        track->kind() == trace_format::proto::TRACK_KIND_DEVICE_STREAM;
     for (const trace_format::EventArgs& args : e.args) {
       if (args.kind != trace_format::EventKind::kSlice) continue;
       const std::string name((*reader)->GetString(e.slices[args.index].name));
@@ -76,6 +83,10 @@ TEST(SpmdTraceTest, FileHoldsShardingsShardWorkAndCollectives) {
         const std::string key((*reader)->GetString(arg.key));
         const auto* text = std::get_if<trace_format::StringId>(&arg.value);
         const auto* number = std::get_if<int64_t>(&arg.value);
+        if (stream && name.ends_with("dot") && key == "shape" && text) {
+          dot_shapes[track->name()].insert(
+              std::string((*reader)->GetString(text->id)));
+        }
         if (name == "spmd_shard" && key == "device" && number) {
           devices.insert(*number);
         }
@@ -93,6 +104,11 @@ TEST(SpmdTraceTest, FileHoldsShardingsShardWorkAndCollectives) {
   std::string all_shapes;
   for (const std::string& s : shard_shapes) all_shapes += s + "\n";
   EXPECT_THAT(all_shapes, HasSubstr("dot f32[4,2]")) << all_shapes;
+  // Each device's own dot kernel carries the shard it computed.
+  ASSERT_EQ(dot_shapes.size(), 4u);
+  for (const auto& [stream_name, shapes] : dot_shapes) {
+    EXPECT_EQ(shapes, (std::set<std::string>{"f32[4,2]"})) << stream_name;
+  }
   ASSERT_FALSE(reasons.empty());
   EXPECT_EQ(reasons[0],
             "fc2.weight: ('data', 'model') -> (None, 'model') for dot");
