@@ -54,6 +54,24 @@ TEST(AnalyzeCliTest, JsonNamesTheStragglerOfAWrittenSession) {
   EXPECT_EQ(scope["excess_ns"].get_int64().value(), 800'000);
 }
 
+TEST(AnalyzeCliTest, AnUnderstatedPeakIsSaid) {
+  const std::string dir = analysis_testing::WriteLowPeakSession("cli-peak");
+  ASSERT_FALSE(dir.empty());
+  const RunResult text = RunPodscope({"analyze", dir});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("Machine peak of host0: 20.0 GFLOP/s, "
+                                  "4.0 GB/s (cached)"));
+  EXPECT_THAT(text.out, HasSubstr("peak understated: 10.0 GFLOP/s, 1.0 GB/s "
+                                  "was recorded"));
+  const RunResult json = RunPodscope({"analyze", "--json", dir});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element peak = Parse(parser, json.out)["ops"]["peaks"].at(0);
+  EXPECT_TRUE(peak["understated"].get_bool().value());
+  EXPECT_EQ(peak["recorded_gflops"].get_double().value(), 10.0);
+  EXPECT_EQ(peak["peak_gflops"].get_double().value(), 20.0);
+}
+
 TEST(AnalyzeCliTest, TextHasAlignedTablesAndTheStraggler) {
   const std::string dir = analysis_testing::WriteStragglerSession("cli-text");
   ASSERT_FALSE(dir.empty());

@@ -404,6 +404,29 @@ TEST(PodAnalysisTest, RooflineAgainstTheHostsPeaks) {
   EXPECT_EQ(p.by_name[0].name, "dense/dot");
 }
 
+// A peak measured on a busy machine (10 GFLOP/s, 1 GB/s) below what the
+// kernels reached (dot 20 GFLOP/s, the fusion 4 GB/s): the analysis says
+// the peak is understated, uses the best achieved rates, and no op is
+// above 100 % of its bound.
+TEST(PodAnalysisTest, AnUnderstatedPeakIsRaisedAndSaidSo) {
+  const std::string dir = analysis_testing::WriteLowPeakSession("low_peak");
+  ASSERT_FALSE(dir.empty());
+  auto store = OpenStore(dir);
+  ASSERT_NE(store, nullptr);
+  const OpProfile p = AnalyzeOps(*store);
+  ASSERT_EQ(p.peaks.size(), 1u);
+  const HostPeak& h = p.peaks[0];
+  EXPECT_TRUE(h.understated);
+  EXPECT_DOUBLE_EQ(h.recorded_gflops, 10);
+  EXPECT_DOUBLE_EQ(h.recorded_gbps, 1);
+  EXPECT_DOUBLE_EQ(h.peak_gflops, 20);
+  EXPECT_DOUBLE_EQ(h.peak_gbps, 4);
+  for (const RooflineEntry& e : p.by_name) {
+    EXPECT_LE(e.fraction_of_bound, 1.0) << e.name;
+  }
+  EXPECT_DOUBLE_EQ(p.by_kind[0].fraction_of_bound, 1.0);  // the dot
+}
+
 // Arguments of the wrong type, missing arguments, negative durations and
 // random shapes: the analyses finish and stay consistent.
 TEST(PodAnalysisTest, OddTracesDoNotBreakTheAnalyses) {

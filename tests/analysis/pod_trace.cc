@@ -125,4 +125,24 @@ std::string WriteStragglerSession(const std::string& name) {
   return dir;
 }
 
+std::string WriteLowPeakSession(const std::string& name) {
+  const std::string dir = FreshDir(name);
+  auto created = RankTrace::Create(dir + "/rank0.podtrace", "host0", 0, 1,
+                                   {{"machine.peak_gflops", "10"},
+                                    {"machine.peak_gbps", "1"},
+                                    {"machine.peak_source", "cached"}});
+  if (!created.ok()) return "";
+  RankTrace& t = **created;
+  const uint32_t dev = t.Device("device 0 (CPU) stream", 0);
+  t.Slice(dev, 0, 100'000, "dense/dot",
+          {{"flops", int64_t{2'000'000}},
+           {"bytes_accessed", int64_t{100'000}},
+           {"op", "dot"}});
+  t.Slice(dev, 500'000, 10'000, "relu/fusion",
+          {{"flops", int64_t{10'000}},
+           {"bytes_accessed", int64_t{40'000}},
+           {"op", "fusion"}});
+  return t.Close().ok() ? dir : "";
+}
+
 }  // namespace podscope::analysis_testing

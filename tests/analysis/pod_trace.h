@@ -59,6 +59,11 @@ std::string FreshDir(const std::string& name);
 // Returns the session folder ("" when writing failed).
 std::string WriteStragglerSession(const std::string& name);
 
+// One rank whose recorded machine peak (10 GFLOP/s, 1 GB/s, "cached") is
+// below what its kernels reached: `dense/dot` (op dot) at 20 GFLOP/s and
+// `relu/fusion` (op fusion) at 4 GB/s.
+std::string WriteLowPeakSession(const std::string& name);
+
 }  // namespace podscope::analysis_testing
 
 #endif  // PODSCOPE_TESTS_ANALYSIS_POD_TRACE_H_

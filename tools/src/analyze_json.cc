@@ -241,6 +241,9 @@ std::string AnalysisJson(const std::string& path,
     j.Field("host", h.host_name).Field("peak_gflops", h.peak_gflops);
     j.Field("peak_gbps", h.peak_gbps).Field("source", h.source);
     j.Field("threads", h.threads);
+    j.Field("recorded_gflops", h.recorded_gflops);
+    j.Field("recorded_gbps", h.recorded_gbps);
+    j.Field("understated", h.understated);
     j.EndObject();
   }
   j.EndArray();

@@ -281,6 +281,14 @@ void RooflineSection(const viewer::TraceStore& store, const PodAnalysis& a,
         out, "Machine peak of ", h.host_name, ": ",
         absl::StrFormat("%.1f GFLOP/s, %.1f GB/s", h.peak_gflops, h.peak_gbps),
         h.source.empty() ? "" : absl::StrCat(" (", h.source, ")"), "\n");
+    if (h.understated) {
+      absl::StrAppend(
+          out, "  peak understated: ",
+          absl::StrFormat("%.1f GFLOP/s, %.1f GB/s", h.recorded_gflops,
+                          h.recorded_gbps),
+          " was recorded (measured on a busy machine?), but kernels went "
+          "faster; their best rate is used as the peak\n");
+    }
   }
   auto table = [&](const char* title,
                    const std::vector<viewer::RooflineEntry>& v) {

@@ -73,8 +73,8 @@ OpProfile AnalyzeOps(const TraceStore& store,
     HostPeak h;
     h.host = p.host;
     h.host_name = p.host_name;
-    h.peak_gflops = gflops;
-    h.peak_gbps = gbps;
+    h.peak_gflops = h.recorded_gflops = gflops;
+    h.peak_gbps = h.recorded_gbps = gbps;
     const auto& attrs = p.metadata.attributes();
     if (auto it = attrs.find("machine.peak_source"); it != attrs.end()) {
       h.source = it->second;
@@ -82,8 +82,6 @@ OpProfile AnalyzeOps(const TraceStore& store,
     h.threads = static_cast<int64_t>(Attribute(p, "machine.peak_threads"));
     peaks[p.host] = h;
   }
-  for (const auto& [host, h] : peaks) out.peaks.push_back(h);
-
   const pod::Keys keys(store);
   std::map<std::pair<HostId, std::string>, Acc> by_name, by_kind;
   if (keys.flops || keys.bytes_accessed) {
@@ -118,6 +116,26 @@ OpProfile AnalyzeOps(const TraceStore& store,
       }
     }
   }
+  // A recorded peak below what a kernel name reached is understated: the
+  // best achieved rate replaces it.
+  for (const auto& [key, a] : by_name) {
+    auto it = peaks.find(key.first);
+    if (it == peaks.end() || a.time <= 0) continue;
+    HostPeak& h = it->second;
+    const double gflops =
+        static_cast<double>(a.flops) / static_cast<double>(a.time);
+    const double gbps =
+        static_cast<double>(a.bytes) / static_cast<double>(a.time);
+    if (h.peak_gflops > 0 && gflops > h.peak_gflops) {
+      h.peak_gflops = gflops;
+      h.understated = true;
+    }
+    if (h.peak_gbps > 0 && gbps > h.peak_gbps) {
+      h.peak_gbps = gbps;
+      h.understated = true;
+    }
+  }
+  for (const auto& [host, h] : peaks) out.peaks.push_back(h);
   auto finish = [&](const auto& from, std::vector<RooflineEntry>* into) {
     std::map<HostId, std::vector<RooflineEntry>> per_host;
     for (const auto& [key, a] : from) {

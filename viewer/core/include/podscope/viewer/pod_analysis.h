@@ -340,14 +340,21 @@ TopWork AnalyzeTopWork(const TraceStore& store, const StepBreakdown& steps,
 // `machine.peak_gflops` and `machine.peak_gbps` metadata attributes, the
 // roofline bound is min(peak_gflops, intensity * peak_gbps) GFLOP/s and
 // `fraction_of_bound` = gflops / bound (0 when the peaks are unknown).
+// A recorded peak measured on a loaded machine can be below what the
+// host's kernels reached; then the peak used is the best rate a kernel
+// name reached (GFLOP/s, and bytes / time for GB/s), `understated` says
+// so, and no op shows more than 100 % of its bound.
 
 struct HostPeak {
   HostId host = 0;
   std::string host_name;
-  double peak_gflops = 0;  // 0: unknown
-  double peak_gbps = 0;    // 0: unknown
-  std::string source;      // machine.peak_source
-  int64_t threads = 0;     // machine.peak_threads
+  double peak_gflops = 0;      // the peak used; 0: unknown
+  double peak_gbps = 0;        // the peak used; 0: unknown
+  double recorded_gflops = 0;  // machine.peak_gflops as recorded
+  double recorded_gbps = 0;    // machine.peak_gbps as recorded
+  bool understated = false;    // a kernel beat a recorded peak
+  std::string source;          // machine.peak_source
+  int64_t threads = 0;         // machine.peak_threads
 };
 
 struct RooflineEntry {
