@@ -98,6 +98,40 @@ void PlanReshape(const Shape& in, const Shape& out, const State& x,
 
 }  // namespace
 
+// Elementwise ops (ir.h IsElementwise): the most finely tiled operand
+// decides; the others follow.
+void PlanElementwise(const Node& node, const std::vector<State>& x,
+                     const Mesh& mesh, NodePlan& np) {
+  const int rank = node.shape.rank();
+  int best = 0;
+  for (size_t k = 1; k < x.size(); ++k) {
+    if (TiledCount(x[k], mesh) > TiledCount(x[best], mesh)) best = k;
+  }
+  State target = Whole(x[best]);
+  // A partial operand whose leading dimension is already tiled is
+  // reduce-scattered onto it (its axes appended, minor): cheaper than
+  // an all-reduce, and what follows runs on a smaller tile.
+  if (rank >= 2 && !target.dims[0].empty()) {
+    std::set<int> used;
+    for (const Axes& d : target.dims) Use(d, used);
+    for (const State& operand : x) {
+      if (!(Whole(operand) == target)) continue;
+      for (int axis : operand.partial) {
+        if (used.count(axis)) continue;
+        if (node.shape.dim(0) <
+            Shards(target.dims[0], mesh) * mesh.shape()[axis]) {
+          continue;
+        }
+        target.dims[0].push_back(axis);
+        used.insert(axis);
+      }
+    }
+  }
+  np.rule = Rule::kLocal;
+  np.operands.assign(x.size(), target);
+  np.out = target;
+}
+
 absl::StatusOr<Plan> Propagate(const Graph& graph, const Mesh& mesh,
                                const std::vector<State>& parameters,
                                const std::map<int, State>& annotations) {
@@ -119,273 +153,234 @@ absl::StatusOr<Plan> Propagate(const Graph& graph, const Mesh& mesh,
       np.out = Replicated(rank);
     };
     const OpAttrs& a = node.attrs;
-    switch (node.op) {
-      case OpKind::kParameter: {
-        np.rule = Rule::kParameter;
-        const int index = static_cast<int>(a.parameter_index);
-        np.out = index >= 0 && index < static_cast<int>(parameters.size())
-                     ? parameters[index]
-                     : Replicated(rank);
-        break;
-      }
-      case OpKind::kConstant:
-        np.rule = Rule::kLocal;
-        np.out = Replicated(rank);
-        break;
-      case OpKind::kAdd:
-      case OpKind::kSub:
-      case OpKind::kMul:
-      case OpKind::kDiv:
-      case OpKind::kMax:
-      case OpKind::kNeg:
-      case OpKind::kExp:
-      case OpKind::kLog:
-      case OpKind::kTanh:
-      case OpKind::kRelu:
-      case OpKind::kCompare:
-      case OpKind::kSelect:
-      case OpKind::kConvert: {
-        // The most finely tiled operand decides; the others follow.
-        int best = 0;
-        for (size_t k = 1; k < x.size(); ++k) {
-          if (TiledCount(x[k], mesh) > TiledCount(x[best], mesh)) best = k;
+    if (IsElementwise(node.op)) {
+      PlanElementwise(node, x, mesh, np);
+    } else {
+      switch (node.op) {
+        case OpKind::kParameter: {
+          np.rule = Rule::kParameter;
+          const int index = static_cast<int>(a.parameter_index);
+          np.out = index >= 0 && index < static_cast<int>(parameters.size())
+                       ? parameters[index]
+                       : Replicated(rank);
+          break;
         }
-        State target = Whole(x[best]);
-        // A partial operand whose leading dimension is already tiled is
-        // reduce-scattered onto it (its axes appended, minor): cheaper than
-        // an all-reduce, and what follows runs on a smaller tile.
-        if (rank >= 2 && !target.dims[0].empty()) {
-          std::set<int> used;
-          for (const Axes& d : target.dims) Use(d, used);
-          for (const State& operand : x) {
-            if (!(Whole(operand) == target)) continue;
-            for (int axis : operand.partial) {
-              if (used.count(axis)) continue;
-              if (node.shape.dim(0) <
-                  Shards(target.dims[0], mesh) * mesh.shape()[axis]) {
-                continue;
-              }
-              target.dims[0].push_back(axis);
-              used.insert(axis);
+        case OpKind::kConstant:
+          np.rule = Rule::kLocal;
+          np.out = Replicated(rank);
+          break;
+        case OpKind::kBroadcast: {
+          const Shape& in = graph.node(node.operands[0]).shape;
+          State req = Whole(x[0]);
+          State out = Replicated(rank);
+          for (int d = 0; d < in.rank(); ++d) {
+            const int od = static_cast<int>(a.axes[d]);
+            if (in.dim(d) == node.shape.dim(od)) {
+              out.dims[od] = req.dims[d];
+            } else {
+              req.dims[d].clear();
             }
           }
+          np.rule = Rule::kLocal;
+          np.operands = {req};
+          np.out = out;
+          break;
         }
-        np.rule = Rule::kLocal;
-        np.operands.assign(x.size(), target);
-        np.out = target;
-        break;
-      }
-      case OpKind::kBroadcast: {
-        const Shape& in = graph.node(node.operands[0]).shape;
-        State req = Whole(x[0]);
-        State out = Replicated(rank);
-        for (int d = 0; d < in.rank(); ++d) {
-          const int od = static_cast<int>(a.axes[d]);
-          if (in.dim(d) == node.shape.dim(od)) {
-            out.dims[od] = req.dims[d];
-          } else {
-            req.dims[d].clear();
+        case OpKind::kReshape:
+          np.rule = Rule::kLocal;
+          PlanReshape(graph.node(node.operands[0]).shape, node.shape, x[0], np,
+                      mesh);
+          break;
+        case OpKind::kTranspose: {
+          State out = Replicated(rank);
+          for (int d = 0; d < rank; ++d) out.dims[d] = x[0].dims[a.axes[d]];
+          np.rule = Rule::kLocal;
+          np.operands = {Whole(x[0])};
+          np.out = out;
+          break;
+        }
+        case OpKind::kReduceSum:
+        case OpKind::kReduceMean:
+        case OpKind::kReduceMax: {
+          const int in_rank = graph.node(node.operands[0]).shape.rank();
+          std::set<int> reduced;
+          for (int64_t ax : a.axes) reduced.insert(ax < 0 ? ax + in_rank : ax);
+          State out;
+          for (int d = 0; d < in_rank; ++d) {
+            if (!reduced.count(d)) {
+              out.dims.push_back(x[0].dims[d]);
+            } else {
+              if (a.keep_dims) out.dims.push_back({});
+              for (int ax : x[0].dims[d]) out.partial.push_back(ax);
+              if (!x[0].dims[d].empty()) np.masked_dims[0].push_back(d);
+            }
           }
+          std::sort(out.partial.begin(), out.partial.end());
+          out.partial_max = node.op == OpKind::kReduceMax;
+          np.rule = Rule::kReduce;
+          np.operands = {Whole(x[0])};
+          np.out = out;
+          break;
         }
-        np.rule = Rule::kLocal;
-        np.operands = {req};
-        np.out = out;
-        break;
-      }
-      case OpKind::kReshape:
-        np.rule = Rule::kLocal;
-        PlanReshape(graph.node(node.operands[0]).shape, node.shape, x[0], np,
-                    mesh);
-        break;
-      case OpKind::kTranspose: {
-        State out = Replicated(rank);
-        for (int d = 0; d < rank; ++d) out.dims[d] = x[0].dims[a.axes[d]];
-        np.rule = Rule::kLocal;
-        np.operands = {Whole(x[0])};
-        np.out = out;
-        break;
-      }
-      case OpKind::kReduceSum:
-      case OpKind::kReduceMean:
-      case OpKind::kReduceMax: {
-        const int in_rank = graph.node(node.operands[0]).shape.rank();
-        std::set<int> reduced;
-        for (int64_t ax : a.axes) reduced.insert(ax < 0 ? ax + in_rank : ax);
-        State out;
-        for (int d = 0; d < in_rank; ++d) {
-          if (!reduced.count(d)) {
-            out.dims.push_back(x[0].dims[d]);
-          } else {
-            if (a.keep_dims) out.dims.push_back({});
-            for (int ax : x[0].dims[d]) out.partial.push_back(ax);
-            if (!x[0].dims[d].empty()) np.masked_dims[0].push_back(d);
+        case OpKind::kArgMax: {
+          const int64_t axis = a.axis;
+          State req = Whole(x[0]);
+          req.dims[axis].clear();
+          State out;
+          for (int d = 0; d < static_cast<int>(req.dims.size()); ++d) {
+            if (d != axis || a.keep_dims) out.dims.push_back(req.dims[d]);
           }
+          np.rule = Rule::kLocal;
+          np.operands = {req};
+          np.out = out;
+          break;
         }
-        std::sort(out.partial.begin(), out.partial.end());
-        out.partial_max = node.op == OpKind::kReduceMax;
-        np.rule = Rule::kReduce;
-        np.operands = {Whole(x[0])};
-        np.out = out;
-        break;
-      }
-      case OpKind::kArgMax: {
-        const int64_t axis = a.axis;
-        State req = Whole(x[0]);
-        req.dims[axis].clear();
-        State out;
-        for (int d = 0; d < static_cast<int>(req.dims.size()); ++d) {
-          if (d != axis || a.keep_dims) out.dims.push_back(req.dims[d]);
+        case OpKind::kSoftmax:
+        case OpKind::kLogSoftmax: {
+          State req = Whole(x[0]);
+          req.dims[a.axis].clear();
+          np.rule = Rule::kLocal;
+          np.operands = {req};
+          np.out = req;
+          break;
         }
-        np.rule = Rule::kLocal;
-        np.operands = {req};
-        np.out = out;
-        break;
-      }
-      case OpKind::kSoftmax:
-      case OpKind::kLogSoftmax: {
-        State req = Whole(x[0]);
-        req.dims[a.axis].clear();
-        np.rule = Rule::kLocal;
-        np.operands = {req};
-        np.out = req;
-        break;
-      }
-      case OpKind::kOneHot: {
-        np.rule = Rule::kLocal;
-        np.operands = {Whole(x[0])};
-        np.out = Tiles({x[0].dims[0], {}});
-        break;
-      }
-      case OpKind::kDot: {
-        const int off = rank - 2;
-        std::set<int> used;
-        Axes batch;
-        if (off == 1) {
-          batch = !x[0].dims[0].empty() ? x[0].dims[0] : x[1].dims[0];
-          Use(batch, used);
+        case OpKind::kOneHot: {
+          np.rule = Rule::kLocal;
+          np.operands = {Whole(x[0])};
+          np.out = Tiles({x[0].dims[0], {}});
+          break;
         }
-        Axes m = x[0].dims[off];
-        if (!Disjoint(m, used)) m.clear();
-        Use(m, used);
-        Axes n = x[1].dims[off + 1];
-        if (!Disjoint(n, used)) n.clear();
-        Use(n, used);
-        Axes k = x[0].dims[off + 1];
-        if (k.empty() || !Disjoint(k, used)) k = x[1].dims[off];
-        if (!Disjoint(k, used)) k.clear();
-        State ra;
-        State rb;
-        State out;
-        if (off == 1) {
-          ra.dims.push_back(batch);
-          rb.dims.push_back(batch);
-          out.dims.push_back(batch);
-        }
-        ra.dims.push_back(m);
-        ra.dims.push_back(k);
-        rb.dims.push_back(k);
-        rb.dims.push_back(n);
-        out.dims.push_back(m);
-        out.dims.push_back(n);
-        out.partial = k;
-        std::sort(out.partial.begin(), out.partial.end());
-        if (!k.empty()) np.masked_dims = {{off + 1}, {off}};
-        np.rule = Rule::kDot;
-        np.operands = {ra, rb};
-        np.out = out;
-        break;
-      }
-      case OpKind::kConv2D:
-      case OpKind::kConv2DBackpropInput:
-      case OpKind::kConv2DBackpropFilter: {
-        // (batch-like, feature, contraction) per op; spatial replicated.
-        std::set<int> used;
-        State r0 = Replicated(4);
-        State r1 = Replicated(4);
-        State out = Replicated(4);
-        Axes k;
-        if (node.op == OpKind::kConv2D) {
-          // input [N,C,H,W], weights [O,C,kh,kw] -> [N,O,H',W'].
-          Axes batch = x[0].dims[0];
-          Use(batch, used);
-          Axes o = x[1].dims[0];
-          if (!Disjoint(o, used)) o.clear();
-          Use(o, used);
-          k = !x[0].dims[1].empty() ? x[0].dims[1] : x[1].dims[1];
+        case OpKind::kDot: {
+          const int off = rank - 2;
+          std::set<int> used;
+          Axes batch;
+          if (off == 1) {
+            batch = !x[0].dims[0].empty() ? x[0].dims[0] : x[1].dims[0];
+            Use(batch, used);
+          }
+          Axes m = x[0].dims[off];
+          if (!Disjoint(m, used)) m.clear();
+          Use(m, used);
+          Axes n = x[1].dims[off + 1];
+          if (!Disjoint(n, used)) n.clear();
+          Use(n, used);
+          Axes k = x[0].dims[off + 1];
+          if (k.empty() || !Disjoint(k, used)) k = x[1].dims[off];
           if (!Disjoint(k, used)) k.clear();
-          r0.dims = {batch, k, {}, {}};
-          r1.dims = {o, k, {}, {}};
-          out.dims = {batch, o, {}, {}};
-          if (!k.empty()) np.masked_dims = {{1}, {1}};
-        } else if (node.op == OpKind::kConv2DBackpropInput) {
-          // grad [N,O,H',W'], weights [O,C,kh,kw] -> [N,C,H,W].
-          Axes batch = x[0].dims[0];
-          Use(batch, used);
-          Axes c = x[1].dims[1];
-          if (!Disjoint(c, used)) c.clear();
-          Use(c, used);
-          k = !x[0].dims[1].empty() ? x[0].dims[1] : x[1].dims[0];
-          if (!Disjoint(k, used)) k.clear();
-          r0.dims = {batch, k, {}, {}};
-          r1.dims = {k, c, {}, {}};
-          out.dims = {batch, c, {}, {}};
-          if (!k.empty()) np.masked_dims = {{1}, {0}};
-        } else {
-          // input [N,C,H,W], grad [N,O,H',W'] -> [O,C,kh,kw].
-          // The more finely tiled batch (the gradient's is usually larger
-          // than the input's, so the input is the one to reshard).
-          k = x[1].dims[0].size() > x[0].dims[0].size() ? x[1].dims[0]
-                                                        : x[0].dims[0];
-          Use(k, used);
-          Axes o = x[1].dims[1];
-          if (!Disjoint(o, used)) o.clear();
-          Use(o, used);
+          State ra;
+          State rb;
+          State out;
+          if (off == 1) {
+            ra.dims.push_back(batch);
+            rb.dims.push_back(batch);
+            out.dims.push_back(batch);
+          }
+          ra.dims.push_back(m);
+          ra.dims.push_back(k);
+          rb.dims.push_back(k);
+          rb.dims.push_back(n);
+          out.dims.push_back(m);
+          out.dims.push_back(n);
+          out.partial = k;
+          std::sort(out.partial.begin(), out.partial.end());
+          if (!k.empty()) np.masked_dims = {{off + 1}, {off}};
+          np.rule = Rule::kDot;
+          np.operands = {ra, rb};
+          np.out = out;
+          break;
+        }
+        case OpKind::kConv2D:
+        case OpKind::kConv2DBackpropInput:
+        case OpKind::kConv2DBackpropFilter: {
+          // (batch-like, feature, contraction) per op; spatial replicated.
+          std::set<int> used;
+          State r0 = Replicated(4);
+          State r1 = Replicated(4);
+          State out = Replicated(4);
+          Axes k;
+          if (node.op == OpKind::kConv2D) {
+            // input [N,C,H,W], weights [O,C,kh,kw] -> [N,O,H',W'].
+            Axes batch = x[0].dims[0];
+            Use(batch, used);
+            Axes o = x[1].dims[0];
+            if (!Disjoint(o, used)) o.clear();
+            Use(o, used);
+            k = !x[0].dims[1].empty() ? x[0].dims[1] : x[1].dims[1];
+            if (!Disjoint(k, used)) k.clear();
+            r0.dims = {batch, k, {}, {}};
+            r1.dims = {o, k, {}, {}};
+            out.dims = {batch, o, {}, {}};
+            if (!k.empty()) np.masked_dims = {{1}, {1}};
+          } else if (node.op == OpKind::kConv2DBackpropInput) {
+            // grad [N,O,H',W'], weights [O,C,kh,kw] -> [N,C,H,W].
+            Axes batch = x[0].dims[0];
+            Use(batch, used);
+            Axes c = x[1].dims[1];
+            if (!Disjoint(c, used)) c.clear();
+            Use(c, used);
+            k = !x[0].dims[1].empty() ? x[0].dims[1] : x[1].dims[0];
+            if (!Disjoint(k, used)) k.clear();
+            r0.dims = {batch, k, {}, {}};
+            r1.dims = {k, c, {}, {}};
+            out.dims = {batch, c, {}, {}};
+            if (!k.empty()) np.masked_dims = {{1}, {0}};
+          } else {
+            // input [N,C,H,W], grad [N,O,H',W'] -> [O,C,kh,kw].
+            // The more finely tiled batch (the gradient's is usually larger
+            // than the input's, so the input is the one to reshard).
+            k = x[1].dims[0].size() > x[0].dims[0].size() ? x[1].dims[0]
+                                                          : x[0].dims[0];
+            Use(k, used);
+            Axes o = x[1].dims[1];
+            if (!Disjoint(o, used)) o.clear();
+            Use(o, used);
+            Axes c = x[0].dims[1];
+            if (!Disjoint(c, used)) c.clear();
+            r0.dims = {k, c, {}, {}};
+            r1.dims = {k, o, {}, {}};
+            out.dims = {o, c, {}, {}};
+            if (!k.empty()) np.masked_dims = {{0}, {0}};
+          }
+          out.partial = k;
+          std::sort(out.partial.begin(), out.partial.end());
+          np.rule = Rule::kDot;
+          np.operands = {r0, r1};
+          np.out = out;
+          break;
+        }
+        case OpKind::kMaxPool2D: {
+          State req = Tiles({x[0].dims[0], x[0].dims[1], {}, {}});
+          np.rule = Rule::kLocal;
+          np.operands = {req};
+          np.out = req;
+          break;
+        }
+        case OpKind::kMaxPool2DGrad: {
+          std::set<int> used;
+          Axes n = x[0].dims[0];
+          Use(n, used);
           Axes c = x[0].dims[1];
           if (!Disjoint(c, used)) c.clear();
-          r0.dims = {k, c, {}, {}};
-          r1.dims = {k, o, {}, {}};
-          out.dims = {o, c, {}, {}};
-          if (!k.empty()) np.masked_dims = {{0}, {0}};
+          State req = Tiles({n, c, {}, {}});
+          np.rule = Rule::kLocal;
+          np.operands = {req, req};
+          np.out = req;
+          break;
         }
-        out.partial = k;
-        std::sort(out.partial.begin(), out.partial.end());
-        np.rule = Rule::kDot;
-        np.operands = {r0, r1};
-        np.out = out;
-        break;
+        case OpKind::kNllLoss: {
+          Axes k = !x[0].dims[0].empty() ? x[0].dims[0] : x[1].dims[0];
+          np.rule = Rule::kNllLoss;
+          np.operands = {Tiles({k, {}}), Tiles({k})};
+          np.out = Replicated(0);
+          np.out.partial = k;
+          std::sort(np.out.partial.begin(), np.out.partial.end());
+          if (!k.empty()) np.masked_dims = {{0}, {}};
+          break;
+        }
+        default:
+          replicate_all();
+          break;
       }
-      case OpKind::kMaxPool2D: {
-        State req = Tiles({x[0].dims[0], x[0].dims[1], {}, {}});
-        np.rule = Rule::kLocal;
-        np.operands = {req};
-        np.out = req;
-        break;
-      }
-      case OpKind::kMaxPool2DGrad: {
-        std::set<int> used;
-        Axes n = x[0].dims[0];
-        Use(n, used);
-        Axes c = x[0].dims[1];
-        if (!Disjoint(c, used)) c.clear();
-        State req = Tiles({n, c, {}, {}});
-        np.rule = Rule::kLocal;
-        np.operands = {req, req};
-        np.out = req;
-        break;
-      }
-      case OpKind::kNllLoss: {
-        Axes k = !x[0].dims[0].empty() ? x[0].dims[0] : x[1].dims[0];
-        np.rule = Rule::kNllLoss;
-        np.operands = {Tiles({k, {}}), Tiles({k})};
-        np.out = Replicated(0);
-        np.out.partial = k;
-        std::sort(np.out.partial.begin(), np.out.partial.end());
-        if (!k.empty()) np.masked_dims = {{0}, {}};
-        break;
-      }
-      default:
-        replicate_all();
-        break;
     }
     if (auto it = annotations.find(static_cast<int>(id));
         it != annotations.end()) {
