@@ -51,11 +51,12 @@ std::vector<DeviceMemory> AnalyzeMemory(const TraceStore& store,
         std::optional<int64_t> in_use;
       };
       std::vector<Event> events;
+      pod::ArgsCursor args_of(store.data(t.id).args);
       for (uint32_t i = 0; i < in.size(); ++i) {
         const bool is_alloc = in.names[i] == *allocate;
         if (!is_alloc && (!free_name || in.names[i] != *free_name)) continue;
         const trace_format::EventArgs* args =
-            store.FindArgs({t.id, trace_format::EventKind::kInstant, i});
+            args_of.Find(trace_format::EventKind::kInstant, i);
         Event e;
         e.alloc = is_alloc;
         e.index = i;

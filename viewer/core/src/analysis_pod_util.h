@@ -5,6 +5,7 @@
 #ifndef PODSCOPE_VIEWER_CORE_SRC_ANALYSIS_POD_UTIL_H_
 #define PODSCOPE_VIEWER_CORE_SRC_ANALYSIS_POD_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,6 +57,35 @@ bool ContainsNoCase(std::string_view hay, std::string_view needle);
 
 // Collective by name (AllReduce, Broadcast, ..., nccl kernels).
 bool IsCollectiveName(std::string_view name);
+
+// The args of a track's events visited in ascending (kind, index) order:
+// a walk over the sorted args instead of a search per event. A visit out
+// of order searches again.
+class ArgsCursor {
+ public:
+  explicit ArgsCursor(const std::vector<trace_format::EventArgs>& args)
+      : args_(&args) {}
+  const trace_format::EventArgs* Find(trace_format::EventKind kind,
+                                      uint32_t index) {
+    const auto key = std::make_pair(kind, index);
+    const std::vector<trace_format::EventArgs>& a = *args_;
+    auto at = [&](size_t p) { return std::make_pair(a[p].kind, a[p].index); };
+    if (pos_ > 0 && pos_ <= a.size() && !(at(pos_ - 1) < key)) {
+      pos_ = static_cast<size_t>(
+          std::lower_bound(a.begin(), a.end(), key,
+                           [](const trace_format::EventArgs& x, const auto& k) {
+                             return std::make_pair(x.kind, x.index) < k;
+                           }) -
+          a.begin());
+    }
+    while (pos_ < a.size() && at(pos_) < key) ++pos_;
+    return pos_ < a.size() && at(pos_) == key ? &a[pos_] : nullptr;
+  }
+
+ private:
+  const std::vector<trace_format::EventArgs>* args_;
+  size_t pos_ = 0;
+};
 
 // Caches a per-name decision.
 class NameFlags {

@@ -330,9 +330,16 @@ std::vector<RankStep> FindRankSteps(const TraceStore& store, ProcessId p,
                                     const Keys& keys) {
   const ProcessInfo& proc = store.processes()[p];
   NameFlags strict_names, loose_names;
+  std::optional<ArgsCursor> args_of;  // of the track being searched
+  TrackId args_track = 0;
   auto strict = [&](const EventRef& e, StringId name) {
     if (strict_names.Get(store, name, StrictStepName)) return true;
-    return keys.step_num && FindArg(store.FindArgs(e), keys.step_num);
+    if (!keys.step_num) return false;
+    if (!args_of || args_track != e.track) {
+      args_of.emplace(store.data(e.track).args);
+      args_track = e.track;
+    }
+    return FindArg(args_of->Find(e.kind, e.index), keys.step_num) != nullptr;
   };
   auto loose = [&](const EventRef&, StringId name) {
     return loose_names.Get(store, name, [](std::string_view n) {

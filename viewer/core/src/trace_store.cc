@@ -177,8 +177,22 @@ const trace_format::EventArgs* TraceStore::FindArgs(
     const EventRef& event) const {
   if (event.track >= data_.size()) return nullptr;
   const auto& args = data_[event.track]->args;
-  auto [lo, hi] = EventRange(args, event.kind, event.index);
-  return lo == hi ? nullptr : &*lo;
+  // Args are sorted by (kind, index) and slices come first: when every
+  // slice up to this one has args, the slice's args sit at its index.
+  if (event.kind == EventKind::kSlice && event.index < args.size()) {
+    const trace_format::EventArgs& guess = args[event.index];
+    if (guess.kind == EventKind::kSlice && guess.index == event.index) {
+      return &guess;
+    }
+  }
+  auto it = std::lower_bound(
+      args.begin(), args.end(), std::make_pair(event.kind, event.index),
+      [](const trace_format::EventArgs& a, const auto& key) {
+        return std::make_pair(a.kind, a.index) < key;
+      });
+  return it != args.end() && it->kind == event.kind && it->index == event.index
+             ? &*it
+             : nullptr;
 }
 
 int64_t TraceStore::StartOf(const EventRef& e) const {
