@@ -2,8 +2,10 @@
 // kind per host, against the host's measured peaks (pod_analysis.h).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "analysis_pod_util.h"
 
@@ -83,7 +85,10 @@ OpProfile AnalyzeOps(const TraceStore& store,
     peaks[p.host] = h;
   }
   const pod::Keys keys(store);
-  std::map<std::pair<HostId, std::string>, Acc> by_name, by_kind;
+  // Summed by string id first (one lookup of two integers per kernel),
+  // then by name.
+  constexpr StringId kNoKind = std::numeric_limits<StringId>::max();
+  absl::flat_hash_map<std::pair<HostId, StringId>, Acc> by_name_id, by_kind_id;
   if (keys.flops || keys.bytes_accessed) {
     for (const TrackInfo& info : store.tracks()) {
       if (!pod::IsDevice(info)) continue;
@@ -106,15 +111,28 @@ OpProfile AnalyzeOps(const TraceStore& store,
           a.bytes = AddSat(a.bytes, b);
           a.time = AddSat(a.time, t);
         };
-        add(by_name[{host,
-                     std::string(store.str(data.slices.name(args.index)))}]);
+        add(by_name_id[{host, data.slices.name(args.index)}]);
         const trace_format::Arg* op = pod::FindArg(&args, keys.op);
         const auto* kind =
             op ? std::get_if<trace_format::StringId>(&op->value) : nullptr;
-        add(by_kind[{host, kind ? std::string(store.str(kind->id))
-                                : std::string("(unknown)")}]);
+        add(by_kind_id[{host, kind ? kind->id : kNoKind}]);
       }
     }
+  }
+  std::map<std::pair<HostId, std::string>, Acc> by_name, by_kind;
+  auto merge = [&](const Acc& from, Acc& into) {
+    into.count += from.count;
+    into.flops = AddSat(into.flops, from.flops);
+    into.bytes = AddSat(into.bytes, from.bytes);
+    into.time = AddSat(into.time, from.time);
+  };
+  for (const auto& [key, a] : by_name_id) {
+    merge(a, by_name[{key.first, std::string(store.str(key.second))}]);
+  }
+  for (const auto& [key, a] : by_kind_id) {
+    merge(a, by_kind[{key.first, key.second == kNoKind
+                                     ? std::string("(unknown)")
+                                     : std::string(store.str(key.second))}]);
   }
   // A recorded peak below what a kernel name reached is understated: the
   // best achieved rate replaces it.
