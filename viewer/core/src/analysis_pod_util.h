@@ -87,18 +87,23 @@ class ArgsCursor {
   size_t pos_ = 0;
 };
 
-// Caches a per-name decision.
+// Caches a per-name decision: one byte per string of the store.
 class NameFlags {
  public:
   template <typename Fn>
   bool Get(const TraceStore& store, StringId name, Fn&& decide) {
-    auto [it, inserted] = flags_.try_emplace(name, false);
-    if (inserted) it->second = decide(store.str(name));
-    return it->second;
+    if (name >= flags_.size()) {
+      flags_.resize(std::max<size_t>(store.string_count(), name + size_t{1}),
+                    kUnknown);
+    }
+    uint8_t& f = flags_[name];
+    if (f == kUnknown) f = decide(store.str(name)) ? 1 : 0;
+    return f == 1;
   }
 
  private:
-  absl::flat_hash_map<StringId, bool> flags_;
+  static constexpr uint8_t kUnknown = 2;
+  std::vector<uint8_t> flags_;
 };
 
 // A collective: the name says so, or the slice has a `collective_id` or

@@ -56,15 +56,30 @@ class CategoryTimeline {
       int cat;
       int delta;
     };
+    // Each category's union is sorted and disjoint, so its edges are in
+    // time order already: the categories' edges are merged, not sorted.
     std::vector<Edge> edges;
+    std::vector<Interval> unions[kStepCategoryCount];
+    size_t total = 0;
     for (int c = 0; c < kStepCategoryCount; ++c) {
-      for (const Interval& i : pod::Union(std::move(intervals.of[c]))) {
-        edges.push_back({i.start, c, +1});
-        edges.push_back({i.end, c, -1});
-      }
+      unions[c] = pod::Union(std::move(intervals.of[c]));
+      total += unions[c].size();
     }
-    std::sort(edges.begin(), edges.end(),
-              [](const Edge& a, const Edge& b) { return a.t < b.t; });
+    edges.reserve(2 * total);
+    size_t next[kStepCategoryCount] = {};  // edge 2i: start of i, 2i+1: end
+    auto edge_at = [&](int c) {
+      const Interval& i = unions[c][next[c] / 2];
+      return next[c] % 2 == 0 ? i.start : i.end;
+    };
+    while (edges.size() < 2 * total) {
+      int best = -1;
+      for (int c = 0; c < kStepCategoryCount; ++c) {
+        if (next[c] >= 2 * unions[c].size()) continue;
+        if (best < 0 || edge_at(c) < edge_at(best)) best = c;
+      }
+      edges.push_back({edge_at(best), best, next[best] % 2 == 0 ? +1 : -1});
+      ++next[best];
+    }
     int count[kStepCategoryCount] = {};
     for (size_t k = 0; k < edges.size();) {
       const int64_t t = edges[k].t;
