@@ -455,18 +455,47 @@ RankIntervals CollectRankIntervals(const TraceStore& store, ProcessId p,
         transfer.push_back({AddSat(start, w), end});
       }
     } else if (IsThread(info)) {
+      // Depth by depth: a slice inside a loading slice adds nothing, and
+      // one inside a host slice only adds loading (which outranks host);
+      // so only the outermost intervals of each category are collected.
       const bool loader_track = IsLoaderName(info.name);
-      for (uint32_t i = 0; i < s.size(); ++i) {
-        const int64_t start = s.start(i), end = std::max(start, s.end(i));
-        if (loader_track || loader_names.Get(store, s.name(i), IsLoaderName)) {
-          loading.push_back({start, end});
-          continue;
+      std::vector<Interval> host_cover, load_cover, next_host, next_load;
+      auto inside = [](const std::vector<Interval>& cover, size_t& k,
+                       int64_t start, int64_t end) {
+        while (k < cover.size() && cover[k].end < start) ++k;
+        return k < cover.size() && cover[k].start <= start &&
+               end <= cover[k].end;
+      };
+      for (uint32_t d = 0; d < s.depth_count(); ++d) {
+        size_t hk = 0, lk = 0;
+        next_host.clear();
+        next_load.clear();
+        for (uint32_t i = s.depth_begin(d); i < s.depth_end(d); ++i) {
+          const int64_t start = s.start(i), end = std::max(start, s.end(i));
+          if (inside(load_cover, lk, start, end)) {
+            next_load.push_back({start, end});
+            continue;
+          }
+          const bool in_host = inside(host_cover, hk, start, end);
+          if (loader_track ||
+              loader_names.Get(store, s.name(i), IsLoaderName)) {
+            loading.push_back({start, end});
+            next_load.push_back({start, end});
+            continue;
+          }
+          if (in_host) {
+            next_host.push_back({start, end});
+            continue;
+          }
+          const EventRef e{t, trace_format::EventKind::kSlice, i};
+          if (IsStepEvent(steps, e, start) || EnclosesStep(steps, start, end)) {
+            continue;
+          }
+          host.push_back({start, end});
+          next_host.push_back({start, end});
         }
-        const EventRef e{t, trace_format::EventKind::kSlice, i};
-        if (IsStepEvent(steps, e, start) || EnclosesStep(steps, start, end)) {
-          continue;
-        }
-        host.push_back({start, end});
+        host_cover.swap(next_host);
+        load_cover.swap(next_load);
       }
     }
   }
