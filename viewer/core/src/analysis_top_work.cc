@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "analysis_pod_util.h"
@@ -24,6 +25,9 @@ TopWork AnalyzeTopWork(const TraceStore& store, const StepBreakdown& steps,
   TopWork out;
   // (host, device id or -1, name) -> time.
   absl::flat_hash_map<std::tuple<HostId, int32_t, StringId>, Acc> acc;
+  // One track's sums by name id, added to `acc` once per name and track.
+  std::vector<Acc> by_name(store.string_count());
+  std::vector<StringId> touched;
   for (const TrackInfo& info : store.tracks()) {
     const bool device = pod::IsDevice(info);
     if (!device && !pod::IsThread(info)) continue;
@@ -33,12 +37,24 @@ TopWork AnalyzeTopWork(const TraceStore& store, const StepBreakdown& steps,
     for (uint32_t d = 0; d < s.depth_count(); ++d) {
       s.ForEachSelfTime(
           s.depth_begin(d), s.depth_end(d), [&](uint32_t i, int64_t self) {
-            Acc& a = acc[{host, dev, s.name(i)}];
+            const StringId name = s.name(i);
+            if (name >= by_name.size()) by_name.resize(name + size_t{1});
+            Acc& a = by_name[name];
+            if (a.count == 0) touched.push_back(name);
             ++a.count;
             a.total = pod::AddSat(a.total, pod::NonNegative(s.duration(i)));
             a.self = pod::AddSat(a.self, pod::NonNegative(self));
           });
     }
+    for (StringId name : touched) {
+      Acc& from = by_name[name];
+      Acc& into = acc[{host, dev, name}];
+      into.count += from.count;
+      into.total = pod::AddSat(into.total, from.total);
+      into.self = pod::AddSat(into.self, from.self);
+      from = Acc();
+    }
+    touched.clear();
   }
   // Step time per host: the ranks' summed steps.
   absl::flat_hash_map<HostId, int64_t> step_ns;
