@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "podscope/trace_format/writer.h"
@@ -257,6 +258,27 @@ TEST_F(SummarizeCapture, ChunkDamageFoundWhileReadingMakesAFileRecovered) {
   EXPECT_EQ(summary->top_names[0].total_ns, 30'000);
 }
 
+// A trace file with a "main" thread track and a "device 0 stream".
+struct RankFile {
+  explicit RankFile(const std::filesystem::path& file) {
+    auto created = trace_format::TraceWriter::Create(file.string());
+    EXPECT_TRUE(created.ok()) << created.status();
+    if (!created.ok()) return;
+    writer = std::move(*created);
+    trace_format::proto::Track thread;
+    thread.set_kind(trace_format::proto::TRACK_KIND_THREAD);
+    thread.set_name("main");
+    main = writer->AddTrack(thread);
+    trace_format::proto::Track stream;
+    stream.set_kind(trace_format::proto::TRACK_KIND_DEVICE_STREAM);
+    stream.set_name("device 0 stream");
+    device = writer->AddTrack(stream);
+  }
+  std::unique_ptr<trace_format::TraceWriter> writer;
+  uint32_t main = 0;
+  uint32_t device = 0;
+};
+
 // Two ranks of a job: each runs train_step scopes (with a nested
 // train_step_data_prep, which is not a step of its own) and all-reduces on
 // its device stream with the wait the runtime records. Rank 1 is slower
@@ -264,23 +286,16 @@ TEST_F(SummarizeCapture, ChunkDamageFoundWhileReadingMakesAFileRecovered) {
 void WriteRank(const std::filesystem::path& file, int rank,
                const std::vector<int64_t>& steps,
                const std::vector<int64_t>& waits) {
-  auto created = trace_format::TraceWriter::Create(file.string());
-  ASSERT_TRUE(created.ok()) << created.status();
-  trace_format::TraceWriter& w = **created;
+  RankFile f(file);
+  ASSERT_NE(f.writer, nullptr);
+  trace_format::TraceWriter& w = *f.writer;
   trace_format::proto::Metadata m;
   m.set_host(rank == 0 ? "node-a" : "node-b");
   m.set_pid(1000 + rank);
   m.set_process_index(rank);
   m.set_process_count(2);
   w.SetMetadata(m);
-  trace_format::proto::Track thread;
-  thread.set_kind(trace_format::proto::TRACK_KIND_THREAD);
-  thread.set_name("main");
-  const uint32_t main = w.AddTrack(thread);
-  trace_format::proto::Track stream;
-  stream.set_kind(trace_format::proto::TRACK_KIND_DEVICE_STREAM);
-  stream.set_name("device 0 stream");
-  const uint32_t device = w.AddTrack(stream);
+  const uint32_t main = f.main, device = f.device;
   const uint32_t step = w.InternString("train_step");
   const uint32_t prep = w.InternString("train_step_data_prep");
   const uint32_t lazy = w.InternString("device 0 lazy step");
@@ -335,17 +350,10 @@ TEST(SummarizeRanks, AsynchronousStepsLastUntilTheirDeviceWorkEnds) {
   const std::filesystem::path dir = testing::MakeTempDir("summary_async");
   const std::filesystem::path file = dir / "node-a.1000.podtrace";
   {
-    auto created = trace_format::TraceWriter::Create(file.string());
-    ASSERT_TRUE(created.ok()) << created.status();
-    trace_format::TraceWriter& w = **created;
-    trace_format::proto::Track thread;
-    thread.set_kind(trace_format::proto::TRACK_KIND_THREAD);
-    thread.set_name("main");
-    const uint32_t main = w.AddTrack(thread);
-    trace_format::proto::Track stream;
-    stream.set_kind(trace_format::proto::TRACK_KIND_DEVICE_STREAM);
-    stream.set_name("device 0 stream");
-    const uint32_t device = w.AddTrack(stream);
+    RankFile f(file);
+    ASSERT_NE(f.writer, nullptr);
+    trace_format::TraceWriter& w = *f.writer;
+    const uint32_t main = f.main, device = f.device;
     const uint32_t step = w.InternString("train_step");
     const uint32_t execute = w.InternString("Execute");
     const uint32_t conv = w.InternString("conv2d");
