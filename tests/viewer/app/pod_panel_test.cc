@@ -9,6 +9,7 @@
 
 #include <QLabel>
 #include <QListWidget>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QtTest>
 #include <filesystem>
@@ -35,6 +36,8 @@ bool WriteRank(const std::string& path, int rank) {
   m.set_pid(100 + rank);
   m.set_process_index(rank);
   m.set_process_count(kRanks);
+  (*m.mutable_attributes())["machine.peak_gflops"] = "100";
+  (*m.mutable_attributes())["machine.peak_gbps"] = "10";
   writer->SetMetadata(m);
   tf::proto::Track main;
   main.set_kind(tf::proto::TRACK_KIND_THREAD);
@@ -48,6 +51,22 @@ bool WriteRank(const std::string& path, int rank) {
   stream.set_stream_id(1);
   stream.set_sort_index(1);
   const uint32_t device = writer->AddTrack(stream);
+  tf::proto::Track allocations;
+  allocations.set_kind(tf::proto::TRACK_KIND_DEVICE_STREAM);
+  allocations.set_name("device 0 allocations");
+  allocations.set_device_id(0);
+  allocations.set_stream_id(2);
+  allocations.set_sort_index(2);
+  const uint32_t memory = writer->AddTrack(allocations);
+  const uint32_t dot = writer->InternString("dense/dot");
+  const uint32_t flops = writer->InternString("flops");
+  const uint32_t bytes_accessed = writer->InternString("bytes_accessed");
+  const uint32_t op = writer->InternString("op");
+  const uint32_t dot_op = writer->InternString("dot");
+  const uint32_t allocate = writer->InternString("Allocate");
+  const uint32_t free = writer->InternString("Free");
+  const uint32_t buffer_id = writer->InternString("buffer_id");
+  const uint32_t bytes = writer->InternString("bytes");
   const uint32_t step = writer->InternString("train_step");
   const uint32_t fwd = writer->InternString("forward");
   const uint32_t ar = writer->InternString("all_reduce");
@@ -61,6 +80,17 @@ bool WriteRank(const std::string& path, int rank) {
       writer->AddSlice(track, t + 100, 500'000, compile);
     }
     writer->AddSlice(track, t + 1'000, compute - 2'000, fwd);
+    // A kernel at 10 GFLOP/s (1e8 flops in 10 ms), 10 % of the peak.
+    const tf::Arg kernel[] = {{flops, int64_t{100'000'000}},
+                              {bytes_accessed, int64_t{1'000'000}},
+                              {op, tf::StringId{dot_op}}};
+    writer->AddSlice(device, t + 2'000, 10'000'000 - 4'000, dot, kernel);
+    // Step s allocates (s + 1) KB and frees it before the next step: the
+    // peak is step 3's 4000 bytes.
+    const tf::Arg alloc[] = {{buffer_id, int64_t{s}},
+                             {bytes, int64_t{1000 * (s + 1)}}};
+    writer->AddInstant(memory, t + 500, allocate, alloc);
+    writer->AddInstant(memory, t + 15'000'000, free, alloc);
     const uint32_t id = writer->InternString("grads#" + std::to_string(s));
     const tf::Arg arg{key, tf::StringId{id}};
     writer->AddSlice(device, t + compute, 14'000'000 - compute, ar, {&arg, 1});
@@ -181,6 +211,59 @@ class PodPanelTest : public QObject {
     // A slice that is no collective clears them.
     t->Select(step);
     QVERIFY(t->highlighted().empty());
+
+    // The other analyses, one tab each.
+    QCOMPARE(pod->tabs()->count(), 5);
+    QCOMPARE(pod->tabs()->tabText(1), QStringLiteral("Time"));
+    auto column = [](QTableWidget* v, const QString& name) {
+      for (int c = 0; c < v->columnCount(); ++c) {
+        if (v->horizontalHeaderItem(c)->text() == name) return c;
+      }
+      return -1;
+    };
+    auto find_row = [](QTableWidget* v, int c, const QString& text) {
+      for (int r = 0; r < v->rowCount(); ++r) {
+        if (v->item(r, c) && v->item(r, c)->text() == text) return r;
+      }
+      return -1;
+    };
+    // Where step time went: a row per rank, with the compute share.
+    QTableWidget* time = pod->view_table(0);
+    QCOMPARE(time->rowCount(), kRanks);
+    QVERIFY(column(time, "compute") > 0);
+    QCOMPARE(time->item(2, 0)->text(), QStringLiteral("rank 2"));
+    // Top work: "forward" on the host; a click shows its longest slice,
+    // rank 2's (its forward is 30 % longer).
+    QTableWidget* top = pod->view_table(1);
+    const int forward = find_row(top, column(top, "name"), "forward");
+    QVERIFY(forward >= 0);
+    QCOMPARE(top->item(forward, 0)->text(), QStringLiteral("node host"));
+    pod->ActivateViewRow(1, forward);
+    {
+      QVERIFY(t->selected().has_value());
+      const EventRef e = *t->selected();
+      QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("forward"));
+      QCOMPARE(s.processes()[s.tracks()[e.track].process].process_index, 2);
+      QCOMPARE(s.DurationOf(e), int64_t{13'000'000 - 2'000});
+    }
+    // The op profile: dot at 10 GFLOP/s, 10 % of the 100 GFLOP/s peak.
+    QTableWidget* ops = pod->view_table(2);
+    const int dot_row = find_row(ops, column(ops, "op"), "dot");
+    QVERIFY(dot_row >= 0);
+    QCOMPARE(ops->item(dot_row, column(ops, "GFLOP/s"))->text(),
+             QStringLiteral("10.00"));
+    QCOMPARE(ops->item(dot_row, column(ops, "of bound"))->text(),
+             QStringLiteral("10.0%"));
+    // Memory: each rank's device 0 peaks at step 3's 4000 bytes; a click
+    // shows the moment of the peak.
+    QTableWidget* mem = pod->view_table(3);
+    const int peak = find_row(mem, column(mem, "peak"), "3.9 KiB");
+    QVERIFY2(peak >= 0, qPrintable(mem->item(0, 1)->text()));
+    const int64_t peak_at = s.first_ns() + 3 * 20'000'000 + 500;
+    pod->ActivateViewRow(3, peak);
+    QVERIFY(t->axis().t0() <= peak_at);
+    QVERIFY(t->axis().t1() >= peak_at);
+    QVERIFY(t->axis().span() < whole / 10);
   }
 };
 

@@ -148,6 +148,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(pod_, &PodPanel::eventRequested, timeline_,
           &TimelineWidget::ZoomToEvent);
+  connect(pod_, &PodPanel::timesRequested, timeline_,
+          &TimelineWidget::ZoomToTimes);
   connect(pod_, &PodPanel::peersChanged, timeline_,
           &TimelineWidget::SetHighlighted);
   connect(timeline_, &TimelineWidget::rangeChanged, this,

@@ -25,6 +25,7 @@ PodModel BuildPodModel(const TraceStore& store) {
   const StepBreakdown steps = AnalyzeSteps(store);
   const StragglerReport stragglers = AnalyzeStragglers(store, steps);
   const CompileReport compiles = AnalyzeCompiles(store, steps);
+  m.views = BuildPodViews(store, steps);
   auto label = [&](int rank) {
     return rank >= 0 && static_cast<size_t>(rank) < steps.ranks.size()
                ? absl::StrCat("rank ", steps.ranks[rank].rank)

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "pod_views.h"
 #include "podscope/viewer/trace_store.h"
 
 namespace podscope::viewer::app {
@@ -48,6 +49,8 @@ struct PodModel {
     std::string text;  // "rank 0 · step 3 · 12.3 ms · missed (late) …"
   };
   std::vector<Compile> compiles;  // by start
+  // The other analyses as tables (pod_views.h).
+  std::vector<PodView> views;
 };
 
 PodModel BuildPodModel(const TraceStore& store);

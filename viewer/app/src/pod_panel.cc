@@ -6,6 +6,7 @@
 #include <QListWidget>
 #include <QMetaObject>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -61,7 +62,33 @@ PodPanel::PodPanel(QWidget* parent) : QWidget(parent) {
   peers_list_->setObjectName("pod.peers");
   side_layout->addWidget(peers_list_);
   split->addWidget(side);
-  layout->addWidget(split, 1);
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName("pod.tabs");
+  tabs_->addTab(split, tr("Steps"));
+  // One tab per analysis view; their titles and columns come with the
+  // model.
+  for (const char* title : {"Time", "Top work", "Op profile", "Memory"}) {
+    auto* page = new QWidget;
+    auto* page_layout = new QVBoxLayout(page);
+    page_layout->setContentsMargins(0, 0, 0, 0);
+    auto* note = new QLabel;
+    note->setWordWrap(true);
+    page_layout->addWidget(note);
+    auto* table = new QTableWidget(0, 0);
+    table->setObjectName(QString("pod.view.%1").arg(view_tables_.size()));
+    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table->setSelectionMode(QAbstractItemView::SingleSelection);
+    table->verticalHeader()->setVisible(false);
+    const size_t index = view_tables_.size();
+    connect(table, &QTableWidget::cellClicked, this,
+            [this, index](int row, int) { ActivateViewRow(index, row); });
+    page_layout->addWidget(table, 1);
+    tabs_->addTab(page, tr(title));
+    view_tables_.push_back(table);
+    view_notes_.push_back(note);
+  }
+  layout->addWidget(tabs_, 1);
   connect(compiles_, &QListWidget::itemActivated, this,
           [this](QListWidgetItem* item) {
             const int i = compiles_->row(item);
@@ -145,6 +172,31 @@ void PodPanel::Show(PodModel model) {
   } else {
     verdict_->setText(QString::fromStdString(model_.verdict).toHtmlEscaped());
   }
+  for (size_t i = 0; i < view_tables_.size(); ++i) {
+    QTableWidget* table = view_tables_[i];
+    table->clear();
+    table->setRowCount(0);
+    table->setColumnCount(0);
+    view_notes_[i]->clear();
+    if (i >= model_.views.size()) continue;
+    const PodView& v = model_.views[i];
+    tabs_->setTabText(static_cast<int>(i) + 1, QString::fromStdString(v.title));
+    view_notes_[i]->setText(QString::fromStdString(v.note));
+    QStringList columns;
+    for (const std::string& c : v.columns) columns << QString::fromStdString(c);
+    table->setColumnCount(columns.size());
+    table->setHorizontalHeaderLabels(columns);
+    table->setRowCount(static_cast<int>(v.rows.size()));
+    for (size_t r = 0; r < v.rows.size(); ++r) {
+      const PodView::Row& row = v.rows[r];
+      for (size_t c = 0; c < row.cells.size() && c < v.columns.size(); ++c) {
+        auto* item = new QTableWidgetItem(QString::fromStdString(row.cells[c]));
+        if (c > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        table->setItem(static_cast<int>(r), static_cast<int>(c), item);
+      }
+    }
+    table->resizeColumnsToContents();
+  }
   compiles_->clear();
   for (const PodModel::Compile& c : model_.compiles) {
     compiles_->addItem(QString::fromStdString(c.text));
@@ -171,6 +223,19 @@ void PodPanel::ActivateCell(int row, int column) {
     return;
   }
   emit eventRequested(r.steps[row].event);
+}
+
+void PodPanel::ActivateViewRow(size_t view, int row) {
+  if (view >= model_.views.size() || row < 0 ||
+      static_cast<size_t>(row) >= model_.views[view].rows.size()) {
+    return;
+  }
+  const PodView::Row& r = model_.views[view].rows[row];
+  if (r.event) {
+    emit eventRequested(*r.event);
+  } else if (r.t1 > r.t0) {
+    emit timesRequested(r.t0, r.t1);
+  }
 }
 
 void PodPanel::ShowSelection(std::optional<EventRef> event) {

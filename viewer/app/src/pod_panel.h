@@ -3,8 +3,11 @@
 // click a cell to show that rank's step on the timeline), the straggler
 // verdict with a link to the step that shows it, the compilations with
 // links, and, when a collective is selected on the timeline, its peers on
-// every rank (the slices with the same `collective_id`). Computed in the
-// background from pod_model.h.
+// every rank (the slices with the same `collective_id`). Beside the step
+// table, tabs hold the other analyses (pod_views.h): where step time went,
+// top work, the op profile against the roofline and device memory; a click
+// on a row shows its place on the timeline. Computed in the background
+// from pod_model.h.
 #ifndef PODSCOPE_VIEWER_APP_POD_PANEL_H_
 #define PODSCOPE_VIEWER_APP_POD_PANEL_H_
 
@@ -19,6 +22,7 @@
 class QLabel;
 class QListWidget;
 class QTableWidget;
+class QTabWidget;
 
 namespace podscope::viewer::app {
 
@@ -42,12 +46,22 @@ class PodPanel : public QWidget {
   const std::vector<EventRef>& peers() const { return peers_; }
   // Activates cell (step row, rank column), as a click does.
   void ActivateCell(int row, int column);
+  // The analysis tabs: the step table's tab first, then one per view.
+  QTabWidget* tabs() const { return tabs_; }
+  // The table of view `i` (model().views[i]); nullptr when out of range.
+  QTableWidget* view_table(size_t i) const {
+    return i < view_tables_.size() ? view_tables_[i] : nullptr;
+  }
+  // Activates row `row` of view `view`, as a click does.
+  void ActivateViewRow(size_t view, int row);
 
  signals:
   // Show this event: select it and zoom the timeline to it.
   void eventRequested(podscope::viewer::EventRef event);
   // The peers of the selected collective changed (empty: none).
   void peersChanged(const std::vector<podscope::viewer::EventRef>& peers);
+  // Show this time range on the timeline.
+  void timesRequested(int64_t t0, int64_t t1);
 
  private:
   void Show(PodModel model);
@@ -60,6 +74,9 @@ class PodPanel : public QWidget {
   QLabel* verdict_;
   QListWidget* compiles_;
   QListWidget* peers_list_;
+  QTabWidget* tabs_;
+  std::vector<QTableWidget*> view_tables_;
+  std::vector<QLabel*> view_notes_;
   uint64_t generation_ = 0;
   uint64_t done_generation_ = 0;
   LatestJobRunner runner_;

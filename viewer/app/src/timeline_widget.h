@@ -71,6 +71,8 @@ class TimelineWidget : public QWidget {
   // Selects an event and zooms the window to it (with a tenth of its
   // length around it).
   void ZoomToEvent(const EventRef& event);
+  // Zooms the window to [t0, t1] with a tenth of its length around it.
+  void ZoomToTimes(int64_t t0, int64_t t1);
   // Events outlined on top of the timeline (a selected collective's peers
   // on every rank); empty clears.
   void SetHighlighted(std::vector<EventRef> events);
@@ -106,7 +108,6 @@ class TimelineWidget : public QWidget {
   QRect PaintArea() const;
   void UpdateScrollBar();
   void ViewChanged();
-  void ZoomToTimes(int64_t t0, int64_t t1);
   double KeyAnchorX() const;
 
   std::shared_ptr<const TraceStore> store_;
