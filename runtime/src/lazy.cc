@@ -3,9 +3,12 @@
 
 #include "podscope/runtime/lazy.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "instrumentation.h"
 #include "lazy_internal.h"
+#include "lazy_spmd.h"
 #include "metrics_internal.h"
 
 namespace podscope::runtime {
@@ -31,7 +34,7 @@ absl::Status Tensor::status() const {
 }
 
 bool Tensor::is_pending() const {
-  return impl_ != nullptr && impl_->status.ok() && impl_->buffer == nullptr;
+  return impl_ != nullptr && impl_->status.ok() && !impl_->materialized();
 }
 
 LazyContext* Tensor::context() const {
@@ -41,11 +44,14 @@ LazyContext* Tensor::context() const {
 absl::StatusOr<Literal> Tensor::ToLiteral() const {
   absl::Status status = this->status();
   if (!status.ok()) return status;
-  if (impl_->buffer == nullptr) {
+  if (!impl_->materialized()) {
     // Reading a value ends the step, as .item() does in PyTorch/XLA.
     status = impl_->context->Sync();
     if (!status.ok()) return status;
     if (!impl_->status.ok()) return impl_->status;
+  }
+  if (impl_->sharded != nullptr) {
+    return impl_->context->spmd_->executor->Gather(*impl_->sharded);
   }
   return impl_->buffer->ToLiteral().Await();
 }
@@ -85,6 +91,16 @@ Tensor LazyContext::ErrorTensor(absl::Status status) {
 }
 
 Tensor LazyContext::FromLiteral(const Literal& literal) {
+  if (spmd_ != nullptr) {
+    absl::StatusOr<std::shared_ptr<ShardedValue>> sharded =
+        internal::SpmdFromLiteral(*spmd_, literal);
+    if (!sharded.ok()) return ErrorTensor(sharded.status());
+    auto impl = std::make_shared<TensorImpl>();
+    impl->context = shared_from_this();
+    impl->shape = literal.shape();
+    impl->sharded = *std::move(sharded);
+    return Tensor(std::move(impl));
+  }
   absl::StatusOr<BufferPtr> buffer =
       client_->BufferFromLiteral(literal, device_);
   if (!buffer.ok()) return ErrorTensor(buffer.status());
@@ -92,6 +108,11 @@ Tensor LazyContext::FromLiteral(const Literal& literal) {
 }
 
 Tensor LazyContext::FromBuffer(BufferPtr buffer) {
+  if (spmd_ != nullptr) {
+    return ErrorTensor(absl::InvalidArgumentError(
+        "FromBuffer: an SPMD context holds values sharded over its mesh; "
+        "use FromLiteral"));
+  }
   if (buffer == nullptr || buffer->device() != device_) {
     return ErrorTensor(absl::InvalidArgumentError(absl::StrCat(
         "FromBuffer: the buffer lives on ",
@@ -106,6 +127,11 @@ Tensor LazyContext::FromBuffer(BufferPtr buffer) {
 }
 
 Tensor LazyContext::StepSeed() {
+  if (spmd_ != nullptr) {
+    const uint64_t hash =
+        StableHash64(absl::StrCat("step seed ", seed_, " ", step_count_));
+    return FromLiteral(Literal::ScalarI32(static_cast<int32_t>(hash >> 32)));
+  }
   if (step_seed_ == nullptr) {
     const uint64_t hash =
         StableHash64(absl::StrCat("step seed ", seed_, " ", step_count_));
@@ -149,11 +175,22 @@ absl::StatusOr<Value> LazyContext::Lower(const Tensor& tensor) {
         ", not on ", device_->ToString()));
   }
   if (!impl.status.ok()) return impl.status;
-  if (impl.buffer == nullptr) {
+  if (!impl.materialized()) {
     if (impl.generation != generation_) {
       return absl::InternalError("lazy op: operand from an abandoned step");
     }
     return impl.value;
+  }
+  if (impl.sharded != nullptr && spmd_ != nullptr) {
+    for (const auto& [value, parameter] : spmd_->parameter_of_value) {
+      if (value == impl.sharded.get()) return parameter;
+    }
+    Value parameter = builder_->Parameter(impl.shape);
+    spmd_->parameters.push_back(impl.sharded);
+    spmd_->parameter_shardings.push_back(
+        impl.sharding != nullptr ? *impl.sharding : impl.sharded->sharding);
+    spmd_->parameter_of_value.emplace_back(impl.sharded.get(), parameter);
+    return parameter;
   }
   for (const auto& [buffer, value] : parameter_of_buffer_) {
     if (buffer == impl.buffer.get()) return value;
@@ -168,7 +205,7 @@ absl::Status LazyContext::Sync() {
   std::vector<std::shared_ptr<TensorImpl>> live;
   for (const auto& weak : pending_) {
     std::shared_ptr<TensorImpl> impl = weak.lock();
-    if (impl != nullptr && impl->status.ok() && impl->buffer == nullptr &&
+    if (impl != nullptr && impl->status.ok() && !impl->materialized() &&
         impl->generation == generation_) {
       live.push_back(std::move(impl));
     }
@@ -180,7 +217,33 @@ absl::Status LazyContext::Sync() {
     for (const auto& impl : live) outputs.push_back(impl->value);
     absl::StatusOr<std::vector<BufferPtr>> results;
     absl::StatusOr<Graph> graph = builder_->Build(outputs);
-    if (graph.ok()) {
+    if (spmd_ != nullptr) {
+      absl::Status step_status = graph.status();
+      std::vector<std::shared_ptr<ShardedValue>> sharded;
+      if (graph.ok()) {
+        fingerprint = graph->fingerprint();
+        internal::ScopedLazyStep compiling_step(step_count_);
+        // The outputs' MarkSharding annotations.
+        std::map<int, Sharding> annotations;
+        for (size_t i = 0; i < live.size(); ++i) {
+          if (live[i]->sharding != nullptr) {
+            annotations.emplace(graph->outputs()[i], *live[i]->sharding);
+          }
+        }
+        auto ran = internal::SpmdRunStep(*spmd_, *graph, annotations);
+        step_status = ran.status();
+        if (ran.ok()) sharded = *std::move(ran);
+      }
+      status = step_status;
+      for (size_t i = 0; i < live.size(); ++i) {
+        if (status.ok()) {
+          live[i]->sharded = sharded[i];
+        } else {
+          live[i]->status = status;
+        }
+        live[i]->generation = -1;
+      }
+    } else if (graph.ok()) {
       fingerprint = graph->fingerprint();
       internal::ScopedLazyStep compiling_step(step_count_);
       absl::StatusOr<std::shared_ptr<Executable>> executable =
@@ -191,14 +254,16 @@ absl::Status LazyContext::Sync() {
     } else {
       results = graph.status();
     }
-    status = results.status();
-    for (size_t i = 0; i < live.size(); ++i) {
-      if (results.ok()) {
-        live[i]->buffer = (*results)[i];
-      } else {
-        live[i]->status = status;
+    if (spmd_ == nullptr) {
+      status = results.status();
+      for (size_t i = 0; i < live.size(); ++i) {
+        if (results.ok()) {
+          live[i]->buffer = (*results)[i];
+        } else {
+          live[i]->status = status;
+        }
+        live[i]->generation = -1;
       }
-      live[i]->generation = -1;
     }
   }
   ++step_count_;
@@ -213,6 +278,11 @@ absl::Status LazyContext::Sync() {
   pending_.clear();
   parameter_buffers_.clear();
   parameter_of_buffer_.clear();
+  if (spmd_ != nullptr) {
+    spmd_->parameters.clear();
+    spmd_->parameter_shardings.clear();
+    spmd_->parameter_of_value.clear();
+  }
   step_seed_ = nullptr;
   return status;
 }

@@ -11,6 +11,7 @@
 
 namespace podscope::runtime {
 struct Sharding;
+struct ShardedValue;
 }  // namespace podscope::runtime
 
 namespace podscope::runtime::internal {
@@ -19,8 +20,11 @@ struct TensorImpl {
   std::shared_ptr<LazyContext> context;
   Shape shape;
   absl::Status status;
-  // Set once a step has computed the value (or it was transferred).
+  // Set once a step has computed the value (or it was transferred); an
+  // SPMD context's tensors hold `sharded` instead.
   BufferPtr buffer;
+  std::shared_ptr<ShardedValue> sharded;
+  bool materialized() const { return buffer != nullptr || sharded != nullptr; }
   // While pending: the node in the context's step graph of `generation`.
   int64_t generation = -1;
   Value value;

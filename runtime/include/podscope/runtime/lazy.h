@@ -19,8 +19,12 @@
 
 namespace podscope::runtime {
 
+class Communicator;
 class LazyContext;
+class Mesh;
+class SpmdProgram;
 namespace internal {
+struct SpmdLazyState;
 struct TensorImpl;
 }  // namespace internal
 
@@ -71,10 +75,30 @@ class LazyContext : public std::enable_shared_from_this<LazyContext> {
  public:
   static absl::StatusOr<std::shared_ptr<LazyContext>> Create(Client* client,
                                                              Device* device);
+  // SPMD (spmd.h, after UseSpmd()): one context for every device of
+  // `mesh`, as the seed's SPMD mode presents the whole mesh as one device.
+  // Tensors hold global values, sharded on the mesh's devices; MarkSharding
+  // on a tensor places it (a value read into a step is resharded to its
+  // annotation; a step's output is computed with it). Sync partitions the
+  // step's graph with those shardings (once per graph and shardings:
+  // later steps reuse the program) and runs it on every device of the mesh,
+  // across processes through `communicator` (one rank per process; null
+  // when every mesh device is local). Reading a value gathers it.
+  // ToDevice, FromBuffer and AllReduceMean are for per-device contexts.
+  static absl::StatusOr<std::shared_ptr<LazyContext>> CreateSpmd(
+      Client* client, std::shared_ptr<const Mesh> mesh,
+      Communicator* communicator = nullptr);
   ~LazyContext();
 
   Client* client() const { return client_; }
+  // The device (SPMD: the first of the mesh's devices this process holds).
   Device* device() const { return device_; }
+  // SPMD: the mesh, else null; how many programs Sync has partitioned.
+  const Mesh* mesh() const;
+  int64_t spmd_partitions() const;
+  // SPMD: the program the last Sync ran (its shardings, inserted
+  // collectives and per-device programs), else null.
+  std::shared_ptr<const SpmdProgram> last_spmd_program() const;
 
   // Starts an asynchronous transfer; the tensor is usable at once.
   Tensor FromLiteral(const Literal& literal);
@@ -118,6 +142,7 @@ class LazyContext : public std::enable_shared_from_this<LazyContext> {
   Tensor Wrap(Value value);
 
  private:
+  friend class Tensor;  // reads SPMD values
   LazyContext(Client* client, Device* device);
 
   Client* client_;
@@ -129,6 +154,7 @@ class LazyContext : public std::enable_shared_from_this<LazyContext> {
   std::vector<std::pair<const Buffer*, Value>> parameter_of_buffer_;
   uint64_t seed_ = 0;
   BufferPtr step_seed_;  // this step's StepSeed(), once used
+  std::unique_ptr<internal::SpmdLazyState> spmd_;  // null: one device
   int64_t step_count_ = 0;
   uint64_t last_fingerprint_ = 0;
 };
