@@ -3,8 +3,6 @@
 
 #include "podscope/runtime/lazy.h"
 
-#include <map>
-
 #include "absl/strings/str_cat.h"
 #include "instrumentation.h"
 #include "lazy_internal.h"
@@ -218,31 +216,8 @@ absl::Status LazyContext::Sync() {
     absl::StatusOr<std::vector<BufferPtr>> results;
     absl::StatusOr<Graph> graph = builder_->Build(outputs);
     if (spmd_ != nullptr) {
-      absl::Status step_status = graph.status();
-      std::vector<std::shared_ptr<ShardedValue>> sharded;
-      if (graph.ok()) {
-        fingerprint = graph->fingerprint();
-        internal::ScopedLazyStep compiling_step(step_count_);
-        // The outputs' MarkSharding annotations.
-        std::map<int, Sharding> annotations;
-        for (size_t i = 0; i < live.size(); ++i) {
-          if (live[i]->sharding != nullptr) {
-            annotations.emplace(graph->outputs()[i], *live[i]->sharding);
-          }
-        }
-        auto ran = internal::SpmdRunStep(*spmd_, *graph, annotations);
-        step_status = ran.status();
-        if (ran.ok()) sharded = *std::move(ran);
-      }
-      status = step_status;
-      for (size_t i = 0; i < live.size(); ++i) {
-        if (status.ok()) {
-          live[i]->sharded = sharded[i];
-        } else {
-          live[i]->status = status;
-        }
-        live[i]->generation = -1;
-      }
+      status = internal::SpmdSyncStep(*spmd_, graph, live, step_count_,
+                                      &fingerprint);
     } else if (graph.ok()) {
       fingerprint = graph->fingerprint();
       internal::ScopedLazyStep compiling_step(step_count_);

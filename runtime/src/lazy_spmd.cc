@@ -56,6 +56,37 @@ absl::StatusOr<std::vector<std::shared_ptr<ShardedValue>>> SpmdRunStep(
   return out;
 }
 
+absl::Status SpmdSyncStep(SpmdLazyState& state,
+                          const absl::StatusOr<Graph>& graph,
+                          const std::vector<std::shared_ptr<TensorImpl>>& live,
+                          int64_t step, uint64_t* fingerprint) {
+  absl::Status status = graph.status();
+  std::vector<std::shared_ptr<ShardedValue>> sharded;
+  if (graph.ok()) {
+    *fingerprint = graph->fingerprint();
+    ScopedLazyStep compiling_step(step);
+    // The outputs' MarkSharding annotations.
+    std::map<int, Sharding> annotations;
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (live[i]->sharding != nullptr) {
+        annotations.emplace(graph->outputs()[i], *live[i]->sharding);
+      }
+    }
+    auto ran = SpmdRunStep(state, *graph, annotations);
+    status = ran.status();
+    if (ran.ok()) sharded = *std::move(ran);
+  }
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (status.ok()) {
+      live[i]->sharded = sharded[i];
+    } else {
+      live[i]->status = status;
+    }
+    live[i]->generation = -1;
+  }
+  return status;
+}
+
 }  // namespace internal
 
 absl::StatusOr<std::shared_ptr<LazyContext>> LazyContext::CreateSpmd(

@@ -46,6 +46,16 @@ absl::StatusOr<std::vector<std::shared_ptr<ShardedValue>>> SpmdRunStep(
     SpmdLazyState& state, const Graph& graph,
     const std::map<int, Sharding>& annotations);
 
+struct TensorImpl;
+
+// LazyContext::Sync for an SPMD context: runs `graph` (the step, whose
+// outputs are `live`'s values; or its recording error), gives each live
+// tensor its sharded value or the step's error, and sets *fingerprint.
+absl::Status SpmdSyncStep(SpmdLazyState& state,
+                          const absl::StatusOr<Graph>& graph,
+                          const std::vector<std::shared_ptr<TensorImpl>>& live,
+                          int64_t step, uint64_t* fingerprint);
+
 }  // namespace podscope::runtime::internal
 
 #endif  // PODSCOPE_RUNTIME_SRC_LAZY_SPMD_H_

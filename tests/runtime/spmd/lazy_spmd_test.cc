@@ -69,12 +69,17 @@ StepResult Train(Client* client, std::shared_ptr<const Mesh> mesh) {
   return out;
 }
 
+// Four devices as a 2 x 2 mesh of "data" by "model".
+std::shared_ptr<const Mesh> DataModelMesh(const Client& client) {
+  return std::make_shared<const Mesh>(
+      Mesh::Create({0, 1, 2, 3}, {2, 2}, {"data", "model"}, client).value());
+}
+
 TEST(LazySpmdTest, TrainingOnAMeshMatchesOneDevice) {
   UseSpmd();
   auto client = testing::MakeClient(4);
   ASSERT_NE(client, nullptr);
-  auto mesh = std::make_shared<const Mesh>(
-      Mesh::Create({0, 1, 2, 3}, {2, 2}, {"data", "model"}, *client).value());
+  auto mesh = DataModelMesh(*client);
   const StepResult single = Train(client.get(), nullptr);
   const StepResult spmd = Train(client.get(), mesh);
   ASSERT_EQ(spmd.losses.size(), 3u);
@@ -95,8 +100,7 @@ TEST(LazySpmdTest, ShardingsAreKeptAndBadUseIsRejected) {
   UseSpmd();
   auto client = testing::MakeClient(4);
   ASSERT_NE(client, nullptr);
-  auto mesh = std::make_shared<const Mesh>(
-      Mesh::Create({0, 1, 2, 3}, {2, 2}, {"data", "model"}, *client).value());
+  auto mesh = DataModelMesh(*client);
   auto ctx = LazyContext::CreateSpmd(client.get(), mesh).value();
   EXPECT_EQ(ctx->mesh(), mesh.get());
   std::mt19937 rng(3);

@@ -43,21 +43,19 @@ bool WriteRank(const std::string& path, int rank) {
   main.set_kind(tf::proto::TRACK_KIND_THREAD);
   main.set_name("main");
   const uint32_t track = writer->AddTrack(main);
-  // Collectives run on the device's stream, as the runtime records them.
-  tf::proto::Track stream;
-  stream.set_kind(tf::proto::TRACK_KIND_DEVICE_STREAM);
-  stream.set_name("device 0 stream 1");
-  stream.set_device_id(0);
-  stream.set_stream_id(1);
-  stream.set_sort_index(1);
-  const uint32_t device = writer->AddTrack(stream);
-  tf::proto::Track allocations;
-  allocations.set_kind(tf::proto::TRACK_KIND_DEVICE_STREAM);
-  allocations.set_name("device 0 allocations");
-  allocations.set_device_id(0);
-  allocations.set_stream_id(2);
-  allocations.set_sort_index(2);
-  const uint32_t memory = writer->AddTrack(allocations);
+  // Device 0's tracks: a stream (collectives run on it, as the runtime
+  // records them) and its allocations.
+  auto device_track = [&](const char* name, int32_t stream_id) {
+    tf::proto::Track track;
+    track.set_kind(tf::proto::TRACK_KIND_DEVICE_STREAM);
+    track.set_name(name);
+    track.set_device_id(0);
+    track.set_stream_id(stream_id);
+    track.set_sort_index(stream_id);
+    return writer->AddTrack(track);
+  };
+  const uint32_t device = device_track("device 0 stream 1", 1);
+  const uint32_t memory = device_track("device 0 allocations", 2);
   const uint32_t dot = writer->InternString("dense/dot");
   const uint32_t flops = writer->InternString("flops");
   const uint32_t bytes_accessed = writer->InternString("bytes_accessed");
