@@ -32,7 +32,8 @@
 // FileStore in DIR instead, without a coordinator. Keys go under a prefix
 // of the session id ($PODSCOPE_SESSION, else "job-<MASTER_PORT>"); every
 // rank writes its trace into <logdir>/<session>/ and serves its profiler on
-// --profiler_port + LOCAL_RANK. At the end each rank prints a hash of its
+// --profiler_port + LOCAL_RANK (published in the job's store, for `podscope
+// capture --job`). At the end each rank prints a hash of its
 // parameters ("params <hex>"), equal on every rank.
 #include <algorithm>
 #include <chrono>
@@ -284,15 +285,23 @@ int Run(const Flags& flags) {
   if (job.world_size > 1 && store_dir.empty()) {
     PODSCOPE_TRACE("job_init");
     rt::InitOptions init;
-    // This program serves its own profiler (below).
-    init.start_profiler_server = false;
+    // The job serves this rank's profiler and publishes it, so that
+    // `podscope capture --job MASTER_ADDR:MASTER_PORT` finds every rank
+    // (reachable from other hosts, with the job's token, when the job
+    // spans hosts).
+    init.start_profiler_server = flags.profiler_port >= 0;
+    init.profiler_port =
+        flags.profiler_port <= 0 ? 0 : flags.profiler_port + job.local_rank;
     auto joined = rt::Job::Init(init);
     if (!joined.ok()) return Fail(joined.status());
     job_membership = *std::move(joined);
+    if (const std::string a = job_membership->profiler_address(); !a.empty()) {
+      std::printf("profiler server on %s\n", a.c_str());
+    }
   }
 
   std::unique_ptr<prof::ProfilerServer> server;
-  if (flags.profiler_port >= 0) {
+  if (flags.profiler_port >= 0 && job_membership == nullptr) {
     auto started = prof::StartServer(
         flags.profiler_port == 0 ? 0 : flags.profiler_port + job.local_rank);
     if (started.ok()) {

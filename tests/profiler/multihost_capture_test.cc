@@ -166,6 +166,10 @@ TEST(MultiHostCapture, SkewedClocksOnThreeHostsLineUp) {
     // and the drift is seen.
     EXPECT_NEAR(static_cast<double>(w.clock[0].offset_ns),
                 static_cast<double>(-offsets[i]), 5e6);
+    // The line is fitted to measurements made all through the capture
+    // (one every 100 ms on the probe port), not only before and after.
+    EXPECT_GE(w.clock_probes, static_cast<int>(o.duration_ms / 100) - 2)
+        << w.address;
     // The drift from the two measurements is right within what their
     // uncertainties allow.
     ASSERT_EQ(w.clock.size(), 2u);

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "capture_job.h"
 #include "command.h"
 #include "flags.h"
 #include "podscope/profiler/capture.h"
+#include "podscope/runtime/coordination.h"
 #include "text_format.h"
 
 namespace podscope::tools {
@@ -90,7 +90,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     return UsageError(io, "capture",
                       "unexpected argument '" + positional[0] + "'");
   }
-  std::vector<JobWorker> ranks;
+  std::vector<runtime::JobProfiler> ranks;
   if (!job.empty()) {
     if (!addrs.empty()) {
       return UsageError(io, "capture",
@@ -99,14 +99,14 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     if (token.empty()) {
       if (const char* t = std::getenv("PODSCOPE_JOB_TOKEN")) token = t;
     }
-    auto resolved = ResolveJobWorkers(job, token);
+    auto resolved = runtime::ListJobProfilers(job, token);
     if (!resolved.ok()) {
       std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
                    std::string(resolved.status().message()).c_str());
       return kExitNoneAnswered;
     }
     ranks = *std::move(resolved);
-    for (const JobWorker& w : ranks) {
+    for (const runtime::JobProfiler& w : ranks) {
       addrs += (addrs.empty() ? "" : ",") + w.address;
     }
   }
@@ -137,6 +137,10 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   o.sampling_hz = static_cast<int>(sampling_hz);
   o.level = static_cast<int>(level);
   o.clock_probes = static_cast<int>(probes);
+  if (!ranks.empty()) {
+    o.job = job;
+    for (const runtime::JobProfiler& w : ranks) o.ranks.push_back(w.rank);
+  }
   o.progress = [&](const profiler::CaptureProgress& p) {
     const std::string line = absl::StrCat(
         "capturing ", p.workers, " worker", p.workers == 1 ? "" : "s", ": ",
@@ -156,13 +160,6 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     std::fprintf(io.err, "podscope capture: %s\n",
                  std::string(result.status().message()).c_str());
     return kExitInternal;
-  }
-  if (!ranks.empty()) {
-    if (absl::Status s = AddRanksToManifest(result->manifest_path, job, ranks);
-        !s.ok()) {
-      std::fprintf(io.err, "podscope capture: %s\n",
-                   std::string(s.message()).c_str());
-    }
   }
   const int answered = result->answered();
   const int asked = static_cast<int>(result->workers.size());

@@ -35,6 +35,12 @@ absl::Status CheckOptions(const CaptureOptions& options) {
   if (options.clock_probes < 1 || options.clock_probes > 1000) {
     return absl::InvalidArgumentError("capture: clock_probes must be 1..1000");
   }
+  if (!options.ranks.empty() &&
+      options.ranks.size() != options.workers.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("capture: ", options.ranks.size(), " ranks for ",
+                     options.workers.size(), " workers"));
+  }
   return absl::OkStatus();
 }
 
@@ -80,6 +86,7 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   result.workers.resize(options.workers.size());
   for (size_t i = 0; i < options.workers.size(); ++i) {
     result.workers[i].address = options.workers[i];
+    if (!options.ranks.empty()) result.workers[i].rank = options.ranks[i];
   }
 
   const int64_t started_realtime = RealtimeNs();

@@ -63,18 +63,23 @@ absl::StatusOr<std::unique_ptr<UdpProber>> UdpProber::Connect(
 
 UdpProber::~UdpProber() { close(fd_); }
 
-std::optional<ClockEstimate> UdpProber::ProbeOnce(int timeout_ms) {
+std::optional<UdpProber::Times> UdpProber::ProbeTimes(int timeout_ms,
+                                                      bool profiler_clock) {
+  const ClockSkew& skew = TestClockSkew();
+  auto local = [&](int64_t monotonic) {
+    return profiler_clock ? skew.Apply(monotonic) : monotonic;
+  };
   char request[kProbePacketBytes];
   std::memcpy(request, kProbeRequestMagic, 8);
   std::memcpy(request + 8, key_.data(), kProbeKeyBytes);
-  const int64_t t0 = MonotonicNs();
-  PutI64(request + 24, t0);
+  const int64_t sent = MonotonicNs();
+  PutI64(request + 24, sent);
   PutI64(request + 32, 0);
   if (send(fd_, request, sizeof request, 0) !=
       static_cast<ssize_t>(sizeof request)) {
     return std::nullopt;
   }
-  const int64_t give_up = t0 + int64_t{timeout_ms} * 1'000'000;
+  const int64_t give_up = sent + int64_t{timeout_ms} * 1'000'000;
   char reply[kProbePacketBytes + 1];
   char control[256];
   while (true) {
@@ -93,20 +98,28 @@ std::optional<ClockEstimate> UdpProber::ProbeOnce(int timeout_ms) {
     // A late answer to an earlier probe is not this one's.
     if (n != static_cast<ssize_t>(kProbePacketBytes) ||
         std::memcmp(reply, kProbeReplyMagic, 8) != 0 ||
-        GetI64(reply + 8) != t0) {
+        GetI64(reply + 8) != sent) {
       continue;
     }
-    const int64_t t3 = ReceiveMonotonicNs(msg, woke);
-    const int64_t t1 = GetI64(reply + 16);
-    const int64_t t2 = GetI64(reply + 24);
-    ClockEstimate e;
-    e.round_trip_ns = std::max<int64_t>((t3 - t0) - (t2 - t1), 0);
-    e.local_ns = t1 + (t2 - t1) / 2;
-    // reference = local + offset, from the midpoints of both sides.
-    e.offset_ns = (t0 + (t3 - t0) / 2) - e.local_ns;
-    e.uncertainty_ns = std::max<int64_t>(e.round_trip_ns / 2, 1);
-    return e;
+    Times t;
+    t.t1 = local(sent);
+    t.t2 = GetI64(reply + 16);
+    t.t3 = GetI64(reply + 24);
+    t.t4 = local(ReceiveMonotonicNs(msg, woke));
+    return t;
   }
+}
+
+std::optional<ClockEstimate> UdpProber::ProbeOnce(int timeout_ms) {
+  const std::optional<Times> t = ProbeTimes(timeout_ms, false);
+  if (!t) return std::nullopt;
+  ClockEstimate e;
+  e.round_trip_ns = std::max<int64_t>((t->t4 - t->t1) - (t->t3 - t->t2), 0);
+  e.local_ns = t->t2 + (t->t3 - t->t2) / 2;
+  // reference = local + offset, from the midpoints of both sides.
+  e.offset_ns = (t->t1 + (t->t4 - t->t1) / 2) - e.local_ns;
+  e.uncertainty_ns = std::max<int64_t>(e.round_trip_ns / 2, 1);
+  return e;
 }
 
 absl::StatusOr<ClockEstimate> UdpProber::Probe(int probes) {

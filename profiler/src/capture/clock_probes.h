@@ -26,6 +26,14 @@ class UdpProber {
   UdpProber(const UdpProber&) = delete;
   UdpProber& operator=(const UdpProber&) = delete;
 
+  // The four times of one probe: this side's send (t1) and receive (t4)
+  // times on CLOCK_MONOTONIC, or on the profiler clock when
+  // `profiler_clock` (ProfilerNowNs: the test skew applied), and the
+  // worker's receive (t2) and send (t3) times on its profiler clock.
+  struct Times {
+    int64_t t1 = 0, t2 = 0, t3 = 0, t4 = 0;
+  };
+  std::optional<Times> ProbeTimes(int timeout_ms, bool profiler_clock);
   // One probe; nothing when no answer came within `timeout_ms`.
   std::optional<ClockEstimate> ProbeOnce(int timeout_ms = 200);
   // The probe with the smallest round trip of `probes`; Unavailable when

@@ -25,9 +25,9 @@ std::string ManifestJson(const CaptureOptions& options,
                          int64_t started_realtime_ns, int64_t wall_ms) {
   std::string text;
   base::JsonWriter j(&text, base::JsonLayout::kPretty);
-  j.BeginObject()
-      .Field("session", result.session)
-      .Field("duration_ms", options.duration_ms)
+  j.BeginObject().Field("session", result.session);
+  if (!options.job.empty()) j.Field("job", options.job);
+  j.Field("duration_ms", options.duration_ms)
       .Field("started_realtime_ns", started_realtime_ns)
       .Field("wall_ms", wall_ms)
       .Field("reference_clock", "CLOCK_MONOTONIC of the capture client")
@@ -36,9 +36,9 @@ std::string ManifestJson(const CaptureOptions& options,
   j.Key("workers").BeginArray();
   for (const WorkerResult& w : result.workers) {
     // One line per worker.
-    j.BeginObject(base::JsonLayout::kOneLine)
-        .Field("address", w.address)
-        .Field("ok", w.ok);
+    j.BeginObject(base::JsonLayout::kOneLine);
+    if (w.rank >= 0) j.Field("rank", w.rank);
+    j.Field("address", w.address).Field("ok", w.ok);
     if (!w.error.empty()) j.Field("error", w.error);
     if (!w.host.empty()) j.Field("host", w.host).Field("pid", w.pid);
     if (!w.path.empty()) {
@@ -56,7 +56,10 @@ std::string ManifestJson(const CaptureOptions& options,
           .Field("round_trip_ns", c.round_trip_ns)
           .EndObject();
     }
-    j.EndArray().Field("drift_ppm", w.drift_ppm).EndObject();
+    j.EndArray()
+        .Field("clock_probes", w.clock_probes)
+        .Field("drift_ppm", w.drift_ppm)
+        .EndObject();
   }
   j.EndArray().EndObject();
   return text;

@@ -324,6 +324,7 @@ void CaptureWorker(const CaptureOptions& options, const std::string& dir,
     if (after.ok()) probes.push_back(*after);
   }
   result->clock = worker.lean_probes() ? FitClock(probes) : probes;
+  result->clock_probes = static_cast<int>(probes.size());
   const tf::proto::ClockRecord clock = ClockRecordOf(result->clock);
   result->drift_ppm = tf::ClockModel(clock).DriftPpm();
   if (!result->write_failed) {

@@ -21,8 +21,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "distributed/job_topology.h"
 #include "podscope/profiler/clock.h"
+#include "podscope/profiler/clock_probe.h"
 #include "podscope/profiler/clock_sync.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
@@ -36,6 +38,14 @@ namespace {
 // Clock probes kept for the best estimate, and the probes of Init's burst.
 constexpr size_t kClockWindow = 3;
 constexpr int kBurstProbes = 8;
+// On the lean path (rank 0's UDP clock-probe port): probes of Init's burst,
+// probes per heartbeat (the one with the smallest round trip counts), and
+// how long one waits for its answer.
+constexpr int kLeanBurstProbes = 32;
+constexpr int kLeanProbesPerBeat = 4;
+constexpr int kLeanProbeTimeoutMs = 100;
+// Where rank 0 publishes its probe port and key: "port keyhex".
+constexpr std::string_view kClockProbeKey = "podscope/clock_probe";
 
 std::mutex g_current_mu;
 std::weak_ptr<Job> g_current;  // guarded by g_current_mu
@@ -122,6 +132,8 @@ class JobImpl final : public Job {
     return clock_;
   }
 
+  std::string profiler_address() const override { return published_; }
+
   absl::Status Shutdown(absl::Duration timeout) override {
     std::lock_guard<std::mutex> lock(shutdown_mu_);
     if (shut_down_) return shutdown_status_;
@@ -142,6 +154,8 @@ class JobImpl final : public Job {
  private:
   void HeartbeatLoop();
   void OnProbe(const ClockProbe& probe);
+  // The best of `probes` lean probes, if rank 0's port answers.
+  std::optional<ClockProbe> LeanProbe(int probes);
   void Fail(const absl::Status& status);
 
   void StopHeartbeats() {
@@ -161,6 +175,10 @@ class JobImpl final : public Job {
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<CoordinationClient> client_;
   std::unique_ptr<profiler::ProfilerServer> profiler_server_;
+  std::string published_;  // its address as published, set in Start
+  // Rank 0 answers clock probes; the others probe it (heartbeat thread).
+  std::unique_ptr<profiler::ClockProbeServer> probe_server_;
+  std::unique_ptr<profiler::ClockProbeClient> prober_;
   std::vector<std::string> hosts_;
   std::thread heartbeat_;
 
@@ -224,6 +242,25 @@ absl::Status JobImpl::Start() {
   if (!registered.ok()) return registered.status();
   hosts_ = registered->hosts;
 
+  // Rank 0's clock is the job's reference: it answers clock probes on a
+  // UDP port of its own, published (with its key) in the store that only
+  // the job's token opens.
+  if (env_.rank == 0 && env_.world_size > 1) {
+    auto probes =
+        profiler::ClockProbeServer::Start(loopback ? "127.0.0.1" : "0.0.0.0");
+    if (probes.ok()) {
+      probe_server_ = *std::move(probes);
+      (void)client_->Set(
+          kClockProbeKey,
+          absl::StrCat(probe_server_->port(), " ", probe_server_->key_hex()));
+    } else {
+      std::fprintf(stderr,
+                   "podscope: rank 0: clock probes go through the "
+                   "coordinator: %s\n",
+                   std::string(probes.status().message()).c_str());
+    }
+  }
+
   // Devices of every process, for clients that span the job.
   auto client_options = ClientOptions::FromEnvironment();
   if (!client_options.ok()) return client_options.status();
@@ -248,7 +285,7 @@ absl::Status JobImpl::Start() {
       server_options.bind_address = "0.0.0.0";
       if (!have_token) server_options.token = env_.job_token;
     }
-    auto server = profiler::StartServer(0, server_options);
+    auto server = profiler::StartServer(options_.profiler_port, server_options);
     if (server.ok()) {
       profiler_server_ = *std::move(server);
       const std::string ip =
@@ -258,8 +295,10 @@ absl::Status JobImpl::Start() {
           server_options.bind_address == "0.0.0.0"
               ? absl::StrCat(ip, ":", profiler_server_->port())
               : profiler_server_->address();
-      (void)client_->Set(absl::StrCat("podscope/profiler/", rank_key),
-                         absl::StrCat(published, " ", host, " ", getpid()));
+      published_ = published;
+      (void)client_->Set(
+          absl::StrCat(std::string(kJobProfilerKeyPrefix), rank_key),
+          absl::StrCat(published, " ", host, " ", getpid()));
     } else {
       std::fprintf(stderr,
                    "podscope: rank %d: no profiler server for capture --job: "
@@ -296,14 +335,38 @@ absl::Status JobImpl::Start() {
     std::lock_guard<std::mutex> lock(mu_);
     clock_ = {true, profiler::ProfilerNowNs(), 0, 0, 0, 1};
   } else {
-    for (int i = 0; i < kBurstProbes; ++i) {
-      auto beat = client_->Heartbeat(env_.rank, incarnation_, absl::Seconds(2),
-                                     &profiler::ProfilerNowNs);
-      if (beat.ok()) OnProbe(beat->probe);
+    if (auto published = client_->Get(kClockProbeKey); published.ok()) {
+      std::vector<std::string> parts =
+          absl::StrSplit(*published, ' ', absl::SkipEmpty());
+      int port = 0;
+      if (parts.size() == 2 && absl::SimpleAtoi(parts[0], &port)) {
+        auto prober = profiler::ClockProbeClient::Connect(coordinator_host,
+                                                          port, parts[1]);
+        if (prober.ok()) prober_ = *std::move(prober);
+      }
+    }
+    if (std::optional<ClockProbe> lean = LeanProbe(kLeanBurstProbes)) {
+      OnProbe(*lean);
+    } else {
+      prober_.reset();  // rank 0's port is not reachable from here
+      for (int i = 0; i < kBurstProbes; ++i) {
+        auto beat =
+            client_->Heartbeat(env_.rank, incarnation_, absl::Seconds(2),
+                               &profiler::ProfilerNowNs);
+        if (beat.ok()) OnProbe(beat->probe);
+      }
     }
   }
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
   return absl::OkStatus();
+}
+
+std::optional<ClockProbe> JobImpl::LeanProbe(int probes) {
+  if (!prober_) return std::nullopt;
+  std::optional<profiler::PeerClockProbe> best =
+      prober_->BestOf(probes, kLeanProbeTimeoutMs);
+  if (!best) return std::nullopt;
+  return ClockProbe{best->t1, best->t2, best->t3, best->t4};
 }
 
 void JobImpl::OnProbe(const ClockProbe& probe) {
@@ -359,7 +422,10 @@ void JobImpl::HeartbeatLoop() {
     const auto now = std::chrono::steady_clock::now();
     if (beat.ok()) {
       last_ok = now;
-      OnProbe(beat->probe);
+      // The heartbeat's own probe crossed gRPC's thread pools; the lean
+      // path's, when rank 0 answers it, are tighter.
+      std::optional<ClockProbe> lean = LeanProbe(kLeanProbesPerBeat);
+      OnProbe(lean ? *lean : beat->probe);
       if (!beat->job_status.ok()) {
         Fail(beat->job_status);
         return;

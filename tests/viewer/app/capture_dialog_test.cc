@@ -18,6 +18,7 @@
 #include "main_window.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/trace.h"
+#include "podscope/runtime/coordination.h"
 
 namespace podscope::viewer::app {
 namespace {
@@ -142,6 +143,62 @@ class CaptureDialogTest : public QObject {
              qPrintable(d->errors_text()));
     QVERIFY(d->status_text().contains("1 of 2"));
     QVERIFY(w.WaitUntilIdle(30000));
+  }
+
+  // A job's coordinator in place of the workers: the ranks it lists are
+  // recorded and named in the manifest; a coordinator that is not there
+  // is a clear error.
+  void capturesEveryRankOfAJob() {
+    runtime::CoordinatorOptions co;
+    auto coordinator = runtime::StartCoordinator(co);
+    QVERIFY2(coordinator.ok(),
+             std::string(coordinator.status().message()).c_str());
+    auto client =
+        runtime::CoordinationClient::Create((*coordinator)->address(), "");
+    QVERIFY(client.ok());
+    QVERIFY((*client)
+                ->Set(std::string(runtime::kJobProfilerKeyPrefix) + "0",
+                      server_->address() + " dialog-host 4242")
+                .ok());
+    MainWindow w;
+    w.show();
+    CaptureDialog* d = w.ShowCaptureDialog();
+    d->workers_edit()->clear();
+    const QString job = QString::fromStdString((*coordinator)->address());
+    d->job_edit()->setText(job);
+    d->duration_edit()->setValue(400);
+    const QString logdir = FreshLogdir("job");
+    d->logdir_edit()->setText(logdir);
+    d->session_edit()->setText(QStringLiteral("by-job"));
+    QSignalSpy captured(d, &CaptureDialog::captured);
+    d->StartCapture();
+    QVERIFY(WaitFor([&] { return captured.count() == 1; }, 30000));
+    QFile manifest(logdir + "/by-job/manifest.json");
+    QVERIFY(manifest.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(manifest.readAll());
+    QVERIFY2(text.contains("\"job\": \"" + job + "\""), qPrintable(text));
+    QVERIFY2(text.contains("{\"rank\": 0, \"address\": \"" +
+                           QString::fromStdString(server_->address())),
+             qPrintable(text));
+    QVERIFY(w.WaitUntilIdle(30000));
+
+    // Both fields, or a job nobody coordinates.
+    CaptureDialog both;
+    both.workers_edit()->setText(QStringLiteral("127.0.0.1:1"));
+    both.job_edit()->setText(job);
+    both.StartCapture();
+    QVERIFY(!both.running());
+    QVERIFY(both.status_text().contains("not both"));
+    (*coordinator)->Stop();
+    CaptureDialog gone;
+    gone.workers_edit()->clear();
+    gone.job_edit()->setText(job);
+    gone.logdir_edit()->setText(FreshLogdir("job-gone"));
+    QSignalSpy finished(&gone, &CaptureDialog::finishedCapture);
+    gone.StartCapture();
+    QVERIFY(WaitFor([&] { return finished.count() == 1; }, 60000));
+    QVERIFY2(gone.status_text().contains("job " + job),
+             qPrintable(gone.status_text()));
   }
 
   void refusesAnEmptyForm() {

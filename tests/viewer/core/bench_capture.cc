@@ -22,7 +22,8 @@ constexpr int kThreadsPerFile = 4;
 
 // One training-like step per iteration: step > 8 layers > 4 ops > 2
 // kernels, 105 nested slices, on each of the file's threads.
-absl::Status WriteHostFile(const std::string& path, int file, uint64_t events) {
+absl::Status WriteHostFile(const std::string& path, int file, int files,
+                           uint64_t events) {
   tf::WriterOptions options;
   options.compression_level = 1;
   auto w_or = tf::TraceWriter::Create(path, options);
@@ -32,7 +33,7 @@ absl::Status WriteHostFile(const std::string& path, int file, uint64_t events) {
   m.set_host("host" + std::to_string(file));
   m.set_pid(1000 + file);
   m.set_process_index(file);
-  m.set_process_count(kFiles);
+  m.set_process_count(files);
   w.SetMetadata(m);
   tf::proto::ClockOffset o;
   o.set_local_monotonic_ns(0);
@@ -95,12 +96,15 @@ absl::Status WriteHostFile(const std::string& path, int file, uint64_t events) {
 // A capture left by an earlier run is reused only if every file is intact
 // and decodes with this build's reader (a build with another chunk layout
 // may have written it).
-bool UsableCapture(const fs::path& dir) {
+fs::path HostPath(const fs::path& dir, int f) {
+  return dir / ("host" + std::to_string(f) + "." + std::to_string(1000 + f) +
+                ".podtrace");
+}
+
+bool UsableCapture(const fs::path& dir, int files) {
   if (!fs::exists(dir / "complete")) return false;
-  for (int f = 0; f < kFiles; ++f) {
-    const auto path = dir / ("host" + std::to_string(f) + "." +
-                             std::to_string(1000 + f) + ".podtrace");
-    auto reader = tf::TraceReader::Open(path.string());
+  for (int f = 0; f < files; ++f) {
+    auto reader = tf::TraceReader::Open(HostPath(dir, f).string());
     if (!reader.ok() || !(*reader)->report().intact() ||
         (*reader)->chunks().empty()) {
       return false;
@@ -115,23 +119,23 @@ bool UsableCapture(const fs::path& dir) {
 
 }  // namespace
 
-std::string EnsureBenchCapture(uint64_t events) {
+std::string EnsureHostsCapture(int files, uint64_t events,
+                               const std::string& name) {
   const char* tmp = std::getenv("TMPDIR");
-  const fs::path dir = fs::path(tmp ? tmp : "/tmp") /
-                       ("podscope_viewer_bench_" + std::to_string(events)) /
-                       "session";
-  if (UsableCapture(dir)) return dir.string();
+  const fs::path dir = fs::path(tmp ? tmp : "/tmp") / name / "session";
+  if (UsableCapture(dir, files)) return dir.string();
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::fprintf(stderr, "generating %llu events in %s ...\n",
-               static_cast<unsigned long long>(events), dir.c_str());
+  std::fprintf(stderr, "generating %llu events in %d files in %s ...\n",
+               static_cast<unsigned long long>(events), files, dir.c_str());
   std::atomic<int> next{0};
   std::atomic<bool> failed{false};
   auto work = [&] {
-    for (int f; (f = next.fetch_add(1)) < kFiles;) {
-      const auto path = dir / ("host" + std::to_string(f) + "." +
-                               std::to_string(1000 + f) + ".podtrace");
-      if (!WriteHostFile(path.string(), f, events / kFiles).ok()) failed = true;
+    for (int f; (f = next.fetch_add(1)) < files;) {
+      if (!WriteHostFile(HostPath(dir, f).string(), f, files, events / files)
+               .ok()) {
+        failed = true;
+      }
     }
   };
   std::thread other(work);
@@ -143,6 +147,11 @@ std::string EnsureBenchCapture(uint64_t events) {
   }
   std::ofstream(dir / "complete") << "ok\n";
   return dir.string();
+}
+
+std::string EnsureBenchCapture(uint64_t events) {
+  return EnsureHostsCapture(kFiles, events,
+                            "podscope_viewer_bench_" + std::to_string(events));
 }
 
 }  // namespace podscope::viewer::testing

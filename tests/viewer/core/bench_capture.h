@@ -15,6 +15,11 @@ namespace podscope::viewer::testing {
 // written).
 std::string EnsureBenchCapture(uint64_t events);
 
+// The same shape over `files` hosts (about events / files each), cached in
+// $TMPDIR/<name>.
+std::string EnsureHostsCapture(int files, uint64_t events,
+                               const std::string& name);
+
 }  // namespace podscope::viewer::testing
 
 #endif  // PODSCOPE_TESTS_VIEWER_CORE_BENCH_CAPTURE_H_

@@ -18,6 +18,7 @@
 
 #include "podscope/base/human_format.h"
 #include "podscope/profiler/capture.h"
+#include "podscope/runtime/coordination.h"
 #include "time_format.h"
 
 namespace podscope::viewer::app {
@@ -46,6 +47,30 @@ struct CaptureDialog::Outcome {
   QStringList worker_errors;
 };
 
+namespace {
+
+// With a job, its ranks become the workers (and go into the manifest).
+absl::StatusOr<profiler::CaptureResult> ResolveJobAndCapture(
+    const std::string& job, profiler::CaptureOptions options) {
+  if (!job.empty()) {
+    auto ranks = runtime::ListJobProfilers(job, options.connect.token);
+    if (!ranks.ok()) {
+      return absl::Status(
+          ranks.status().code(),
+          "job " + job + ": " + std::string(ranks.status().message()));
+    }
+    options.job = job;
+    options.workers.clear();
+    for (const runtime::JobProfiler& r : *ranks) {
+      options.workers.push_back(r.address);
+      options.ranks.push_back(r.rank);
+    }
+  }
+  return profiler::CaptureWorkers(options);
+}
+
+}  // namespace
+
 QStringList ParseWorkerList(const QString& text) {
   QStringList out;
   for (const QString& part : text.split(QLatin1Char(','))) {
@@ -60,6 +85,11 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   workers_ = new QLineEdit(QStringLiteral("localhost:9012"));
   workers_->setToolTip(
       tr("The profiler servers to record, as host:port, separated by commas"));
+  job_ = new QLineEdit;
+  job_->setPlaceholderText(tr("or a job's coordinator, host:port"));
+  job_->setToolTip(
+      tr("The coordinator of a job (MASTER_ADDR:MASTER_PORT): every rank "
+         "that serves its profiler is recorded"));
   duration_ = new QSpinBox;
   duration_->setRange(1, 3'600'000);
   duration_->setValue(2000);
@@ -84,6 +114,7 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
 
   auto* form = new QFormLayout;
   form->addRow(tr("&Workers:"), workers_);
+  form->addRow(tr("&Job:"), job_);
   form->addRow(tr("&Duration:"), duration_);
   form->addRow(tr("&Log directory:"), logdir_row);
   form->addRow(tr("&Session:"), session_);
@@ -131,6 +162,7 @@ void CaptureDialog::StopAndJoin() {
 CaptureRequestFields CaptureDialog::fields() const {
   CaptureRequestFields f;
   f.workers = ParseWorkerList(workers_->text());
+  f.job = job_->text().trimmed();
   f.duration_ms = duration_->value();
   f.logdir = logdir_->text().trimmed();
   f.session = session_->text().trimmed();
@@ -144,8 +176,9 @@ QString CaptureDialog::errors_text() const { return errors_->toPlainText(); }
 
 void CaptureDialog::SetRunning(bool running) {
   running_ = running;
-  for (QWidget* w : std::initializer_list<QWidget*>{
-           workers_, duration_, logdir_, browse_, session_, token_, start_}) {
+  for (QWidget* w :
+       std::initializer_list<QWidget*>{workers_, job_, duration_, logdir_,
+                                       browse_, session_, token_, start_}) {
     w->setEnabled(!running);
   }
   cancel_->setText(running ? tr("Cancel") : tr("Close"));
@@ -156,8 +189,13 @@ void CaptureDialog::StartCapture() {
   const CaptureRequestFields f = fields();
   errors_->clear();
   errors_->setVisible(false);
-  if (f.workers.isEmpty()) {
-    status_->setText(tr("Name at least one worker (host:port)."));
+  if (!f.job.isEmpty() && !f.workers.isEmpty()) {
+    status_->setText(tr("Give workers or a job, not both."));
+    return;
+  }
+  if (f.workers.isEmpty() && f.job.isEmpty()) {
+    status_->setText(
+        tr("Name at least one worker (host:port), or a job's coordinator."));
     return;
   }
   if (f.logdir.isEmpty()) {
@@ -183,7 +221,11 @@ void CaptureDialog::StartCapture() {
   duration_ms_ = f.duration_ms;
   session_dir_.clear();
   progress_->setValue(0);
-  status_->setText(tr("Connecting to %n worker(s)…", "", f.workers.size()));
+  const std::string job = f.job.toStdString();
+  status_->setText(job.empty()
+                       ? tr("Connecting to %n worker(s)…", "",
+                            static_cast<int>(f.workers.size()))
+                       : tr("Asking the job at %1 for its ranks…").arg(f.job));
   SetRunning(true);
   emit started(QDir(QString::fromStdString(options.logdir))
                    .filePath(QString::fromStdString(options.session)));
@@ -201,9 +243,9 @@ void CaptureDialog::StartCapture() {
   };
   // The thread is joined before the dialog goes away (destructor), so
   // `this` outlives it; its results come back as a queued call.
-  thread_ = std::thread([this, options = std::move(options), cancel] {
+  thread_ = std::thread([this, options = std::move(options), job, cancel] {
     auto outcome = std::make_shared<Outcome>();
-    auto result = profiler::CaptureWorkers(options);
+    auto result = ResolveJobAndCapture(job, options);
     if (!result.ok()) {
       outcome->error =
           QString::fromStdString(std::string(result.status().message()));

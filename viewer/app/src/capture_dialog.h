@@ -25,6 +25,7 @@ namespace podscope::viewer::app {
 
 struct CaptureRequestFields {
   QStringList workers;  // host:port
+  QString job;          // a job's coordinator (host:port): every rank
   int duration_ms = 2000;
   QString logdir;
   QString session;  // empty: a UTC timestamp
@@ -49,6 +50,7 @@ class CaptureDialog : public QDialog {
 
   // For tests and the main window.
   QLineEdit* workers_edit() const { return workers_; }
+  QLineEdit* job_edit() const { return job_; }
   QSpinBox* duration_edit() const { return duration_; }
   QLineEdit* logdir_edit() const { return logdir_; }
   QLineEdit* session_edit() const { return session_; }
@@ -86,6 +88,7 @@ class CaptureDialog : public QDialog {
   void StopAndJoin();
 
   QLineEdit* workers_;
+  QLineEdit* job_;
   QSpinBox* duration_;
   QLineEdit* logdir_;
   QPushButton* browse_;

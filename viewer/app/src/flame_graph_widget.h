@@ -24,6 +24,8 @@ class FlameGraphWidget : public QWidget {
   ~FlameGraphWidget() override;
 
   void SetStore(std::shared_ptr<const TraceStore> store);
+  // Returns once no background computation reads the store.
+  void WaitIdle() { runner_.Drain(); }
   void SetRange(int64_t t0, int64_t t1);
 
   const FlameGraph& graph() const { return graph_; }

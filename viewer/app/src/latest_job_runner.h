@@ -28,6 +28,15 @@ class LatestJobRunner {
   LatestJobRunner(const LatestJobRunner&) = delete;
   LatestJobRunner& operator=(const LatestJobRunner&) = delete;
 
+  // Drops the queued job and waits until the running one (if any) has
+  // returned: afterwards no job reads what the jobs shared until the next
+  // Post.
+  void Drain() {
+    std::unique_lock<std::mutex> lock(mu_);
+    next_.reset();
+    cv_.wait(lock, [this] { return !running_; });
+  }
+
   void Post(std::function<void()> job) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -47,8 +56,14 @@ class LatestJobRunner {
         if (stop_) return;
         job = std::move(*next_);
         next_.reset();
+        running_ = true;
       }
       job();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_ = false;
+      }
+      cv_.notify_all();
     }
   }
 
@@ -56,6 +71,7 @@ class LatestJobRunner {
   std::condition_variable cv_;
   std::optional<std::function<void()>> next_;
   bool stop_ = false;
+  bool running_ = false;
   std::thread thread_;
 };
 

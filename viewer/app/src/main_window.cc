@@ -82,6 +82,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   column->addWidget(banner_);
 
   timeline_ = new TimelineWidget;
+  timeline_->SetDetailLoader(
+      [this](const std::vector<ProcessId>& p) { LoadDetail(p); });
   search_ = new SearchBar(timeline_);
   column->addWidget(search_);
   column->addWidget(timeline_, 1);
@@ -414,18 +416,58 @@ void MainWindow::OnLoadFinished() {
     return;
   }
   SetStore(r.store, r.path);
+  loaded_store_ = r.store;
   AddRecent(r.path);
   const TraceStore& s = *store_;
-  status_->setText(tr("%1 · %2 hosts · %3 processes · %4 events · %5 · "
-                      "loaded in %6 s")
-                       .arg(QString::fromStdString(s.session().name))
-                       .arg(s.hosts().size())
-                       .arg(s.processes().size())
-                       .arg(s.event_count())
-                       .arg(QString::fromStdString(
-                           FormatDuration(s.last_ns() - s.first_ns())))
-                       .arg(r.seconds, 0, 'f', 2));
+  QString text = tr("%1 · %2 hosts · %3 processes · %4 events · %5 · "
+                    "loaded in %6 s")
+                     .arg(QString::fromStdString(s.session().name))
+                     .arg(s.hosts().size())
+                     .arg(s.processes().size())
+                     .arg(s.session_event_count())
+                     .arg(QString::fromStdString(
+                         FormatDuration(s.last_ns() - s.first_ns())))
+                     .arg(r.seconds, 0, 'f', 2);
+  if (s.is_overview()) {
+    text += tr(" · one row per host: expand a host to load its events");
+  }
+  status_->setText(text);
   emit loaded(true);
+}
+
+void MainWindow::LoadDetail(const std::vector<ProcessId>& processes) {
+  if (!loaded_store_ || loaded_store_ != store_) return;
+  // The store grows in place: nothing may read it meanwhile.
+  stats_->WaitIdle();
+  flame_->WaitIdle();
+  steps_->WaitIdle();
+  pod_->WaitIdle();
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  QElapsedTimer timer;
+  timer.start();
+  const uint64_t before = loaded_store_->event_count();
+  const absl::Status s = loaded_store_->LoadDetail(processes);
+  QApplication::restoreOverrideCursor();
+  status_->setText(tr("loaded %1 events of %2 process(es) in %3 s · %4 of "
+                      "%5 events in memory")
+                       .arg(loaded_store_->event_count() - before)
+                       .arg(processes.size())
+                       .arg(timer.elapsed() / 1000.0, 0, 'f', 2)
+                       .arg(loaded_store_->event_count())
+                       .arg(loaded_store_->session_event_count()));
+  if (!s.ok()) {
+    ShowBanner(tr("<b>Could not load a host's events</b><br>%1")
+                   .arg(QString::fromStdString(std::string(s.message()))
+                            .toHtmlEscaped()),
+               true);
+  }
+  // The panels that compute in the background start over with the events
+  // now loaded.
+  stats_->SetStore(store_);
+  flame_->SetStore(store_);
+  steps_->SetStore(store_);
+  pod_->SetStore(store_);
+  UpdateRangeConsumers();
 }
 
 void MainWindow::SetStore(std::shared_ptr<const TraceStore> store,

@@ -74,6 +74,10 @@ class MainWindow : public QMainWindow {
   FlameGraphWidget* flame_graph() const { return flame_; }
   StepsPanel* steps() const { return steps_; }
   PodPanel* pod() const { return pod_; }
+  // Loads the events of processes of a store opened as an overview (what
+  // expanding a host row does); waits for the panels' background work
+  // first, since the store grows in place.
+  void LoadDetail(const std::vector<ProcessId>& processes);
   // File › Capture…: shows the capture dialog (made on first use); a
   // capture that writes files opens its session folder here.
   CaptureDialog* ShowCaptureDialog();
@@ -106,6 +110,8 @@ class MainWindow : public QMainWindow {
   void SaveImage();
 
   std::shared_ptr<const TraceStore> store_;
+  // store_ when it was opened from files (not live): LoadDetail grows it.
+  std::shared_ptr<TraceStore> loaded_store_;
   QString path_;
   QString load_error_;
   TraceLoader* loader_;

@@ -34,6 +34,8 @@ class PodPanel : public QWidget {
   ~PodPanel() override;
 
   void SetStore(std::shared_ptr<const TraceStore> store);
+  // Returns once no background computation reads the store.
+  void WaitIdle() { runner_.Drain(); }
   // The timeline's selection: a collective's peers are listed.
   void ShowSelection(std::optional<EventRef> event);
   bool busy() const { return done_generation_ != generation_; }

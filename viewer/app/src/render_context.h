@@ -51,6 +51,9 @@ inline const QColor kBackground{0xFF, 0xFF, 0xFF};
 inline const QColor kGutter{0xF3, 0xF4, 0xF6};
 inline const QColor kHostRow{0xE4, 0xE8, 0xEE};
 inline const QColor kProcessRow{0xEE, 0xF0, 0xF4};
+// A host row of an overview: how busy the host was, and its step starts.
+inline const QColor kOverviewBusy{0x3A, 0x7C, 0xC8};
+inline const QColor kStepTick{0x1F, 0x3A, 0x60};
 inline const QColor kSeparator{0xD0, 0xD4, 0xDA};
 inline const QColor kGrid{0xEC, 0xEE, 0xF1};
 inline const QColor kRulerBg{0xF8, 0xF9, 0xFA};

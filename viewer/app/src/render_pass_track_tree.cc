@@ -93,13 +93,23 @@ void PaintTrackTree(QPainter& p, const Frame& f, const Fonts& fonts,
       const HostInfo& h = s.store->hosts()[row.host];
       text = QString::fromStdString(h.name.empty() ? "(unnamed host)" : h.name);
       size_t tracks = 0;
+      uint64_t not_loaded = 0;
       for (ProcessId pid : h.processes) {
-        tracks += s.store->processes()[pid].tracks.size();
+        const ProcessInfo& info = s.store->processes()[pid];
+        tracks += info.tracks.size();
+        if (!info.detail) not_loaded += info.events;
       }
       note = QStringLiteral("%1 process%2 · %3 tracks")
                  .arg(h.processes.size())
                  .arg(h.processes.size() == 1 ? "" : "es")
                  .arg(tracks);
+      if (not_loaded > 0) {
+        // An overview host: its events load when it is expanded.
+        note = QStringLiteral("%1 process%2 · %3 events to load")
+                   .arg(h.processes.size())
+                   .arg(h.processes.size() == 1 ? "" : "es")
+                   .arg(not_loaded);
+      }
       for (ProcessId pid : h.processes) {
         if (cache.ProcessDamaged(pid)) {
           note = QStringLiteral("⚠ damaged file");

@@ -5,6 +5,7 @@
 // render_pass_*.cc.
 //
 //   rows        row backgrounds and the time grid; row separators
+//   overview    host rows of a big session before their events load
 //   slices      a track's slice boxes (shaded by how busy each pixel is
 //               when zoomed out) and the names that fit
 //   marks       a track's instants and CPU samples
@@ -30,6 +31,9 @@ namespace podscope::viewer::app::render {
 // rows: header rows' backgrounds and the ruler's grid lines (plot
 // coordinates), before the tracks.
 void PaintRowBackgrounds(const Frame& f, Canvas* canvas);
+// overview: host rows of an overview store whose events are not loaded:
+// busy shade per pixel (BusyShade of kOverviewBusy) and step ticks.
+void PaintOverviewRows(const Frame& f, Canvas* canvas);
 // rows: the line under each row, over the tracks.
 void PaintRowSeparators(const Frame& f, Canvas* canvas);
 

@@ -62,6 +62,8 @@ class StatsPanel : public QWidget {
   ~StatsPanel() override;
 
   void SetStore(std::shared_ptr<const TraceStore> store);
+  // Returns once no background computation reads the store.
+  void WaitIdle() { runner_.Drain(); }
   // Statistics of [t0, t1) (the whole trace when no range is given).
   void SetRange(int64_t t0, int64_t t1, bool whole_trace);
 

@@ -24,6 +24,8 @@ class StepsPanel : public QWidget {
   ~StepsPanel() override;
   // Computes the table in the background (a scan of every slice's name).
   void SetStore(std::shared_ptr<const TraceStore> store);
+  // Returns once no background computation reads the store.
+  void WaitIdle() { runner_.Drain(); }
   QTableWidget* table() const { return table_; }
   bool busy() const { return done_generation_ != generation_; }
 

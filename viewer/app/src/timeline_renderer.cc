@@ -120,6 +120,7 @@ void TimelineRenderer::Paint(QPainter& p, const QRect& area,
   };
   canvas_.Reset(f.plot.size(), render::kBackground.rgb());
   render::PaintRowBackgrounds(f, &canvas_);
+  render::PaintOverviewRows(f, &canvas_);
   split(&frame_.canvas_ms);
   const std::vector<render::TrackOut> outs = PaintTracks(f);
   for (const render::TrackOut& out : outs) frame_.boxes += out.boxes;

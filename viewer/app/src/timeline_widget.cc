@@ -175,6 +175,24 @@ void TimelineWidget::SetRange(
 }
 
 void TimelineWidget::ToggleRow(int row) {
+  const auto& rows = layout_.rows();
+  if (store_ && load_detail_ && row >= 0 &&
+      row < static_cast<int>(rows.size()) && rows[row].collapsed) {
+    // Expanding a host (or process) of an overview loads its events first.
+    std::vector<ProcessId> missing;
+    const LayoutRow& r = rows[row];
+    const std::vector<ProcessId> one = {r.process};
+    const auto& of =
+        r.kind == RowKind::kHost ? store_->hosts()[r.host].processes : one;
+    for (ProcessId p : of) {
+      if (!store_->processes()[p].detail) missing.push_back(p);
+    }
+    if (!missing.empty()) {
+      load_detail_(missing);
+      renderer_.SetStore(store_.get());
+      layout_.Reset(store_.get());
+    }
+  }
   if (layout_.ToggleRow(row)) {
     UpdateScrollBar();
     update();

@@ -8,6 +8,7 @@
 
 #include <QPoint>
 #include <QWidget>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -48,6 +49,12 @@ class TimelineWidget : public QWidget {
   TrackLayout& layout() { return layout_; }
   const TrackLayout& layout() const { return layout_; }
   void ToggleRow(int row);
+  // Called to load the events of overview processes before their header
+  // is expanded (TraceStore::LoadDetail on the window's store).
+  void SetDetailLoader(
+      std::function<void(const std::vector<ProcessId>&)> load_detail) {
+    load_detail_ = std::move(load_detail);
+  }
   void SetAllCollapsed(bool collapsed);
   int scroll_y() const { return state_.scroll_y; }
   void SetScrollY(int y);
@@ -111,6 +118,7 @@ class TimelineWidget : public QWidget {
   double KeyAnchorX() const;
 
   std::shared_ptr<const TraceStore> store_;
+  std::function<void(const std::vector<ProcessId>&)> load_detail_;
   TrackLayout layout_;
   TimelineRenderer renderer_;
   TimelineState state_;

@@ -36,6 +36,7 @@ void TraceLoader::Start(const QString& path, const QString& session) {
   thread_ = std::thread([self, generation, cancel, pending, p, s, path] {
     OpenOptions options;
     options.cancel = cancel.get();
+    options.detail_files = kOverviewAboveFiles;
     options.session = s;
     options.progress = [self, pending](const OpenProgress& pr) {
       // At most one progress report queued at a time: the GUI shows the
@@ -60,7 +61,7 @@ void TraceLoader::Start(const QString& path, const QString& session) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     if (store.ok()) {
-      r.store = std::shared_ptr<const TraceStore>(std::move(*store));
+      r.store = std::shared_ptr<TraceStore>(std::move(*store));
     } else {
       r.cancelled = absl::IsCancelled(store.status());
       r.error = QString::fromStdString(std::string(store.status().message()));

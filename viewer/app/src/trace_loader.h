@@ -13,6 +13,10 @@
 
 namespace podscope::viewer::app {
 
+// Sessions of more files than this open as an overview: one row per host,
+// its events loaded when it is expanded (OpenOptions::detail_files).
+inline constexpr size_t kOverviewAboveFiles = 64;
+
 class TraceLoader : public QObject {
   Q_OBJECT
 
@@ -28,7 +32,8 @@ class TraceLoader : public QObject {
 
   struct Result {
     QString path;
-    std::shared_ptr<const TraceStore> store;  // null on failure
+    // null on failure; not const: an overview loads hosts on demand.
+    std::shared_ptr<TraceStore> store;
     QString error;
     bool cancelled = false;
     double seconds = 0;

@@ -8,9 +8,23 @@ void TrackLayout::Reset(const TraceStore* store) {
   if (store != store_) {
     collapsed_hosts_.clear();
     collapsed_processes_.clear();
+    // A big session opened as an overview shows a row per host; a host's
+    // events are loaded when it is expanded.
+    if (store != nullptr && store->is_overview()) {
+      for (const HostInfo& h : store->hosts()) {
+        if (!HostHasDetail(*store, h.id)) collapsed_hosts_.insert(h.id);
+      }
+    }
   }
   store_ = store;
   Relayout();
+}
+
+bool TrackLayout::HostHasDetail(const TraceStore& store, HostId host) {
+  for (ProcessId p : store.hosts()[host].processes) {
+    if (!store.processes()[p].detail) return false;
+  }
+  return true;
 }
 
 void TrackLayout::Relayout() {
@@ -167,8 +181,13 @@ bool TrackLayout::ToggleRow(int row) {
 void TrackLayout::SetAllCollapsed(bool collapsed) {
   collapsed_hosts_.clear();
   collapsed_processes_.clear();
-  if (collapsed && store_ != nullptr) {
-    for (const HostInfo& h : store_->hosts()) collapsed_hosts_.insert(h.id);
+  if (store_ != nullptr) {
+    for (const HostInfo& h : store_->hosts()) {
+      // Expanding everything does not load every host of an overview.
+      if (collapsed || !HostHasDetail(*store_, h.id)) {
+        collapsed_hosts_.insert(h.id);
+      }
+    }
   }
   Relayout();
 }

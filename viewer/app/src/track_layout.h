@@ -71,11 +71,17 @@ class TrackLayout {
   }
   void SetHostCollapsed(HostId host, bool collapsed);
   void SetProcessCollapsed(ProcessId process, bool collapsed);
-  // Toggles a header row; false for a track row.
+  // Toggles a header row; false for a track row. Set-wide expansion
+  // (SetAllCollapsed(false)) leaves overview hosts without detail
+  // collapsed.
   bool ToggleRow(int row);
   void SetAllCollapsed(bool collapsed);
   // Expands the headers above a track so it is shown.
   void Reveal(TrackId track);
+
+  // Every process of the host has its events loaded (a store opened as an
+  // overview loads them per host; see TraceStore::LoadDetail).
+  static bool HostHasDetail(const TraceStore& store, HostId host);
 
  private:
   void Relayout();

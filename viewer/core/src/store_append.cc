@@ -274,7 +274,15 @@ void StoreAppender::Finish(TraceStore* store) {
     first = std::min(first, lo);
     last = std::max(last, hi);
   };
-  for (ProcessInfo& p : store->processes_) p.events = 0;
+  // A process not loaded yet keeps its file's count, and its overview's
+  // time counts.
+  for (ProcessInfo& p : store->processes_) {
+    if (p.detail) {
+      p.events = 0;
+    } else if (p.overview != nullptr && !p.overview->busy.empty()) {
+      add(p.overview->first_ns, p.overview->last_ns());
+    }
+  }
   for (TrackId t = 0; t < store->tracks_.size(); ++t) {
     const TrackData& d = *store->data_[t];
     store->event_count_ += d.event_count();

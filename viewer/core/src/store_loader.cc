@@ -22,6 +22,8 @@
 #include "podscope/trace_format/reader.h"
 #include "podscope/viewer/clock_mapper.h"
 #include "podscope/viewer/trace_store.h"
+#include "store_append.h"
+#include "store_overview.h"
 
 namespace podscope::viewer {
 namespace fs = std::filesystem;
@@ -43,6 +45,8 @@ struct LoadedFile {
   std::vector<TrackInfo> tracks;
   std::vector<std::unique_ptr<TrackData>> data;
   absl::flat_hash_map<uint32_t, std::vector<uint32_t>> stacks;
+  // Opened as an overview: the summary instead of tracks and data.
+  std::shared_ptr<const ProcessOverview> overview;
 };
 
 bool Cancelled(const OpenOptions& options) {
@@ -197,7 +201,7 @@ class Progress {
 };
 
 void LoadFile(const std::string& path, const OpenOptions& options,
-              Progress* progress, LoadedFile* out) {
+              bool overview_only, Progress* progress, LoadedFile* out) {
   out->path = path;
   std::error_code ec;
   const uint64_t file_bytes = fs::file_size(path, ec);
@@ -217,6 +221,20 @@ void LoadFile(const std::string& path, const OpenOptions& options,
       out->reference = o.reference();
       break;
     }
+  }
+
+  if (overview_only) {
+    auto o = std::make_shared<ProcessOverview>(internal::SummarizeTrace(
+        reader, out->aligned ? &clock : nullptr, options.cancel, &out->events));
+    progress->AddEvents(out->events);
+    out->overview = std::move(o);
+    const tf::RecoveryReport report = reader.report();
+    if (!report.intact()) {
+      out->problem = LoadProblem{path, report.Describe(), true,
+                                 report.file_bytes, report.skipped_bytes()};
+    }
+    out->loaded = true;
+    return;
   }
 
   absl::flat_hash_map<uint32_t, std::vector<tf::TrackEvents>> parts;
@@ -285,6 +303,19 @@ void LoadFile(const std::string& path, const OpenOptions& options,
   out->loaded = true;
 }
 
+// A track's file string ids to the store's.
+void RemapTrackNames(const std::vector<uint32_t>& remap, TrackData* d) {
+  auto map = [&](uint32_t id) { return id < remap.size() ? remap[id] : 0u; };
+  d->slices.RemapNames(remap);
+  for (uint32_t& n : d->instants.names) n = map(n);
+  for (tf::EventArgs& a : d->args) {
+    for (tf::Arg& arg : a.args) {
+      arg.key = map(arg.key);
+      if (auto* s = std::get_if<tf::StringId>(&arg.value)) s->id = map(s->id);
+    }
+  }
+}
+
 }  // namespace
 
 // Joins loaded files into a store (a friend of TraceStore).
@@ -302,6 +333,11 @@ class StoreLoader {
   }
   static void Join(std::vector<LoadedFile> files, int threads,
                    TraceStore* store);
+
+ public:
+  static absl::Status LoadDetail(TraceStore* store,
+                                 const std::vector<ProcessId>& processes,
+                                 int threads);
 };
 
 void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
@@ -340,6 +376,10 @@ void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
     p.reference_clock = file.reference;
     p.dropped = file.dropped;
     p.events = file.events;
+    if (file.overview) {
+      p.overview = std::move(file.overview);
+      p.detail = false;
+    }
     if (store->hosts_.empty() || store->hosts_.back().name != p.host_name) {
       store->hosts_.push_back(
           {static_cast<HostId>(store->hosts_.size()), p.host_name, {}});
@@ -373,23 +413,13 @@ void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
       store->tracks_.push_back(std::move(t));
       store->data_.push_back(std::move(file.data[i]));
     }
-    store->event_count_ += p.events;
+    if (p.detail) store->event_count_ += p.events;
     store->processes_.push_back(std::move(p));
   }
 
   // Names to store ids, track by track in parallel.
   base::ParallelFor(threads, store->tracks_.size(), [&](size_t t) {
-    const std::vector<uint32_t>& remap = remaps[track_file[t]].strings;
-    auto map = [&](uint32_t id) { return id < remap.size() ? remap[id] : 0u; };
-    TrackData& d = *store->data_[t];
-    d.slices.RemapNames(remap);
-    for (uint32_t& n : d.instants.names) n = map(n);
-    for (tf::EventArgs& a : d.args) {
-      for (tf::Arg& arg : a.args) {
-        arg.key = map(arg.key);
-        if (auto* s = std::get_if<tf::StringId>(&arg.value)) s->id = map(s->id);
-      }
-    }
+    RemapTrackNames(remaps[track_file[t]].strings, store->data_[t].get());
   });
 
   // Flows by id, and the time span.
@@ -414,6 +444,11 @@ void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
     }
     for (const auto* ts : {&d.instants.ts, &d.counters.ts, &d.samples.ts}) {
       if (!ts->empty()) add(ts->front(), ts->back());
+    }
+  }
+  for (const ProcessInfo& p : store->processes_) {
+    if (p.overview != nullptr && !p.overview->busy.empty()) {
+      add(p.overview->first_ns, p.overview->last_ns());
     }
   }
   if (any) {
@@ -466,9 +501,11 @@ absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
   std::vector<LoadedFile> files(paths.size());
   Progress progress(options, paths.size());
   const int threads = base::ThreadCount(options.threads);
+  const bool overview =
+      options.detail_files > 0 && paths.size() > options.detail_files;
   base::ParallelFor(threads, paths.size(), [&](size_t i) {
     if (Cancelled(options)) return;
-    LoadFile(paths[i], options, &progress, &files[i]);
+    LoadFile(paths[i], options, overview, &progress, &files[i]);
     if (!Cancelled(options)) progress.FileDone();
   });
   if (Cancelled(options)) {
@@ -476,6 +513,8 @@ absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
   }
 
   auto store = std::unique_ptr<TraceStore>(new TraceStore());
+  store->overview_ = overview;
+  store->align_clocks_ = options.align_clocks;
   store->sessions_ = std::move(*sessions);
   store->session_ = *std::find_if(
       store->sessions_.begin(), store->sessions_.end(),
@@ -501,6 +540,69 @@ absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
 absl::StatusOr<std::unique_ptr<TraceStore>> TraceStore::Open(
     const std::string& path, const OpenOptions& options) {
   return StoreLoader::Open(path, options);
+}
+
+absl::Status StoreLoader::LoadDetail(TraceStore* store,
+                                     const std::vector<ProcessId>& processes,
+                                     int threads) {
+  std::vector<ProcessId> todo;
+  for (ProcessId p : processes) {
+    if (p < store->processes_.size() && !store->processes_[p].detail &&
+        std::find(todo.begin(), todo.end(), p) == todo.end()) {
+      todo.push_back(p);
+    }
+  }
+  if (todo.empty()) return absl::OkStatus();
+  OpenOptions options;
+  options.align_clocks = store->align_clocks_;
+  Progress progress(options, todo.size());
+  std::vector<LoadedFile> files(todo.size());
+  base::ParallelFor(base::ThreadCount(threads), todo.size(), [&](size_t i) {
+    LoadFile(store->processes_[todo[i]].path, options, /*overview_only=*/false,
+             &progress, &files[i]);
+  });
+  absl::Status status;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    LoadedFile& file = files[i];
+    ProcessInfo& p = store->processes_[todo[i]];
+    if (!file.loaded) {
+      const std::string why =
+          file.problem ? file.problem->message : "cannot be read";
+      if (status.ok()) status = absl::DataLossError(why);
+      continue;
+    }
+    std::vector<uint32_t> remap(file.strings.size());
+    for (size_t k = 0; k < file.strings.size(); ++k) {
+      remap[k] = Intern(store, file.strings[k]);
+    }
+    for (auto& [id, frames] : file.stacks) {
+      for (uint32_t& name : frames) {
+        name = name < remap.size() ? remap[name] : 0;
+      }
+      p.stacks.emplace(id, std::move(frames));
+    }
+    std::vector<TrackId> added;
+    for (size_t k = 0; k < file.tracks.size(); ++k) {
+      TrackInfo t = std::move(file.tracks[k]);
+      t.process = todo[i];
+      added.push_back(StoreAppender::AddTrack(store, std::move(t)));
+      store->data_[added.back()] = std::move(file.data[k]);
+    }
+    base::ParallelFor(base::ThreadCount(threads), added.size(), [&](size_t k) {
+      RemapTrackNames(remap, store->data_[added[k]].get());
+    });
+    p.detail = true;
+  }
+  StoreAppender::Finish(store);
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  return status;
+}
+
+absl::Status TraceStore::LoadDetail(const std::vector<ProcessId>& processes,
+                                    int threads) {
+  return StoreLoader::LoadDetail(this, processes, threads);
 }
 
 }  // namespace podscope::viewer

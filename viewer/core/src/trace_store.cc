@@ -118,6 +118,12 @@ uint64_t TraceStore::slice_count() const {
   return n;
 }
 
+uint64_t TraceStore::session_event_count() const {
+  uint64_t n = 0;
+  for (const ProcessInfo& p : processes_) n += p.events;
+  return n;
+}
+
 bool TraceStore::all_clocks_aligned() const {
   for (const ProcessInfo& p : processes_) {
     if (p.events > 0 && !p.clock_aligned) return false;
@@ -136,6 +142,12 @@ size_t TraceStore::resident_bytes() const {
     bytes += d->samples.ts.capacity() * 12;
     bytes += d->args.capacity() * sizeof(trace_format::EventArgs) +
              d->flows.capacity() * sizeof(trace_format::FlowLink);
+  }
+  for (const ProcessInfo& p : processes_) {
+    if (p.overview != nullptr) {
+      bytes += p.overview->busy.capacity() +
+               p.overview->steps.capacity() * 2 * sizeof(int64_t);
+    }
   }
   return bytes;
 }

@@ -78,10 +78,16 @@ struct CaptureOptions {
   // runs out. Stop ends the worker's capture for every client sharing it.
   // Polled about every 50 ms; must outlive the call.
   const std::atomic<bool>* cancel = nullptr;
+  // When the workers are the ranks of a job (`podscope capture --job`):
+  // the job's coordinator and each worker's rank, in the order of
+  // `workers`; both go into the manifest.
+  std::string job;
+  std::vector<int> ranks;
 };
 
 struct WorkerResult {
   std::string address;
+  int rank = -1;      // CaptureOptions::ranks, when given
   bool ok = false;    // the file is complete
   std::string error;  // why not, naming the worker
   std::string path;   // the file written (may be partial when !ok)
@@ -98,6 +104,9 @@ struct WorkerResult {
   // and after the capture) at the first and last probe; through gRPC, the
   // best probe before and (when alive) after. What the file stores.
   std::vector<ClockEstimate> clock;
+  // The measurements behind `clock` (before, every 100 ms through and
+  // after the capture, each the best of a few probes).
+  int clock_probes = 0;
   // How fast the worker's clock gains on this one, in parts per million:
   // trace_format::ClockModel's drift of the estimates in the file.
   double drift_ppm = 0;

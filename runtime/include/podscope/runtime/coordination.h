@@ -126,6 +126,26 @@ class CoordinationClient : public KeyValueStore {
   std::unique_ptr<Impl> impl_;
 };
 
+// A rank's profiler server as the rank published it in the job's store
+// (under kJobProfilerKeyPrefix<rank>: "address host pid") at Job::Init.
+inline constexpr std::string_view kJobProfilerKeyPrefix = "podscope/profiler/";
+struct JobProfiler {
+  int rank = 0;
+  std::string address;  // "host:port" to dial
+  std::string host;
+  int64_t pid = 0;
+};
+
+// Every rank of the job at `coordinator` that published a profiler server,
+// by rank (what `podscope capture --job` and the viewer's Capture… dial).
+// `coordinator` is the job's MASTER_ADDR:MASTER_PORT, or the
+// --rdzv_endpoint of a `podscope launch` across hosts (its rendezvous
+// names the job's port).
+// UNAVAILABLE names a coordinator that is not there, UNAUTHENTICATED a
+// wrong token, NOT_FOUND a job whose ranks published none.
+absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
+    const std::string& coordinator, const std::string& token);
+
 // "host:port" split; "[v6]:port" accepted. InvalidArgument naming `what`.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
     std::string_view address, std::string_view what);

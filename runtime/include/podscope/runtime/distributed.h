@@ -97,10 +97,16 @@ struct InitOptions {
   // reports the error.
   bool exit_on_peer_failure = true;
   std::function<void(const absl::Status&)> on_peer_failure;
-  // Start a profiler server (port 0) and publish its address, so that
-  // `podscope capture --job` finds this rank. $PODSCOPE_JOB_PROFILER=0
-  // turns it off.
+  // Start a profiler server and publish its address, so that `podscope
+  // capture --job` finds this rank. $PODSCOPE_JOB_PROFILER=0 turns it off.
+  // It listens on loopback in a job on one machine, else on every
+  // interface with the job's token (unless $PODSCOPE_PROFILER_TOKEN sets
+  // another).
   bool start_profiler_server = true;
+  // Its port: 0 any free one (the seed's 9012 + LOCAL_RANK is what
+  // examples/train_mnist asks for). A port in use is reported on stderr
+  // and the rank runs on without a server.
+  int profiler_port = 0;
 };
 
 // The clock of this rank against rank 0's: reference = local + offset,
@@ -146,6 +152,10 @@ class Job {
   virtual absl::Status health() const = 0;
 
   virtual JobClock clock() const = 0;
+
+  // "host:port" of the profiler server Init started and published; empty
+  // when it started none.
+  virtual std::string profiler_address() const = 0;
 
   // The shutdown barrier: waits for every rank, then stops heartbeats (and
   // rank 0's coordinator). Idempotent.

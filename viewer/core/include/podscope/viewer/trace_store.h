@@ -61,6 +61,28 @@ struct TrackInfo {
   uint64_t dropped = 0;
 };
 
+// What a process of a big session shows before its events are loaded
+// (OpenOptions::detail_files): how busy it was over time and where its
+// steps were, computed by reading its file once.
+struct ProcessOverview {
+  // Bins of bin_ns from first_ns (the store's clock): in each, the share
+  // of the bin (0..255 for 0..1) that the process's busiest track spent in
+  // slices. Its device streams count when it has any (a pod's question is
+  // how busy the devices were), else its threads.
+  int64_t first_ns = 0;
+  int64_t bin_ns = 1;
+  std::vector<uint8_t> busy;
+  // The outermost slices of its thread tracks whose name contains "step"
+  // (any case): [start, end) on the store's clock, by start.
+  std::vector<std::pair<int64_t, int64_t>> steps;
+  int64_t last_ns() const {
+    return first_ns + bin_ns * static_cast<int64_t>(busy.size());
+  }
+  // The mean busy share (0..1) over [t0, t1), bins weighted by how much
+  // of them the range covers; 0 outside the process's time.
+  float BusyIn(int64_t t0, int64_t t1) const;
+};
+
 struct ProcessInfo {
   ProcessId id = 0;
   HostId host = 0;
@@ -78,6 +100,11 @@ struct ProcessInfo {
   uint64_t dropped = 0;
   uint64_t events = 0;
   std::vector<TrackId> tracks;  // display order
+  // A process of a session opened as an overview: its summary, and
+  // whether its events are in the store yet (TraceStore::LoadDetail).
+  // Processes of a store loaded in full have no overview and detail.
+  std::shared_ptr<const ProcessOverview> overview;
+  bool detail = true;
   // Call stacks of the file's samples, leaf first, as function-name string
   // ids of the store.
   absl::flat_hash_map<uint32_t, std::vector<StringId>> stacks;
@@ -143,6 +170,11 @@ struct OpenOptions {
   // For a logdir: the session folder to load (its name); empty loads the
   // newest one.
   std::string session;
+  // A session of more files than this opens as an overview: every process
+  // with its ProcessOverview and metadata, and no events until
+  // TraceStore::LoadDetail asks for them. 0 (the default, what analyses
+  // need): always load everything. The desktop viewer uses 64.
+  size_t detail_files = 0;
 };
 
 class TraceStore {
@@ -166,6 +198,20 @@ class TraceStore {
   const std::vector<TrackInfo>& tracks() const { return tracks_; }
   const TrackData& data(TrackId id) const { return *data_[id]; }
   const std::vector<LoadProblem>& problems() const { return problems_; }
+
+  // Opened as an overview (OpenOptions::detail_files): processes whose
+  // `detail` is false have no tracks yet.
+  bool is_overview() const { return overview_; }
+  // Reads the files of `processes` in full and adds their tracks and
+  // events (in parallel on `threads`, 0: one per hardware thread).
+  // Processes already loaded are skipped. Must not run while anything
+  // else reads the store (the viewer calls it on its GUI thread). An error
+  // names a file that can no longer be read; the others are loaded.
+  absl::Status LoadDetail(const std::vector<ProcessId>& processes,
+                          int threads = 0);
+  // Events of the session's files, loaded or not (equals event_count()
+  // when everything is loaded).
+  uint64_t session_event_count() const;
 
   std::string_view str(StringId id) const {
     return id < strings_.size() ? std::string_view(strings_[id])
@@ -225,6 +271,8 @@ class TraceStore {
   absl::flat_hash_map<uint64_t,
                       std::vector<std::pair<EventRef, trace_format::FlowPhase>>>
       flows_;
+  bool overview_ = false;
+  bool align_clocks_ = true;
   uint64_t event_count_ = 0;
   int64_t first_ns_ = 0;
   int64_t last_ns_ = 0;

@@ -1,0 +1,110 @@
+// The lean clock-probe path: the public server and client on loopback
+// (answers, offsets on one clock, wrong keys), and the line the capture
+// client fits to every probe of a capture (offset and drift recovered from
+// noisy probes with delayed outliers, and an uncertainty that holds).
+#include "podscope/profiler/clock_probe.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "podscope/profiler/capture.h"
+#include "src/capture/clock_probes.h"
+
+namespace podscope::profiler {
+namespace {
+
+TEST(ClockProbe, AnswersOnLoopbackWithTheSameClock) {
+  auto server = ClockProbeServer::Start("127.0.0.1");
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_GT((*server)->port(), 0);
+  EXPECT_EQ((*server)->key_hex().size(), 32u);
+  auto client = ClockProbeClient::Connect("127.0.0.1", (*server)->port(),
+                                          (*server)->key_hex());
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::optional<PeerClockProbe> p = (*client)->BestOf(16, 1000);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_LE(p->t1, p->t2);
+  EXPECT_LE(p->t2, p->t3);
+  EXPECT_LE(p->t3, p->t4);
+  EXPECT_GE(p->round_trip_ns(), 0);
+  // One process, one clock: the offset is zero within half the round trip.
+  EXPECT_LE(std::abs(p->offset_ns()), p->round_trip_ns() / 2 + 1)
+      << "round trip " << p->round_trip_ns();
+}
+
+TEST(ClockProbe, AnotherKeyIsNotAnsweredAndABadKeyIsRefused) {
+  auto server = ClockProbeServer::Start("127.0.0.1");
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::string other = (*server)->key_hex();
+  other[0] = other[0] == '0' ? '1' : '0';
+  auto stranger =
+      ClockProbeClient::Connect("127.0.0.1", (*server)->port(), other);
+  ASSERT_TRUE(stranger.ok()) << stranger.status();
+  EXPECT_FALSE((*stranger)->ProbeOnce(200).has_value());
+
+  auto bad = ClockProbeClient::Connect("127.0.0.1", (*server)->port(), "xyz");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("hex"), std::string::npos);
+  auto no_port =
+      ClockProbeClient::Connect("127.0.0.1", 0, (*server)->key_hex());
+  EXPECT_FALSE(no_port.ok());
+}
+
+// Probes of a worker whose clock is 5 ms behind and gains 120 ppm: most
+// take 40-60 us, one in five is delayed by the scheduler on one leg (a
+// long round trip with a lopsided offset).
+TEST(FitClock, RecoversOffsetAndDriftFromNoisyProbes) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> rtt(40'000, 60'000);
+  std::uniform_int_distribution<int64_t> delay(300'000, 2'000'000);
+  constexpr int64_t kOffset = 5'000'000;
+  constexpr double kSlope = -120e-6;  // offset shrinks as the worker gains
+  auto true_offset = [&](int64_t local) {
+    return kOffset + static_cast<int64_t>(std::llround(
+                         kSlope * static_cast<double>(local - 1'000'000'000)));
+  };
+  std::vector<ClockEstimate> probes;
+  for (int i = 0; i < 40; ++i) {
+    const int64_t local = 1'000'000'000 + int64_t{i} * 100'000'000;
+    ClockEstimate e;
+    e.local_ns = local;
+    e.round_trip_ns = rtt(rng);
+    // The measured offset is off by at most half the round trip.
+    int64_t error =
+        static_cast<int64_t>(rng() % e.round_trip_ns) - e.round_trip_ns / 2;
+    if (i % 5 == 3) {
+      const int64_t d = delay(rng);
+      e.round_trip_ns += d;
+      error += d / 2;
+    }
+    e.offset_ns = true_offset(local) + error;
+    e.uncertainty_ns = e.round_trip_ns / 2;
+    probes.push_back(e);
+  }
+  const std::vector<ClockEstimate> fit = internal::FitClock(probes);
+  ASSERT_EQ(fit.size(), 2u);
+  EXPECT_EQ(fit[0].local_ns, probes.front().local_ns);
+  EXPECT_EQ(fit[1].local_ns, probes.back().local_ns);
+  for (const ClockEstimate& e : fit) {
+    const int64_t error = std::abs(e.offset_ns - true_offset(e.local_ns));
+    EXPECT_LE(error, 30'000) << "at " << e.local_ns;
+    // The stated uncertainty holds and is not inflated by the outliers.
+    EXPECT_LE(error, e.uncertainty_ns);
+    EXPECT_LT(e.uncertainty_ns, 100'000);
+  }
+  const double slope =
+      static_cast<double>(fit[1].offset_ns - fit[0].offset_ns) /
+      static_cast<double>(fit[1].local_ns - fit[0].local_ns);
+  EXPECT_NEAR(slope * 1e6, kSlope * 1e6, 15);
+
+  // One probe is its own estimate.
+  const std::vector<ClockEstimate> one = internal::FitClock({probes.front()});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].offset_ns, probes.front().offset_ns);
+}
+
+}  // namespace
+}  // namespace podscope::profiler

@@ -1,0 +1,108 @@
+// bench/run viewer, part open256: a session of 256 host files (training-like
+// nested slices, 25.6 M events by default; --open256_events=N) opened as
+// the desktop viewer opens it, one overview row per host
+// (OpenOptions::detail_files = 64), against loading every event of it in
+// the same run. Headlines:
+//   viewer.open256_s             opening the overview
+//   viewer.open256_rss_mib       memory the open overview holds (RSS)
+//   viewer.open256_vs_full       its time over the full load's
+//   viewer.open256_host_ms       loading one host's events when expanded
+//   viewer.open256_loaded_bytes_per_event   store bytes per loaded event
+//                                after 8 hosts are expanded
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "bench_capture.h"
+#include "podscope/viewer/trace_store.h"
+
+namespace {
+
+using podscope::viewer::OpenOptions;
+using podscope::viewer::TraceStore;
+
+size_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
+      .count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t events = 25'600'000;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--open256_events=", 17) == 0) {
+      events = std::strtoull(argv[i] + 17, nullptr, 10);
+    }
+  }
+  const std::string dir = podscope::viewer::testing::EnsureHostsCapture(
+      256, events, "podscope_viewer_open256_" + std::to_string(events));
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  // The reference: every event of the session, as before.
+  double full_s = 0;
+  uint64_t session_events = 0;
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto full = TraceStore::Open(dir);
+    full_s = Seconds(t0);
+    if (!full.ok()) {
+      std::fprintf(stderr, "open failed: %s\n",
+                   std::string(full.status().message()).c_str());
+      return 1;
+    }
+    session_events = (*full)->event_count();
+  }
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  const size_t rss_before = ResidentBytes();
+  OpenOptions options;
+  options.detail_files = 64;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto store = TraceStore::Open(dir, options);
+  const double open_s = Seconds(t0);
+  if (!store.ok() || !(*store)->is_overview()) {
+    std::fprintf(stderr, "the overview did not open\n");
+    return 1;
+  }
+  const size_t rss_after = ResidentBytes();
+  TraceStore& s = **store;
+  // One host expanded, then seven more.
+  const auto t1 = std::chrono::steady_clock::now();
+  if (!s.LoadDetail({0}).ok()) return 1;
+  const double host_ms = Seconds(t1) * 1e3;
+  if (!s.LoadDetail({1, 2, 3, 4, 5, 6, 7}).ok()) return 1;
+  std::fprintf(stderr,
+               "256 hosts, %llu events: overview %.2f s (full load %.2f s); "
+               "8 hosts loaded: %llu events, %.2f B/event\n",
+               static_cast<unsigned long long>(session_events), open_s, full_s,
+               static_cast<unsigned long long>(s.event_count()),
+               static_cast<double>(s.resident_bytes()) /
+                   static_cast<double>(s.event_count()));
+  std::printf("viewer.open256_s %.3f s\n", open_s);
+  std::printf("viewer.open256_rss_mib %.1f MiB\n",
+              static_cast<double>(rss_after - rss_before) / (1 << 20));
+  std::printf("viewer.open256_vs_full %.3f ratio\n", open_s / full_s);
+  std::printf("viewer.open256_host_ms %.1f ms\n", host_ms);
+  std::printf("viewer.open256_loaded_bytes_per_event %.2f bytes/event\n",
+              static_cast<double>(s.resident_bytes()) /
+                  static_cast<double>(s.event_count()));
+  return 0;
+}
