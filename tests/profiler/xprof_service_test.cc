@@ -133,7 +133,7 @@ TEST(XprofService, EmitXSpaceHonoursHostAndDeviceTracerLevels) {
     auto names = Names(response.xspace());
     EXPECT_TRUE(names["/host:CPU"].count("work"));
     EXPECT_FALSE(names["/host:CPU"].count("detail"));
-    EXPECT_FALSE(names.count("/device:DEVICE:0"));
+    EXPECT_FALSE(names.count("/device:CUSTOM:0"));
   }
   WaitUntilIdle(*server);
   {
@@ -146,8 +146,8 @@ TEST(XprofService, EmitXSpaceHonoursHostAndDeviceTracerLevels) {
     ASSERT_TRUE(names.count("/host:CPU"));
     EXPECT_TRUE(names["/host:CPU"].count("work"));
     EXPECT_TRUE(names["/host:CPU"].count("detail"));
-    ASSERT_TRUE(names.count("/device:DEVICE:0")) << names.size();
-    EXPECT_TRUE(names["/device:DEVICE:0"].count("kernel"));
+    ASSERT_TRUE(names.count("/device:CUSTOM:0")) << names.size();
+    EXPECT_TRUE(names["/device:CUSTOM:0"].count("kernel"));
   }
   WaitUntilIdle(*server);
   {  // max_events bounds the answer, and its warnings say so.
@@ -174,7 +174,7 @@ TEST(XprofService, EmitXSpaceHonoursHostAndDeviceTracerLevels) {
     ASSERT_TRUE(stub->Profile(&ctx, Request(300, 0, 1), &response).ok());
     auto names = Names(response.xspace());
     EXPECT_FALSE(names.count("/host:CPU"));
-    EXPECT_TRUE(names["/device:DEVICE:0"].count("kernel"));
+    EXPECT_TRUE(names["/device:CUSTOM:0"].count("kernel"));
   }
 }
 

@@ -260,6 +260,92 @@ TEST(XSpace, OutputReadsBackWithTheSchemaAsXProfSeesIt) {
       "12");
 }
 
+// Stream tracks on a CPU, a GPU and a TPU device of the metadata and on a
+// device only its track names.
+std::string FourDeviceTrace() {
+  std::string data;
+  auto w = NewWriter(&data);
+  proto::Metadata m;
+  m.set_host("h");
+  const char* kinds[] = {"CPU", "GPU", "TPU"};
+  for (int i = 0; i < 3; ++i) {
+    proto::Device* d = m.add_devices();
+    d->set_global_id(i);
+    d->set_kind(kinds[i]);
+  }
+  w->SetMetadata(m);
+  w->AddClockSnapshot(0, 1'700'000'000'000'000'000);
+  ThreadTrack(*w, "main");
+  for (int device : {0, 1, 2, 7}) {
+    proto::Track s;
+    s.set_kind(proto::TRACK_KIND_DEVICE_STREAM);
+    s.set_name("stream");
+    s.set_device_id(device);
+    w->AddSlice(w->AddTrack(s), 1'000, 10, w->InternString("kernel"));
+  }
+  EXPECT_TRUE(w->Close().ok());
+  return data;
+}
+
+TEST(XSpace, DevicesOtherThanGpuAndTpuAreCustomPlanesKeepingTheirKind) {
+  auto reader = TraceReader::OpenBuffer(FourDeviceTrace(), "mem");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto space = ToXSpace(**reader);
+  ASSERT_TRUE(space.ok()) << space.status();
+  // XProf's trace viewer shows GPU planes, else TPU planes, else custom
+  // planes: a CPU device or one of unknown kind is custom.
+  std::vector<std::pair<std::string, std::string>> planes;
+  for (const xp::XPlane& p : space->planes()) {
+    std::string type;
+    for (const xp::XStat& s : p.stats()) {
+      if (p.stat_metadata().at(s.metadata_id()).name() ==
+          "device_type_string") {
+        type = s.str_value();
+      }
+    }
+    planes.emplace_back(p.name(), type);
+  }
+  EXPECT_EQ(planes, (std::vector<std::pair<std::string, std::string>>{
+                        {"/host:CPU", ""},
+                        {"/device:CUSTOM:0", "CPU"},
+                        {"/device:GPU:1", "GPU"},
+                        {"/device:TPU:2", "TPU"},
+                        {"/device:CUSTOM:7", "DEVICE"}}));
+
+  // Imported as Podscope's, the metadata comes back whole; imported as any
+  // XSpace (without the plane info), custom planes get their kinds back
+  // from the stat.
+  auto kinds = [](const xp::XSpace& x) {
+    std::string data;
+    auto w = NewWriter(&data);
+    EXPECT_TRUE(
+        XSpaceToPodtrace(x.SerializeAsString(), {.source = "x"}, *w).ok());
+    EXPECT_TRUE(w->Close().ok());
+    auto r = TraceReader::OpenBuffer(data, "back");
+    std::map<int32_t, std::string> out;
+    for (const proto::Device& d : (*r)->metadata().devices()) {
+      out[d.global_id()] = d.kind();
+    }
+    return out;
+  };
+  EXPECT_EQ(kinds(*space), (std::map<int32_t, std::string>{
+                               {0, "CPU"}, {1, "GPU"}, {2, "TPU"}}));
+  xp::XSpace foreign = *space;
+  for (xp::XPlane& p : *foreign.mutable_planes()) {
+    auto* stats = p.mutable_stats();
+    stats->erase(
+        std::remove_if(stats->begin(), stats->end(),
+                       [&](const xp::XStat& s) {
+                         return p.stat_metadata().at(s.metadata_id()).name() ==
+                                "podscope.plane_info";
+                       }),
+        stats->end());
+  }
+  EXPECT_EQ(kinds(foreign),
+            (std::map<int32_t, std::string>{
+                {0, "CPU"}, {1, "GPU"}, {2, "TPU"}, {7, "DEVICE"}}));
+}
+
 TEST(XSpace, JaxLikeRunImportsWithNestingArgsAndAlignedHosts) {
   TempDir dir;
   const JaxRun run = WriteJaxRun(dir.path() / "logdir");

@@ -140,6 +140,21 @@ bool IsStepName(std::string_view name) {
   return lower.find("step") != std::string::npos;
 }
 
+// The kind in a device plane's name: XProf's trace viewer shows GPU planes,
+// else TPU planes, else custom planes, so every other kind is custom.
+std::string_view XProfDeviceKind(std::string_view kind) {
+  auto is = [&](std::string_view want) {
+    return kind.size() == want.size() &&
+           std::equal(kind.begin(), kind.end(), want.begin(),
+                      [](char a, char b) {
+                        return std::toupper(static_cast<unsigned char>(a)) == b;
+                      });
+  };
+  if (is(kGpuKind)) return kGpuKind;
+  if (is(kTpuKind)) return kTpuKind;
+  return kCustomKind;
+}
+
 class Exporter {
  public:
   Exporter(const TraceReader& reader, const XSpaceExportOptions& options)
@@ -187,8 +202,12 @@ class Exporter {
     }
     if (options_.device_tracer_level > 0) {
       for (const auto& [device_id, kind] : devices) {
-        PlaneBuilder dev(AddPlane(absl::StrCat(std::string(kDevicePlanePrefix),
-                                               kind, ":", device_id)));
+        PlaneBuilder dev(AddPlane(
+            absl::StrCat(std::string(kDevicePlanePrefix),
+                         std::string(XProfDeviceKind(kind)), ":", device_id)));
+        xp::XStat* type = dev.plane()->add_stats();
+        type->set_metadata_id(dev.StatMetadata(kDeviceTypeStat, false));
+        type->set_str_value(kind);
         proto::XSpacePlaneInfo info =
             BaseInfo(/*first=*/options_.host_tracer_level <= 0 &&
                      space_.planes_size() == 1);

@@ -396,6 +396,17 @@ class Importer {
             std::string_view(p.name()).substr(kDevicePlanePrefix.size());
         const size_t colon = rest.find(':');
         std::string kind(rest.substr(0, colon));
+        if (kind == kCustomKind) {
+          // Podscope writes every device other than GPU and TPU as a custom
+          // plane with its real kind in a stat.
+          for (const xp::XStat& s : p.stats()) {
+            if (pv.StatName(s) == kDeviceTypeStat &&
+                s.value_case() == xp::XStat::kStrValue &&
+                !s.str_value().empty()) {
+              kind = s.str_value();
+            }
+          }
+        }
         int32_t ordinal = -1;
         if (colon != std::string_view::npos) {
           int32_t n = 0;

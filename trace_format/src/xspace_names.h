@@ -11,6 +11,13 @@ namespace podscope::trace_format {
 // XProf's conventions.
 inline constexpr std::string_view kHostPlaneName = "/host:CPU";
 inline constexpr std::string_view kDevicePlanePrefix = "/device:";
+// XProf's trace viewer shows device planes of these kinds only (GPU planes,
+// else TPU planes, else custom ones); any other device is a custom plane
+// whose real kind is the plane stat kDeviceTypeStat.
+inline constexpr std::string_view kGpuKind = "GPU";
+inline constexpr std::string_view kTpuKind = "TPU";
+inline constexpr std::string_view kCustomKind = "CUSTOM";
+inline constexpr std::string_view kDeviceTypeStat = "device_type_string";
 inline constexpr std::string_view kStepsLineName = "Steps";
 inline constexpr std::string_view kStepNumStat = "step_num";
 inline constexpr std::string_view kRootStat = "_r";
