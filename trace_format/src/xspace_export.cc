@@ -220,7 +220,9 @@ class Exporter {
           AddTrack(dev, *t, e, &info, /*device=*/true);
           if (options_.progress) options_.progress(++done, total);
         }
-        AddStepsLine(dev);
+        // XProf derives a GPU plane's steps from its events' group_id; the
+        // other planes carry their step markers.
+        if (XProfDeviceKind(kind) != kGpuKind) AddStepsLine(dev);
         SetPlaneInfo(dev, info);
       }
     }
@@ -490,7 +492,8 @@ class Exporter {
   }
 
   // A "Steps" line on a device plane: one event per host step, named by its
-  // step number, with its group_id, as XProf's step analysis reads them.
+  // step number, with its group_id, on the line id where XProf's step
+  // analysis looks for device step markers.
   void AddStepsLine(PlaneBuilder& b) {
     if (sorted_steps_.empty()) return;
     xp::XLine* line = b.plane()->add_lines();
