@@ -510,6 +510,17 @@ TEST(XSpace, JaxLikeRunImportsWithNestingArgsAndAlignedHosts) {
     ASSERT_EQ(eigen.instants.size(), 1u);
     EXPECT_EQ(reader.GetString(eigen.instants[0].name),
               "ThreadpoolListener::Record");
+    // Aggregated (num_occurrences 12, 100 ns in all): an instant at the
+    // line's start carrying both.
+    EXPECT_EQ(eigen.instants[0].ts_ns, t + 1'000);
+    args.clear();
+    const EventArgs* aggregated = eigen.FindArgs(EventKind::kInstant, 0);
+    ASSERT_NE(aggregated, nullptr);
+    for (const Arg& arg : aggregated->args) {
+      args.push_back(ArgText(reader, arg));
+    }
+    EXPECT_EQ(args, (std::vector<std::string>{"num_occurrences=i:12",
+                                              "duration_ps=i:100000"}));
   }
 }
 
