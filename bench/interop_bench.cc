@@ -4,12 +4,15 @@
 // run: simdjson's own on-demand pass over the same text (reading it and
 // visiting each event's phase, converting nothing) and the Chrome JSON
 // export of the same podtrace. Rates are per CPU second of the one thread
-// doing the work.
+// doing the work. Also the peak RSS of importing a ~300 MB file.
 #include <benchmark/benchmark.h>
 #include <simdjson.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -33,18 +36,20 @@ fs::path TempPath(const std::string& what) {
          ("podscope-bench-interop-" + std::to_string(getpid()) + "-" + what);
 }
 
-// About 64 MB of Kineto-shaped events: host ops nested on two threads,
-// kernel launches with correlation ids, kernels on four GPU streams.
+// About `target_bytes` of Kineto-shaped events: host ops nested on two
+// threads, kernel launches with correlation ids, kernels on four GPU
+// streams.
 struct KinetoJson {
   std::string path;
   uint64_t bytes = 0;
   uint64_t events = 0;
 };
 
-const KinetoJson& Json() {
-  static const KinetoJson* json = [] {
-    auto* j = new KinetoJson;
-    j->path = TempPath("kineto.json").string();
+KinetoJson WriteKinetoJson(const std::string& name, uint64_t target_bytes) {
+  KinetoJson json;
+  KinetoJson* j = &json;
+  {
+    j->path = TempPath(name).string();
     std::ofstream out(j->path, std::ios::binary);
     std::string b =
         "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", "
@@ -59,7 +64,7 @@ const KinetoJson& Json() {
       if (!first) b.append(",\n");
       first = false;
     };
-    while (j->bytes + b.size() < (64u << 20)) {
+    while (j->bytes + b.size() < target_bytes) {
       const int tid = 4037 + static_cast<int>(rng() % 2);
       const uint64_t dur = 20 + rng() % 200;
       sep();
@@ -100,8 +105,13 @@ const KinetoJson& Json() {
     b += "\n]}\n";
     out << b;
     j->bytes += b.size();
-    return j;
-  }();
+  }
+  return json;
+}
+
+const KinetoJson& Json() {
+  static const KinetoJson* json =
+      new KinetoJson(WriteKinetoJson("kineto.json", uint64_t{64} << 20));
   return *json;
 }
 
@@ -130,6 +140,52 @@ void BM_ImportChromeJson(benchmark::State& state) {
 // Rates are per CPU second of the (single) importing thread: the figure
 // for one core, whatever else the machine runs.
 BENCHMARK(BM_ImportChromeJson)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// Run as a child of BM_ImportChromeJsonPeakRss (the variable names the
+// input): imports it and exits before main, so that the child's peak RSS is
+// the import's alone.
+constexpr char kImportOnlyVariable[] = "PODSCOPE_BENCH_IMPORT_ONLY";
+const bool kImportOnly = [] {
+  const char* input = std::getenv(kImportOnlyVariable);
+  if (input == nullptr) return false;
+  auto result =
+      trace_format::ImportChromeJsonFiles({input}, std::string(input) + ".out");
+  std::error_code ec;
+  fs::remove_all(std::string(input) + ".out", ec);
+  std::_Exit(result.ok() ? 0 : 1);
+}();
+
+// Peak resident memory of importing a ~300 MB Kineto-like file, measured
+// as the maximum RSS of a fresh process that does only that.
+void BM_ImportChromeJsonPeakRss(benchmark::State& state) {
+  const KinetoJson json =
+      WriteKinetoJson("kineto-large.json", uint64_t{300} << 20);
+  double peak_mb = 0;
+  for (auto _ : state) {
+    const pid_t child = fork();
+    if (child == 0) {
+      setenv(kImportOnlyVariable, json.path.c_str(), 1);
+      execl("/proc/self/exe", "bench_interop", static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    if (child < 0 || wait4(child, &status, 0, &usage) != child ||
+        !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      state.SkipWithError("the importing child failed");
+      break;
+    }
+    peak_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB
+  }
+  fs::remove(json.path);
+  state.counters["input_mb"] = static_cast<double>(json.bytes) / 1e6;
+  state.counters["events"] = static_cast<double>(json.events);
+  state.counters["import.chrome_json_peak_rss_mb"] = peak_mb;
+}
+BENCHMARK(BM_ImportChromeJsonPeakRss)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
 
 // The reference: simdjson reads the same file and visits every event's
 // phase and timestamp, converting nothing.
@@ -227,6 +283,7 @@ BENCHMARK(BM_Export<false>)
 const bool kHeadlines = [] {
   RegisterHeadline("import.chrome_json_mb_per_s", "MB/s");
   RegisterHeadline("import.reference_simdjson_mb_per_s", "MB/s");
+  RegisterHeadline("import.chrome_json_peak_rss_mb", "MB");
   RegisterHeadline("export.perfetto_events_per_s", "events/s");
   RegisterHeadline("export.reference_chrome_json_events_per_s", "events/s");
   return true;

@@ -5,20 +5,31 @@
 # its seed corpus (plus tests/fuzz/regressions/NAME/, inputs that once
 # found a problem). Exits non-zero when the fuzzer finds a crash, leak,
 # timeout or sanitizer report; the input that caused it is kept in
-# BUILD_DIR/fuzz-artifacts/.
+# BUILD_DIR/fuzz-artifacts/. NAME... (reader, xspace, chrome_json) picks
+# fuzzers, all by default; JOBS sets the build's parallelism.
 #
 #   tests/fuzz/run-fuzz.sh build-fuzz 60
+#   JOBS=1 tests/fuzz/run-fuzz.sh build-fuzz 60 chrome_json
 set -euo pipefail
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 BUILD_DIR SECONDS" >&2
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 BUILD_DIR SECONDS [NAME...]" >&2
   exit 2
 fi
 build_dir=$(cd "$1" && pwd)
 seconds=$2
+shift 2
+names=("$@")
+if [[ ${#names[@]} -eq 0 ]]; then names=(reader xspace chrome_json); fi
+targets=()
+for name in "${names[@]}"; do
+  case "$name" in
+    reader | xspace | chrome_json) targets+=("${name}_fuzzer" "${name}_fuzz_seeds") ;;
+    *) echo "run-fuzz: unknown fuzzer '$name'" >&2; exit 2 ;;
+  esac
+done
 
-cmake --build "$build_dir" --target reader_fuzzer reader_fuzz_seeds \
-  xspace_fuzzer xspace_fuzz_seeds chrome_json_fuzzer chrome_json_fuzz_seeds
+cmake --build "$build_dir" ${JOBS:+-j "$JOBS"} --target "${targets[@]}"
 
 fuzz_bin="$build_dir/tests/fuzz"
 artifacts="$build_dir/fuzz-artifacts"
@@ -52,7 +63,5 @@ run_fuzzer() {
   fi
 }
 
-run_fuzzer reader
-run_fuzzer xspace
-run_fuzzer chrome_json
+for name in "${names[@]}"; do run_fuzzer "$name"; done
 exit $failed

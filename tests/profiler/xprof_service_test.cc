@@ -10,10 +10,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
@@ -133,7 +135,7 @@ TEST(XprofService, EmitXSpaceHonoursHostAndDeviceTracerLevels) {
     auto names = Names(response.xspace());
     EXPECT_TRUE(names["/host:CPU"].count("work"));
     EXPECT_FALSE(names["/host:CPU"].count("detail"));
-    EXPECT_FALSE(names.count("/device:DEVICE:0"));
+    EXPECT_FALSE(names.count("/device:CUSTOM:0"));
   }
   WaitUntilIdle(*server);
   {
@@ -146,8 +148,8 @@ TEST(XprofService, EmitXSpaceHonoursHostAndDeviceTracerLevels) {
     ASSERT_TRUE(names.count("/host:CPU"));
     EXPECT_TRUE(names["/host:CPU"].count("work"));
     EXPECT_TRUE(names["/host:CPU"].count("detail"));
-    ASSERT_TRUE(names.count("/device:DEVICE:0")) << names.size();
-    EXPECT_TRUE(names["/device:DEVICE:0"].count("kernel"));
+    ASSERT_TRUE(names.count("/device:CUSTOM:0")) << names.size();
+    EXPECT_TRUE(names["/device:CUSTOM:0"].count("kernel"));
   }
   WaitUntilIdle(*server);
   {  // max_events bounds the answer, and its warnings say so.
@@ -174,7 +176,7 @@ TEST(XprofService, EmitXSpaceHonoursHostAndDeviceTracerLevels) {
     ASSERT_TRUE(stub->Profile(&ctx, Request(300, 0, 1), &response).ok());
     auto names = Names(response.xspace());
     EXPECT_FALSE(names.count("/host:CPU"));
-    EXPECT_TRUE(names["/device:DEVICE:0"].count("kernel"));
+    EXPECT_TRUE(names["/device:CUSTOM:0"].count("kernel"));
   }
 }
 
@@ -298,6 +300,129 @@ TEST(XprofService, RepositoryWritesStayInsideTheConfiguredRoot) {
         << escape;
   }
   EXPECT_TRUE(fs::is_empty(outside));
+  fs::remove_all(dir);
+}
+
+grpc::StatusCode WriteAs(tf::ProfilerService::Stub& stub,
+                         const std::string& session, const std::string& host) {
+  tf::ProfileRequest r = Request(50, 2, 1);
+  r.set_emit_xspace(false);
+  r.set_repository_root("runs");
+  r.set_session_id(session);
+  r.set_host_name(host);
+  grpc::ClientContext ctx;
+  tf::ProfileResponse response;
+  return stub.Profile(&ctx, r, &response).error_code();
+}
+
+TEST(XprofService, SessionAndHostNamesCannotLeaveTheRepository) {
+  Work work;
+  const fs::path dir = FreshDir("names");
+  const fs::path root = dir / "root";
+  const fs::path outside = dir / "outside";
+  fs::create_directories(root);
+  fs::create_directories(outside);
+  ServerOptions options;
+  options.xprof_repository_root = root.string();
+  auto server = Serve(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = Stub(*server);
+
+  // Each name is one path component: separators become '_', so '..' and
+  // absolute paths stay names inside <root>/runs.
+  const std::string absolute = (outside / "abs").string();
+  const std::pair<std::string, std::string> requests[] = {
+      {"../x", "worker"},   {"a/../../b", "worker"},
+      {absolute, "worker"}, {"s", "../../../outside/evil"},
+      {"s", "a/../../b"},   {"s", absolute},
+      {"..", ".."},
+  };
+  for (const auto& [session, host] : requests) {
+    WaitUntilIdle(*server);
+    EXPECT_EQ(WriteAs(*stub, session, host), grpc::StatusCode::OK)
+        << session << " " << host;
+  }
+  auto component = [](std::string name) {
+    for (char& c : name) {
+      if (c == '/') c = '_';
+    }
+    return name;
+  };
+  const fs::path runs = root / "runs";
+  std::set<std::string> want = {
+      ".._x/worker.xplane.pb",
+      "a_.._.._b/worker.xplane.pb",
+      component(absolute) + "/worker.xplane.pb",
+      "s/.._.._.._outside_evil.xplane.pb",
+      "s/a_.._.._b.xplane.pb",
+      "s/" + component(absolute) + ".xplane.pb",
+  };
+  std::set<std::string> got;
+  size_t fallback = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path rel = fs::relative(entry.path(), runs);
+    // Every file is <root>/runs/<session>/<host>.xplane.pb.
+    ASSERT_FALSE(rel.empty() || *rel.begin() == "..") << entry.path();
+    ASSERT_EQ(std::distance(rel.begin(), rel.end()), 2) << entry.path();
+    if (want.count(rel.string())) {
+      got.insert(rel.string());
+    } else {
+      // "..": the capture's session and the host's own name instead.
+      EXPECT_NE(rel.parent_path().string(), "..");
+      EXPECT_NE(rel.filename().string(), "...xplane.pb");
+      ++fallback;
+    }
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(fallback, 1u);
+  EXPECT_TRUE(fs::is_empty(outside));
+  EXPECT_FALSE(fs::exists(dir / "x"));
+  EXPECT_FALSE(fs::exists(dir / "b"));
+  EXPECT_FALSE(fs::exists(root / "b"));
+  fs::remove_all(dir);
+}
+
+TEST(XprofService, ProfileAnswersOverTls) {
+  Work work;
+  const fs::path dir = FreshDir("tls");
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
+      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+      (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() +
+      " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl is needed: " << cmd;
+  ServerOptions options;
+  options.tls_cert_file = (dir / "cert.pem").string();
+  options.tls_key_file = (dir / "key.pem").string();
+  options.token = "s3cret";
+  auto server = Serve(options);
+  ASSERT_NE(server, nullptr);
+
+  {  // A plain-text client does not get through.
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(3));
+    ctx.AddMetadata("authorization", "Bearer s3cret");
+    tf::ProfileResponse response;
+    const grpc::Status s =
+        Stub(*server)->Profile(&ctx, Request(50, 2, 1), &response);
+    EXPECT_FALSE(s.ok());
+  }
+  std::ifstream in(dir / "cert.pem");
+  const std::string pem((std::istreambuf_iterator<char>(in)),
+                        std::istreambuf_iterator<char>());
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pem;
+  auto stub = tf::ProfilerService::NewStub(
+      grpc::CreateChannel(server->address(), grpc::SslCredentials(ssl)));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer s3cret");
+  tf::ProfileResponse response;
+  const grpc::Status s = stub->Profile(&ctx, Request(300, 2, 1), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(response.empty_trace());
+  EXPECT_TRUE(Names(response.xspace())["/host:CPU"].count("work"));
   fs::remove_all(dir);
 }
 

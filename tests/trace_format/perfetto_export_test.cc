@@ -11,6 +11,9 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "podscope/trace_format/perfetto_trace.pb.h"
 #include "podscope/trace_format/writer.h"
@@ -266,6 +269,166 @@ TEST_F(PerfettoExportTest, ManyChunksStreamWithTheSameEvents) {
   }
   EXPECT_EQ(begins, 31);
   for (const auto& [uuid, d] : depth) EXPECT_EQ(d, 0);
+}
+
+// A slice as trace_processor rebuilds it: events sorted by time (stable,
+// so equal times keep file order), each END closing the innermost open
+// slice of its track.
+struct Decoded {
+  std::string name;
+  uint64_t start, end, track;
+  size_t depth;
+  auto operator<=>(const Decoded&) const = default;
+};
+
+std::vector<Decoded> DecodeSlices(const pf::Trace& trace) {
+  std::map<uint64_t, std::string> names;  // one sequence in these tests
+  std::vector<const pf::TracePacket*> events;
+  for (const pf::TracePacket& p : trace.packet()) {
+    for (const auto& n : p.interned_data().event_names()) {
+      names[n.iid()] = n.name();
+    }
+    if (p.has_track_event()) events.push_back(&p);
+  }
+  std::stable_sort(events.begin(), events.end(), [](auto* a, auto* b) {
+    return a->timestamp() < b->timestamp();
+  });
+  std::map<uint64_t, std::vector<Decoded>> open;
+  std::vector<Decoded> out;
+  for (const pf::TracePacket* p : events) {
+    const pf::TrackEvent& ev = p->track_event();
+    auto& stack = open[ev.track_uuid()];
+    if (ev.type() == pf::TrackEvent::TYPE_SLICE_BEGIN) {
+      stack.push_back({names[ev.name_iid()], p->timestamp(), 0, ev.track_uuid(),
+                       stack.size()});
+    } else if (ev.type() == pf::TrackEvent::TYPE_SLICE_END) {
+      EXPECT_FALSE(stack.empty()) << "END without BEGIN";
+      if (stack.empty()) continue;
+      stack.back().end = p->timestamp();
+      out.push_back(stack.back());
+      stack.pop_back();
+    }
+  }
+  for (const auto& [uuid, stack] : open) {
+    EXPECT_TRUE(stack.empty()) << "unclosed on " << uuid;
+  }
+  std::sort(out.begin(), out.end(), [](const Decoded& a, const Decoded& b) {
+    return std::tie(a.start, a.end, a.name) < std::tie(b.start, b.end, b.name);
+  });
+  return out;
+}
+
+TEST_F(PerfettoExportTest, SlicesKeepTheirLanesAcrossChunks) {
+  // One slice per chunk: "a" and "b" overlap without nesting; "parent"
+  // comes after its children, as a recorder writes scopes when they end,
+  // and starts with the first of them.
+  const std::string path = (dir_ / "h.podtrace").string();
+  {
+    WriterOptions options;
+    options.chunk_events = 1;
+    auto w = std::move(*TraceWriter::Create(path, options));
+    proto::Metadata m;
+    m.set_host("h");
+    w->SetMetadata(m);
+    proto::Track t;
+    t.set_kind(proto::TRACK_KIND_THREAD);
+    t.set_name("main");
+    t.set_tid(1);
+    const uint32_t main = w->AddTrack(t);
+    auto slice = [&](const char* name, int64_t start, int64_t end) {
+      w->AddSlice(main, start, end - start, w->InternString(name));
+    };
+    slice("a", 0, 100);
+    slice("b", 50, 150);
+    slice("child1", 1'010, 1'100);
+    slice("child2", 1'200, 1'300);
+    slice("parent", 1'000, 1'400);
+    slice("tied", 2'000, 2'100);
+    slice("tied parent", 2'000, 2'200);
+    slice("next", 2'200, 2'300);
+    ASSERT_TRUE(w->Close().ok());
+  }
+  std::vector<std::unique_ptr<TraceReader>> readers;
+  readers.push_back(std::move(*TraceReader::Open(path)));
+  ASSERT_GE(readers[0]->chunks().size(), 8u);
+  const std::vector<Decoded> slices = DecodeSlices(Export(readers));
+  ASSERT_EQ(slices.size(), 8u);
+  std::map<std::string, Decoded> by_name;
+  for (const Decoded& d : slices) by_name[d.name] = d;
+  // Every slice comes back whole, BEGIN and END paired.
+  const std::map<std::string, std::pair<uint64_t, uint64_t>> want = {
+      {"a", {0, 100}},
+      {"b", {50, 150}},
+      {"child1", {1'010, 1'100}},
+      {"child2", {1'200, 1'300}},
+      {"parent", {1'000, 1'400}},
+      {"tied", {2'000, 2'100}},
+      {"tied parent", {2'000, 2'200}},
+      {"next", {2'200, 2'300}}};
+  for (const auto& [name, times] : want) {
+    ASSERT_TRUE(by_name.count(name)) << name;
+    EXPECT_EQ(by_name[name].start, times.first) << name;
+    EXPECT_EQ(by_name[name].end, times.second) << name;
+  }
+  // "b" overlaps "a" from another chunk: another lane.
+  EXPECT_NE(by_name["a"].track, by_name["b"].track);
+  // The late parent nests its children on the track itself.
+  EXPECT_EQ(by_name["parent"].track, by_name["a"].track);
+  EXPECT_EQ(by_name["child1"].track, by_name["a"].track);
+  EXPECT_EQ(by_name["child1"].depth, 1u);
+  EXPECT_EQ(by_name["child2"].depth, 1u);
+  EXPECT_EQ(by_name["next"].track, by_name["a"].track);
+}
+
+TEST_F(PerfettoExportTest, AFlowBetweenTwoFilesStaysOneFlow) {
+  // Rank 0 sends (flow 500 begins), rank 1 receives (it ends); each rank
+  // also has a flow 9 of its own, begun and ended within its file.
+  std::vector<std::unique_ptr<TraceReader>> readers;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string path =
+        (dir_ / ("rank" + std::to_string(rank) + ".podtrace")).string();
+    auto w = std::move(*TraceWriter::Create(path));
+    proto::Metadata m;
+    m.set_host("h");
+    m.set_pid(10 + rank);
+    m.set_process_index(rank);
+    m.set_process_count(2);
+    w->SetMetadata(m);
+    proto::Track t;
+    t.set_kind(proto::TRACK_KIND_THREAD);
+    t.set_name("main");
+    t.set_tid(1);
+    const uint32_t main = w->AddTrack(t);
+    const EventRef comm = w->AddSlice(
+        main, 100, 50, w->InternString(rank == 0 ? "send" : "recv"));
+    w->AddFlow(comm, 500, rank == 0 ? FlowPhase::kBegin : FlowPhase::kEnd);
+    const EventRef launch = w->AddSlice(main, 200, 10, w->InternString("l"));
+    w->AddFlow(launch, 9, FlowPhase::kBegin);
+    const EventRef run = w->AddSlice(main, 300, 10, w->InternString("r"));
+    w->AddFlow(run, 9, FlowPhase::kEnd);
+    ASSERT_TRUE(w->Close().ok());
+    readers.push_back(std::move(*TraceReader::Open(path)));
+  }
+  const pf::Trace trace = Export(readers);
+  // Flow ids by (sequence, timestamp): out and terminating.
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> out, in;
+  for (const pf::TracePacket& p : trace.packet()) {
+    if (!p.has_track_event()) continue;
+    const auto key =
+        std::make_pair(p.trusted_packet_sequence_id(), p.timestamp());
+    for (uint64_t f : p.track_event().flow_ids()) out[key] = f;
+    for (uint64_t f : p.track_event().terminating_flow_ids()) in[key] = f;
+  }
+  ASSERT_EQ(out.size(), 3u);
+  ASSERT_EQ(in.size(), 3u);
+  auto id = [](auto& m, uint32_t seq, uint64_t ts) { return m[{seq, ts}]; };
+  // send (rank 0) -> recv (rank 1): one id.
+  EXPECT_EQ(id(out, 1, 100), id(in, 2, 100));
+  // Each rank's flow 9 connects within its file, apart from the other's.
+  EXPECT_EQ(id(out, 1, 200), id(in, 1, 300));
+  EXPECT_EQ(id(out, 2, 200), id(in, 2, 300));
+  EXPECT_NE(id(out, 1, 200), id(out, 2, 200));
+  EXPECT_NE(id(out, 1, 200), id(out, 1, 100));
 }
 
 }  // namespace

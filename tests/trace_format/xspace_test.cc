@@ -179,7 +179,7 @@ TEST(XSpace, OutputReadsBackWithTheSchemaAsXProfSeesIt) {
     m.set_session_id("sess");
     proto::Device* d = m.add_devices();
     d->set_global_id(3);
-    d->set_kind("GPU");
+    d->set_kind("TPU");
     w->SetMetadata(m);
     w->AddClockSnapshot(1'000, 1'700'000'000'000'001'000);
     const uint32_t main = ThreadTrack(*w, "main");
@@ -217,7 +217,7 @@ TEST(XSpace, OutputReadsBackWithTheSchemaAsXProfSeesIt) {
   const xp::XPlane& host = space.planes(0);
   const xp::XPlane& gpu = space.planes(1);
   EXPECT_EQ(host.name(), "/host:CPU");
-  EXPECT_EQ(gpu.name(), "/device:GPU:3");
+  EXPECT_EQ(gpu.name(), "/device:TPU:3");
   ASSERT_EQ(host.lines_size(), 1);
   EXPECT_EQ(host.lines(0).name(), "main");
   EXPECT_EQ(host.lines(0).events_size(), 6);
@@ -254,10 +254,194 @@ TEST(XSpace, OutputReadsBackWithTheSchemaAsXProfSeesIt) {
     EXPECT_EQ(stat_name(gpu, e.stats(0).metadata_id()), "group_id");
   }
   EXPECT_EQ(gpu.lines(1).name(), "Steps");
+  // XProf's kThreadIdStepInfo, the int 0xdeadbeef in an int64 line id.
+  EXPECT_EQ(gpu.lines(1).id(), -559038737);
+  EXPECT_EQ(gpu.lines(1).id(), int64_t{static_cast<int>(0xdeadbeefu)});
   ASSERT_EQ(gpu.lines(1).events_size(), 3);
   EXPECT_EQ(
       gpu.event_metadata().at(gpu.lines(1).events(2).metadata_id()).name(),
       "12");
+}
+
+// Stream tracks on a CPU, a GPU and a TPU device of the metadata and on a
+// device only its track names.
+std::string FourDeviceTrace() {
+  std::string data;
+  auto w = NewWriter(&data);
+  proto::Metadata m;
+  m.set_host("h");
+  const char* kinds[] = {"CPU", "GPU", "TPU"};
+  for (int i = 0; i < 3; ++i) {
+    proto::Device* d = m.add_devices();
+    d->set_global_id(i);
+    d->set_kind(kinds[i]);
+  }
+  w->SetMetadata(m);
+  w->AddClockSnapshot(0, 1'700'000'000'000'000'000);
+  ThreadTrack(*w, "main");
+  for (int device : {0, 1, 2, 7}) {
+    proto::Track s;
+    s.set_kind(proto::TRACK_KIND_DEVICE_STREAM);
+    s.set_name("stream");
+    s.set_device_id(device);
+    w->AddSlice(w->AddTrack(s), 1'000, 10, w->InternString("kernel"));
+  }
+  EXPECT_TRUE(w->Close().ok());
+  return data;
+}
+
+TEST(XSpace, DevicesOtherThanGpuAndTpuAreCustomPlanesKeepingTheirKind) {
+  auto reader = TraceReader::OpenBuffer(FourDeviceTrace(), "mem");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto space = ToXSpace(**reader);
+  ASSERT_TRUE(space.ok()) << space.status();
+  // XProf's trace viewer shows GPU planes, else TPU planes, else custom
+  // planes: a CPU device or one of unknown kind is custom.
+  std::vector<std::pair<std::string, std::string>> planes;
+  for (const xp::XPlane& p : space->planes()) {
+    std::string type;
+    for (const xp::XStat& s : p.stats()) {
+      if (p.stat_metadata().at(s.metadata_id()).name() ==
+          "device_type_string") {
+        type = s.str_value();
+      }
+    }
+    planes.emplace_back(p.name(), type);
+  }
+  EXPECT_EQ(planes, (std::vector<std::pair<std::string, std::string>>{
+                        {"/host:CPU", ""},
+                        {"/device:CUSTOM:0", "CPU"},
+                        {"/device:GPU:1", "GPU"},
+                        {"/device:TPU:2", "TPU"},
+                        {"/device:CUSTOM:7", "DEVICE"}}));
+
+  // Imported as Podscope's, the metadata comes back whole; imported as any
+  // XSpace (without the plane info), custom planes get their kinds back
+  // from the stat.
+  auto kinds = [](const xp::XSpace& x) {
+    std::string data;
+    auto w = NewWriter(&data);
+    EXPECT_TRUE(
+        XSpaceToPodtrace(x.SerializeAsString(), {.source = "x"}, *w).ok());
+    EXPECT_TRUE(w->Close().ok());
+    auto r = TraceReader::OpenBuffer(data, "back");
+    std::map<int32_t, std::string> out;
+    for (const proto::Device& d : (*r)->metadata().devices()) {
+      out[d.global_id()] = d.kind();
+    }
+    return out;
+  };
+  EXPECT_EQ(kinds(*space), (std::map<int32_t, std::string>{
+                               {0, "CPU"}, {1, "GPU"}, {2, "TPU"}}));
+  xp::XSpace foreign = *space;
+  for (xp::XPlane& p : *foreign.mutable_planes()) {
+    auto* stats = p.mutable_stats();
+    stats->erase(
+        std::remove_if(stats->begin(), stats->end(),
+                       [&](const xp::XStat& s) {
+                         return p.stat_metadata().at(s.metadata_id()).name() ==
+                                "podscope.plane_info";
+                       }),
+        stats->end());
+  }
+  EXPECT_EQ(kinds(foreign),
+            (std::map<int32_t, std::string>{
+                {0, "CPU"}, {1, "GPU"}, {2, "TPU"}, {7, "DEVICE"}}));
+}
+
+TEST(XSpace, StepMarkersAreOnXProfsStepLineOfTpuAndCustomPlanesOnly) {
+  // A host step around work on a GPU, a TPU and a custom (CPU) device.
+  std::string data;
+  {
+    auto w = NewWriter(&data);
+    proto::Metadata m;
+    m.set_host("h");
+    const char* kinds[] = {"GPU", "TPU", "CPU"};
+    for (int i = 0; i < 3; ++i) {
+      proto::Device* d = m.add_devices();
+      d->set_global_id(i);
+      d->set_kind(kinds[i]);
+    }
+    w->SetMetadata(m);
+    w->AddClockSnapshot(0, 1'700'000'000'000'000'000);
+    const uint32_t main = ThreadTrack(*w, "main");
+    w->AddSlice(main, 1'000, 10'000, w->InternString("train_step"));
+    for (int device = 0; device < 3; ++device) {
+      proto::Track s;
+      s.set_kind(proto::TRACK_KIND_DEVICE_STREAM);
+      s.set_name("stream");
+      s.set_device_id(device);
+      w->AddSlice(w->AddTrack(s), 2'000, 10, w->InternString("kernel"));
+    }
+    ASSERT_TRUE(w->Close().ok());
+  }
+  auto reader = TraceReader::OpenBuffer(data, "mem");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto space = ToXSpace(**reader);
+  ASSERT_TRUE(space.ok()) << space.status();
+  std::map<std::string, std::vector<int64_t>> line_ids;
+  for (const xp::XPlane& p : space->planes()) {
+    for (const xp::XLine& l : p.lines()) line_ids[p.name()].push_back(l.id());
+    if (p.name() == "/device:GPU:0") {
+      // XProf derives the GPU's steps from the events' group_id.
+      const xp::XEvent& e = p.lines(0).events(0);
+      ASSERT_EQ(e.stats_size(), 1);
+      EXPECT_EQ(p.stat_metadata().at(e.stats(0).metadata_id()).name(),
+                "group_id");
+    }
+  }
+  const int64_t stream = (*reader)->tracks()[1].id();
+  EXPECT_EQ(line_ids["/device:GPU:0"], (std::vector<int64_t>{stream}));
+  EXPECT_EQ(line_ids["/device:TPU:1"],
+            (std::vector<int64_t>{stream + 1, -559038737}));
+  EXPECT_EQ(line_ids["/device:CUSTOM:2"],
+            (std::vector<int64_t>{stream + 2, -559038737}));
+}
+
+TEST(XSpace, ImportRecognisesStepLinesByXProfsIdAndTheEarlierOne) {
+  // A foreign XSpace with unnamed step lines: XProf's id (as C++ stores it
+  // and unsigned) and the one Podscope files used before.
+  xp::XSpace space;
+  space.add_hostnames("h");
+  const int64_t ids[] = {-559038737, 0xdeadbeef, int64_t{1} << 40};
+  for (int i = 0; i < 3; ++i) {
+    xp::XPlane* p = space.add_planes();
+    p->set_id(i);
+    p->set_name(absl::StrCat("/device:TPU:", i));
+    (*p->mutable_event_metadata())[1].set_id(1);
+    (*p->mutable_event_metadata())[1].set_name("7");
+    xp::XLine* ops = p->add_lines();
+    ops->set_id(0);
+    ops->set_name("XLA Ops");
+    xp::XLine* steps = p->add_lines();
+    steps->set_id(ids[i]);
+    steps->set_timestamp_ns(1'000);
+    xp::XEvent* e = steps->add_events();
+    e->set_metadata_id(1);
+    e->set_duration_ps(5'000);
+  }
+  std::string data;
+  auto w = NewWriter(&data);
+  ASSERT_TRUE(
+      XSpaceToPodtrace(space.SerializeAsString(), {.source = "x"}, *w).ok());
+  ASSERT_TRUE(w->Close().ok());
+  auto r = TraceReader::OpenBuffer(data, "back");
+  ASSERT_TRUE(r.ok()) << r.status();
+  int step_tracks = 0;
+  for (const proto::Track& t : (*r)->tracks()) {
+    if (t.name() == "XLA Ops") {
+      EXPECT_EQ(t.stream_id(), 0);
+      continue;
+    }
+    ++step_tracks;
+    EXPECT_EQ(t.name(), "Steps");
+    EXPECT_EQ(t.stream_id(), -559038737);
+    const TrackEvents e = (*r)->ReadTrack(t.id());
+    ASSERT_EQ(e.slices.size(), 1u);
+    EXPECT_EQ((*r)->GetString(e.slices[0].name), "7");
+    EXPECT_EQ(e.slices[0].duration_ns, 5);
+  }
+  EXPECT_EQ(step_tracks, 3);
 }
 
 TEST(XSpace, JaxLikeRunImportsWithNestingArgsAndAlignedHosts) {
@@ -326,6 +510,17 @@ TEST(XSpace, JaxLikeRunImportsWithNestingArgsAndAlignedHosts) {
     ASSERT_EQ(eigen.instants.size(), 1u);
     EXPECT_EQ(reader.GetString(eigen.instants[0].name),
               "ThreadpoolListener::Record");
+    // Aggregated (num_occurrences 12, 100 ns in all): an instant at the
+    // line's start carrying both.
+    EXPECT_EQ(eigen.instants[0].ts_ns, t + 1'000);
+    args.clear();
+    const EventArgs* aggregated = eigen.FindArgs(EventKind::kInstant, 0);
+    ASSERT_NE(aggregated, nullptr);
+    for (const Arg& arg : aggregated->args) {
+      args.push_back(ArgText(reader, arg));
+    }
+    EXPECT_EQ(args, (std::vector<std::string>{"num_occurrences=i:12",
+                                              "duration_ps=i:100000"}));
   }
 }
 

@@ -4,7 +4,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <numeric>
+#include <span>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -67,11 +70,178 @@ class PacketOut {
   uint64_t packets_ = 0, bytes_ = 0;
 };
 
+// The slices of one Perfetto track (a podtrace track, or one of its overlap
+// lanes) across the chunks of a file. trace_processor sorts events by time
+// (events of equal time stay in file order) and pairs each END with the
+// innermost open slice of the track, so the slices of a lane must nest and
+// an END must not meet a BEGIN of the same time in the wrong order. Slices
+// usually come in start order; a parent may come in a later chunk than its
+// children (a recorder writes scopes when they end). A lane keeps what
+// deciding both needs, bounded: the chain of open slices for slices in
+// start order, and the latest top-level slices for parents that come late.
+class Lane {
+ public:
+  struct Open {
+    int64_t end;
+    bool end_written;
+  };
+
+  // Places [start, end] on the lane if it nests with every slice there;
+  // `write_end(end)` writes the ENDs of slices that close before it.
+  template <typename WriteEnd>
+  bool Place(int64_t start, int64_t end, WriteEnd&& write_end) {
+    if (start >= last_start_) {
+      // In start order: it nests in the innermost open slice that ends
+      // after it starts, or is a new top-level slice.
+      size_t keep = open_.size();
+      while (keep > 0 && open_[keep - 1].end <= start) --keep;
+      if (keep > 0 && end > open_[keep - 1].end) return false;
+      while (open_.size() > keep) {
+        if (!open_.back().end_written) write_end(open_.back().end);
+        open_.pop_back();
+      }
+      if (open_.empty()) AddRoot({start, end});
+      open_.push_back({end, false});
+      last_start_ = start;
+      return true;
+    }
+    // Before slices already placed: only as a new top-level slice that
+    // starts in a gap between top-level slices (strictly before the next
+    // one, whose BEGIN is already written) and holds whole top-level slices
+    // up to another gap.
+    if (start < frozen_end_) return false;
+    auto first =
+        std::partition_point(roots_.begin(), roots_.end(),
+                             [&](const Interval& r) { return r.end <= start; });
+    if (first == roots_.end() || start >= first->start) return false;
+    auto after = first;
+    while (after != roots_.end() && after->start < end) {
+      if (after->end > end) return false;
+      ++after;
+    }
+    if (after != roots_.end() && after->start == end) return false;
+    const bool holds_last = after == roots_.end() && first != after;
+    first = roots_.erase(first, after);
+    roots_.insert(first, {start, end});
+    if (holds_last) {
+      open_.insert(open_.begin(), {end, false});
+    } else {
+      closed_ends_.push_back(end);  // before the last top-level slice
+    }
+    return true;
+  }
+
+  // Writes the ENDs not written yet (at the end of a chunk); the slices
+  // stay open for the nesting of later chunks' slices.
+  template <typename WriteEnd>
+  void WriteOpenEnds(WriteEnd&& write_end) {
+    for (int64_t end : closed_ends_) write_end(end);
+    closed_ends_.clear();
+    for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
+      if (!it->end_written) write_end(it->end);
+      it->end_written = true;
+    }
+  }
+
+ private:
+  struct Interval {
+    int64_t start, end;
+  };
+  // At most this many top-level slices are kept; older ones only leave
+  // the time before which nothing more is placed.
+  static constexpr size_t kMaxRoots = 512;
+
+  void AddRoot(Interval r) {
+    roots_.push_back(r);
+    if (roots_.size() >= 2 * kMaxRoots) {
+      for (size_t i = 0; i < kMaxRoots; ++i) {
+        frozen_end_ = std::max(frozen_end_, roots_[i].end);
+      }
+      roots_.erase(roots_.begin(), roots_.begin() + kMaxRoots);
+    }
+  }
+
+  std::vector<Open> open_;       // nested, outermost first
+  std::vector<Interval> roots_;  // disjoint top-level slices, in time order
+  std::vector<int64_t> closed_ends_;  // ENDs to write after their BEGINs
+  int64_t last_start_ = std::numeric_limits<int64_t>::min();
+  int64_t frozen_end_ = std::numeric_limits<int64_t>::min();
+};
+
+uint64_t Mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
+}
+
+// Flow ids, as the viewer matches them: across the files of a session. A
+// flow that begins in one file and ends in another is one flow; ids that
+// are complete within a file (or only ever dangle in one) are that file's
+// own, since processes number their flows independently. Perfetto's ids
+// are global, so a file's own ids are mixed with its index (top bit set)
+// and shared ones are not (top bit clear).
+class FlowIds {
+ public:
+  // Finds the ids that are incomplete (begin or end missing) in more than
+  // one file. Decodes every chunk; a single file needs none of it.
+  explicit FlowIds(std::span<const TraceReader* const> readers)
+      : dangling_(readers.size()) {
+    if (readers.size() < 2) return;
+    absl::flat_hash_map<uint64_t, int> files_dangling;
+    for (size_t f = 0; f < readers.size(); ++f) {
+      // Begin (1) and end (2) seen; an id leaves once it has both, so the
+      // map holds the flows in flight.
+      absl::flat_hash_map<uint64_t, uint8_t> seen;
+      const TraceReader& r = *readers[f];
+      for (size_t c = 0; c < r.chunks().size(); ++c) {
+        auto decoded = r.DecodeChunk(c);
+        if (!decoded.ok()) continue;
+        for (const TrackEvents& e : *decoded) {
+          for (const FlowLink& link : e.flows) {
+            const uint8_t bit = link.phase == FlowPhase::kBegin ? 1
+                                : link.phase == FlowPhase::kEnd ? 2
+                                                                : 0;
+            uint8_t& mask = seen[link.flow_id];
+            mask |= bit;
+            if (mask == 3) seen.erase(link.flow_id);
+          }
+        }
+      }
+      for (const auto& [id, mask] : seen) {
+        dangling_[f].insert(id);
+        ++files_dangling[id];
+      }
+    }
+    for (const auto& [id, files] : files_dangling) {
+      if (files > 1) shared_.insert(id);
+    }
+    for (auto& ids : dangling_) {
+      absl::erase_if(ids, [&](uint64_t id) { return !shared_.contains(id); });
+    }
+  }
+
+  uint64_t Exported(size_t file, uint64_t id) const {
+    constexpr uint64_t kTop = uint64_t{1} << 63;
+    uint64_t out = dangling_[file].contains(id)
+                       ? Mix(id) & ~kTop
+                       : Mix(id + (file + 1) * 0x9e3779b97f4a7c15u) | kTop;
+    return out == 0 ? 1 : out;
+  }
+
+ private:
+  // Per file, its ids shared with another file.
+  std::vector<absl::flat_hash_set<uint64_t>> dangling_;
+  absl::flat_hash_set<uint64_t> shared_;
+};
+
 class FileExporter {
  public:
   FileExporter(const TraceReader& r, uint32_t index, int32_t pid,
-               const PerfettoExportOptions& options, PacketOut* out)
+               const PerfettoExportOptions& options, const FlowIds* flow_ids,
+               PacketOut* out)
       : r_(r),
+        index_(index),
+        flow_ids_(flow_ids),
         seq_(index + 1),
         pid_(pid),
         process_uuid_(static_cast<uint64_t>(index + 1) << 40),
@@ -156,9 +326,8 @@ class FileExporter {
     return out_->Write(p);
   }
 
-  uint64_t Ts(int64_t local_ns) const {
-    return static_cast<uint64_t>(
-        std::max<int64_t>(clock_.ToReference(local_ns), 0));
+  int64_t Ts(int64_t local_ns) const {
+    return std::max<int64_t>(clock_.ToReference(local_ns), 0);
   }
 
   // A packet for an event on this sequence, interning `name`.
@@ -214,10 +383,7 @@ class FileExporter {
       }
     }
   }
-  uint64_t FlowId(uint64_t id) const {
-    return (static_cast<uint64_t>(seq_) << 48) ^
-           (id & ((uint64_t{1} << 48) - 1));
-  }
+  uint64_t FlowId(uint64_t id) const { return flow_ids_->Exported(index_, id); }
   void SetFlows(pf::TrackEvent* ev, const TrackEvents& e, EventKind kind,
                 uint32_t index) {
     auto it = std::lower_bound(
@@ -235,8 +401,9 @@ class FileExporter {
     }
   }
 
-  absl::Status EndSlice(uint64_t uuid, int64_t end_ns) {
-    NewEvent(Ts(end_ns), uuid, pf::TrackEvent::TYPE_SLICE_END);
+  // `ts`: an exported time.
+  absl::Status EndSlice(uint64_t uuid, int64_t ts) {
+    NewEvent(static_cast<uint64_t>(ts), uuid, pf::TrackEvent::TYPE_SLICE_END);
     return out_->Write(packet_);
   }
 
@@ -249,61 +416,66 @@ class FileExporter {
     // Slices in (start, end descending) order, each on the first lane it
     // nests in; a lane's open slices end (and are written) as later ones
     // start after them.
-    std::vector<uint32_t> order(e.slices.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return SliceOrder(e.slices[a], e.slices[b]);
+    // Lanes decide on the exported times, which trace_processor sorts.
+    times_.resize(e.slices.size());
+    for (size_t i = 0; i < e.slices.size(); ++i) {
+      times_[i] = {Ts(e.slices[i].start_ns), Ts(e.slices[i].end_ns())};
+    }
+    order_.resize(e.slices.size());
+    std::iota(order_.begin(), order_.end(), 0);
+    std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) {
+      if (times_[a].first != times_[b].first) {
+        return times_[a].first < times_[b].first;
+      }
+      return times_[a].second > times_[b].second;
     });
-    std::vector<std::vector<int64_t>> lanes;
-    auto& extra = extra_lanes_[t.id()];
-    for (uint32_t i : order) {
-      const Slice& s = e.slices[i];
+    std::vector<Lane>& lanes = lanes_[t.id()];
+    absl::Status status;
+    for (uint32_t i : order_) {
+      const auto [start, end] = times_[i];
       size_t lane = 0;
       for (;; ++lane) {
-        if (lane == lanes.size()) lanes.emplace_back();
-        auto& open = lanes[lane];
-        while (!open.empty() && open.back() <= s.start_ns) {
-          if (auto st = EndSlice(TrackUuid(t.id(), lane), open.back());
-              !st.ok()) {
-            return st;
+        if (lane == lanes.size()) {
+          lanes.emplace_back();
+          if (lane > 0) {
+            if (auto st = WriteTrack(t, lane, 0); !st.ok()) return st;
           }
-          open.pop_back();
         }
-        if (open.empty() || s.end_ns() <= open.back()) break;
+        const uint64_t uuid = TrackUuid(t.id(), lane);
+        auto write_end = [&](int64_t at) {
+          if (status.ok()) status = EndSlice(uuid, at);
+        };
+        if (lanes[lane].Place(start, end, write_end)) break;
       }
-      if (lane > extra) {
-        for (size_t k = extra + 1; k <= lane; ++k) {
-          if (auto st = WriteTrack(t, k, 0); !st.ok()) return st;
-        }
-        extra = lane;
-      }
-      pf::TrackEvent* ev = NewEvent(Ts(s.start_ns), TrackUuid(t.id(), lane),
-                                    pf::TrackEvent::TYPE_SLICE_BEGIN);
-      SetName(ev, s.name);
+      if (!status.ok()) return status;
+      pf::TrackEvent* ev =
+          NewEvent(static_cast<uint64_t>(start), TrackUuid(t.id(), lane),
+                   pf::TrackEvent::TYPE_SLICE_BEGIN);
+      SetName(ev, e.slices[i].name);
       SetArgs(ev, e.FindArgs(EventKind::kSlice, i));
       SetFlows(ev, e, EventKind::kSlice, i);
       if (auto st = out_->Write(packet_); !st.ok()) return st;
-      lanes[lane].push_back(s.end_ns());
     }
     for (size_t lane = 0; lane < lanes.size(); ++lane) {
-      for (auto it = lanes[lane].rbegin(); it != lanes[lane].rend(); ++it) {
-        if (auto st = EndSlice(TrackUuid(t.id(), lane), *it); !st.ok()) {
-          return st;
-        }
-      }
+      const uint64_t uuid = TrackUuid(t.id(), lane);
+      lanes[lane].WriteOpenEnds([&](int64_t at) {
+        if (status.ok()) status = EndSlice(uuid, at);
+      });
     }
+    if (!status.ok()) return status;
     const uint64_t uuid = TrackUuid(t.id(), 0);
     for (uint32_t i = 0; i < e.instants.size(); ++i) {
       pf::TrackEvent* ev =
-          NewEvent(Ts(e.instants[i].ts_ns), uuid, pf::TrackEvent::TYPE_INSTANT);
+          NewEvent(static_cast<uint64_t>(Ts(e.instants[i].ts_ns)), uuid,
+                   pf::TrackEvent::TYPE_INSTANT);
       SetName(ev, e.instants[i].name);
       SetArgs(ev, e.FindArgs(EventKind::kInstant, i));
       SetFlows(ev, e, EventKind::kInstant, i);
       if (auto st = out_->Write(packet_); !st.ok()) return st;
     }
     for (const CounterSample& c : e.counters) {
-      pf::TrackEvent* ev =
-          NewEvent(Ts(c.ts_ns), uuid, pf::TrackEvent::TYPE_COUNTER);
+      pf::TrackEvent* ev = NewEvent(static_cast<uint64_t>(Ts(c.ts_ns)), uuid,
+                                    pf::TrackEvent::TYPE_COUNTER);
       ev->set_double_counter_value(c.value);
       if (auto st = out_->Write(packet_); !st.ok()) return st;
     }
@@ -311,6 +483,8 @@ class FileExporter {
   }
 
   const TraceReader& r_;
+  const uint32_t index_;
+  const FlowIds* flow_ids_;
   const uint32_t seq_;
   const int32_t pid_;
   const uint64_t process_uuid_;
@@ -318,7 +492,10 @@ class FileExporter {
   PacketOut* out_;
   pf::TracePacket packet_;
   std::vector<bool> names_, arg_names_;  // interned on this sequence
-  absl::flat_hash_map<uint32_t, size_t> extra_lanes_;  // lanes described
+  // Per track, its lanes (lane 0 the track itself), kept across chunks.
+  absl::flat_hash_map<uint32_t, std::vector<Lane>> lanes_;
+  std::vector<std::pair<int64_t, int64_t>> times_;  // a chunk's, reused
+  std::vector<uint32_t> order_;
   uint64_t events_ = 0;
 };
 
@@ -337,6 +514,7 @@ absl::StatusOr<PerfettoExportStats> ExportPerfetto(
   for (const TraceReader* r : readers) total_chunks += r->chunks().size();
   absl::flat_hash_map<int64_t, int> pid_uses;
   for (const TraceReader* r : readers) ++pid_uses[r->metadata().pid()];
+  const FlowIds flow_ids(readers);
   PerfettoExportStats stats;
   for (size_t i = 0; i < readers.size(); ++i) {
     const TraceReader& r = *readers[i];
@@ -345,7 +523,8 @@ absl::StatusOr<PerfettoExportStats> ExportPerfetto(
         pid_uses[file_pid] == 1 && file_pid > 0 && file_pid <= INT32_MAX
             ? file_pid
             : static_cast<int64_t>(i + 1));
-    FileExporter exporter(r, static_cast<uint32_t>(i), pid, options, &out);
+    FileExporter exporter(r, static_cast<uint32_t>(i), pid, options, &flow_ids,
+                          &out);
     if (auto s = exporter.WriteDescriptors(); !s.ok()) return s;
     for (size_t c = 0; c < r.chunks().size(); ++c) {
       auto decoded = r.DecodeChunk(c);

@@ -140,6 +140,21 @@ bool IsStepName(std::string_view name) {
   return lower.find("step") != std::string::npos;
 }
 
+// The kind in a device plane's name: XProf's trace viewer shows GPU planes,
+// else TPU planes, else custom planes, so every other kind is custom.
+std::string_view XProfDeviceKind(std::string_view kind) {
+  auto is = [&](std::string_view want) {
+    return kind.size() == want.size() &&
+           std::equal(kind.begin(), kind.end(), want.begin(),
+                      [](char a, char b) {
+                        return std::toupper(static_cast<unsigned char>(a)) == b;
+                      });
+  };
+  if (is(kGpuKind)) return kGpuKind;
+  if (is(kTpuKind)) return kTpuKind;
+  return kCustomKind;
+}
+
 class Exporter {
  public:
   Exporter(const TraceReader& reader, const XSpaceExportOptions& options)
@@ -187,8 +202,12 @@ class Exporter {
     }
     if (options_.device_tracer_level > 0) {
       for (const auto& [device_id, kind] : devices) {
-        PlaneBuilder dev(AddPlane(absl::StrCat(std::string(kDevicePlanePrefix),
-                                               kind, ":", device_id)));
+        PlaneBuilder dev(AddPlane(
+            absl::StrCat(std::string(kDevicePlanePrefix),
+                         std::string(XProfDeviceKind(kind)), ":", device_id)));
+        xp::XStat* type = dev.plane()->add_stats();
+        type->set_metadata_id(dev.StatMetadata(kDeviceTypeStat, false));
+        type->set_str_value(kind);
         proto::XSpacePlaneInfo info =
             BaseInfo(/*first=*/options_.host_tracer_level <= 0 &&
                      space_.planes_size() == 1);
@@ -201,7 +220,9 @@ class Exporter {
           AddTrack(dev, *t, e, &info, /*device=*/true);
           if (options_.progress) options_.progress(++done, total);
         }
-        AddStepsLine(dev);
+        // XProf derives a GPU plane's steps from its events' group_id; the
+        // other planes carry their step markers.
+        if (XProfDeviceKind(kind) != kGpuKind) AddStepsLine(dev);
         SetPlaneInfo(dev, info);
       }
     }
@@ -471,7 +492,8 @@ class Exporter {
   }
 
   // A "Steps" line on a device plane: one event per host step, named by its
-  // step number, with its group_id, as XProf's step analysis reads them.
+  // step number, with its group_id, on the line id where XProf's step
+  // analysis looks for device step markers.
   void AddStepsLine(PlaneBuilder& b) {
     if (sorted_steps_.empty()) return;
     xp::XLine* line = b.plane()->add_lines();

@@ -222,8 +222,9 @@ class Importer {
       for (const auto& l : pv.info.lines()) by_line[l.line_id()] = &l;
       const int64_t delta = pv.info.realtime_minus_monotonic_ns();
       for (const xp::XLine& line : pv.plane->lines()) {
+        if (IsStepsLineId(line.id())) continue;  // derived for XProf
         auto it = by_line.find(line.id());
-        if (it == by_line.end()) continue;  // derived for XProf
+        if (it == by_line.end()) continue;
         const proto::XSpaceLine& l = *it->second;
         auto track = track_ids.find(l.track().id());
         if (track == track_ids.end()) continue;
@@ -396,6 +397,17 @@ class Importer {
             std::string_view(p.name()).substr(kDevicePlanePrefix.size());
         const size_t colon = rest.find(':');
         std::string kind(rest.substr(0, colon));
+        if (kind == kCustomKind) {
+          // Podscope writes every device other than GPU and TPU as a custom
+          // plane with its real kind in a stat.
+          for (const xp::XStat& s : p.stats()) {
+            if (pv.StatName(s) == kDeviceTypeStat &&
+                s.value_case() == xp::XStat::kStrValue &&
+                !s.str_value().empty()) {
+              kind = s.str_value();
+            }
+          }
+        }
         int32_t ordinal = -1;
         if (colon != std::string_view::npos) {
           int32_t n = 0;
@@ -438,7 +450,13 @@ class Importer {
           if (device != nullptr) {
             t.set_kind(proto::TRACK_KIND_DEVICE_STREAM);
             t.set_device_id(device->global_id());
-            t.set_stream_id(static_cast<int32_t>(line.id()));
+            if (IsStepsLineId(line.id())) {
+              // XProf's step markers, whichever id form they came with.
+              if (line_name.empty()) name = std::string(kStepsLineName);
+              t.set_stream_id(static_cast<int32_t>(kStepsLineId));
+            } else {
+              t.set_stream_id(static_cast<int32_t>(line.id()));
+            }
           } else {
             t.set_kind(proto::TRACK_KIND_THREAD);
             t.set_tid(line.id());

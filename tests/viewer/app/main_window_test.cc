@@ -7,6 +7,7 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
 #include <QTableView>
@@ -88,6 +89,7 @@ class MainWindowTest : public QObject {
   void UnreadableTraceSaysWhy();
   void RememberRecentFiles();
   void CancelStopsALoadAndKeepsWhatWasShown();
+  void OpenFileOffersEveryFormatItReads();
 
  private:
   void Open(MainWindow& w, const std::string& path);
@@ -571,6 +573,33 @@ void MainWindowTest::CancelStopsALoadAndKeepsWhatWasShown() {
   QCOMPARE(again.last().at(0).toBool(), true);
   QVERIFY(w.store() != shown);
   QVERIFY(w.store()->event_count() > 1'000'000);
+}
+
+void MainWindowTest::OpenFileOffersEveryFormatItReads() {
+  // "Traces (...)" first, as the dialog's default, then all files.
+  const QStringList filters =
+      MainWindow::OpenFileFilter().split(QStringLiteral(";;"));
+  QCOMPARE(filters.size(), 2);
+  QVERIFY(filters[0].startsWith(QStringLiteral("Traces (")));
+  QCOMPARE(filters[1], QStringLiteral("All files (*)"));
+  const int open = filters[0].indexOf('(');
+  const QStringList patterns =
+      filters[0]
+          .mid(open + 1, filters[0].lastIndexOf(')') - open - 1)
+          .split(' ', Qt::SkipEmptyParts);
+  auto matches = [&](const QString& name) {
+    for (const QString& p : patterns) {
+      const QRegularExpression re(
+          QRegularExpression::wildcardToRegularExpression(p));
+      if (re.match(name).hasMatch()) return true;
+    }
+    return false;
+  };
+  for (const char* name : {"host.1.podtrace", "worker-0.xplane.pb",
+                           "trace.json", "rank-0.json.gz"}) {
+    QVERIFY2(matches(QString::fromUtf8(name)), name);
+  }
+  QVERIFY(!matches(QStringLiteral("notes.txt")));
 }
 
 }  // namespace podscope::viewer::app

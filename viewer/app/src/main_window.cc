@@ -168,14 +168,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 MainWindow::~MainWindow() = default;
 
+QString MainWindow::OpenFileFilter() {
+  return tr("Traces (*.podtrace *.xplane.pb *.json *.json.gz);;All files (*)");
+}
+
 void MainWindow::BuildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open_file = file->addAction(tr("&Open File…"));
   open_file->setShortcut(QKeySequence::Open);
   connect(open_file, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getOpenFileName(
-        this, tr("Open a trace file"), QString(),
-        tr("Podscope traces (*.podtrace);;All files (*)"));
+        this, tr("Open a trace file"), QString(), OpenFileFilter());
     if (!path.isEmpty()) OpenPath(path);
   });
   QAction* open_folder = file->addAction(tr("Open &Folder…"));

@@ -37,6 +37,9 @@ class MainWindow : public QMainWindow {
 
  public:
   static constexpr int kMaxRecent = 10;
+  // File › Open's name filters: the trace files it opens (podtrace, XSpace,
+  // Chrome JSON and Kineto traces, plain or gzipped), then all files.
+  static QString OpenFileFilter();
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;

@@ -8,8 +8,10 @@
 //   file (one process); a Kineto file's distributedInfo.rank is its
 //   process index and world_size the process count, otherwise files are
 //   numbered in the order given.
-// * Files are parsed as streams (bounded memory, whatever their size);
-//   timestamps (microseconds, with fractions) keep nanosecond precision.
+// * Files are parsed as streams (the text is held a block and an event at
+//   a time, whatever the size; what grows is the state kept to the end,
+//   such as Kineto's correlation ids, see docs/interop.md); timestamps
+//   (microseconds, with fractions) keep nanosecond precision.
 // * Malformed input is an error naming the file and the byte offset (in
 //   the uncompressed text); nothing is left under `out_dir` for a file
 //   that failed. What is converted differently or not at all (unmatched

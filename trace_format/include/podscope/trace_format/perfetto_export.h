@@ -9,12 +9,14 @@
 // * Slices are TYPE_SLICE_BEGIN/END pairs, instants TYPE_INSTANT,
 //   counters TYPE_COUNTER, flows flow_ids / terminating_flow_ids, event
 //   arguments debug annotations. Slices that overlap without nesting on a
-//   track go to extra child tracks so that none is lost or misnested.
+//   track (within a chunk or across chunks) go to extra child tracks so
+//   that none is lost or misnested. A flow id left incomplete in several
+//   files is one flow across them; other ids are made unique per file.
 // * Timestamps are nanoseconds on BUILTIN_CLOCK_BOOTTIME, each file put on
 //   its capture's reference clock (as the Chrome exporter does) so that
 //   hosts line up. Stack samples are not exported.
 // * Written packet by packet as chunks are decoded: memory stays bounded by
-//   one chunk, whatever the size of the trace.
+//   one chunk and a small state per track, whatever the size of the trace.
 #ifndef PODSCOPE_TRACE_FORMAT_PERFETTO_EXPORT_H_
 #define PODSCOPE_TRACE_FORMAT_PERFETTO_EXPORT_H_
 

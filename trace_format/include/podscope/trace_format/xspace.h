@@ -3,13 +3,15 @@
 //
 // Export: one XSpace per trace file (= per host process), with a plane
 // "/host:CPU" holding a line per thread and counter track, a plane
-// "/device:<KIND>:<n>" per device holding a line per stream, arguments as
-// stats, times in picoseconds against each line's timestamp_ns (Unix
-// epoch), and steps marked as XProf expects (step_num, _r and group_id
-// stats on host steps, a "Steps" line on each device plane). What XSpace
-// has no words for (metadata, clocks, track kinds, stack samples) travels
-// in a stat XProf ignores, so that importing the XSpace back gives the
-// same trace.
+// "/device:GPU:<n>", "/device:TPU:<n>" or (any other kind, named in the
+// plane's "device_type_string" stat) "/device:CUSTOM:<n>" per device
+// holding a line per stream, arguments as stats, times in picoseconds
+// against each line's timestamp_ns (Unix epoch), and steps marked as XProf
+// expects (step_num, _r and group_id stats on host steps, group_id on
+// device events, a "Steps" line with XProf's step line id on TPU and custom
+// planes). What XSpace has no words for (metadata, clocks, track kinds,
+// stack samples) travels in a stat XProf ignores, so that importing the
+// XSpace back gives the same trace.
 //
 // Import (ImportXSpace in import.h, or XSpaceToPodtrace here): nested
 // events, stats by value or by ref_value, metadata stats, num_occurrences,
