@@ -11,6 +11,11 @@
 //            --mark_delay_ms: when the first mark is, after Init.
 //   spawn    Launch(fn, 3): each process joins the job, creates a client
 //            and prints what it sees.
+//   collective  Job::Init with exit_on_peer_failure false, trace into
+//            --logdir, connect a Communicator over the job's store; rank 0
+//            then blocks in an all-reduce that rank 1 never joins, prints
+//            how it ended ("all-reduce failed after S s: STATUS"), closes
+//            its trace and exits with kPeerFailureExitCode.
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +25,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -27,6 +33,7 @@
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/client.h"
+#include "podscope/runtime/collectives.h"
 #include "podscope/runtime/distributed.h"
 #include "podscope/runtime/launch.h"
 
@@ -215,6 +222,52 @@ int RunSpawn() {
   return 0;
 }
 
+int RunCollective(int argc, char** argv) {
+  rt::InitOptions init;
+  init.exit_on_peer_failure = false;
+  init.start_profiler_server = false;
+  auto job = rt::Job::Init(init);
+  if (!job.ok()) return Die(job.status());
+  prof::TraceOptions t;
+  t.session_id = "run";
+  if (absl::Status s = prof::StartTrace(Flag(argc, argv, "logdir", ""), t);
+      !s.ok()) {
+    return Die(s);
+  }
+  auto comm = rt::Communicator::Create((*job)->store(), (*job)->rank(),
+                                       (*job)->world_size(), "watched");
+  if (!comm.ok()) return Die(comm.status());
+  if (absl::Status s = (*comm)->Barrier(); !s.ok()) return Die(s);
+  std::printf("ready rank %d pid %d\n", (*job)->rank(), getpid());
+  std::fflush(stdout);
+  if ((*job)->rank() != 0) {
+    // Never joins: the test kills or stops this rank.
+    std::this_thread::sleep_for(std::chrono::seconds(120));
+    return 0;
+  }
+  std::printf("entering all-reduce\n");
+  std::fflush(stdout);
+  std::vector<float> v(1024, 1.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  const absl::Status s =
+      (*comm)->AllReduce(absl::MakeSpan(v), rt::ReduceOp::kSum);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (s.ok()) {
+    std::printf("all-reduce succeeded after %.2f s\n", secs);
+    return 1;
+  }
+  std::printf("all-reduce failed after %.2f s: %s\n", secs,
+              s.ToString().c_str());
+  std::fflush(stdout);
+  auto path = prof::StopTrace();
+  if (!path.ok()) return Die(path.status());
+  std::printf("trace closed %s\n", path->c_str());
+  std::fflush(stdout);
+  return rt::kPeerFailureExitCode;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,6 +276,8 @@ int main(int argc, char** argv) {
   if (mode == "sigterm") return RunSigterm();
   if (mode == "job") return RunJob(argc, argv);
   if (mode == "spawn") return RunSpawn();
-  std::fprintf(stderr, "usage: dist_worker env|sigterm|job|spawn [flags]\n");
+  if (mode == "collective") return RunCollective(argc, argv);
+  std::fprintf(stderr,
+               "usage: dist_worker env|sigterm|job|spawn|collective [flags]\n");
   return 64;
 }
