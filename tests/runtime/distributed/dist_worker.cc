@@ -2,15 +2,17 @@
 // launch`, by Launch, or by the tests directly. Modes:
 //   env      print the job environment the process was given and found
 //            (--fail_rank R --fail_code C: that rank exits with C)
-//   sigterm  print "ready", wait for SIGTERM, print "got SIGTERM"
 //   job      Job::Init, trace into --logdir, mark --marks shared instants,
 //            record steps for --run_ms, then barrier, StopTrace, Shutdown.
 //            --skew_ns N / --drift_ppm P give rank r a clock offset of r*N
 //            and drift of r*P (the test-only clock hook);
 //            --trace_marks_only 1 stops the trace after the marks;
 //            --mark_delay_ms: when the first mark is, after Init.
+//   sigterm  print "ready", wait for SIGTERM or SIGINT, print "got SIG..."
 //   spawn    Launch(fn, 3): each process joins the job, creates a client
 //            and prints what it sees.
+//   spawn_failure  Launch(fn, 3) where one rank's fn fails (--fail_rank R,
+//            --fail_how error|exit); prints "launch failed: STATUS".
 //   collective  Job::Init with exit_on_peer_failure false, trace into
 //            --logdir, connect a Communicator over the job's store; rank 0
 //            then blocks in an all-reduce that rank 1 never joins, prints
@@ -104,16 +106,19 @@ int RunEnv(int argc, char** argv) {
 }
 
 volatile sig_atomic_t g_term = 0;
-void OnTerm(int) { g_term = 1; }
+void OnTerm(int signo) { g_term = signo; }
 
 int RunSigterm() {
   signal(SIGTERM, OnTerm);
+  signal(SIGINT, OnTerm);
   std::printf("ready\n");
   std::fflush(stdout);
   for (int i = 0; i < 600 && !g_term; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::printf(g_term ? "got SIGTERM\n" : "no signal\n");
+  if (g_term == SIGTERM) std::printf("got SIGTERM\n");
+  if (g_term == SIGINT) std::printf("got SIGINT\n");
+  if (!g_term) std::printf("no signal\n");
   return g_term ? 0 : 1;
 }
 
@@ -198,6 +203,37 @@ int RunJob(int argc, char** argv) {
   return 0;
 }
 
+// Launch(fn, 3) where rank --fail_rank's fn fails (--fail_how error: it
+// returns an error; exit: it exits with status 7) and the others wait to be
+// stopped.
+int RunSpawnFailure(int argc, char** argv) {
+  const int fail_rank = static_cast<int>(IntFlag(argc, argv, "fail_rank", 1));
+  const bool exit = Flag(argc, argv, "fail_how", "error") == "exit";
+  rt::LaunchOptions options;
+  options.failure_wait = absl::Milliseconds(300);
+  options.grace_period = absl::Seconds(2);
+  absl::Status s = rt::Launch(
+      [&]() -> absl::Status {
+        const int rank = std::atoi(std::getenv("RANK"));
+        std::printf("started rank %d\n", rank);
+        std::fflush(stdout);
+        if (rank == fail_rank) {
+          if (exit) std::_Exit(7);
+          return absl::InternalError(absl::StrCat("rank ", rank, " gave up"));
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+        std::printf("rank %d was not stopped\n", rank);
+        return absl::OkStatus();
+      },
+      3, options);
+  if (!s.ok()) {
+    std::printf("launch failed: %s\n", s.ToString().c_str());
+    return 3;
+  }
+  std::printf("spawn ok\n");
+  return 0;
+}
+
 int RunSpawn() {
   absl::Status s = rt::Launch(
       []() -> absl::Status {
@@ -276,8 +312,11 @@ int main(int argc, char** argv) {
   if (mode == "sigterm") return RunSigterm();
   if (mode == "job") return RunJob(argc, argv);
   if (mode == "spawn") return RunSpawn();
+  if (mode == "spawn_failure") return RunSpawnFailure(argc, argv);
   if (mode == "collective") return RunCollective(argc, argv);
-  std::fprintf(stderr,
-               "usage: dist_worker env|sigterm|job|spawn|collective [flags]\n");
+  std::fprintf(
+      stderr,
+      "usage: dist_worker env|sigterm|job|spawn|spawn_failure|collective "
+      "[flags]\n");
   return 64;
 }
