@@ -96,24 +96,9 @@ TEST(MultiProcessCapture, AWorkerKilledMidCaptureLeavesTheOthersComplete) {
 TEST(MultiHostCapture, SkewedClocksOnThreeHostsLineUp) {
   // CI runs as root, so this runs there; PODSCOPE_REQUIRE_NETNS=1 makes a
   // machine that cannot make namespaces a failure instead of a skip.
-  const char* require = std::getenv("PODSCOPE_REQUIRE_NETNS");
-  const bool required = require != nullptr && std::string(require) == "1";
-  if (!testing::CanMakeNamespaces()) {
-    const std::string why =
-        "cannot make network namespaces: needs root and iproute2 (`ip netns "
-        "list` failed or not root)";
-    if (required) FAIL() << why << "; PODSCOPE_REQUIRE_NETNS=1";
-    GTEST_SKIP() << why;
-  }
+  PODSCOPE_SKIP_WITHOUT_NETWORK_NAMESPACES();
   testing::NetworkHosts hosts(3, "mh");
-  if (!hosts.ok()) {
-    const std::string why =
-        "cannot make network namespaces here: `ip netns add` or the veth "
-        "pair failed (an unprivileged container without CAP_SYS_ADMIN / "
-        "CAP_NET_ADMIN?)";
-    if (required) FAIL() << why << "; PODSCOPE_REQUIRE_NETNS=1";
-    GTEST_SKIP() << why;
-  }
+  ASSERT_TRUE(hosts.ok()) << "could not set up network namespaces";
   // Every aligned mark within this of when it really happened (the lean
   // probe path's target on a loaded two-core machine).
   constexpr int64_t kMaxErrorNs = 20'000;

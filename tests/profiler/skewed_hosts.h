@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/netns.h"
 #include "child_process.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
@@ -43,9 +44,9 @@ inline std::unique_ptr<ChildProcess> StartCaptureWorker(
   return child;
 }
 
-// Whether network namespaces can be made here (root and iproute2).
+// Whether network namespaces can be made here (tests/common/netns.h).
 inline bool CanMakeNamespaces() {
-  return geteuid() == 0 && std::system("ip netns list >/dev/null 2>&1") == 0;
+  return ::podscope::testing::NetworkNamespacesUnavailable().empty();
 }
 
 // `n` network namespaces, host i at 10.S.i.2 reachable from here through

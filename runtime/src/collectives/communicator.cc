@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "collectives/gloo_store.h"
+#include "collectives/job_watch.h"
 #include "collectives/reduce.h"
 #include "collectives/state.h"
 #include "gloo/allgather.h"
@@ -173,22 +174,44 @@ absl::Status Communicator::State::Run(
   const bool recording = profiler::IsRecording();
   const int64_t arrival = profiler::NowNs();
   int64_t wait_ns = 0;
+  const std::string what = absl::StrCat(call.name, " ", id, " (rank ", rank,
+                                        " of ", world_size, ")");
   absl::Status status;
-  try {
-    // Whether to measure must not depend on this rank's recording state:
-    // the barrier is a collective every rank has to enter.
-    if (options.measure_wait && call.measure_wait && world_size > 1) {
-      gloo::BarrierOptions barrier(context);
-      barrier.setTag(tag);
-      barrier.setTimeout(timeout());
-      gloo::barrier(barrier);
-      wait_ns = profiler::NowNs() - arrival;
+  // A job that has lost a peer fails its collectives at once: their
+  // contexts were aborted, or would wait for a rank that is gone.
+  if (absl::Status failure =
+          world_size > 1 ? internal::JobFailure() : absl::OkStatus();
+      !failure.ok()) {
+    status = internal::JobFailedError(what, failure);
+  } else {
+    internal::WatchedCollective watch(*this);
+    try {
+      // Whether to measure must not depend on this rank's recording state:
+      // the barrier is a collective every rank has to enter.
+      if (options.measure_wait && call.measure_wait && world_size > 1) {
+        gloo::BarrierOptions barrier(context);
+        barrier.setTag(tag);
+        barrier.setTimeout(timeout());
+        gloo::barrier(barrier);
+        wait_ns = profiler::NowNs() - arrival;
+      }
+      status = body(tag);
+    } catch (const std::exception& e) {
+      status = ErrorFromGloo(what, e);
     }
-    status = body(tag);
-  } catch (const std::exception& e) {
-    status = ErrorFromGloo(absl::StrCat(call.name, " ", id, " (rank ", rank,
-                                        " of ", world_size, ")"),
-                           e);
+    if (!status.ok()) {
+      if (absl::Status aborted = watch.failure(); !aborted.ok()) {
+        status = internal::JobFailedError(what, aborted);
+      } else if (absl::IsUnavailable(status)) {
+        // A peer killed outright closes its connections before the job
+        // misses its heartbeats: wait for the job to name it.
+        if (absl::Status failure = internal::AwaitJobVerdict(); !failure.ok()) {
+          absl::string_view said = status.message();
+          if (absl::StartsWith(said, what)) said.remove_prefix(what.size() + 2);
+          status = internal::JobFailedError(what, failure, said);
+        }
+      }
+    }
   }
   if (recording) {
     profiler::RecordSlice(
@@ -286,6 +309,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
                                    state->timeout());
     context->connectFullMesh(gloo_store, state->device);
     state->context = std::move(context);
+    internal::RememberPairSockets(*state, gloo_store);
   } catch (const std::exception& e) {
     return ErrorFromGloo(
         absl::StrCat("Communicator '", state->prefix, "': rank ", rank, " of ",

@@ -26,7 +26,9 @@ std::vector<char> GlooStore::get(const std::string& key) {
   absl::StatusOr<std::string> value = store_.BlockingGet(
       absl::StrCat(prefix_, key), absl::FromChrono(timeout_));
   if (!value.ok()) Throw(value.status());
-  return std::vector<char>(value->begin(), value->end());
+  std::vector<char> data(value->begin(), value->end());
+  got_[key] = data;
+  return data;
 }
 
 void GlooStore::wait(const std::vector<std::string>& keys,

@@ -7,6 +7,7 @@
 // gloo::IoException, which Communicator::Create turns into a Status.
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,17 @@ class GlooStore : public gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override;
 
+  // What get(key) returned, or null.
+  const std::vector<char>* Got(const std::string& key) const {
+    auto it = got_.find(key);
+    return it == got_.end() ? nullptr : &it->second;
+  }
+
  private:
   KeyValueStore& store_;
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
+  std::map<std::string, std::vector<char>> got_;
 };
 
 }  // namespace podscope::runtime::internal

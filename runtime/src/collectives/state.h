@@ -4,6 +4,8 @@
 // A Communicator's insides, shared by its host-memory operations
 // (communicator.cc) and its buffer and tensor forms (device_collectives.cc).
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -32,6 +35,12 @@ struct Communicator::State {
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::Context> context;
   profiler::TrackHandle default_track;
+  // What identifies the sockets of the context's pairs: this side's
+  // listening address of each pair (an accepted connection's local
+  // address) and the peers' (a connection this side made goes to one).
+  // job_watch.cc shuts them down to abort the context.
+  std::vector<sockaddr_storage> pair_listen_addresses;
+  std::vector<sockaddr_storage> peer_listen_addresses;
 
   // Orders operations: each takes a ticket (its sequence number) when it is
   // issued and runs when its turn comes, so collectives enqueued on device

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "multiprocess.h"
@@ -348,6 +349,68 @@ int TraceWorker() {
   return 0;
 }
 
+// Records every kind of collective: all-gather, reduce-scatter, broadcast
+// and barrier on the host "collectives" track (rank 1 arrives late at the
+// first), the all_reduce IR op on device 0's stream, and an all-reduce that
+// fails because rank 1 has gone (rank 1 closes its trace first).
+int TraceOpsWorker() {
+  auto store = Store();
+  profiler::TraceOptions trace;
+  trace.session_id = "session";
+  WORKER_OK(profiler::StartTrace(
+      absl::StrCat(std::getenv("PODSCOPE_TEST_DIR"), "/rank", Rank()), trace));
+  auto client = CreateClient(ClientOptions());
+  WORKER_OK(client.status());
+  Device* device = (*client)->addressable_devices()[0];
+  auto comm = Connect(*store, "tops");
+  const int rank = comm->rank(), world = comm->world_size();
+  if (rank == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // arrive late
+  }
+  std::vector<float> mine(100, 1.0f), all(100 * world);
+  WORKER_OK(comm->AllGather(ElementType::kF32, mine.data(), 100, all.data()));
+  std::vector<int32_t> in(101, rank);
+  const auto [begin, end] = Communicator::ReduceScatterRange(101, world, rank);
+  std::vector<int32_t> part(end - begin);
+  WORKER_OK(comm->ReduceScatter(ElementType::kI32, in.data(), 101, part.data(),
+                                ReduceOp::kMax));
+  std::vector<float> b(50, float(rank));
+  WORKER_OK(comm->Broadcast(ElementType::kF32, b.data(), 50, 1));
+  WORKER_OK(comm->Barrier());
+
+  CommunicatorOptions on_device;
+  on_device.trace_device = device;
+  auto ir_comm = Connect(*store, "tir", on_device);
+  GraphBuilder g("traced_all_reduce");
+  Value x = g.Parameter(F32Shape({5}));
+  auto graph = g.Build({g.AllReduce(x, ir_comm->id(), ReduceOp::kSum)});
+  WORKER_OK(graph.status());
+  auto executable = (*client)->Compile(*graph);
+  WORKER_OK(executable.status());
+  std::vector<float> xs(5, 1.0f);
+  auto xb =
+      (*client)->BufferFromHost(xs.data(), F32Shape({5}), device,
+                                HostBufferSemantics::kImmutableOnlyDuringCall);
+  WORKER_OK(xb.status());
+  auto outputs = (*executable)->Execute({*xb}, device);
+  WORKER_OK(outputs.status());
+  WORKER_OK((*outputs)[0]->ToLiteral().Await().status());
+
+  CommunicatorOptions short_timeout;
+  short_timeout.timeout = absl::Seconds(5);
+  auto doomed = Connect(*store, "tfail", short_timeout);
+  WORKER_OK(doomed->Barrier());
+  if (rank == 1) {
+    WORKER_OK(profiler::StopTrace().status());
+    _exit(0);
+  }
+  std::vector<float> v(10, 1.0f);
+  absl::Status s = doomed->AllReduce(absl::MakeSpan(v), ReduceOp::kSum);
+  WORKER_CHECK(!s.ok(), "an all-reduce with a dead peer succeeded");
+  WORKER_OK(profiler::StopTrace().status());
+  return 0;
+}
+
 // The all_reduce IR op inside a compiled computation, and through lazy
 // tensors with a gradient.
 int IrWorker() {
@@ -552,6 +615,92 @@ TEST(Collectives, EachRankTracesItsCollectivesWithSharedIds) {
   EXPECT_LT(std::min(max_wait[0], max_wait[1]), 100'000'000);
 }
 
+// One collective's slice as a rank recorded it.
+struct TracedCollective {
+  std::string track, name, op, algorithm;
+  int64_t bytes = -1, participants = -1, wait_ns = -1, ok = -1;
+};
+
+// Every rank's collectives by collective_id, from the trace rank r wrote
+// under <dir>/rank<r>/session/.
+std::vector<std::map<std::string, TracedCollective>> ReadCollectives(
+    const std::string& dir, int world) {
+  std::vector<std::map<std::string, TracedCollective>> by_rank(world);
+  for (int rank = 0; rank < world; ++rank) {
+    std::vector<std::string> files;
+    const std::string session =
+        dir + "/rank" + std::to_string(rank) + "/session";
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(session, ec)) {
+      if (e.path().extension() == ".podtrace") files.push_back(e.path());
+    }
+    if (files.size() != 1) continue;
+    auto f = profiler::testing::ReadTraceFile(files[0]);
+    if (f.reader == nullptr || !f.reader->report().has_index) continue;
+    for (const auto& track : f.tracks) {
+      for (uint32_t i = 0; i < track.events.slices.size(); ++i) {
+        const std::string id = StringArg(f, track, i, "collective_id");
+        if (id.empty()) continue;
+        TracedCollective c;
+        c.track = track.track.name();
+        c.name = f.Name(track.events.slices[i].name);
+        c.op = StringArg(f, track, i, "op");
+        c.algorithm = StringArg(f, track, i, "algorithm");
+        c.bytes = f.IntArg(track, i, "bytes");
+        c.participants = f.IntArg(track, i, "participants");
+        c.wait_ns = f.IntArg(track, i, "wait_ns");
+        c.ok = f.IntArg(track, i, "ok");
+        by_rank[rank][id] = c;
+      }
+    }
+  }
+  return by_rank;
+}
+
+TEST(Collectives, EveryKindOfCollectiveIsTracedWithItsArgs) {
+  const std::string dir = testing::FreshRunDir("trace_ops");
+  ExpectAllSucceeded(RunWorkers("trace_ops", 2, dir));
+  auto ranks = ReadCollectives(dir, 2);
+  struct Expected {
+    std::string id, track, name, op, algorithm;
+    int64_t bytes;
+  };
+  const std::vector<Expected> expected = {
+      {"tops#0", "collectives", "AllGather", "", "ring", 100 * 4},
+      {"tops#1", "collectives", "ReduceScatter", "max", "ring", 101 * 4},
+      {"tops#2", "collectives", "Broadcast", "", "one_to_all", 50 * 4},
+      {"tops#3", "collectives", "Barrier", "", "all_to_all", 0},
+      {"tir#0", "device 0 (CPU) stream", "AllReduce", "sum", "ring", 5 * 4},
+  };
+  for (int r = 0; r < 2; ++r) {
+    for (const Expected& e : expected) {
+      SCOPED_TRACE("rank " + std::to_string(r) + " " + e.id);
+      ASSERT_TRUE(ranks[r].count(e.id));
+      const TracedCollective& c = ranks[r][e.id];
+      EXPECT_EQ(c.track, e.track);
+      EXPECT_EQ(c.name, e.name);
+      EXPECT_EQ(c.op, e.op);
+      EXPECT_EQ(c.algorithm, e.algorithm);
+      EXPECT_EQ(c.bytes, e.bytes);
+      EXPECT_EQ(c.participants, 2);
+      EXPECT_EQ(c.ok, 1);
+      EXPECT_GE(c.wait_ns, 0);
+    }
+    // The barrier does not time a wait of its own.
+    EXPECT_EQ(ranks[r]["tops#3"].wait_ns, 0);
+  }
+  // Rank 1 came to the all-gather 200 ms late: rank 0 waited for it.
+  EXPECT_GT(ranks[0]["tops#0"].wait_ns, 100'000'000);
+  EXPECT_LT(ranks[1]["tops#0"].wait_ns, 100'000'000);
+  // The failed all-reduce: only rank 0 recorded it, marked failed.
+  ASSERT_TRUE(ranks[0].count("tfail#1"));
+  EXPECT_EQ(ranks[0]["tfail#1"].name, "AllReduce");
+  EXPECT_EQ(ranks[0]["tfail#1"].ok, 0);
+  EXPECT_EQ(ranks[0]["tfail#1"].bytes, 10 * 4);
+  EXPECT_FALSE(ranks[1].count("tfail#1"));
+  EXPECT_EQ(ranks[1]["tfail#0"].ok, 1);
+}
+
 }  // namespace
 }  // namespace podscope::runtime
 
@@ -559,13 +708,10 @@ int main(int argc, char** argv) {
   using namespace podscope::runtime;
   if (argc >= 3 && std::string(argv[1]) == "--worker") {
     const std::map<std::string, std::function<int()>> workers = {
-        {"ops", OpsWorker},
-        {"two_comms", TwoCommunicatorsWorker},
-        {"devices", DevicesWorker},
-        {"rendezvous", RendezvousWorker},
-        {"trace", TraceWorker},
-        {"ir", IrWorker},
-        {"dead_peer", DeadPeerWorker},
+        {"ops", OpsWorker},         {"two_comms", TwoCommunicatorsWorker},
+        {"devices", DevicesWorker}, {"rendezvous", RendezvousWorker},
+        {"trace", TraceWorker},     {"trace_ops", TraceOpsWorker},
+        {"ir", IrWorker},           {"dead_peer", DeadPeerWorker},
     };
     auto it = workers.find(argv[2]);
     if (it == workers.end()) {

@@ -2,15 +2,22 @@
 // launch`, by Launch, or by the tests directly. Modes:
 //   env      print the job environment the process was given and found
 //            (--fail_rank R --fail_code C: that rank exits with C)
-//   sigterm  print "ready", wait for SIGTERM, print "got SIGTERM"
 //   job      Job::Init, trace into --logdir, mark --marks shared instants,
 //            record steps for --run_ms, then barrier, StopTrace, Shutdown.
 //            --skew_ns N / --drift_ppm P give rank r a clock offset of r*N
 //            and drift of r*P (the test-only clock hook);
 //            --trace_marks_only 1 stops the trace after the marks;
 //            --mark_delay_ms: when the first mark is, after Init.
+//   sigterm  print "ready", wait for SIGTERM or SIGINT, print "got SIG..."
 //   spawn    Launch(fn, 3): each process joins the job, creates a client
 //            and prints what it sees.
+//   spawn_failure  Launch(fn, 3) where one rank's fn fails (--fail_rank R,
+//            --fail_how error|exit); prints "launch failed: STATUS".
+//   collective  Job::Init with exit_on_peer_failure false, trace into
+//            --logdir, connect a Communicator over the job's store; rank 0
+//            then blocks in an all-reduce that rank 1 never joins, prints
+//            how it ended ("all-reduce failed after S s: STATUS"), closes
+//            its trace and exits with kPeerFailureExitCode.
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +27,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -27,6 +35,7 @@
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/client.h"
+#include "podscope/runtime/collectives.h"
 #include "podscope/runtime/distributed.h"
 #include "podscope/runtime/launch.h"
 
@@ -97,16 +106,19 @@ int RunEnv(int argc, char** argv) {
 }
 
 volatile sig_atomic_t g_term = 0;
-void OnTerm(int) { g_term = 1; }
+void OnTerm(int signo) { g_term = signo; }
 
 int RunSigterm() {
   signal(SIGTERM, OnTerm);
+  signal(SIGINT, OnTerm);
   std::printf("ready\n");
   std::fflush(stdout);
   for (int i = 0; i < 600 && !g_term; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::printf(g_term ? "got SIGTERM\n" : "no signal\n");
+  if (g_term == SIGTERM) std::printf("got SIGTERM\n");
+  if (g_term == SIGINT) std::printf("got SIGINT\n");
+  if (!g_term) std::printf("no signal\n");
   return g_term ? 0 : 1;
 }
 
@@ -191,6 +203,37 @@ int RunJob(int argc, char** argv) {
   return 0;
 }
 
+// Launch(fn, 3) where rank --fail_rank's fn fails (--fail_how error: it
+// returns an error; exit: it exits with status 7) and the others wait to be
+// stopped.
+int RunSpawnFailure(int argc, char** argv) {
+  const int fail_rank = static_cast<int>(IntFlag(argc, argv, "fail_rank", 1));
+  const bool exit = Flag(argc, argv, "fail_how", "error") == "exit";
+  rt::LaunchOptions options;
+  options.failure_wait = absl::Milliseconds(300);
+  options.grace_period = absl::Seconds(2);
+  absl::Status s = rt::Launch(
+      [&]() -> absl::Status {
+        const int rank = std::atoi(std::getenv("RANK"));
+        std::printf("started rank %d\n", rank);
+        std::fflush(stdout);
+        if (rank == fail_rank) {
+          if (exit) std::_Exit(7);
+          return absl::InternalError(absl::StrCat("rank ", rank, " gave up"));
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+        std::printf("rank %d was not stopped\n", rank);
+        return absl::OkStatus();
+      },
+      3, options);
+  if (!s.ok()) {
+    std::printf("launch failed: %s\n", s.ToString().c_str());
+    return 3;
+  }
+  std::printf("spawn ok\n");
+  return 0;
+}
+
 int RunSpawn() {
   absl::Status s = rt::Launch(
       []() -> absl::Status {
@@ -215,6 +258,52 @@ int RunSpawn() {
   return 0;
 }
 
+int RunCollective(int argc, char** argv) {
+  rt::InitOptions init;
+  init.exit_on_peer_failure = false;
+  init.start_profiler_server = false;
+  auto job = rt::Job::Init(init);
+  if (!job.ok()) return Die(job.status());
+  prof::TraceOptions t;
+  t.session_id = "run";
+  if (absl::Status s = prof::StartTrace(Flag(argc, argv, "logdir", ""), t);
+      !s.ok()) {
+    return Die(s);
+  }
+  auto comm = rt::Communicator::Create((*job)->store(), (*job)->rank(),
+                                       (*job)->world_size(), "watched");
+  if (!comm.ok()) return Die(comm.status());
+  if (absl::Status s = (*comm)->Barrier(); !s.ok()) return Die(s);
+  std::printf("ready rank %d pid %d\n", (*job)->rank(), getpid());
+  std::fflush(stdout);
+  if ((*job)->rank() != 0) {
+    // Never joins: the test kills or stops this rank.
+    std::this_thread::sleep_for(std::chrono::seconds(120));
+    return 0;
+  }
+  std::printf("entering all-reduce\n");
+  std::fflush(stdout);
+  std::vector<float> v(1024, 1.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  const absl::Status s =
+      (*comm)->AllReduce(absl::MakeSpan(v), rt::ReduceOp::kSum);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (s.ok()) {
+    std::printf("all-reduce succeeded after %.2f s\n", secs);
+    return 1;
+  }
+  std::printf("all-reduce failed after %.2f s: %s\n", secs,
+              s.ToString().c_str());
+  std::fflush(stdout);
+  auto path = prof::StopTrace();
+  if (!path.ok()) return Die(path.status());
+  std::printf("trace closed %s\n", path->c_str());
+  std::fflush(stdout);
+  return rt::kPeerFailureExitCode;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,6 +312,11 @@ int main(int argc, char** argv) {
   if (mode == "sigterm") return RunSigterm();
   if (mode == "job") return RunJob(argc, argv);
   if (mode == "spawn") return RunSpawn();
-  std::fprintf(stderr, "usage: dist_worker env|sigterm|job|spawn [flags]\n");
+  if (mode == "spawn_failure") return RunSpawnFailure(argc, argv);
+  if (mode == "collective") return RunCollective(argc, argv);
+  std::fprintf(
+      stderr,
+      "usage: dist_worker env|sigterm|job|spawn|spawn_failure|collective "
+      "[flags]\n");
   return 64;
 }

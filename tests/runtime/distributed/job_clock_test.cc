@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../../common/netns.h"
 #include "job_traces.h"
 #include "process.h"
 
@@ -151,10 +152,6 @@ TEST(CaptureJob, NoCoordinatorIsAClearError) {
   EXPECT_EQ(WEXITSTATUS(both.Wait(30000)), 2) << both.output();
 }
 
-bool CanMakeNamespaces() {
-  return geteuid() == 0 && std::system("ip netns list >/dev/null 2>&1") == 0;
-}
-
 // `n` network namespaces on one bridge: host i at 10.S.0.(i+2), this
 // namespace at 10.S.0.1; removed on destruction.
 class BridgedHosts {
@@ -211,17 +208,7 @@ class BridgedHosts {
 };
 
 TEST(JobClock, ThreeHostsOneJobCapturedByName) {
-  if (!CanMakeNamespaces()) {
-    if (const char* r = std::getenv("PODSCOPE_REQUIRE_NETNS");
-        r && std::string(r) == "1") {
-      FAIL()
-          << "PODSCOPE_REQUIRE_NETNS=1 but network namespaces cannot be made "
-             "(needs root and iproute2)";
-    }
-    GTEST_SKIP()
-        << "network namespaces cannot be made here (needs root and "
-           "iproute2); set PODSCOPE_REQUIRE_NETNS=1 to make this a failure";
-  }
+  PODSCOPE_SKIP_WITHOUT_NETWORK_NAMESPACES();
   BridgedHosts hosts(3);
   ASSERT_TRUE(hosts.ok()) << "could not set up network namespaces";
   const std::string logdir = FreshDir("multihost");

@@ -1,6 +1,7 @@
 // `podscope launch` and Launch() with real worker processes: the
-// environment the workers get, rank-prefixed output, signal forwarding,
-// the first failing rank, and a client spanning every process.
+// environment the workers get, rank-prefixed output, SIGTERM and SIGINT
+// forwarding, the first failing rank (of the launcher and of Launch), and a
+// client spanning every process.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -79,6 +80,25 @@ TEST(Launch, SigtermIsForwardedToEveryWorker) {
   EXPECT_THAT(out, HasSubstr("[rank 1] got SIGTERM"));
 }
 
+TEST(Launch, SigintIsForwardedToEveryWorker) {
+  Process launcher(
+      {kPodscope, "launch", "--nproc_per_node", "2", kWorker, "sigterm"});
+  int ready = 0;
+  std::string line;
+  while (ready < 2 && launcher.ReadLine(&line, 30000)) {
+    if (line.find("] ready") != std::string::npos) ++ready;
+  }
+  ASSERT_EQ(ready, 2) << launcher.output();
+  kill(launcher.pid(), SIGINT);
+  const int status = launcher.Wait(30000);
+  const std::string& out = launcher.output();
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << out;
+  EXPECT_THAT(out, HasSubstr("received SIGINT; forwarding it to the workers"));
+  EXPECT_THAT(out, HasSubstr("[rank 0] got SIGINT"));
+  EXPECT_THAT(out, HasSubstr("[rank 1] got SIGINT"));
+}
+
 TEST(Launch, BadUsageIsAClearError) {
   {
     Process p({kPodscope, "launch", "--nnodes", "2", kWorker, "env"});
@@ -119,6 +139,43 @@ TEST(Launch, LaunchRunsTheFunctionInEveryProcessWithGlobalDevices) {
                        " of 3, first addressable id " + std::to_string(2 * r)));
   }
   EXPECT_THAT(out, HasSubstr("spawn ok"));
+}
+
+// Launch(fn, 3) when one rank's fn fails: Launch returns the failure naming
+// that rank and how it ended, after stopping the others (they would wait a
+// minute).
+void ExpectLaunchNamesTheFailingRank(const std::string& how,
+                                     const std::string& ended) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Process p({kWorker, "spawn_failure", "--fail_rank", "1", "--fail_how", how});
+  const int status = p.Wait(60000);
+  const std::string& out = p.output();
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 3) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_THAT(out, HasSubstr("[rank " + std::to_string(r) +
+                               "] started rank " + std::to_string(r)));
+  }
+  EXPECT_THAT(out, HasSubstr(") failed: " + ended +
+                             "; stopping the other 2 worker(s)"));
+  EXPECT_THAT(out, HasSubstr("launch failed: ABORTED: Launch: rank 1 (pid "));
+  EXPECT_THAT(out, HasSubstr(") failed: " + ended + "\n"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("was not stopped")));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("spawn ok")));
+}
+
+TEST(Launch, LaunchReturnsTheRankWhoseFunctionFailed) {
+  ExpectLaunchNamesTheFailingRank("error", "exit code 1");
+  // Launch prints the function's error in the worker.
+  Process p({kWorker, "spawn_failure", "--fail_rank", "2"});
+  p.Wait(60000);
+  EXPECT_THAT(p.output(), HasSubstr("[rank 2] INTERNAL: rank 2 gave up"));
+  EXPECT_THAT(p.output(), HasSubstr("Launch: rank 2 (pid "));
+}
+
+TEST(Launch, LaunchReturnsTheRankThatExitedNonZero) {
+  ExpectLaunchNamesTheFailingRank("exit", "exit code 7");
 }
 
 }  // namespace

@@ -21,16 +21,8 @@ train=$1; podscope=$2; out=$3
 rm -rf "$out"; mkdir -p "$out"
 tag=$(( $$ % 100000 )); subnet=$(( 60 + $$ % 90 )); br=pthb$tag
 
-netns_unavailable() {
-  [ "$(id -u)" = 0 ] || { echo "not root"; return 0; }
-  command -v ip >/dev/null 2>&1 || { echo "iproute2 is not installed"; return 0; }
-  if ! ip netns add podscope-probe$tag >/dev/null 2>&1; then
-    echo "ip netns add failed (no CAP_NET_ADMIN?)"; return 0
-  fi
-  ip netns del podscope-probe$tag >/dev/null 2>&1 || true
-  return 1
-}
-if why=$(netns_unavailable); then
+# Namespaces joined by veth pairs and a bridge must be makeable here.
+if ! why=$(sh "$(dirname "$0")/../../common/netns_check.sh" 2>&1); then
   if [ "${PODSCOPE_REQUIRE_NETNS:-}" = 1 ]; then
     echo "PODSCOPE_REQUIRE_NETNS=1 but network namespaces cannot be made: $why"; exit 1
   fi

@@ -24,7 +24,11 @@
 //   buffers. Every participant gets bitwise the same result.
 // - Errors: a peer that does not take part within the timeout is
 //   DEADLINE_EXCEEDED naming the collective and its id; a lost connection
-//   is UNAVAILABLE. A communicator that failed should be discarded.
+//   is UNAVAILABLE. A communicator that failed should be discarded. In a
+//   job (Job::Current()), a collective waiting on a rank the job declares
+//   dead or hung ends with the job's error (its code, "the job failed: rank
+//   R (host H, ...) ..."), within the job's detection time rather than the
+//   timeout, and later collectives fail at once with it.
 // - Tracing: while a profiler session records, each collective is a slice
 //   on the device's stream track ("device N (CPU) stream"; host-memory
 //   calls without a trace device go to a "collectives" stream track), named

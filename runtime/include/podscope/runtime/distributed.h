@@ -14,7 +14,8 @@
 //   dies or hangs is reported to every survivor within
 //   InitOptions::dead_after + heartbeat_interval (about 7 s by default) as
 //   an error naming its rank and host; blocking calls (BlockingGet, Barrier)
-//   end with that error instead of waiting out their timeouts.
+//   and collectives (collectives.h) end with that error instead of waiting
+//   out their timeouts.
 // - The heartbeats carry clock probes: every rank keeps its profiler
 //   clock's offset and drift to rank 0's and records them into its own
 //   trace (profiler/clock_sync.h), so per-rank files line up.
