@@ -363,10 +363,7 @@ absl::Status JobImpl::Start() {
 
 std::optional<ClockProbe> JobImpl::LeanProbe(int probes) {
   if (!prober_) return std::nullopt;
-  std::optional<profiler::PeerClockProbe> best =
-      prober_->BestOf(probes, kLeanProbeTimeoutMs);
-  if (!best) return std::nullopt;
-  return ClockProbe{best->t1, best->t2, best->t3, best->t4};
+  return prober_->BestOf(probes, kLeanProbeTimeoutMs);
 }
 
 void JobImpl::OnProbe(const ClockProbe& probe) {

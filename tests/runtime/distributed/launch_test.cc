@@ -61,7 +61,9 @@ TEST(Launch, FirstFailingRankStopsTheOthersAndIsNamed) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
 }
 
-TEST(Launch, SigtermIsForwardedToEveryWorker) {
+// The launcher, sent `signal` once both workers run, forwards it to them
+// and exits 128 + signal.
+void ExpectSignalForwarded(int signal, const std::string& name) {
   Process launcher(
       {kPodscope, "launch", "--nproc_per_node", "2", kWorker, "sigterm"});
   int ready = 0;
@@ -70,33 +72,23 @@ TEST(Launch, SigtermIsForwardedToEveryWorker) {
     if (line.find("] ready") != std::string::npos) ++ready;
   }
   ASSERT_EQ(ready, 2) << launcher.output();
-  kill(launcher.pid(), SIGTERM);
+  kill(launcher.pid(), signal);
   const int status = launcher.Wait(30000);
   const std::string& out = launcher.output();
   ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << out;
-  EXPECT_THAT(out, HasSubstr("received SIGTERM; forwarding it to the workers"));
-  EXPECT_THAT(out, HasSubstr("[rank 0] got SIGTERM"));
-  EXPECT_THAT(out, HasSubstr("[rank 1] got SIGTERM"));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + signal) << out;
+  EXPECT_THAT(out,
+              HasSubstr("received " + name + "; forwarding it to the workers"));
+  EXPECT_THAT(out, HasSubstr("[rank 0] got " + name));
+  EXPECT_THAT(out, HasSubstr("[rank 1] got " + name));
+}
+
+TEST(Launch, SigtermIsForwardedToEveryWorker) {
+  ExpectSignalForwarded(SIGTERM, "SIGTERM");
 }
 
 TEST(Launch, SigintIsForwardedToEveryWorker) {
-  Process launcher(
-      {kPodscope, "launch", "--nproc_per_node", "2", kWorker, "sigterm"});
-  int ready = 0;
-  std::string line;
-  while (ready < 2 && launcher.ReadLine(&line, 30000)) {
-    if (line.find("] ready") != std::string::npos) ++ready;
-  }
-  ASSERT_EQ(ready, 2) << launcher.output();
-  kill(launcher.pid(), SIGINT);
-  const int status = launcher.Wait(30000);
-  const std::string& out = launcher.output();
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << out;
-  EXPECT_THAT(out, HasSubstr("received SIGINT; forwarding it to the workers"));
-  EXPECT_THAT(out, HasSubstr("[rank 0] got SIGINT"));
-  EXPECT_THAT(out, HasSubstr("[rank 1] got SIGINT"));
+  ExpectSignalForwarded(SIGINT, "SIGINT");
 }
 
 TEST(Launch, BadUsageIsAClearError) {

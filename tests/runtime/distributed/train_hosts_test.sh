@@ -19,47 +19,23 @@
 set -eu
 train=$1; podscope=$2; out=$3
 rm -rf "$out"; mkdir -p "$out"
-tag=$(( $$ % 100000 )); subnet=$(( 60 + $$ % 90 )); br=pthb$tag
-
-# Namespaces joined by veth pairs and a bridge must be makeable here.
-if ! why=$(sh "$(dirname "$0")/../../common/netns_check.sh" 2>&1); then
-  if [ "${PODSCOPE_REQUIRE_NETNS:-}" = 1 ]; then
-    echo "PODSCOPE_REQUIRE_NETNS=1 but network namespaces cannot be made: $why"; exit 1
-  fi
-  echo "SKIP: network namespaces cannot be made here: $why"; exit 77
-fi
+. "$(dirname "$0")/../../common/netns_hosts.sh"
+netns_hosts_require
 
 pids=""
 cleanup() {
   for p in $pids; do kill "$p" 2>/dev/null || true; done
-  for i in 0 1 2; do
-    ip link del pth${tag}x$i >/dev/null 2>&1 || true
-    ip netns del podscope-th$tag-$i >/dev/null 2>&1 || true
-  done
-  ip link del $br >/dev/null 2>&1 || true
+  netns_hosts_remove
 }
 trap cleanup EXIT
-ip link add $br type bridge
-ip addr add 10.$subnet.0.1/24 dev $br
-ip link set $br up
-for i in 0 1 2; do
-  ns=podscope-th$tag-$i
-  ip netns add $ns
-  ip link add pth${tag}x$i type veth peer name ptn${tag}x$i
-  ip link set ptn${tag}x$i netns $ns
-  ip link set pth${tag}x$i master $br
-  ip link set pth${tag}x$i up
-  ip netns exec $ns ip addr add 10.$subnet.0.$((i + 2))/24 dev ptn${tag}x$i
-  ip netns exec $ns ip link set ptn${tag}x$i up
-  ip netns exec $ns ip link set lo up
-done
+netns_hosts_make 3 th 150
 
-rdzv=10.$subnet.0.2:$(( 20000 + $$ % 10000 ))
+rdzv=$(netns_host_ip 0):$(( 20000 + $$ % 10000 ))
 token=train-hosts-token
 for i in 0 1 2; do
   # Host i's clock is i * 1.7 s ahead of host 0's and gains 30 ppm.
-  ip netns exec podscope-th$tag-$i env PODSCOPE_SESSION=self \
-    PODSCOPE_JOB_TOKEN=$token GLOO_SOCKET_IFNAME=ptn${tag}x$i \
+  ip netns exec "$(netns_host_ns $i)" env PODSCOPE_SESSION=self \
+    PODSCOPE_JOB_TOKEN=$token GLOO_SOCKET_IFNAME="$(netns_host_if $i)" \
     PODSCOPE_TEST_CLOCK_OFFSET_NS=$(( i * 1700000000 )) \
     PODSCOPE_TEST_CLOCK_DRIFT_PPM=$(( i * 30 )) \
     "$podscope" launch --nnodes 3 --node_rank $i --nproc_per_node 1 \
@@ -86,7 +62,7 @@ grep -q '3 of 3 workers answered' "$out/capture.log" || {
 manifest="$out/cap/byjob/manifest.json"
 grep -q "\"job\": \"$rdzv\"" "$manifest" || { echo "no job in the manifest:"; cat "$manifest"; exit 1; }
 for i in 0 1 2; do
-  grep -q "{\"rank\": $i, \"address\": \"10.$subnet.0.$((i + 2)):" "$manifest" || {
+  grep -q "{\"rank\": $i, \"address\": \"$(netns_host_ip $i):" "$manifest" || {
     echo "rank $i is not listed with its host:"; cat "$manifest"; exit 1; }
 done
 

@@ -17,7 +17,6 @@
 #   (both parts when none is named)
 set -eu
 train=$1; podscope=$2; out=$3; part=${4:-all}
-netns_check="$(dirname "$0")/../../common/netns_check.sh"
 rm -rf "$out"; mkdir -p "$out"
 args="--fake_data --steps 3 --log_every 1 --batch_size 16 --test_batches 0 --profiler_port -1"
 loss() {  # log, rank, step
@@ -69,39 +68,15 @@ fi
 [ "$part" != local ] || { echo "ok"; exit 0; }
 
 # ---- three hosts in network namespaces.
-if ! why=$(sh "$netns_check" 2>&1); then
-  if [ "${PODSCOPE_REQUIRE_NETNS:-}" = 1 ]; then
-    echo "PODSCOPE_REQUIRE_NETNS=1 but network namespaces cannot be made here: $why"; exit 1
-  fi
-  echo "SKIP three hosts: network namespaces cannot be made here: $why; set PODSCOPE_REQUIRE_NETNS=1 to make this a failure"
-  exit 77
-fi
-tag=$(( $$ % 100000 )); subnet=$(( 150 + $$ % 100 )); br=psbr$tag
-cleanup() {
-  for i in 0 1 2; do
-    ip link del psh${tag}x$i >/dev/null 2>&1 || true
-    ip netns del podscope-sp$tag-$i >/dev/null 2>&1 || true
-  done
-  ip link del $br >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-ip link add $br type bridge && ip addr add 10.$subnet.0.1/24 dev $br && ip link set $br up
-for i in 0 1 2; do
-  ns=podscope-sp$tag-$i
-  ip netns add $ns
-  ip link add psh${tag}x$i type veth peer name psn${tag}x$i
-  ip link set psn${tag}x$i netns $ns
-  ip link set psh${tag}x$i master $br
-  ip link set psh${tag}x$i up
-  ip netns exec $ns ip addr add 10.$subnet.0.$((i + 2))/24 dev psn${tag}x$i
-  ip netns exec $ns ip link set psn${tag}x$i up
-  ip netns exec $ns ip link set lo up
-done
-rdzv=10.$subnet.0.2:$(( 20000 + $$ % 10000 ))
+. "$(dirname "$0")/../../common/netns_hosts.sh"
+netns_hosts_require
+trap netns_hosts_remove EXIT
+netns_hosts_make 3 sp 200
+rdzv=$(netns_host_ip 0):$(( 20000 + $$ % 10000 ))
 pids=""
 for i in 0 1 2; do
-  ip netns exec podscope-sp$tag-$i env CPU_NUM_DEVICES=2 PODSCOPE_SESSION=hosts3 \
-    PODSCOPE_JOB_TOKEN=spmd-test-token GLOO_SOCKET_IFNAME=psn${tag}x$i \
+  ip netns exec "$(netns_host_ns $i)" env CPU_NUM_DEVICES=2 PODSCOPE_SESSION=hosts3 \
+    PODSCOPE_JOB_TOKEN=spmd-test-token GLOO_SOCKET_IFNAME="$(netns_host_if $i)" \
     "$podscope" launch --nnodes 3 --node_rank $i --nproc_per_node 1 \
     --rdzv_endpoint $rdzv "$train" --spmd --fake_data --steps 2 --log_every 1 \
     --batch_size 12 --test_batches 0 --profiler_port -1 --logdir "$out/hosts3" \

@@ -1,5 +1,7 @@
 #include "bench_capture.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -147,6 +149,13 @@ std::string EnsureHostsCapture(int files, uint64_t events,
   }
   std::ofstream(dir / "complete") << "ok\n";
   return dir.string();
+}
+
+size_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
 std::string EnsureBenchCapture(uint64_t events) {

@@ -5,6 +5,7 @@
 #ifndef PODSCOPE_TESTS_VIEWER_CORE_BENCH_CAPTURE_H_
 #define PODSCOPE_TESTS_VIEWER_CORE_BENCH_CAPTURE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -19,6 +20,9 @@ std::string EnsureBenchCapture(uint64_t events);
 // $TMPDIR/<name>.
 std::string EnsureHostsCapture(int files, uint64_t events,
                                const std::string& name);
+
+// This process's resident memory (RSS), in bytes.
+size_t ResidentBytes();
 
 }  // namespace podscope::viewer::testing
 

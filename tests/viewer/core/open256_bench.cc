@@ -29,13 +29,6 @@ namespace {
 using podscope::viewer::OpenOptions;
 using podscope::viewer::TraceStore;
 
-size_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
-
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
       .count();
@@ -72,7 +65,7 @@ int main(int argc, char** argv) {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
-  const size_t rss_before = ResidentBytes();
+  const size_t rss_before = podscope::viewer::testing::ResidentBytes();
   OpenOptions options;
   options.detail_files = 64;
   const auto t0 = std::chrono::steady_clock::now();
@@ -82,7 +75,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the overview did not open\n");
     return 1;
   }
-  const size_t rss_after = ResidentBytes();
+  const size_t rss_after = podscope::viewer::testing::ResidentBytes();
   TraceStore& s = **store;
   // One host expanded, then seven more.
   const auto t1 = std::chrono::steady_clock::now();

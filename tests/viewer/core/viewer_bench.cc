@@ -27,13 +27,6 @@ namespace {
 
 using podscope::viewer::TraceStore;
 
-size_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
-
 TraceStore* g_store = nullptr;
 double g_query_ms_max = 0;
 
@@ -88,7 +81,7 @@ int main(int argc, char** argv) {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
-  const size_t rss_before = ResidentBytes();
+  const size_t rss_before = podscope::viewer::testing::ResidentBytes();
   const auto start = std::chrono::steady_clock::now();
   auto store = TraceStore::Open(dir);
   const double open_s =
@@ -99,7 +92,7 @@ int main(int argc, char** argv) {
                  std::string(store.status().message()).c_str());
     return 1;
   }
-  const size_t rss_after = ResidentBytes();
+  const size_t rss_after = podscope::viewer::testing::ResidentBytes();
   g_store = store->get();
   const double per_event = static_cast<double>(rss_after - rss_before) /
                            static_cast<double>(g_store->event_count());

@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "podscope/profiler/clock_probe.h"
 #include "podscope/runtime/key_value_store.h"
 
 namespace podscope::runtime {
@@ -70,14 +71,9 @@ struct RegisterResult {
 };
 
 // The four timestamps of one clock probe: the client's clock at send (t1)
-// and receipt (t4), the coordinator's on receipt (t2) and reply (t3).
-struct ClockProbe {
-  int64_t t1 = 0, t2 = 0, t3 = 0, t4 = 0;
-  int64_t round_trip_ns() const { return (t4 - t1) - (t3 - t2); }
-  // reference (coordinator) = local + offset.
-  int64_t offset_ns() const { return ((t2 - t1) + (t3 - t4)) / 2; }
-  int64_t local_ns() const { return t1 + (t4 - t1) / 2; }
-};
+// and receipt (t4), the coordinator's on receipt (t2) and reply (t3);
+// reference (coordinator) = local + offset. The same as the lean path's.
+using ClockProbe = profiler::PeerClockProbe;
 
 struct HeartbeatResult {
   ClockProbe probe;
