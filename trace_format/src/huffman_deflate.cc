@@ -18,24 +18,35 @@ class DeflateBits {
  public:
   explicit DeflateBits(char* out)
       : p_(reinterpret_cast<uint8_t*>(out)), start_(p_) {}
-  void Put(uint32_t bits, uint32_t n) {  // n <= 32
-    acc_ |= uint64_t{bits} << n_;
+  // Fewer than 8 bits wait in the accumulator between calls; every call
+  // stores 8 bytes and keeps what is not yet a whole byte, so the output
+  // needs 8 bytes of slack past the stream.
+  void Put(uint64_t bits, uint32_t n) {  // n <= 56
+    acc_ |= bits << n_;
     n_ += n;
-    if (n_ >= 32) {
-      const auto w = static_cast<uint32_t>(acc_);
-      std::memcpy(p_, &w, 4);
-      p_ += 4;
-      acc_ >>= 32;
-      n_ -= 32;
+    std::memcpy(p_, &acc_, 8);
+    p_ += n_ >> 3;
+    acc_ >>= n_ & ~7u;
+    n_ &= 7;
+  }
+  // Codes of `n` bytes through `table` (code << 5 | length, lengths at
+  // most 15): three codes fit one store with the bits waiting.
+  void Symbols(const uint8_t* data, size_t n, const uint32_t* table) {
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+      const uint32_t a = table[data[i]], b = table[data[i + 1]],
+                     c = table[data[i + 2]];
+      const uint32_t la = a & 31, lb = b & 31, lc = c & 31;
+      const uint64_t bits = uint64_t{a >> 5} | (uint64_t{b >> 5} << la) |
+                            (uint64_t{c >> 5} << (la + lb));
+      Put(bits, la + lb + lc);
     }
+    for (; i < n; ++i) Put(table[data[i]] >> 5, table[data[i]] & 31);
   }
   void AlignToByte() {
-    while (n_ > 0) {
-      *p_++ = static_cast<uint8_t>(acc_);
-      acc_ >>= 8;
-      n_ = n_ >= 8 ? n_ - 8 : 0;
-    }
+    if (n_ > 0) *p_++ = static_cast<uint8_t>(acc_);
     acc_ = 0;
+    n_ = 0;
   }
   void Stored(const uint8_t* data, size_t n, bool final) {
     Put(final ? 1 : 0, 3);
@@ -229,10 +240,7 @@ void HuffmanBlock(const uint8_t* data, size_t n, DeflateBits* out) {
   // Pack each symbol's code and length in one word.
   uint32_t table[256];
   for (int b = 0; b < 256; ++b) table[b] = (code[b] << 5) | len[b];
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t t = table[data[i]];
-    out->Put(t >> 5, t & 31);
-  }
+  out->Symbols(data, n, table);
   out->Put(code[256], len[256]);
 }
 
@@ -261,8 +269,7 @@ size_t DeflateHuffmanParts(std::span<const std::string_view> parts,
 
 size_t DeflatedBound(size_t bytes, size_t pieces) {
   // Stored blocks: 5 bytes each (and up to 7 bits of padding); Huffman
-  // blocks are only used when smaller. Plus 8 bytes of slack for the
-  // 32-bit writes.
+  // blocks are only used when smaller. Plus slack for the 8-byte stores.
   return bytes + 6 * (bytes / 65535 + pieces + 2) + 16;
 }
 
