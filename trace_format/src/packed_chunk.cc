@@ -314,30 +314,31 @@ class Encoder {
     constexpr DeltaCoding kCoding{kExactBits};
     auto code = [&](uint64_t delta, uint16_t * slot, uint32_t * last)
         __attribute__((always_inline)) {
+      // Without branches on the delta's size: a delta below exact() puts
+      // no bits.
       const uint32_t length = BitLength(delta);
-      const uint32_t b = delta < kCoding.exact() ? static_cast<uint32_t>(delta)
-                                                 : length + kCoding.shift();
+      const bool wide = delta >= kCoding.exact();
+      const uint32_t b =
+          wide ? length + kCoding.shift() : static_cast<uint32_t>(delta);
       const uint32_t predicted = PredictBucket(*slot, *last);
-      if (delta >= kCoding.exact()) {
-        uint64_t v = delta & ((uint64_t{1} << (length - 1)) - 1);
-        uint32_t nb = length - 1;
-        if (nb > 56) {
-          acc |= (v & 0xFFFFFFFFu) << nbits;
-          nbits += 32;
-          std::memcpy(wp, &acc, 8);
-          wp += nbits >> 3;
-          acc >>= nbits & ~7u;
-          nbits &= 7;
-          v >>= 32;
-          nb -= 32;
-        }
-        acc |= v << nbits;
-        nbits += nb;
+      uint32_t nb = wide ? length - 1 : 0;
+      uint64_t v = delta & ((uint64_t{1} << nb) - 1);
+      if (nb > 56) [[unlikely]] {
+        acc |= (v & 0xFFFFFFFFu) << nbits;
+        nbits += 32;
         std::memcpy(wp, &acc, 8);
         wp += nbits >> 3;
         acc >>= nbits & ~7u;
         nbits &= 7;
+        v >>= 32;
+        nb -= 32;
       }
+      acc |= v << nbits;
+      nbits += nb;
+      std::memcpy(wp, &acc, 8);
+      wp += nbits >> 3;
+      acc >>= nbits & ~7u;
+      nbits &= 7;
       LearnBucket(slot, b);
       *last = b;
       return static_cast<uint32_t>(
@@ -356,33 +357,34 @@ class Encoder {
     };
     // Close symbols are nibbles, two to a byte (low one first); 15 and
     // more continue in misc.
-    bool half = false;
+    // The byte being filled stays in a register and is stored whole each
+    // time; the pointer moves on after its high nibble.
+    uint32_t half = 0;
+    uint32_t close_byte = 0;
     auto close = [&](uint32_t symbol) __attribute__((always_inline)) {
       const uint32_t nibble = std::min(symbol, kCloseField);
-      if (symbol >= kCloseField) misc.PutVarint(symbol - kCloseField);
-      if (half) {
-        *cp++ |= static_cast<uint8_t>(nibble << 4);
-      } else {
-        *cp = static_cast<uint8_t>(nibble);
+      if (symbol >= kCloseField) [[unlikely]] {
+        misc.PutVarint(symbol - kCloseField);
       }
-      half = !half;
+      close_byte = half ? close_byte | (nibble << 4) : nibble;
+      *cp = static_cast<uint8_t>(close_byte);
+      cp += half;
+      half ^= 1;
     };
     // The stack of open slices, in locals; fields are read one by one (a
     // whole-struct copy of what was just stored stalls store forwarding).
     if (open_.size() < 64) open_.resize(64);
     OpenSlice* stack = open_.data();
+    size_t stack_size = open_.size();
     size_t depth = 0;
     for (const Slice& s : slices) {
       const int64_t end = s.end_ns();
       // Count the pops first: a pops code continued in misc comes before
-      // the closes' own continuations there.
+      // the closes' own continuations there. A slice that closes after
+      // this one starts makes it start before `previous` below: they
+      // overlap without nesting.
       uint32_t pops = 0;
-      while (pops < depth && stack[depth - 1 - pops].end < end) {
-        if (stack[depth - 1 - pops].end > s.start_ns) {
-          return fail();  // overlaps without nesting
-        }
-        ++pops;
-      }
+      while (pops < depth && stack[depth - 1 - pops].end < end) ++pops;
       // The slice opened last predicts how many slices close before the
       // next one opens.
       uint16_t& predicted_pops = pops_table[Slot<kExactBits>(~last_path, tb)];
@@ -417,9 +419,10 @@ class Encoder {
                                (std::min(pops_code, kPopsField) << 1) | miss);
       previous = s.start_ns;
       last_path = Mix(~parent, s.name);
-      if (depth == open_.size()) {
+      if (depth == stack_size) [[unlikely]] {
         open_.resize(2 * depth);
         stack = open_.data();
+        stack_size = open_.size();
       }
       stack[depth].end = end;
       stack[depth].path = last_path;
