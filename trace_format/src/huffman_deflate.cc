@@ -68,37 +68,37 @@ class DeflateBits {
   uint32_t n_ = 0;
 };
 
-// Code lengths of a Huffman code for freq[0..n), none over `limit` bits
-// (frequencies are halved until the tree fits); 0 for unused symbols.
+// Code lengths of a Huffman code for freq[0..n), n <= 288, none over
+// `limit` bits (frequencies are halved until the tree fits); 0 for unused
+// symbols.
 void HuffmanLengths(const uint32_t* freq, int n, uint32_t limit, uint8_t* len) {
-  std::vector<uint32_t> f(freq, freq + n);
-  struct Leaf {
-    uint32_t weight;
-    int symbol;
-  };
-  std::vector<Leaf> leaves;
-  std::vector<uint64_t> weight;
-  std::vector<int> parent;
+  constexpr int kMaxSymbols = 288;
+  uint32_t f[kMaxSymbols];
+  std::copy(freq, freq + n, f);
+  // Leaves sorted by (weight, symbol), one integer each.
+  uint64_t leaves[kMaxSymbols];
+  uint64_t weight[2 * kMaxSymbols];
+  int32_t parent[2 * kMaxSymbols];
+  uint32_t depth[2 * kMaxSymbols];
   while (true) {
     std::fill(len, len + n, 0);
-    leaves.clear();
+    size_t m = 0;
     for (int i = 0; i < n; ++i) {
-      if (f[i] > 0) leaves.push_back({f[i], i});
+      if (f[i] > 0)
+        leaves[m++] = (uint64_t{f[i]} << 16) | static_cast<uint32_t>(i);
     }
-    if (leaves.empty()) return;
-    if (leaves.size() == 1) {
-      len[leaves[0].symbol] = 1;
+    if (m == 0) return;
+    if (m == 1) {
+      len[leaves[0] & 0xFFFF] = 1;
       return;
     }
-    std::sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
-      return a.weight != b.weight ? a.weight < b.weight : a.symbol < b.symbol;
-    });
+    std::sort(leaves, leaves + m);
     // Nodes 0..m-1 are the leaves in order, m.. the merged ones, whose
     // weights come out in order: two queues build the tree in O(m).
-    const size_t m = leaves.size();
-    weight.assign(2 * m - 1, 0);
-    parent.assign(2 * m - 1, -1);
-    for (size_t i = 0; i < m; ++i) weight[i] = leaves[i].weight;
+    for (size_t i = 0; i < m; ++i) {
+      weight[i] = leaves[i] >> 16;
+      parent[i] = -1;
+    }
     size_t next_leaf = 0, next_node = m;
     auto take = [&](size_t made) {
       if (next_leaf < m &&
@@ -111,24 +111,24 @@ void HuffmanLengths(const uint32_t* freq, int n, uint32_t limit, uint8_t* len) {
       const size_t a = take(made);
       const size_t b = take(made);
       weight[made] = weight[a] + weight[b];
-      parent[a] = static_cast<int>(made);
-      parent[b] = static_cast<int>(made);
+      parent[made] = -1;
+      parent[a] = static_cast<int32_t>(made);
+      parent[b] = static_cast<int32_t>(made);
     }
     // Depths from the root (the last node) down.
-    std::vector<uint32_t> depth(2 * m - 1, 0);
     uint32_t deepest = 0;
     for (size_t i = 2 * m - 1; i-- > 0;) {
-      if (parent[i] >= 0) depth[i] = depth[static_cast<size_t>(parent[i])] + 1;
+      depth[i] = parent[i] >= 0 ? depth[static_cast<size_t>(parent[i])] + 1 : 0;
       if (i < m) deepest = std::max(deepest, depth[i]);
     }
     if (deepest <= limit) {
       for (size_t i = 0; i < m; ++i) {
-        len[leaves[i].symbol] = static_cast<uint8_t>(depth[i]);
+        len[leaves[i] & 0xFFFF] = static_cast<uint8_t>(depth[i]);
       }
       return;
     }
-    for (uint32_t& x : f) {
-      if (x > 0) x = (x + 1) / 2;
+    for (int i = 0; i < n; ++i) {
+      if (f[i] > 0) f[i] = (f[i] + 1) / 2;
     }
   }
 }

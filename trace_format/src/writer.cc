@@ -44,27 +44,34 @@ bool EndOrderToReaderOrder(TrackEvents* events) {
     if (i == n) return true;
   }
   // Scratch kept per thread between chunks; it only grows.
+  struct Root {
+    int64_t start, end;
+    uint32_t first;
+  };
   thread_local std::vector<uint32_t> first;  // subtree start, then position
   thread_local std::vector<uint32_t> stack;
+  thread_local std::vector<Root> roots;
   thread_local std::vector<Slice> placed;
   if (first.size() < n) first.resize(n);
   if (stack.size() < n) stack.resize(n);
+  if (roots.size() < n) roots.resize(n);
   placed.resize(n);
   const Slice* const in = slices.data();
   uint32_t* const f = first.data();
   uint32_t* const st = stack.data();
+  // The finished subtrees not yet adopted, with their times at hand.
+  Root* const r = roots.data();
   size_t depth = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const int64_t start = in[i].start_ns, end = in[i].end_ns();
     uint32_t from = i;
     // Adopt the finished subtrees this slice contains.
-    while (depth > 0) {
-      const Slice& root = in[st[depth - 1]];
-      if (root.start_ns < start || root.end_ns() > end) break;
-      from = f[st[--depth]];
+    while (depth > 0 && r[depth - 1].start >= start &&
+           r[depth - 1].end <= end) {
+      from = r[--depth].first;
     }
     f[i] = from;
-    st[depth++] = i;
+    r[depth++] = {start, end, from};
   }
   Slice* const out = placed.data();
   depth = 0;  // the stack now holds the subtree starts of the ancestors
@@ -91,6 +98,7 @@ bool EndOrderToReaderOrder(TrackEvents* events) {
     std::vector<Slice>().swap(placed);
     std::vector<uint32_t>().swap(first);
     std::vector<uint32_t>().swap(stack);
+    std::vector<Root>().swap(roots);
   }
   return true;
 }
@@ -370,6 +378,7 @@ absl::Status TraceWriter::Run(Job& job) {
         e.flows.clear();
       }
       std::lock_guard<std::mutex> lock(mutex_);
+      spare_tracks_.reserve(spare_tracks_.size() + job.tracks.size());
       for (TrackEvents& e : job.tracks) spare_tracks_.push_back(std::move(e));
       return s;
     }
@@ -498,6 +507,7 @@ absl::Status TraceWriter::WriteChunk() {
     std::lock_guard<std::mutex> lock(mutex_);
     spares.swap(spare_tracks_);
   }
+  job.tracks.reserve(pending_events_.size());
   for (TrackEvents& e : pending_events_) {
     if (e.empty()) {
       e.flows.clear();
