@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -361,6 +362,74 @@ TEST(PackedChunk, DamagedPayloadsFailCleanly) {
     }
   }
   EXPECT_GT(failures, 100);
+}
+
+// Slices in end order, as a recorder hands them over, pack to the bytes
+// their reader order packs to, with argument and flow indices moved to
+// reader order; what AddEndOrder does not take (slices that overlap, or
+// already in reader order) it leaves to Add untouched.
+TEST(PackedChunk, EndOrderPacksAsReaderOrder) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 40; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    TrackEvents end_order;
+    end_order.track_id = 3;
+    // Random call trees, each slice after its children; distinct
+    // intervals, so that reader order is unique.
+    int64_t t = 1000;
+    std::function<void(int)> tree = [&](int depth) {
+      const int64_t start = t;
+      t += 1 + static_cast<int64_t>(rng() % 40);
+      const int kids = depth < 5 ? static_cast<int>(rng() % 4) : 0;
+      for (int k = 0; k < kids; ++k) {
+        tree(depth + 1);
+        t += 1 + static_cast<int64_t>(rng() % 20);
+      }
+      t += 1 + static_cast<int64_t>(rng() % 60);
+      end_order.slices.push_back(
+          {start, t - start, 1 + static_cast<uint32_t>(rng() % 5), 0});
+    };
+    while (end_order.slices.size() < 300) tree(0);
+    const bool overlap = round % 4 == 3;
+    if (overlap) end_order.slices[rng() % 150].duration_ns += 500;
+    for (uint32_t i = 0; i < end_order.slices.size(); i += 7) {
+      end_order.args.push_back(
+          {EventKind::kSlice, i, {Arg{2, static_cast<int64_t>(i)}}});
+    }
+    end_order.flows.push_back({EventKind::kSlice, 5, 77, FlowPhase::kBegin});
+    end_order.instants.push_back({1500, 4});
+
+    TrackEvents reader_order = end_order;
+    SortTrackEvents(&reader_order);
+    PackedChunkEncoder expected_encoder, encoder;
+    const std::string expected = Pack(expected_encoder, {reader_order});
+
+    TrackEvents given = end_order;
+    encoder.Reset();
+    const bool taken = encoder.AddEndOrder(given);
+    EXPECT_EQ(taken, !overlap);
+    if (!taken) {
+      EXPECT_EQ(given.slices, end_order.slices);
+      EXPECT_EQ(given.args.size(), end_order.args.size());
+      continue;
+    }
+    std::vector<std::string_view> parts;
+    std::string_view bits;
+    encoder.Finish(&parts, &bits);
+    std::string payload;
+    for (std::string_view p : parts) payload.append(p);
+    payload.append(bits);
+    EXPECT_EQ(payload, expected);
+    ASSERT_EQ(given.args.size(), reader_order.args.size());
+    for (size_t i = 0; i < given.args.size(); ++i) {
+      EXPECT_EQ(given.args[i].index, reader_order.args[i].index);
+    }
+    EXPECT_EQ(given.flows[0].index, reader_order.flows[0].index);
+  }
+  // Already in reader order: Add's.
+  TrackEvents sorted = BackToBackScopes(100, 1);
+  PackedChunkEncoder encoder;
+  EXPECT_FALSE(encoder.AddEndOrder(sorted));
 }
 
 }  // namespace

@@ -231,11 +231,66 @@ class Encoder {
     const auto& slices = e.slices;
     uint32_t flags = 0;
     if (!slices.empty() &&
-        !(layout_ == kLayout11 ? Nested<kCoding11.exact_bits>(slices)
-                               : Nested<kCoding12.exact_bits>(slices))) {
+        !(layout_ == kLayout11 ? Nested<kCoding11.exact_bits, false>(
+                                     slices.data(), slices.size())
+                               : Nested<kCoding12.exact_bits, false>(
+                                     slices.data(), slices.size()))) {
       flags |= kFlatSlices;
       Flat(slices);
     }
+    Rest(e, flags);
+  }
+
+  bool TrackEndOrder(TrackEvents& e) {
+    const std::vector<Slice>& slices = e.slices;
+    const size_t n = slices.size();
+    if (layout_ == kLayout11 || n < 2 || n >= kNoSlice) return false;
+    auto by_time = [](const auto& a, const auto& b) {
+      return a.ts_ns < b.ts_ns;
+    };
+    if (!std::is_sorted(e.instants.begin(), e.instants.end(), by_time) ||
+        !std::is_sorted(e.counters.begin(), e.counters.end(), by_time) ||
+        !std::is_sorted(e.samples.begin(), e.samples.end(), by_time)) {
+      return false;
+    }
+    // Slices already in reader order (one scope over and over) are Add's.
+    {
+      size_t i = 1;
+      while (i < n && !SliceBefore(slices[i], slices[i - 1])) ++i;
+      if (i == n) return false;
+    }
+    const uint32_t first_root = LinkEndOrder(slices);
+    if (!Nested<kCoding12.exact_bits, true>(slices.data(), n, first_root)) {
+      return false;
+    }
+    // Nested left each slice's reader position in first_child_.
+    const uint32_t* const position = first_child_.data();
+    for (EventArgs& a : e.args) {
+      if (a.kind == EventKind::kSlice && a.index < n) {
+        a.index = position[a.index];
+      }
+    }
+    for (FlowLink& l : e.flows) {
+      if (l.kind == EventKind::kSlice && l.index < n) {
+        l.index = position[l.index];
+      }
+    }
+    auto by_event = [](const auto& a, const auto& b) {
+      return std::make_pair(a.kind, a.index) < std::make_pair(b.kind, b.index);
+    };
+    if (!std::is_sorted(e.args.begin(), e.args.end(), by_event)) {
+      std::stable_sort(e.args.begin(), e.args.end(), by_event);
+    }
+    if (!std::is_sorted(e.flows.begin(), e.flows.end(), by_event)) {
+      std::stable_sort(e.flows.begin(), e.flows.end(), by_event);
+    }
+    Rest(e, 0);
+    return true;
+  }
+
+  // The track's header and its columns after the slices.
+  void Rest(const TrackEvents& e, uint32_t flags) {
+    const auto& slices = e.slices;
     // The flag is only set when there are counters to flag.
     if (!e.counters.empty() && CountersAreIntegral(e.counters)) {
       flags |= kIntegralCounters;
@@ -275,11 +330,57 @@ class Encoder {
   }
 
  private:
-  // Writes the nested form; false (with nothing written) when the slices
-  // do not nest.
-  template <uint32_t kExactBits>
-  bool Nested(const std::vector<Slice>& slices) {
+  // SliceOrder: b comes before a in reader order.
+  static bool SliceBefore(const Slice& b, const Slice& a) {
+    return b.start_ns < a.start_ns ||
+           (b.start_ns == a.start_ns && b.end_ns() > a.end_ns());
+  }
+
+  // Links slices in end order into their call trees: a slice's subtree is
+  // the run of slices before it that it contains. Fills first_child_ and
+  // next_sibling_ (kNoSlice for none); returns the first root.
+  uint32_t LinkEndOrder(const std::vector<Slice>& slices) {
     const size_t n = slices.size();
+    if (first_child_.size() < n) {
+      first_child_.resize(n);
+      next_sibling_.resize(n);
+      roots_.resize(n);
+    }
+    uint32_t* const child = first_child_.data();
+    uint32_t* const sibling = next_sibling_.data();
+    Root* const r = roots_.data();
+    size_t depth = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const int64_t start = slices[i].start_ns, end = slices[i].end_ns();
+      // Adopt the finished subtrees this slice contains, last first.
+      uint32_t next = kNoSlice;
+      while (depth > 0 && r[depth - 1].start >= start &&
+             r[depth - 1].end <= end) {
+        const uint32_t adopted = r[--depth].index;
+        sibling[adopted] = next;
+        next = adopted;
+      }
+      child[i] = next;
+      r[depth++] = {start, end, i};
+    }
+    uint32_t next = kNoSlice;
+    while (depth > 0) {
+      const uint32_t root = r[--depth].index;
+      sibling[root] = next;
+      next = root;
+    }
+    return next;
+  }
+
+  // Writes the nested form; false (with nothing written) when the slices
+  // do not nest. The slices are in reader order, or with kEndOrder in end
+  // order linked by LinkEndOrder from `first_root`, walked in reader order
+  // (each one's reader position is left in first_child_); that walk fails
+  // where the slices would not be in reader order (SliceOrder) or would
+  // close otherwise than by their times, so that it writes what the
+  // reader order would.
+  template <uint32_t kExactBits, bool kEndOrder>
+  bool Nested(const Slice* slices, size_t n, uint32_t first_root = 0) {
     Bytes& misc = sections_[kMiscSection];
     const size_t misc_mark = misc.size();
     sections_[kSliceSection].Reserve(n);
@@ -377,14 +478,34 @@ class Encoder {
     OpenSlice* stack = open_.data();
     size_t stack_size = open_.size();
     size_t depth = 0;
-    for (const Slice& s : slices) {
+    uint32_t* const first_children = first_child_.data();
+    const uint32_t* const next_siblings = next_sibling_.data();
+    uint32_t current = first_root;
+    uint32_t next_pops = 0;
+    int64_t last_start = 0, last_end = 0;
+    for (size_t k = 0; k < n; ++k) {
+      if (kEndOrder && current == kNoSlice) return fail();
+      const Slice& s = slices[kEndOrder ? current : k];
       const int64_t end = s.end_ns();
       // Count the pops first: a pops code continued in misc comes before
       // the closes' own continuations there. A slice that closes after
       // this one starts makes it start before `previous` below: they
       // overlap without nesting.
       uint32_t pops = 0;
-      while (pops < depth && stack[depth - 1 - pops].end < end) ++pops;
+      if constexpr (kEndOrder) {
+        // The walk closes the slices the times would: those on the stack
+        // (each ending no later than the one below it) ending before this
+        // one, no other. Its ancestors contain it.
+        pops = next_pops;
+        if (pops > 0 && stack[depth - pops].end >= end) return fail();
+        if (k > 0 && s.start_ns == last_start && end > last_end) {
+          return fail();  // not in SliceOrder
+        }
+        last_start = s.start_ns;
+        last_end = end;
+      } else {
+        while (pops < depth && stack[depth - 1 - pops].end < end) ++pops;
+      }
       // The slice opened last predicts how many slices close before the
       // next one opens.
       uint16_t& predicted_pops = pops_table[Slot<kExactBits>(~last_path, tb)];
@@ -428,6 +549,25 @@ class Encoder {
       stack[depth].path = last_path;
       stack[depth].name = s.name;
       ++depth;
+      if constexpr (kEndOrder) {
+        // The next slice in reader order: this one's first child, else
+        // the next sibling of it or of its nearest ancestor that has one,
+        // after closing the slices on the way.
+        stack[depth - 1].index = current;
+        const uint32_t first = first_children[current];
+        first_children[current] = static_cast<uint32_t>(k);
+        if (first != kNoSlice) {
+          current = first;
+          next_pops = 0;
+        } else {
+          uint32_t p = 0;
+          do {
+            current = next_siblings[stack[depth - 1 - p].index];
+            ++p;
+          } while (current == kNoSlice && p < depth);
+          next_pops = p;
+        }
+      }
     }
     while (depth > 0) {
       const int64_t o_end = stack[depth - 1].end;
@@ -544,7 +684,13 @@ class Encoder {
     int64_t end;
     uint64_t path;
     uint32_t name;
+    uint32_t index;  // in end order, for the walk from it
   };
+  struct Root {
+    int64_t start, end;
+    uint32_t index;
+  };
+  static constexpr uint32_t kNoSlice = ~0u;
 
   const uint8_t layout_;
   Bytes sections_[kSectionCount];
@@ -552,6 +698,8 @@ class Encoder {
   BitWriter bits_;
   std::vector<OpenSlice> open_;
   SlicePredictor predictor_;
+  std::vector<uint32_t> first_child_, next_sibling_;
+  std::vector<Root> roots_;
 };
 
 // ------------------------------------------------------------------ reading
@@ -987,6 +1135,10 @@ PackedChunkEncoder::~PackedChunkEncoder() = default;
 
 void PackedChunkEncoder::Add(const TrackEvents& events) {
   impl_->encoder.Track(events);
+}
+
+bool PackedChunkEncoder::AddEndOrder(TrackEvents& events) {
+  return impl_->encoder.TrackEndOrder(events);
 }
 
 void PackedChunkEncoder::Finish(std::vector<std::string_view>* compressible,

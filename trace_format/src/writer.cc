@@ -544,11 +544,14 @@ absl::Status TraceWriter::EncodeChunk(std::vector<TrackEvents>& tracks,
   int64_t chunk_min = std::numeric_limits<int64_t>::max();
   int64_t chunk_max = std::numeric_limits<int64_t>::min();
   for (TrackEvents& e : tracks) {
-    ToReaderOrder(&e);
-    if (packer_) {
-      packer_->Add(e);
-    } else {
-      EncodeTrackEvents(e, chunk.add_tracks());
+    // Slices in end order are packed as they are when they nest.
+    if (!packer_ || !packer_->AddEndOrder(e)) {
+      ToReaderOrder(&e);
+      if (packer_) {
+        packer_->Add(e);
+      } else {
+        EncodeTrackEvents(e, chunk.add_tracks());
+      }
     }
     const auto [lo, hi] = e.time_range();
     const uint64_t count = e.event_count();

@@ -60,6 +60,16 @@ class PackedChunkEncoder {
   PackedChunkEncoder& operator=(const PackedChunkEncoder&) = delete;
 
   void Add(const TrackEvents& events);
+  // Adds a track whose slices are in end order (each after the slices
+  // nested in it, as a recorder emits them) without putting them in
+  // reader order first: the bytes Add writes for them in reader order (a
+  // slice before the slices nested in it, also when their times are
+  // equal). False, with nothing added and `events` unchanged, when it does
+  // not take them (the slices do not nest or are already in reader order,
+  // or another column is out of order): then put them in reader order and
+  // Add. On success the argument and flow indices of `events` refer to
+  // slices in reader order, while the slices stay in end order.
+  bool AddEndOrder(TrackEvents& events);
   // The chunk's bytes: the concatenation of `compressible` then `bits`
   // (views into the encoder, valid until Reset).
   void Finish(std::vector<std::string_view>* compressible,
