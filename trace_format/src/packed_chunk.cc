@@ -417,7 +417,8 @@ class Encoder {
         __attribute__((always_inline)) {
       // Without branches on the delta's size: a delta below exact() puts
       // no bits.
-      const uint32_t length = BitLength(delta);
+      // (The length only matters for a wide delta, which is not 0.)
+      const uint32_t length = BitLength(delta | 1);
       const bool wide = delta >= kCoding.exact();
       const uint32_t b =
           wide ? length + kCoding.shift() : static_cast<uint32_t>(delta);
