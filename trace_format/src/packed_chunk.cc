@@ -68,9 +68,10 @@ static_assert(kPackedChunkLayout == 2, "the writer's layout is 1.2's");
 
 // Prediction tables are direct-mapped, sized by the track's slice count so
 // that small tracks stay cheap; collisions only cost compression.
+constexpr uint32_t kMaxTableBits = 12;
 uint32_t TableBits(size_t slices) {
   uint32_t bits = 6;
-  while (bits < 12 && (size_t{1} << bits) < 2 * slices) ++bits;
+  while (bits < kMaxTableBits && (size_t{1} << bits) < 2 * slices) ++bits;
   return bits;
 }
 // Slices are predicted from their place in the call tree: a slice's path
@@ -231,10 +232,13 @@ class Encoder {
     const auto& slices = e.slices;
     uint32_t flags = 0;
     if (!slices.empty() &&
-        !(layout_ == kLayout11 ? Nested<kCoding11.exact_bits, false>(
+        !(layout_ == kLayout11 ? Nested<kCoding11.exact_bits, false, 0>(
                                      slices.data(), slices.size())
-                               : Nested<kCoding12.exact_bits, false>(
-                                     slices.data(), slices.size()))) {
+          : TableBits(slices.size()) == kMaxTableBits
+              ? Nested<kCoding12.exact_bits, false, kMaxTableBits>(
+                    slices.data(), slices.size())
+              : Nested<kCoding12.exact_bits, false, 0>(slices.data(),
+                                                       slices.size()))) {
       flags |= kFlatSlices;
       Flat(slices);
     }
@@ -260,7 +264,11 @@ class Encoder {
       if (i == n) return false;
     }
     const uint32_t first_root = LinkEndOrder(slices);
-    if (!Nested<kCoding12.exact_bits, true>(slices.data(), n, first_root)) {
+    if (!(TableBits(n) == kMaxTableBits
+              ? Nested<kCoding12.exact_bits, true, kMaxTableBits>(slices.data(),
+                                                                  n, first_root)
+              : Nested<kCoding12.exact_bits, true, 0>(slices.data(), n,
+                                                      first_root))) {
       return false;
     }
     // Nested left each slice's reader position in first_child_.
@@ -379,7 +387,9 @@ class Encoder {
   // where the slices would not be in reader order (SliceOrder) or would
   // close otherwise than by their times, so that it writes what the
   // reader order would.
-  template <uint32_t kExactBits, bool kEndOrder>
+  // kTableBits, when not 0, is TableBits(n), known to the compiler (the
+  // table slots' shifts are then constants).
+  template <uint32_t kExactBits, bool kEndOrder, uint32_t kTableBits>
   bool Nested(const Slice* slices, size_t n, uint32_t first_root = 0) {
     Bytes& misc = sections_[kMiscSection];
     const size_t misc_mark = misc.size();
@@ -402,7 +412,8 @@ class Encoder {
     uint64_t acc = bw.acc;
     uint32_t nbits = bw.bits;
 
-    const uint32_t tb = predictor_.Reset(n);
+    const uint32_t reset_bits = predictor_.Reset(n);
+    const uint32_t tb = kTableBits != 0 ? kTableBits : reset_bits;
     uint32_t* const name_table = predictor_.names.data();
     uint16_t* const open_table = predictor_.opens.data();
     uint16_t* const close_table = predictor_.closes.data();
