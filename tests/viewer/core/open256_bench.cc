@@ -7,8 +7,10 @@
 //   viewer.open256_rss_mib       memory the open overview holds (RSS)
 //   viewer.open256_vs_full       its time over the full load's
 //   viewer.open256_host_ms       loading one host's events when expanded
+//   viewer.open256_overview_kib  what the overviews hold
 //   viewer.open256_loaded_bytes_per_event   store bytes per loaded event
-//                                after 8 hosts are expanded
+//                                after 8 hosts are expanded (beside the
+//                                full load's, ..._full_bytes_per_event)
 #include <unistd.h>
 
 #include <chrono>
@@ -48,23 +50,6 @@ int main(int argc, char** argv) {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
-  // The reference: every event of the session, as before.
-  double full_s = 0;
-  uint64_t session_events = 0;
-  {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto full = TraceStore::Open(dir);
-    full_s = Seconds(t0);
-    if (!full.ok()) {
-      std::fprintf(stderr, "open failed: %s\n",
-                   std::string(full.status().message()).c_str());
-      return 1;
-    }
-    session_events = (*full)->event_count();
-  }
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
   const size_t rss_before = podscope::viewer::testing::ResidentBytes();
   OpenOptions options;
   options.detail_files = 64;
@@ -75,27 +60,51 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the overview did not open\n");
     return 1;
   }
-  const size_t rss_after = podscope::viewer::testing::ResidentBytes();
+  const double rss_mib =
+      (static_cast<double>(podscope::viewer::testing::ResidentBytes()) -
+       static_cast<double>(rss_before)) /
+      (1 << 20);
   TraceStore& s = **store;
+  const size_t overview_bytes = s.resident_bytes();
   // One host expanded, then seven more.
   const auto t1 = std::chrono::steady_clock::now();
   if (!s.LoadDetail({0}).ok()) return 1;
   const double host_ms = Seconds(t1) * 1e3;
   if (!s.LoadDetail({1, 2, 3, 4, 5, 6, 7}).ok()) return 1;
+  const double loaded_per_event =
+      static_cast<double>(s.resident_bytes() - overview_bytes) /
+      static_cast<double>(s.event_count());
+  const uint64_t loaded = s.event_count();
+  store->reset();
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+
+  // The reference: every event of the session, as before.
+  const auto t2 = std::chrono::steady_clock::now();
+  auto full = TraceStore::Open(dir);
+  const double full_s = Seconds(t2);
+  if (!full.ok()) {
+    std::fprintf(stderr, "open failed: %s\n",
+                 std::string(full.status().message()).c_str());
+    return 1;
+  }
+  const double full_per_event = static_cast<double>((*full)->resident_bytes()) /
+                                static_cast<double>((*full)->event_count());
   std::fprintf(stderr,
-               "256 hosts, %llu events: overview %.2f s (full load %.2f s); "
-               "8 hosts loaded: %llu events, %.2f B/event\n",
-               static_cast<unsigned long long>(session_events), open_s, full_s,
-               static_cast<unsigned long long>(s.event_count()),
-               static_cast<double>(s.resident_bytes()) /
-                   static_cast<double>(s.event_count()));
+               "256 hosts, %llu events: overview %.2f s (full load %.2f s, "
+               "%.2f B/event); 8 hosts loaded: %llu events\n",
+               static_cast<unsigned long long>((*full)->event_count()), open_s,
+               full_s, full_per_event, static_cast<unsigned long long>(loaded));
   std::printf("viewer.open256_s %.3f s\n", open_s);
-  std::printf("viewer.open256_rss_mib %.1f MiB\n",
-              static_cast<double>(rss_after - rss_before) / (1 << 20));
+  std::printf("viewer.open256_rss_mib %.1f MiB\n", rss_mib);
+  std::printf("viewer.open256_overview_kib %.1f KiB\n",
+              static_cast<double>(overview_bytes) / 1024);
   std::printf("viewer.open256_vs_full %.3f ratio\n", open_s / full_s);
   std::printf("viewer.open256_host_ms %.1f ms\n", host_ms);
   std::printf("viewer.open256_loaded_bytes_per_event %.2f bytes/event\n",
-              static_cast<double>(s.resident_bytes()) /
-                  static_cast<double>(s.event_count()));
+              loaded_per_event);
+  std::printf("viewer.open256_full_bytes_per_event %.2f bytes/event\n",
+              full_per_event);
   return 0;
 }

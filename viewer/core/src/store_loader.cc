@@ -54,20 +54,6 @@ bool Cancelled(const OpenOptions& options) {
          options.cancel->load(std::memory_order_relaxed);
 }
 
-// Appends a sorted run to a sorted column, merging only where they overlap:
-// a chunk's parents that were written in the next chunk land a few events
-// back, so this is linear for a recorder's files.
-template <typename T, typename Less>
-void AppendRun(std::vector<T>* out, std::vector<T>&& run, Less less) {
-  if (run.empty()) return;
-  const size_t old = out->size();
-  out->insert(out->end(), run.begin(), run.end());
-  if (old == 0 || !less((*out)[old], (*out)[old - 1])) return;
-  auto from =
-      std::upper_bound(out->begin(), out->begin() + old, (*out)[old], less);
-  std::inplace_merge(from, out->begin() + old, out->end(), less);
-}
-
 // Merges one track's parts, each in reader order. The reader's
 // MergeTrackEvents sorts the concatenation instead; it is used when
 // arguments or flows need their indices remapped.
@@ -93,10 +79,10 @@ tf::TrackEvents MergeParts(std::vector<tf::TrackEvents> parts) {
   out.samples.reserve(samples);
   auto by_ts = [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; };
   for (tf::TrackEvents& p : parts) {
-    AppendRun(&out.slices, std::move(p.slices), tf::SliceOrder);
-    AppendRun(&out.instants, std::move(p.instants), by_ts);
-    AppendRun(&out.counters, std::move(p.counters), by_ts);
-    AppendRun(&out.samples, std::move(p.samples), by_ts);
+    internal::AppendRun(&out.slices, std::move(p.slices), tf::SliceOrder);
+    internal::AppendRun(&out.instants, std::move(p.instants), by_ts);
+    internal::AppendRun(&out.counters, std::move(p.counters), by_ts);
+    internal::AppendRun(&out.samples, std::move(p.samples), by_ts);
     p = tf::TrackEvents();
   }
   return out;

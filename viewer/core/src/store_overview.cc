@@ -89,12 +89,12 @@ ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
         last = std::max(last, x.ts_ns);
       }
       if (e.slices.empty()) continue;
-      std::vector<tf::Slice>& out = slices[e.track_id];
       for (const tf::Slice& s : e.slices) {
         first = std::min(first, s.start_ns);
         last = std::max(last, s.end_ns());
-        out.push_back(s);
       }
+      // Chunks hold slices in reader order: merged, a track's stay so.
+      AppendRun(&slices[e.track_id], std::move(e.slices), tf::SliceOrder);
     }
   }
   ProcessOverview o;
@@ -122,7 +122,6 @@ ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
   for (auto& [id, list] : slices) {
     const tf::proto::Track* t = reader.FindTrack(id);
     const auto kind = t != nullptr ? t->kind() : tf::proto::TRACK_KIND_THREAD;
-    std::sort(list.begin(), list.end(), tf::SliceOrder);
     const bool thread = kind == tf::proto::TRACK_KIND_THREAD ||
                         kind == tf::proto::TRACK_KIND_UNSPECIFIED;
     const bool counts =

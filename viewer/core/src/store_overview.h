@@ -5,14 +5,30 @@
 #ifndef PODSCOPE_VIEWER_CORE_SRC_STORE_OVERVIEW_H_
 #define PODSCOPE_VIEWER_CORE_SRC_STORE_OVERVIEW_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "podscope/trace_format/reader.h"
 #include "podscope/viewer/clock_mapper.h"
 #include "podscope/viewer/trace_store.h"
 
 namespace podscope::viewer::internal {
+
+// Appends a sorted run to a sorted column, merging only where they overlap:
+// a chunk's parents that were written in the next chunk land a few events
+// back, so this is linear for a recorder's files.
+template <typename T, typename Less>
+void AppendRun(std::vector<T>* out, std::vector<T>&& run, Less less) {
+  if (run.empty()) return;
+  const size_t old = out->size();
+  out->insert(out->end(), run.begin(), run.end());
+  if (old == 0 || !less((*out)[old], (*out)[old - 1])) return;
+  auto from =
+      std::upper_bound(out->begin(), out->begin() + old, (*out)[old], less);
+  std::inplace_merge(from, out->begin() + old, out->end(), less);
+}
 
 // Bins of an overview over the file's time span.
 inline constexpr size_t kOverviewBins = 4096;
