@@ -186,6 +186,16 @@ class Progress {
   std::mutex mutex_;
 };
 
+// The file was read: what of it was damaged goes into its problem.
+void NoteDamage(const tf::TraceReader& reader, LoadedFile* out) {
+  const tf::RecoveryReport report = reader.report();
+  if (!report.intact()) {
+    out->problem = LoadProblem{out->path, report.Describe(), true,
+                               report.file_bytes, report.skipped_bytes()};
+  }
+  out->loaded = true;
+}
+
 void LoadFile(const std::string& path, const OpenOptions& options,
               bool overview_only, Progress* progress, LoadedFile* out) {
   out->path = path;
@@ -214,12 +224,7 @@ void LoadFile(const std::string& path, const OpenOptions& options,
         reader, out->aligned ? &clock : nullptr, options.cancel, &out->events));
     progress->AddEvents(out->events);
     out->overview = std::move(o);
-    const tf::RecoveryReport report = reader.report();
-    if (!report.intact()) {
-      out->problem = LoadProblem{path, report.Describe(), true,
-                                 report.file_bytes, report.skipped_bytes()};
-    }
-    out->loaded = true;
+    NoteDamage(reader, out);
     return;
   }
 
@@ -281,12 +286,7 @@ void LoadFile(const std::string& path, const OpenOptions& options,
   for (size_t i = 0; i < reader.string_count(); ++i) {
     out->strings.emplace_back(reader.GetString(static_cast<uint32_t>(i)));
   }
-  const tf::RecoveryReport report = reader.report();
-  if (!report.intact()) {
-    out->problem = LoadProblem{path, report.Describe(), true, report.file_bytes,
-                               report.skipped_bytes()};
-  }
-  out->loaded = true;
+  NoteDamage(reader, out);
 }
 
 // A track's file string ids to the store's.
@@ -319,6 +319,22 @@ class StoreLoader {
   }
   static void Join(std::vector<LoadedFile> files, int threads,
                    TraceStore* store);
+  // Interns a file's strings in the store and gives its stacks, named by
+  // store ids, to `p`; the file's string ids to the store's.
+  static std::vector<uint32_t> AdoptStrings(TraceStore* store, LoadedFile* file,
+                                            ProcessInfo* p) {
+    std::vector<uint32_t> remap(file->strings.size());
+    for (size_t i = 0; i < file->strings.size(); ++i) {
+      remap[i] = Intern(store, file->strings[i]);
+    }
+    for (auto& [id, frames] : file->stacks) {
+      for (uint32_t& name : frames) {
+        name = name < remap.size() ? remap[name] : 0;
+      }
+      p->stacks.emplace(id, std::move(frames));
+    }
+    return remap;
+  }
 
  public:
   static absl::Status LoadDetail(TraceStore* store,
@@ -373,17 +389,7 @@ void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
     p.host = store->hosts_.back().id;
     store->hosts_.back().processes.push_back(pid);
 
-    Remap& remap = remaps[f];
-    remap.strings.resize(file.strings.size());
-    for (size_t i = 0; i < file.strings.size(); ++i) {
-      remap.strings[i] = Intern(store, file.strings[i]);
-    }
-    for (auto& [id, frames] : file.stacks) {
-      for (uint32_t& name : frames) {
-        name = name < remap.strings.size() ? remap.strings[name] : 0;
-      }
-      p.stacks.emplace(id, std::move(frames));
-    }
+    remaps[f].strings = AdoptStrings(store, &file, &p);
     std::vector<size_t> track_order(file.tracks.size());
     for (size_t i = 0; i < track_order.size(); ++i) track_order[i] = i;
     std::stable_sort(
@@ -399,7 +405,6 @@ void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
       store->tracks_.push_back(std::move(t));
       store->data_.push_back(std::move(file.data[i]));
     }
-    if (p.detail) store->event_count_ += p.events;
     store->processes_.push_back(std::move(p));
   }
 
@@ -408,39 +413,8 @@ void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
     RemapTrackNames(remaps[track_file[t]].strings, store->data_[t].get());
   });
 
-  // Flows by id, and the time span.
-  bool any = false;
-  int64_t first = std::numeric_limits<int64_t>::max();
-  int64_t last = std::numeric_limits<int64_t>::min();
-  auto add = [&](int64_t lo, int64_t hi) {
-    any = true;
-    first = std::min(first, lo);
-    last = std::max(last, hi);
-  };
-  for (TrackId t = 0; t < store->tracks_.size(); ++t) {
-    const TrackData& d = *store->data_[t];
-    for (const tf::FlowLink& f : d.flows) {
-      store->flows_[f.flow_id].push_back({{t, f.kind, f.index}, f.phase});
-    }
-    const SliceColumns& s = d.slices;
-    for (uint32_t depth = 0; depth < s.depth_count(); ++depth) {
-      if (s.depth_begin(depth) == s.depth_end(depth)) continue;
-      // Starts and ends both ascend within a depth.
-      add(s.start(s.depth_begin(depth)), s.end(s.depth_end(depth) - 1));
-    }
-    for (const auto* ts : {&d.instants.ts, &d.counters.ts, &d.samples.ts}) {
-      if (!ts->empty()) add(ts->front(), ts->back());
-    }
-  }
-  for (const ProcessInfo& p : store->processes_) {
-    if (p.overview != nullptr && !p.overview->busy.empty()) {
-      add(p.overview->first_ns, p.overview->last_ns());
-    }
-  }
-  if (any) {
-    store->first_ns_ = first;
-    store->last_ns_ = last;
-  }
+  // Event counts, flows by id and the time span, as a grown store's.
+  StoreAppender::Finish(store);
 }
 
 absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
@@ -557,16 +531,7 @@ absl::Status StoreLoader::LoadDetail(TraceStore* store,
       if (status.ok()) status = absl::DataLossError(why);
       continue;
     }
-    std::vector<uint32_t> remap(file.strings.size());
-    for (size_t k = 0; k < file.strings.size(); ++k) {
-      remap[k] = Intern(store, file.strings[k]);
-    }
-    for (auto& [id, frames] : file.stacks) {
-      for (uint32_t& name : frames) {
-        name = name < remap.size() ? remap[name] : 0;
-      }
-      p.stacks.emplace(id, std::move(frames));
-    }
+    const std::vector<uint32_t> remap = AdoptStrings(store, &file, &p);
     std::vector<TrackId> added;
     for (size_t k = 0; k < file.tracks.size(); ++k) {
       TrackInfo t = std::move(file.tracks[k]);
