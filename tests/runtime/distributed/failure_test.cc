@@ -30,11 +30,7 @@ const std::string kPodscope = PODSCOPE_BIN;
 const std::string kWorker = DIST_WORKER;
 
 std::string FreshDir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("podscope-dist-test-" + std::to_string(getpid())) / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
+  return testing::FreshDir("podscope-dist-test", name);
 }
 
 int Check(const std::string& path) {

@@ -3,6 +3,9 @@
 #ifndef PODSCOPE_TESTS_RUNTIME_DISTRIBUTED_PROCESS_H_
 #define PODSCOPE_TESTS_RUNTIME_DISTRIBUTED_PROCESS_H_
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,16 @@ class Process : public podscope::testing::TestProcess {
           const std::vector<std::string>& env = {})
       : TestProcess(argv, env, {.merge_stderr = true}) {}
 };
+
+// A fresh empty folder <tmp>/<prefix>-<pid>/<name>.
+inline std::string FreshDir(const std::string& prefix,
+                            const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   (prefix + "-" + std::to_string(getpid())) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
 
 }  // namespace podscope::runtime::testing
 

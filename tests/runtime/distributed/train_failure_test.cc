@@ -31,12 +31,7 @@ const std::string kPodscope = PODSCOPE_BIN;
 const std::string kTrainMnist = TRAIN_MNIST;
 
 std::string FreshDir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("podscope-train-failure-" + std::to_string(getpid())) /
-                   name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
+  return testing::FreshDir("podscope-train-failure", name);
 }
 
 int Check(const std::string& path) {
