@@ -1,12 +1,12 @@
 #include "store_overview.h"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "analysis_pod_util.h"
 
 namespace podscope::viewer {
 namespace tf = trace_format;
@@ -30,20 +30,6 @@ float ProcessOverview::BusyIn(int64_t t0, int64_t t1) const {
 
 namespace internal {
 namespace {
-
-bool ContainsStepNoCase(std::string_view name) {
-  constexpr std::string_view kStep = "step";
-  if (name.size() < kStep.size()) return false;
-  for (size_t i = 0; i + kStep.size() <= name.size(); ++i) {
-    size_t k = 0;
-    while (k < kStep.size() &&
-           std::tolower(static_cast<unsigned char>(name[i + k])) == kStep[k]) {
-      ++k;
-    }
-    if (k == kStep.size()) return true;
-  }
-  return false;
-}
 
 // Adds the time [start, end) covers to `bins` (nanoseconds per bin).
 void Cover(int64_t start, int64_t end, int64_t first, int64_t bin_ns,
@@ -136,7 +122,8 @@ ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
         bool step = false;
         if (s.name < is_step.size()) {
           char& known = is_step[s.name];
-          if (known < 0) known = ContainsStepNoCase(reader.GetString(s.name));
+          if (known < 0)
+            known = pod::ContainsNoCase(reader.GetString(s.name), "step");
           step = known != 0;
         }
         if (step) {
