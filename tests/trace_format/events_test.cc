@@ -115,13 +115,11 @@ TEST(RoundTrip, ArgsOnSlicesAndInstants) {
   const uint32_t k_double = w->InternString("ratio");
   const uint32_t k_string = w->InternString("kind");
   const uint32_t v_string = w->InternString("gemm \xE2\x9C\x93");
-  const std::vector<Arg> slice_args = {
-      {k_int, std::numeric_limits<int64_t>::min()},
-      {k_double, -0.125},
-      {k_string, StringId{v_string}},
-      {k_int, std::numeric_limits<int64_t>::max()}};
-  const std::vector<Arg> instant_args = {{k_double, kInf},
-                                         {k_int, int64_t{-1}}};
+  const ArgList slice_args = {{k_int, std::numeric_limits<int64_t>::min()},
+                              {k_double, -0.125},
+                              {k_string, StringId{v_string}},
+                              {k_int, std::numeric_limits<int64_t>::max()}};
+  const ArgList instant_args = {{k_double, kInf}, {k_int, int64_t{-1}}};
   // The child comes first (end order): its args must follow it when the
   // writer reorders slices.
   w->AddSlice(track, 20, 5, name, slice_args);

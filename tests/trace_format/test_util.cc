@@ -27,7 +27,7 @@ const char* KindName(FlatKind kind) {
   return "?";
 }
 
-std::vector<std::string> DescribeArgs(const std::vector<Arg>& args) {
+std::vector<std::string> DescribeArgs(std::span<const Arg> args) {
   std::vector<std::string> out;
   for (const Arg& a : args) out.push_back(DescribeArg(a));
   return out;

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_format.h"
 #include "podscope/base/coding.h"
+#include "podscope/base/sorting.h"
 #include "podscope/trace_format/chunk_codec.h"
 
 namespace podscope::trace_format {
@@ -245,7 +246,7 @@ class Encoder {
     Rest(e, flags);
   }
 
-  bool TrackEndOrder(TrackEvents& e) {
+  bool TrackEndOrder(TrackEvents& e, std::pair<int64_t, int64_t>* range) {
     const std::vector<Slice>& slices = e.slices;
     const size_t n = slices.size();
     if (layout_ == kLayout11 || n < 2 || n >= kNoSlice) return false;
@@ -286,11 +287,24 @@ class Encoder {
     auto by_event = [](const auto& a, const auto& b) {
       return std::make_pair(a.kind, a.index) < std::make_pair(b.kind, b.index);
     };
-    if (!std::is_sorted(e.args.begin(), e.args.end(), by_event)) {
-      std::stable_sort(e.args.begin(), e.args.end(), by_event);
-    }
-    if (!std::is_sorted(e.flows.begin(), e.flows.end(), by_event)) {
-      std::stable_sort(e.flows.begin(), e.flows.end(), by_event);
+    // Renumbering only moves a slice's entries before those of the slices
+    // nested in it: few pairs are out of order.
+    base::StableSortNearlySorted(e.args, by_event);
+    base::StableSortNearlySorted(e.flows, by_event);
+    if (range != nullptr) {
+      // The walk saw the slices in reader order: the first starts first,
+      // and the last close is the latest end. The other columns are
+      // sorted by time.
+      int64_t lo = slices_start_, hi = slices_end_;
+      auto cover = [&](const auto& column) {
+        if (column.empty()) return;
+        lo = std::min(lo, column.front().ts_ns);
+        hi = std::max(hi, column.back().ts_ns);
+      };
+      cover(e.instants);
+      cover(e.counters);
+      cover(e.samples);
+      *range = {lo, hi};
     }
     Rest(e, 0);
     return true;
@@ -495,6 +509,9 @@ class Encoder {
     uint32_t current = first_root;
     uint32_t next_pops = 0;
     int64_t last_start = 0, last_end = 0;
+    const int64_t first_start =
+        slices[kEndOrder ? (first_root == kNoSlice ? 0 : first_root) : 0]
+            .start_ns;
     for (size_t k = 0; k < n; ++k) {
       if (kEndOrder && current == kNoSlice) return fail();
       const Slice& s = slices[kEndOrder ? current : k];
@@ -590,6 +607,8 @@ class Encoder {
       --depth;
     }
     if (half) ++cp;  // a track's closes end on a whole byte
+    slices_start_ = first_start;
+    slices_end_ = previous;
     sections_[kSliceSection].Advance(static_cast<size_t>(bp - bytes_start));
     sections_[kNameSection].Advance(static_cast<size_t>(np - names_start));
     sections_[kCloseSection].Advance(static_cast<size_t>(cp - closes_start));
@@ -712,6 +731,8 @@ class Encoder {
   SlicePredictor predictor_;
   std::vector<uint32_t> first_child_, next_sibling_;
   std::vector<Root> roots_;
+  // The first start and the last end of the slices Nested last wrote.
+  int64_t slices_start_ = 0, slices_end_ = 0;
 };
 
 // ------------------------------------------------------------------ reading
@@ -1149,8 +1170,9 @@ void PackedChunkEncoder::Add(const TrackEvents& events) {
   impl_->encoder.Track(events);
 }
 
-bool PackedChunkEncoder::AddEndOrder(TrackEvents& events) {
-  return impl_->encoder.TrackEndOrder(events);
+bool PackedChunkEncoder::AddEndOrder(TrackEvents& events,
+                                     std::pair<int64_t, int64_t>* time_range) {
+  return impl_->encoder.TrackEndOrder(events, time_range);
 }
 
 void PackedChunkEncoder::Finish(std::vector<std::string_view>* compressible,

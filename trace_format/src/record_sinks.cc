@@ -1,5 +1,6 @@
 // Record sinks: a file written through the kernel, and a string.
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,8 +19,15 @@ class FileSink : public RecordSink {
   ~FileSink() override { (void)Close(); }
 
   absl::Status Append(std::string_view bytes) override {
+    // A large record goes to the kernel as it is, behind what is buffered,
+    // instead of through a copy into the buffer.
+    if (bytes.size() >= kDirectBytes && fd_ >= 0) {
+      absl::Status s = WriteAll(buffer_, bytes);
+      if (s.ok()) buffer_.clear();
+      return s;
+    }
     buffer_.append(bytes);
-    if (buffer_.size() >= (1u << 20)) return WriteBuffer();
+    if (buffer_.size() >= kBufferBytes) return WriteBuffer();
     return absl::OkStatus();
   }
   absl::Status Flush(bool sync) override {
@@ -48,19 +56,45 @@ class FileSink : public RecordSink {
       return absl::FailedPreconditionError(
           absl::StrCat(path_, " is already closed"));
     }
-    size_t done = 0;
-    while (done < buffer_.size()) {
-      ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    absl::Status s = WriteAll(buffer_, {});
+    if (s.ok()) buffer_.clear();
+    return s;
+  }
+
+  // Writes `a` then `b`, resuming after short writes and interruptions.
+  absl::Status WriteAll(std::string_view a, std::string_view b) {
+    iovec parts[2] = {{const_cast<char*>(a.data()), a.size()},
+                      {const_cast<char*>(b.data()), b.size()}};
+    iovec* next = parts;
+    int count = 2;
+    while (count > 0) {
+      if (next->iov_len == 0) {
+        ++next;
+        --count;
+        continue;
+      }
+      const ssize_t n = ::writev(fd_, next, count);
       if (n < 0) {
         if (errno == EINTR) continue;
         return absl::InternalError(
             absl::StrCat("write ", path_, ": ", std::strerror(errno)));
       }
-      done += static_cast<size_t>(n);
+      size_t done = static_cast<size_t>(n);
+      while (count > 0 && done >= next->iov_len) {
+        done -= next->iov_len;
+        ++next;
+        --count;
+      }
+      if (count > 0) {
+        next->iov_base = static_cast<char*>(next->iov_base) + done;
+        next->iov_len -= done;
+      }
     }
-    buffer_.clear();
     return absl::OkStatus();
   }
+
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
+  static constexpr size_t kDirectBytes = size_t{64} << 10;
 
   int fd_;
   std::string path_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/sorting.h"
 #include "podscope/base/utf8.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/trailer.h"
@@ -122,12 +123,8 @@ void ToReaderOrder(TrackEvents* e) {
     // nested slices follow their slices' new order, which a sort of these
     // (few) entries restores, as SortTrackEvents would after its own
     // placement, without searching the slices again.
-    if (!Sorted(e->args, by_event)) {
-      std::stable_sort(e->args.begin(), e->args.end(), by_event);
-    }
-    if (!Sorted(e->flows, by_event)) {
-      std::stable_sort(e->flows.begin(), e->flows.end(), by_event);
-    }
+    base::StableSortNearlySorted(e->args, by_event);
+    base::StableSortNearlySorted(e->flows, by_event);
     return;
   }
   SortTrackEvents(e);
@@ -545,15 +542,17 @@ absl::Status TraceWriter::EncodeChunk(std::vector<TrackEvents>& tracks,
   int64_t chunk_max = std::numeric_limits<int64_t>::min();
   for (TrackEvents& e : tracks) {
     // Slices in end order are packed as they are when they nest.
-    if (!packer_ || !packer_->AddEndOrder(e)) {
+    std::pair<int64_t, int64_t> span;
+    if (!packer_ || !packer_->AddEndOrder(e, &span)) {
       ToReaderOrder(&e);
       if (packer_) {
         packer_->Add(e);
       } else {
         EncodeTrackEvents(e, chunk.add_tracks());
       }
+      span = e.time_range();
     }
-    const auto [lo, hi] = e.time_range();
+    const auto [lo, hi] = span;
     const uint64_t count = e.event_count();
     proto::TrackRange* range = entry.add_tracks();
     range->set_track_id(e.track_id);

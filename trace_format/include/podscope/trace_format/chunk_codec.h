@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,8 +69,10 @@ class PackedChunkEncoder {
   // not take them (the slices do not nest or are already in reader order,
   // or another column is out of order): then put them in reader order and
   // Add. On success the argument and flow indices of `events` refer to
-  // slices in reader order, while the slices stay in end order.
-  bool AddEndOrder(TrackEvents& events);
+  // slices in reader order, while the slices stay in end order. On
+  // success, a non-null `time_range` receives events.time_range().
+  bool AddEndOrder(TrackEvents& events,
+                   std::pair<int64_t, int64_t>* time_range = nullptr);
   // The chunk's bytes: the concatenation of `compressible` then `bits`
   // (views into the encoder, valid until Reset).
   void Finish(std::vector<std::string_view>* compressible,

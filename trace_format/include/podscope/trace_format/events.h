@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+
 namespace podscope::trace_format {
 
 // An interned string used as an argument value (distinct from an integer).
@@ -65,11 +67,13 @@ struct StackSample {
   friend bool operator==(const StackSample&, const StackSample&) = default;
 };
 
-// The arguments of one slice or instant, by its index in its column.
+// The arguments of one slice or instant, by its index in its column. Most
+// events that have arguments have one, which is kept without allocating.
+using ArgList = absl::InlinedVector<Arg, 1>;
 struct EventArgs {
   EventKind kind = EventKind::kSlice;
   uint32_t index = 0;
-  std::vector<Arg> args;
+  ArgList args;
   friend bool operator==(const EventArgs&, const EventArgs&) = default;
 };
 
