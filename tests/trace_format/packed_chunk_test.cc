@@ -3,6 +3,7 @@
 // argument type, its escapes, the protobuf chunks of format 1.0 still
 // decoding, and damaged packed payloads failing cleanly.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <functional>
@@ -110,6 +111,27 @@ std::string RealisticTrace(bool packed, int level, bool background = false) {
   }
   EXPECT_TRUE(w->Close().ok());
   return data;
+}
+
+// The encoder and the Huffman coder have a copy per instruction set
+// (base/cpu_dispatch.h); each must write these very bytes. The ctest runs
+// with PODSCOPE_CPU_BASELINE=1 check the baseline copy. A deliberate change
+// of the bytes the writer chooses updates the fingerprint.
+TEST(PackedChunk, SameBytesOnEveryInstructionSet) {
+  struct Expected {
+    int level;
+    size_t size;
+    uint32_t crc;
+  };
+  for (const Expected& e :
+       {Expected{0, 170735, 0x9ed32978u}, Expected{1, 127204, 0x081d5963u}}) {
+    const std::string data = RealisticTrace(true, e.level);
+    const auto crc = static_cast<uint32_t>(
+        crc32(0, reinterpret_cast<const Bytef*>(data.data()),
+              static_cast<uInt>(data.size())));
+    EXPECT_EQ(data.size(), e.size) << "level " << e.level;
+    EXPECT_EQ(crc, e.crc) << "level " << e.level;
+  }
 }
 
 TEST(PackedChunk, RealisticTraceReadsTheSameAsProtobufChunks) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "podscope/base/coding.h"
+#include "podscope/base/cpu_dispatch.h"
 
 namespace podscope::trace_format {
 namespace {
@@ -244,13 +245,8 @@ void HuffmanBlock(const uint8_t* data, size_t n, DeflateBits* out) {
   out->Put(code[256], len[256]);
 }
 
-}  // namespace
-
-// A raw deflate stream of `parts` (Huffman-coded, one table per block of
-// at most 64 KiB of a part) then `stored` (stored blocks). Returns its
-// size; `out` has room for DeflatedBound.
-size_t DeflateHuffmanParts(std::span<const std::string_view> parts,
-                           std::string_view stored, char* out) {
+size_t DeflateParts(std::span<const std::string_view> parts,
+                    std::string_view stored, char* out) {
   DeflateBits bits(out);
   constexpr size_t kBlock = 65535;
   for (std::string_view p : parts) {
@@ -265,6 +261,29 @@ size_t DeflateHuffmanParts(std::span<const std::string_view> parts,
   }
   bits.Stored(nullptr, 0, /*final=*/true);
   return bits.size();
+}
+
+// DeflateParts compiled for each instruction set of cpu_dispatch.h.
+PODSCOPE_TARGET_V3 size_t
+DeflatePartsV3(std::span<const std::string_view> parts, std::string_view stored,
+               char* out) {
+  return DeflateParts(parts, stored, out);
+}
+PODSCOPE_TARGET_BASELINE size_t
+DeflatePartsBaseline(std::span<const std::string_view> parts,
+                     std::string_view stored, char* out) {
+  return DeflateParts(parts, stored, out);
+}
+
+}  // namespace
+
+// A raw deflate stream of `parts` (Huffman-coded, one table per block of
+// at most 64 KiB of a part) then `stored` (stored blocks). Returns its
+// size; `out` has room for DeflatedBound.
+size_t DeflateHuffmanParts(std::span<const std::string_view> parts,
+                           std::string_view stored, char* out) {
+  return base::UseX86V3() ? DeflatePartsV3(parts, stored, out)
+                          : DeflatePartsBaseline(parts, stored, out);
 }
 
 size_t DeflatedBound(size_t bytes, size_t pieces) {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_format.h"
 #include "podscope/base/coding.h"
+#include "podscope/base/cpu_dispatch.h"
 #include "podscope/base/sorting.h"
 #include "podscope/trace_format/chunk_codec.h"
 
@@ -1154,6 +1155,27 @@ class Decoder {
   SlicePredictor predictor_;
 };
 
+// The encoder's entry points, compiled for each instruction set of
+// cpu_dispatch.h.
+PODSCOPE_TARGET_V3 void EncodeTrackV3(Encoder* encoder,
+                                      const TrackEvents& events) {
+  encoder->Track(events);
+}
+PODSCOPE_TARGET_BASELINE void EncodeTrackBaseline(Encoder* encoder,
+                                                  const TrackEvents& events) {
+  encoder->Track(events);
+}
+PODSCOPE_TARGET_V3 bool EncodeTrackEndOrderV3(
+    Encoder* encoder, TrackEvents& events,
+    std::pair<int64_t, int64_t>* time_range) {
+  return encoder->TrackEndOrder(events, time_range);
+}
+PODSCOPE_TARGET_BASELINE bool EncodeTrackEndOrderBaseline(
+    Encoder* encoder, TrackEvents& events,
+    std::pair<int64_t, int64_t>* time_range) {
+  return encoder->TrackEndOrder(events, time_range);
+}
+
 }  // namespace
 
 struct PackedChunkEncoder::Impl {
@@ -1167,12 +1189,18 @@ PackedChunkEncoder::PackedChunkEncoder(uint8_t layout)
 PackedChunkEncoder::~PackedChunkEncoder() = default;
 
 void PackedChunkEncoder::Add(const TrackEvents& events) {
-  impl_->encoder.Track(events);
+  if (base::UseX86V3()) {
+    EncodeTrackV3(&impl_->encoder, events);
+  } else {
+    EncodeTrackBaseline(&impl_->encoder, events);
+  }
 }
 
 bool PackedChunkEncoder::AddEndOrder(TrackEvents& events,
                                      std::pair<int64_t, int64_t>* time_range) {
-  return impl_->encoder.TrackEndOrder(events, time_range);
+  return base::UseX86V3()
+             ? EncodeTrackEndOrderV3(&impl_->encoder, events, time_range)
+             : EncodeTrackEndOrderBaseline(&impl_->encoder, events, time_range);
 }
 
 void PackedChunkEncoder::Finish(std::vector<std::string_view>* compressible,
