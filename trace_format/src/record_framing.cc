@@ -2,12 +2,11 @@
 // the record at an offset.
 #include "record_framing.h"
 
-#include <zlib.h>
-
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "crc32.h"
 #include "podscope/base/coding.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/record_io.h"
@@ -17,14 +16,11 @@ namespace {
 
 uint32_t RecordCrc(const char* length_bytes, uint8_t type, uint8_t encoding,
                    std::string_view payload) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(length_bytes), 4);
-  const Bytef te[2] = {type, encoding};
-  crc = crc32(crc, te, 2);
-  // crc32() takes a uInt length; payloads are bounded by kMaxRecordPayload.
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(payload.data()),
-              static_cast<uInt>(payload.size()));
-  return static_cast<uint32_t>(crc);
+  char head[6];
+  std::memcpy(head, length_bytes, 4);
+  head[4] = static_cast<char>(type);
+  head[5] = static_cast<char>(encoding);
+  return Crc32(Crc32(0, head, 6), payload.data(), payload.size());
 }
 
 }  // namespace
