@@ -5,7 +5,7 @@
 #include <string_view>
 #include <utility>
 
-#include "absl/strings/ascii.h"
+#include "podscope/base/strings.h"
 
 namespace podscope::tools {
 namespace {
@@ -15,19 +15,6 @@ using trace_format::FlowLink;
 using trace_format::FlowPhase;
 using trace_format::Slice;
 using trace_format::TrackEvents;
-
-bool ContainsStep(std::string_view name) {
-  static constexpr std::string_view kStep = "step";
-  for (size_t i = 0; i + kStep.size() <= name.size(); ++i) {
-    size_t k = 0;
-    while (k < kStep.size() && absl::ascii_tolower(static_cast<unsigned char>(
-                                   name[i + k])) == kStep[k]) {
-      ++k;
-    }
-    if (k == kStep.size()) return true;
-  }
-  return false;
-}
 
 bool IsSliceFlow(const FlowLink& f, const TrackEvents& e) {
   return f.kind == EventKind::kSlice && f.index < e.slices.size();
@@ -53,7 +40,8 @@ void StepWindows::AddThread(const trace_format::TraceReader& reader,
   for (const Slice& s : e.slices) {  // reader order: start, then longest
     if (s.start_ns < open_step_end) continue;  // inside a step
     auto [it, inserted] = is_step.try_emplace(s.name, false);
-    if (inserted) it->second = ContainsStep(reader.GetString(s.name));
+    if (inserted)
+      it->second = base::ContainsIgnoreCase(reader.GetString(s.name), "step");
     if (!it->second) continue;
     steps.push_back({s.start_ns, s.end_ns(), {}});
     open_step_end = s.end_ns();

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/strings.h"
 
 namespace podscope::viewer {
 namespace {
@@ -123,7 +124,7 @@ std::vector<DeviceMemory> AnalyzeMemory(const TraceStore& store,
   // Counter fallback.
   for (const TrackInfo& t : store.tracks()) {
     if (t.kind != trace_format::proto::TRACK_KIND_COUNTER ||
-        !pod::ContainsNoCase(t.name, "memory in use")) {
+        !base::ContainsIgnoreCase(t.name, "memory in use")) {
       continue;
     }
     const CounterColumns& c = store.data(t.id).counters;

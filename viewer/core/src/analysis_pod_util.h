@@ -53,8 +53,6 @@ inline int64_t SubSat(int64_t a, int64_t b) {
   return b < 0 ? INT64_MAX : INT64_MIN;
 }
 
-bool ContainsNoCase(std::string_view hay, std::string_view needle);
-
 // Collective by name (AllReduce, Broadcast, ..., nccl kernels).
 bool IsCollectiveName(std::string_view name);
 

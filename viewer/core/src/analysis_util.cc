@@ -7,9 +7,9 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/strings.h"
 
 namespace podscope::viewer::pod {
 
@@ -87,20 +87,6 @@ std::optional<std::string> TextArg(const TraceStore& store,
 
 int64_t NonNegative(int64_t v) { return v < 0 ? 0 : v; }
 
-bool ContainsNoCase(std::string_view hay, std::string_view needle) {
-  if (needle.empty()) return true;
-  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
-    size_t k = 0;
-    while (k < needle.size() &&
-           absl::ascii_tolower(static_cast<unsigned char>(hay[i + k])) ==
-               absl::ascii_tolower(static_cast<unsigned char>(needle[k]))) {
-      ++k;
-    }
-    if (k == needle.size()) return true;
-  }
-  return false;
-}
-
 bool IsCollectiveName(std::string_view name) {
   // Our runtime's and Gloo's names, exactly (an IR `broadcast` kernel is
   // not a collective).
@@ -112,7 +98,7 @@ bool IsCollectiveName(std::string_view name) {
     if (name == n) return true;
   }
   // NCCL kernels (Kineto) and XLA's HLO collectives (XSpace).
-  if (name.size() >= 4 && ContainsNoCase(name.substr(0, 4), "nccl")) {
+  if (name.size() >= 4 && base::ContainsIgnoreCase(name.substr(0, 4), "nccl")) {
     return true;
   }
   static constexpr std::string_view kParts[] = {
@@ -343,7 +329,7 @@ std::vector<RankStep> FindRankSteps(const TraceStore& store, ProcessId p,
   };
   auto loose = [&](const EventRef&, StringId name) {
     return loose_names.Get(store, name, [](std::string_view n) {
-      return ContainsNoCase(n, "step");
+      return base::ContainsIgnoreCase(n, "step");
     });
   };
   std::vector<RankStep> best;
@@ -422,7 +408,9 @@ bool IsStepEvent(const std::vector<RankStep>& steps, const EventRef& e,
   return false;
 }
 
-bool IsLoaderName(std::string_view n) { return ContainsNoCase(n, "loader"); }
+bool IsLoaderName(std::string_view n) {
+  return base::ContainsIgnoreCase(n, "loader");
+}
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/strings.h"
 
 namespace podscope::viewer {
 namespace tf = trace_format;
@@ -123,7 +124,7 @@ ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
         if (s.name < is_step.size()) {
           char& known = is_step[s.name];
           if (known < 0)
-            known = pod::ContainsNoCase(reader.GetString(s.name), "step");
+            known = base::ContainsIgnoreCase(reader.GetString(s.name), "step");
           step = known != 0;
         }
         if (step) {
