@@ -420,6 +420,11 @@ TEST(PackedChunk, EndOrderPacksAsReaderOrder) {
     }
     end_order.flows.push_back({EventKind::kSlice, 5, 77, FlowPhase::kBegin});
     end_order.instants.push_back({1500, 4});
+    if (round % 2 == 1) {
+      // Other columns that reach past the slices on either side.
+      end_order.counters.push_back({10, 1.5});
+      end_order.instants.push_back({t + 1000, 4});
+    }
 
     TrackEvents reader_order = end_order;
     SortTrackEvents(&reader_order);
@@ -428,8 +433,12 @@ TEST(PackedChunk, EndOrderPacksAsReaderOrder) {
 
     TrackEvents given = end_order;
     encoder.Reset();
-    const bool taken = encoder.AddEndOrder(given);
+    std::pair<int64_t, int64_t> range{0, 0};
+    const bool taken = encoder.AddEndOrder(given, &range);
     EXPECT_EQ(taken, !overlap);
+    if (taken) {
+      EXPECT_EQ(range, end_order.time_range());
+    }
     if (!taken) {
       EXPECT_EQ(given.slices, end_order.slices);
       EXPECT_EQ(given.args.size(), end_order.args.size());
