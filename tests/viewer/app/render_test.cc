@@ -20,6 +20,7 @@ class RenderTest : public QObject {
 
  private slots:
   void ZoomedOutShadeSaysHowBusyATrackIs();
+  void BusyShadeRoundsEachChannelToNearest();
   void ProcessRowsNameTheProgramAndRank();
 };
 
@@ -158,6 +159,38 @@ void RenderTest::ZoomedOutShadeSaysHowBusyATrackIs() {
   for (QRgb c : slices) full_pixels += c == sparse_colour ? 1 : 0;
   // Two slices of 10 ns, about 7 pixels each.
   QVERIFY2(full_pixels >= 8, qPrintable(QString::number(full_pixels)));
+}
+
+// Each channel of a shade is the colour's share of the mix with the
+// background rounded to the nearest integer, halves up, as std::lround
+// rounds it: over every channel value and shares in steps of 1/4096.
+void RenderTest::BusyShadeRoundsEachChannelToNearest() {
+  const QRgb bg = render::kBackground.rgb();
+  int checked = 0;
+  for (int v = 0; v < 256; ++v) {
+    const QRgb colour = qRgb(v, 255 - v, (v * 7) % 256);
+    for (int i = 0; i <= 4096; ++i) {
+      const float busy = static_cast<float>(i) / 4096.0f;
+      const float a =
+          render::kMinBusyShade + (1.0f - render::kMinBusyShade) * busy;
+      auto mix = [a](int c, int b) {
+        return static_cast<int>(std::lround(c * a + b * (1.0f - a)));
+      };
+      const QRgb want =
+          qRgb(mix(qRed(colour), qRed(bg)), mix(qGreen(colour), qGreen(bg)),
+               mix(qBlue(colour), qBlue(bg)));
+      const QRgb got = render::BusyShade(colour, busy);
+      if (got != want) {
+        QFAIL(qPrintable(QStringLiteral("colour %1 at %2 busy: %3, not %4")
+                             .arg(colour, 0, 16)
+                             .arg(busy)
+                             .arg(got, 0, 16)
+                             .arg(want, 0, 16)));
+      }
+      ++checked;
+    }
+  }
+  QCOMPARE(checked, 256 * 4097);
 }
 
 void RenderTest::ProcessRowsNameTheProgramAndRank() {

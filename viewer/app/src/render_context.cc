@@ -123,6 +123,20 @@ void Canvas::Fill(int x, int y, int w, int h, QRgb color) {
   }
 }
 
+void Canvas::FillRow(int x, int y, int h, std::span<const QRgb> colors) {
+  const int w = static_cast<int>(colors.size());
+  const int x0 = std::max(x, 0), x1 = std::min(x + w, image_.width());
+  const int y0 = std::max(y, 0), y1 = std::min(y + h, image_.height());
+  if (x0 >= x1 || y0 >= y1) return;
+  const QRgb* from = colors.data() + (x0 - x);
+  const int width = x1 - x0;
+  for (uchar* row = bits_ + y0 * stride_; row < bits_ + y1 * stride_;
+       row += stride_) {
+    QRgb* p = reinterpret_cast<QRgb*>(row) + x0;
+    for (int i = 0; i < width; ++i) p[i] = from[i];
+  }
+}
+
 void Canvas::Blend(int x, int y, int w, int h, QRgb color) {
   const int x0 = std::max(x, 0), x1 = std::min(x + w, image_.width());
   const int y0 = std::max(y, 0), y1 = std::min(y + h, image_.height());

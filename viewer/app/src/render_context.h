@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -47,7 +48,8 @@ inline constexpr int kRulerHeight = 28;
 inline constexpr int kLabelWidth = 240;
 inline constexpr int kMinTextBoxWidth = 20;
 
-inline const QColor kBackground{0xFF, 0xFF, 0xFF};
+inline constexpr QRgb kBackgroundRgb = qRgb(0xFF, 0xFF, 0xFF);
+inline const QColor kBackground{kBackgroundRgb};
 inline const QColor kGutter{0xF3, 0xF4, 0xF6};
 inline const QColor kHostRow{0xE4, 0xE8, 0xEE};
 inline const QColor kProcessRow{0xEE, 0xF0, 0xF4};
@@ -114,6 +116,8 @@ class Canvas {
   // Sized to `size` (the image is reused while the size stays) and filled.
   void Reset(const QSize& size, QRgb fill);
   void Fill(int x, int y, int w, int h, QRgb color);
+  // Rows [y, y + h) of the columns from x on, column x + i in colors[i].
+  void FillRow(int x, int y, int h, std::span<const QRgb> colors);
   // `color` with alpha, blended over what is there.
   void Blend(int x, int y, int w, int h, QRgb color);
   const QImage& image() const { return image_; }

@@ -5,19 +5,29 @@
 // the time the name's full colour.
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "name_colors.h"
 #include "render_passes.h"
 
 namespace podscope::viewer::app::render {
+namespace {
+
+// A representative box's pixels are shaded this many at a time.
+constexpr int kMaxShadedRun = 64;
+
+}  // namespace
 
 QRgb BusyShade(QRgb color, float busy) {
   const float share = std::clamp(busy, 0.0f, 1.0f);
   const float a = kMinBusyShade + (1.0f - kMinBusyShade) * share;
-  const QRgb bg = kBackground.rgb();
   auto mix = [a](int c, int b) {
-    return static_cast<int>(std::lround(c * a + b * (1.0f - a)));
+    // lround of a value in [0, 256), without the call: there adding 0.5 in
+    // float is exact (or reaches the next power of two, which truncates
+    // the same), so truncating rounds half away from zero as lround does.
+    return static_cast<int>(c * a + b * (1.0f - a) + 0.5f);
   };
+  constexpr QRgb bg = kBackgroundRgb;
   return qRgb(mix(qRed(color), qRed(bg)), mix(qGreen(color), qGreen(bg)),
               mix(qBlue(color), qBlue(bg)));
 }
@@ -50,10 +60,17 @@ void PaintSlices(const Frame& f, const LayoutRow& row, const TrackQuery& q,
                                          ? &q.busy[v.depth]
                                          : nullptr;
     if (busy != nullptr && !busy->empty()) {
+      // Each pixel shaded by its own share, the box written row by row.
+      const int first = std::max(ix0, 0);
       const int last = std::min(ix0 + w, right);
-      for (int x = std::max(ix0, 0); x < last; ++x) {
-        canvas->Fill(x, lane_y, 1, TrackLayout::kLaneHeight - 1,
-                     BusyShade(color, (*busy)[static_cast<size_t>(x)]));
+      QRgb shades[kMaxShadedRun];
+      for (int x = first; x < last; x += kMaxShadedRun) {
+        const int n = std::min(last - x, kMaxShadedRun);
+        for (int i = 0; i < n; ++i) {
+          shades[i] = BusyShade(color, (*busy)[static_cast<size_t>(x + i)]);
+        }
+        canvas->FillRow(x, lane_y, TrackLayout::kLaneHeight - 1,
+                        std::span<const QRgb>(shades, static_cast<size_t>(n)));
       }
       continue;  // narrower than a pixel: no room for a name
     }

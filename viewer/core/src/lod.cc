@@ -1,6 +1,7 @@
 #include "podscope/viewer/lod.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 namespace podscope::viewer {
@@ -101,14 +102,129 @@ uint32_t FirstStartingFrom(const SliceColumns& c, uint32_t lo, uint32_t hi,
   return c.FirstStartingInBucket(from, to, t);
 }
 
+// The bounds of one depth's pixels, walked in time order: for each bound
+// Bound(q), q in [0, pixels], next[q] is the first slice of [lo, hi) that
+// starts at or after it (hi if none), and with `busy` (pixels entries)
+// busy[q - 1] is pixel q - 1's share as QueryBusy defines it; then
+// on_bound(q) is called, which may read them. [lo, hi) is the whole depth,
+// or the run of it that touches the window. Two stages kAhead bounds
+// apart: the first finds a bound's bucket in the dense bucket starts and
+// fetches that bucket's slices, the second reads them to finish the bound,
+// so the cache misses of several bounds are in flight at once rather than
+// one after another.
+template <typename OnBound>
+void WalkBounds(const SliceColumns& c, uint32_t lo, uint32_t hi,
+                const PixelGrid& grid, uint32_t* next, float* busy,
+                const OnBound& on_bound) {
+  constexpr uint32_t kB = SliceColumns::kStartBucket;
+  constexpr uint32_t kAhead = 8;
+  const uint32_t bounds = grid.pixels() + 1;
+  const uint32_t kl = static_cast<uint32_t>((uint64_t{lo} + kB - 1) / kB);
+  const uint32_t kh = static_cast<uint32_t>((uint64_t{hi} + kB - 1) / kB);
+  // A located bound: its time, and the slices [from, to) that hold its
+  // first slice starting at or after it (or `to` is that slice).
+  struct Located {
+    int64_t t;
+    uint32_t from, to;
+  };
+  std::array<Located, kAhead> ring;
+  uint32_t k = kl;    // the last located bound's bucket
+  uint32_t step = 0;  // how many buckets it moved past
+  auto locate = [&](uint32_t q) {
+    const int64_t t = grid.Bound(q);
+    // Neighbouring pixels span about as many buckets: search from there.
+    const uint32_t guess =
+        static_cast<uint32_t>(std::min<uint64_t>(uint64_t{k} + step, kh));
+    const uint32_t found = GallopFrom(
+        k, kh, guess, [&](uint32_t b) { return c.bucket_start(b) >= t; });
+    step = found - k;
+    k = found;
+    // Slice k * kB starts at or after t (or is hi); slice (k - 1) * kB
+    // before it (or is before lo).
+    Located& l = ring[q % kAhead];
+    l.t = t;
+    l.from = k > kl ? (k - 1) * kB : lo;
+    l.to = k < kh ? k * kB : hi;
+    c.PrefetchRun(l.from, l.to);
+  };
+  for (uint32_t q = 0; q < std::min(kAhead, bounds); ++q) locate(q);
+  // QueryBusy's running state: the time covered before `from` (modulo
+  // 2^64), the first slice starting at or after `from` and the running
+  // total before it. Only slice at - 1 can reach past `from`.
+  auto past = [&](int64_t t, uint32_t i) -> uint64_t {
+    if (i > lo) {
+      const int64_t e = c.covered_end(i - 1);
+      if (e > t) return static_cast<uint64_t>(e) - static_cast<uint64_t>(t);
+    }
+    return 0;
+  };
+  int64_t from = 0;
+  uint32_t at = lo;
+  uint64_t total_at = 0;
+  uint64_t before = 0;
+  // Pixel q - 1's share, once next[q] is known.
+  auto share = [&](int64_t to, uint32_t n) -> float {
+    if (to <= from) return 0.0f;  // a pixel of no time
+    uint64_t covered;
+    if (n == at) {
+      // No slice starts in the pixel: only slice at - 1 (which started
+      // before it) can cover part of it.
+      covered = 0;
+      if (at > lo) {
+        const int64_t e = std::min(c.covered_end(at - 1), to);
+        if (e > from) covered = static_cast<uint64_t>(e - from);
+      }
+      before += covered;
+    } else {
+      // The running total before n: added on from at's when few slices
+      // lie between (sparse pixels), else from the stored totals.
+      uint64_t total_n;
+      if (n - at < 8) {
+        total_n = total_at;
+        for (uint32_t i = at; i < n; ++i) total_n += c.covered_length(i);
+      } else {
+        total_n = c.CoveredBefore(n);
+      }
+      const uint64_t now = total_n - past(to, n);
+      covered = now - before;
+      before = now;
+      at = n;
+      total_at = total_n;
+    }
+    const double busy_share =
+        static_cast<double>(covered) / static_cast<double>(to - from);
+    from = to;
+    return static_cast<float>(std::min(busy_share, 1.0));
+  };
+  for (uint32_t q = 0; q < bounds; ++q) {
+    const Located l = ring[q % kAhead];
+    if (q + kAhead < bounds) locate(q + kAhead);
+    const uint32_t n = c.FirstStartingInBucket(l.from, l.to, l.t);
+    next[q] = n;
+    if (busy != nullptr) {
+      if (q == 0) {
+        from = l.t;
+        at = n;
+        total_at = c.CoveredBefore(n);
+        before = total_at - past(from, n);
+      } else {
+        busy[q - 1] = share(l.t, n);
+      }
+    }
+    on_bound(q);
+  }
+}
+
 // The sweep over one depth's pixels that finds the longest slice of each
 // occupied pixel. The slices touching pixel p are the run [a, b); empty
 // pixels are skipped by jumping to the pixel of the next start. Each Step()
-// does one pixel.
+// does one pixel. With `next` (WalkBounds' first slice at or after each
+// pixel bound), b and the buckets of a dense pixel are read from it rather
+// than searched for.
 class PixelSweep {
  public:
   PixelSweep(const SliceColumns& slices, const PixelGrid& grid, int64_t t0,
-             int64_t t1, uint32_t lo, uint32_t hi,
+             int64_t t1, uint32_t lo, uint32_t hi, const uint32_t* next,
              std::vector<uint32_t>* picked)
       : slices_(&slices),
         grid_(&grid),
@@ -121,7 +237,11 @@ class PixelSweep {
         b_lo_(lo),
         kl_(static_cast<uint32_t>((uint64_t{lo} + kB - 1) / kB)),
         kh_(static_cast<uint32_t>((uint64_t{hi} + kB - 1) / kB)),
+        next_(next),
         picked_(picked) {}
+
+  // The pixel the next Step() does.
+  uint32_t pixel() const { return p_; }
 
   // One pixel; false when the sweep is done.
   bool Step() {
@@ -139,16 +259,21 @@ class PixelSweep {
     const uint32_t a =
         GallopBack(a_lo_, std::max(a_lo_, a_hi_),
                    [&](uint32_t i) { return slices_->covered_end(i) > from; });
-    // The run is probably about as long as the previous pixel's.
-    const uint32_t b_lo = std::max(a, b_lo_);
-    const uint32_t guess =
-        static_cast<uint32_t>(std::min<uint64_t>(uint64_t{b_lo} + run_, hi_));
-    const uint32_t b = FirstStartingFrom(*slices_, b_lo, hi_, guess, to);
-    // Where the next pixel's run probably ends.
-    const uint32_t next_b =
-        static_cast<uint32_t>(std::min<uint64_t>(uint64_t{b} + (b - a), hi_));
-    slices_->Prefetch(next_b);
-    slices_->PrefetchBucket(next_b / kB);
+    uint32_t b;
+    if (next_ != nullptr) {
+      b = next_[p_ + 1];
+    } else {
+      // The run is probably about as long as the previous pixel's.
+      const uint32_t b_lo = std::max(a, b_lo_);
+      const uint32_t guess =
+          static_cast<uint32_t>(std::min<uint64_t>(uint64_t{b_lo} + run_, hi_));
+      b = FirstStartingFrom(*slices_, b_lo, hi_, guess, to);
+      // Where the next pixel's run probably ends.
+      const uint32_t next_b =
+          static_cast<uint32_t>(std::min<uint64_t>(uint64_t{b} + (b - a), hi_));
+      slices_->Prefetch(next_b);
+      slices_->PrefetchBucket(next_b / kB);
+    }
     a_lo_ = a;
     a_hi_ = b;
     b_lo_ = b;
@@ -191,12 +316,18 @@ class PixelSweep {
     auto starts_by = [&](int64_t t) {
       return [this, t](uint32_t k) { return slices_->bucket_start(k) >= t; };
     };
-    // The depth's buckets whose first slice starts at or after each end.
-    const uint32_t kf =
-        from == last_to_ ? last_kt_ : Gallop(kl_, kh_, starts_by(from));
-    const uint32_t kt = Gallop(kf, kh_, starts_by(to));
-    last_to_ = to;
-    last_kt_ = kt;
+    // The depth's buckets whose first slice starts at or after each end:
+    // those at or after the first slice that does.
+    uint32_t kf, kt;
+    if (next_ != nullptr) {
+      kf = static_cast<uint32_t>((uint64_t{next_[p_]} + kB - 1) / kB);
+      kt = static_cast<uint32_t>((uint64_t{next_[p_ + 1]} + kB - 1) / kB);
+    } else {
+      kf = from == last_to_ ? last_kt_ : Gallop(kl_, kh_, starts_by(from));
+      kt = Gallop(kf, kh_, starts_by(to));
+      last_to_ = to;
+      last_kt_ = kt;
+    }
     // Buckets [kf, kt - 1) hold only slices of the depth that start in
     // [from, to); bucket kt - 1 holds the slices around `to`, kf - 1 those
     // around `from`, and no slice after bucket kt - 1 touches the pixel.
@@ -250,6 +381,7 @@ class PixelSweep {
   uint32_t kl_, kh_;
   int64_t last_to_ = std::numeric_limits<int64_t>::min();
   uint32_t last_kt_ = 0;
+  const uint32_t* next_;
   std::vector<uint32_t>* picked_;
 };
 
@@ -263,9 +395,21 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
   if (t1 <= t0 || pixels == 0) return out;
   const PixelGrid grid(t0, t1, pixels);
   const uint32_t depths = slices.depth_count();
-  std::vector<std::vector<uint32_t>> picked(depths);
-  std::vector<size_t> wide(depths, 0);  // picked[d]'s wide slices come first
+  auto visible = [&](uint32_t i, uint32_t d) {
+    VisibleSlice v;
+    v.index = i;
+    v.depth = d;
+    v.start_ns = slices.start(i);
+    v.duration_ns = slices.duration(i);
+    v.name = slices.name(i);
+    v.representative = !grid.Wide(v.duration_ns);
+    return v;
+  };
+  std::vector<uint32_t> wide, picked;
+  std::vector<VisibleSlice> swept;
   std::vector<std::pair<uint32_t, uint32_t>> ranges;
+  std::vector<uint32_t> next;
+  std::vector<float> shares;
   for (uint32_t d = 0; d < depths; ++d) {
     // The depth's slices that touch the window: one run, as starts and
     // ends both ascend.
@@ -277,6 +421,7 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
     // Every slice a pixel wide or more: split ranges at their longest
     // slice until the longest is narrower than a pixel. Costs O(log n) per
     // slice found.
+    wide.clear();
     ranges.assign(1, {lo, hi});
     while (!ranges.empty()) {
       const auto [l, r] = ranges.back();
@@ -284,43 +429,81 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
       if (l >= r) continue;
       const uint32_t m = slices.Longest(l, r);
       if (!grid.Wide(slices.duration(m))) continue;
-      picked[d].push_back(m);
+      wide.push_back(m);
       ranges.push_back({l, m});
       ranges.push_back({m + 1, r});
     }
-    wide[d] = picked[d].size();
-    PixelSweep sweep(slices, grid, t0, t1, lo, hi, &picked[d]);
-    while (sweep.Step()) {
+    std::sort(wide.begin(), wide.end());
+    // The sweep picks pixel by pixel, so its picks ascend (a slice may
+    // repeat). Each pick was fetched when picked; it is read a few picks
+    // later, by when it has arrived.
+    picked.clear();
+    swept.clear();
+    size_t read = 0;
+    auto read_picks = [&](size_t upto) {
+      for (; read < upto; ++read) {
+        const uint32_t i = picked[read];
+        if (swept.empty() || swept.back().index != i) {
+          swept.push_back(visible(i, d));
+        }
+      }
+    };
+    constexpr size_t kPickLag = 8;
+    // Where the depth has a slice or more per pixel, most pixels are
+    // occupied: every pixel bound is walked once, and each pixel swept
+    // (and its busy share worked out) as soon as its bounds are known,
+    // while the slices around them are in cache. Sparser depths are swept
+    // from occupied pixel to occupied pixel.
+    const bool walk = hi - lo >= pixels;
+    if (walk) {
+      next.resize(size_t{pixels} + 1);
+      if (busy != nullptr) shares.resize(pixels);
+      PixelSweep sweep(slices, grid, t0, t1, lo, hi, next.data(), &picked);
+      bool sweeping = true;
+      WalkBounds(slices, lo, hi, grid, next.data(),
+                 busy != nullptr ? shares.data() : nullptr, [&](uint32_t q) {
+                   while (sweeping && sweep.pixel() < q) {
+                     sweeping = sweep.Step();
+                   }
+                   if (picked.size() > read + kPickLag) {
+                     read_picks(picked.size() - kPickLag);
+                   }
+                 });
+    } else {
+      PixelSweep sweep(slices, grid, t0, t1, lo, hi, nullptr, &picked);
+      while (sweep.Step()) {
+      }
     }
-    // While the depth's slices around each pixel are still in cache.
-    if (busy != nullptr &&
-        std::any_of(picked[d].begin(), picked[d].end(), [&](uint32_t i) {
-          return !grid.Wide(slices.duration(i));
-        })) {
-      (*busy)[d] = QueryBusy(slices, d, t0, t1, pixels);
+    read_picks(picked.size());
+    if (!std::is_sorted(swept.begin(), swept.end(),
+                        [](const VisibleSlice& a, const VisibleSlice& b) {
+                          return a.index < b.index;
+                        })) {
+      std::sort(swept.begin(), swept.end(),
+                [](const VisibleSlice& a, const VisibleSlice& b) {
+                  return a.index < b.index;
+                });
+      swept.erase(std::unique(swept.begin(), swept.end(),
+                              [](const VisibleSlice& a, const VisibleSlice& b) {
+                                return a.index == b.index;
+                              }),
+                  swept.end());
     }
-  }
-  size_t total = 0;
-  for (const auto& p : picked) total += p.size();
-  out.reserve(total);
-  for (uint32_t d = 0; d < depths; ++d) {
-    std::vector<uint32_t>& p = picked[d];
-    // The sweep picks pixel by pixel, so its part ascends (a slice may
-    // repeat): sort the few wide slices and merge rather than sort all.
-    const auto mid = p.begin() + static_cast<std::ptrdiff_t>(wide[d]);
-    std::sort(p.begin(), mid);
-    if (!std::is_sorted(mid, p.end())) std::sort(mid, p.end());
-    std::inplace_merge(p.begin(), mid, p.end());
-    p.erase(std::unique(p.begin(), p.end()), p.end());
-    for (uint32_t i : p) {
-      VisibleSlice v;
-      v.index = i;
-      v.depth = d;
-      v.start_ns = slices.start(i);
-      v.duration_ns = slices.duration(i);
-      v.name = slices.name(i);
-      v.representative = !grid.Wide(v.duration_ns);
+    // The few wide slices merged in, each slice once.
+    bool sub_pixel = false;
+    auto emit = [&](const VisibleSlice& v) {
+      sub_pixel |= v.representative;
       out.push_back(v);
+    };
+    auto w = wide.begin();
+    for (const VisibleSlice& v : swept) {
+      for (; w != wide.end() && *w < v.index; ++w) emit(visible(*w, d));
+      if (w != wide.end() && *w == v.index) ++w;
+      emit(v);
+    }
+    for (; w != wide.end(); ++w) emit(visible(*w, d));
+    if (busy != nullptr && sub_pixel) {
+      (*busy)[d] = walk ? shares : QueryBusy(slices, d, t0, t1, pixels);
     }
   }
   return out;
@@ -331,77 +514,12 @@ std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
   std::vector<float> out;
   if (t1 <= t0 || pixels == 0 || depth >= slices.depth_count()) return out;
   out.assign(pixels, 0.0f);
-  const PixelGrid grid(t0, t1, pixels);
   const uint32_t lo = slices.depth_begin(depth);
   const uint32_t hi = slices.depth_end(depth);
   if (lo >= hi) return out;
-  // covered(t, k): the time the depth's slices cover before t, modulo
-  // 2^64, where k is the first of them starting at or after t (so only
-  // slice k - 1 can reach past t): the running total before k less what
-  // slice k - 1 covers past t.
-  auto past = [&](int64_t t, uint32_t k) -> uint64_t {
-    if (k > lo) {
-      const int64_t e = slices.covered_end(k - 1);
-      if (e > t) return static_cast<uint64_t>(e) - static_cast<uint64_t>(t);
-    }
-    return 0;
-  };
-  int64_t from = grid.Bound(0);
-  uint32_t k = FirstStartingFrom(slices, lo, hi, lo, from);
-  uint64_t total_k = slices.CoveredBefore(k);  // the running total before k
-  uint64_t before = total_k - past(from, k);
-  uint32_t step = 0;  // how many slices the last pixel's end moved past
-  for (uint32_t p = 0; p < pixels; ++p) {
-    const int64_t to = grid.Bound(p + 1);
-    if (to <= from) continue;
-    // Neighbouring pixels hold about as many slices: search from there.
-    const uint32_t guess =
-        static_cast<uint32_t>(std::min<uint64_t>(uint64_t{k} + step, hi));
-    const uint32_t next = FirstStartingFrom(slices, k, hi, guess, to);
-    step = next - k;
-    // Where the next two pixels' searches probably end: each pixel reads
-    // a few slices around that point, a cache miss or more apart from the
-    // last pixel's when pixels hold many slices, so fetch them early.
-    for (uint64_t ahead : {uint64_t{next} + step, uint64_t{next} + 2 * step}) {
-      if (ahead < hi) {
-        slices.Prefetch(static_cast<uint32_t>(ahead));
-        slices.PrefetchBucket(static_cast<uint32_t>(ahead) /
-                              SliceColumns::kStartBucket);
-      }
-    }
-    uint64_t busy;
-    if (next == k) {
-      // No slice starts in the pixel: only slice k - 1 (which started
-      // before it) can cover part of it.
-      busy = 0;
-      if (k > lo) {
-        const int64_t e = std::min(slices.covered_end(k - 1), to);
-        if (e > from) busy = static_cast<uint64_t>(e - from);
-      }
-      before += busy;
-    } else {
-      // The running total before `next`: added on from k's when few
-      // slices lie between (sparse pixels), else from the stored totals.
-      uint64_t total_next;
-      if (next - k < 8) {
-        total_next = total_k;
-        for (uint32_t i = k; i < next; ++i) {
-          total_next += slices.covered_length(i);
-        }
-      } else {
-        total_next = slices.CoveredBefore(next);
-      }
-      const uint64_t now = total_next - past(to, next);
-      busy = now - before;
-      before = now;
-      k = next;
-      total_k = total_next;
-    }
-    const double share =
-        static_cast<double>(busy) / static_cast<double>(to - from);
-    out[p] = static_cast<float>(std::min(share, 1.0));
-    from = to;
-  }
+  std::vector<uint32_t> next(size_t{pixels} + 1);
+  WalkBounds(slices, lo, hi, PixelGrid(t0, t1, pixels), next.data(), out.data(),
+             [](uint32_t) {});
   return out;
 }
 

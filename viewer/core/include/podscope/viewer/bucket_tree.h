@@ -206,6 +206,14 @@ class BucketSums {
     return sum;
   }
 
+  // A hint that Prefix(i) will soon be called for an i in the bucket of
+  // element `near` or at its end: the totals it may read.
+  [[gnu::always_inline]] void Prefetch(size_t near) const {
+    const size_t k = near >> kLeafBits;
+    if (k < totals_.size()) __builtin_prefetch(&totals_[k]);
+    if (k + 1 < totals_.size()) __builtin_prefetch(&totals_[k + 1]);
+  }
+
   size_t resident_bytes() const {
     return totals_.capacity() * sizeof(uint64_t);
   }
