@@ -257,6 +257,37 @@ TEST(CaptureHub, StopFromAnotherThreadEndsEveryClient) {
   EXPECT_TRUE(ea.ok());
 }
 
+// A request that arrives once a capture has been told to stop (or reached
+// its end) but before it has finished gets a capture of its own, at its
+// own level, rather than the end of the old one.
+TEST(CaptureHub, RequestDuringAnEndingCaptureGetsItsOwn) {
+  Workload work;
+  ServerOptions o;
+  CaptureHub hub(o);
+  for (int round = 0; round < 5; ++round) {
+    auto old_capture = hub.Join(Request(5000, "old"), "first");
+    ASSERT_TRUE(old_capture.ok()) << old_capture.status();
+    ASSERT_TRUE(hub.Stop("old").ok());
+    pb::CaptureRequest r = Request(150, "new");
+    r.set_join_any_session(true);
+    r.set_level(3);
+    auto fresh = hub.Join(r, "second");
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    EXPECT_NE(*fresh, *old_capture);
+    EXPECT_EQ((*fresh)->session_id, "new");
+    absl::Status old_end, fresh_end;
+    Drain(*old_capture, &old_end);
+    const std::string file = Drain(*fresh, &fresh_end);
+    hub.Leave(*old_capture);
+    hub.Leave(*fresh);
+    EXPECT_TRUE(old_end.ok()) << old_end;
+    EXPECT_TRUE(fresh_end.ok()) << fresh_end;
+    auto reader = trace_format::TraceReader::OpenBuffer(file, "new");
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ((*reader)->metadata().session_id(), "new");
+  }
+}
+
 TEST(CaptureHub, LastClientLeavingEndsTheCapture) {
   ServerOptions o;
   CaptureHub hub(o);

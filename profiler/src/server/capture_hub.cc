@@ -49,11 +49,23 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Join(
       (r.duration_ms() == 0 ? options_.max_duration_ms : r.duration_ms()) *
       1'000'000;
   std::unique_lock<std::mutex> lock(mutex_);
-  if (current_ && !current_->finished) {
-    return JoinRunningLocked(r, now + want_ns);
+  while (true) {
+    if (!current_) return StartLocked(r, peer, now, now + want_ns);
+    Capture& c = *current_;
+    if (!c.finished && !c.ending && !c.stop) {
+      return JoinRunningLocked(r, now + want_ns);
+    }
+    if (!c.finished) {
+      // A capture that is ending would give this request the end of its
+      // own trace, at its own level: wait for it, then look again.
+      cv_.wait(lock, [&] {
+        return current_.get() != &c || c.finished || !(c.ending || c.stop);
+      });
+      continue;
+    }
+    // Unlocks while its controller is joined: look again after.
+    JoinFinishedLocked(lock);
   }
-  JoinFinishedLocked(lock);
-  return StartLocked(r, peer, now, now + want_ns);
 }
 
 absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::JoinRunningLocked(
@@ -64,9 +76,6 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::JoinRunningLocked(
     return absl::FailedPreconditionError(absl::StrCat(
         "a capture for session '", c.session_id,
         "' is running; ask for that session (or none) to share it"));
-  }
-  if (c.stop) {
-    return absl::UnavailableError("the running capture is stopping; retry");
   }
   if (c.clients >= options_.max_clients) {
     return absl::ResourceExhaustedError(
@@ -193,6 +202,7 @@ void CaptureHub::Control(std::shared_ptr<Capture> c) {
                        // A shared trace that stopped ended the capture.
                        return OwnedSessionRunning(c->owner);
                      });
+    c->ending = true;
   }
   absl::Status s = internal::StopOwnedSession(c->owner);
   if (!s.ok() && end.ok()) end = s;

@@ -117,7 +117,10 @@ struct Capture {
   int64_t deadline_ns = 0;  // guarded by the hub's mutex
   int clients = 0;          // guarded by the hub's mutex
   bool stop = false;        // guarded by the hub's mutex
-  bool finished = false;    // guarded by the hub's mutex
+  // Its end was reached or asked for: it takes no more clients, and a
+  // request then waits for it to finish and gets a capture of its own.
+  bool ending = false;    // guarded by the hub's mutex
+  bool finished = false;  // guarded by the hub's mutex
   std::thread controller;
 };
 
