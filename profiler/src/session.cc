@@ -206,6 +206,9 @@ class Session {
 
   void WriteMetadata() {
     std::lock_guard<std::mutex> drain(drain_mutex_);
+    WriteMetadataLocked();
+  }
+  void WriteMetadataLocked() {
     tf::proto::Metadata m =
         internal::RecordingMetadata(options_, clock_, &facts_generation_);
     drainer_->MapDeviceTracks(&m);
@@ -237,8 +240,11 @@ class Session {
     }
   }
 
-  // Everything recorded so far into the files, which are flushed.
+  // Everything recorded so far into the files, which are flushed. The
+  // writer is only used under drain_mutex_: a capture that ends drains
+  // into it from another thread (DetachTap).
   void Flush() {
+    absl::Status s;
     {
       std::lock_guard<std::mutex> drain(drain_mutex_);
       DrainPassLocked(/*counters=*/true);
@@ -251,9 +257,11 @@ class Session {
       // A capture's stream failing (its clients gone) is the capture's
       // end, not this trace's error.
       if (tap_) (void)tap_->Flush();
+      if (internal::FactsGeneration() != facts_generation_) {
+        WriteMetadataLocked();
+      }
+      s = writer_->Flush();
     }
-    if (internal::FactsGeneration() != facts_generation_) WriteMetadata();
-    absl::Status s = writer_->Flush();
     if (!s.ok() && error_.ok()) error_ = s;
     std::lock_guard<std::mutex> lock(stats_mutex_);
     stats_.events = writer_->stats().events;
