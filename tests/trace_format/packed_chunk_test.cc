@@ -234,11 +234,8 @@ TrackEvents BackToBackScopes(size_t n, uint64_t seed) {
   return e;
 }
 
-// A packed payload of `tracks`, as a writer would hand it to deflate.
-std::string Pack(PackedChunkEncoder& encoder,
-                 const std::vector<TrackEvents>& tracks) {
-  encoder.Reset();
-  for (const TrackEvents& t : tracks) encoder.Add(t);
+// The payload `encoder` holds, as a writer would hand it to deflate.
+std::string Payload(PackedChunkEncoder& encoder) {
   std::vector<std::string_view> parts;
   std::string_view bits;
   encoder.Finish(&parts, &bits);
@@ -246,6 +243,14 @@ std::string Pack(PackedChunkEncoder& encoder,
   for (std::string_view p : parts) payload.append(p);
   payload.append(bits);
   return payload;
+}
+
+// A packed payload of `tracks`.
+std::string Pack(PackedChunkEncoder& encoder,
+                 const std::vector<TrackEvents>& tracks) {
+  encoder.Reset();
+  for (const TrackEvents& t : tracks) encoder.Add(t);
+  return Payload(encoder);
 }
 
 std::vector<TrackEvents> Decode(std::string_view payload) {
@@ -444,13 +449,7 @@ TEST(PackedChunk, EndOrderPacksAsReaderOrder) {
       EXPECT_EQ(given.args.size(), end_order.args.size());
       continue;
     }
-    std::vector<std::string_view> parts;
-    std::string_view bits;
-    encoder.Finish(&parts, &bits);
-    std::string payload;
-    for (std::string_view p : parts) payload.append(p);
-    payload.append(bits);
-    EXPECT_EQ(payload, expected);
+    EXPECT_EQ(Payload(encoder), expected);
     ASSERT_EQ(given.args.size(), reader_order.args.size());
     for (size_t i = 0; i < given.args.size(); ++i) {
       EXPECT_EQ(given.args[i].index, reader_order.args[i].index);

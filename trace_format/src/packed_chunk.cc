@@ -293,10 +293,10 @@ class Encoder {
     base::StableSortNearlySorted(e.args, by_event);
     base::StableSortNearlySorted(e.flows, by_event);
     if (range != nullptr) {
-      // The walk saw the slices in reader order: the first starts first,
-      // and the last close is the latest end. The other columns are
-      // sorted by time.
-      int64_t lo = slices_start_, hi = slices_end_;
+      // The slices nest: the first root starts first, and the last slice
+      // in end order is the last root, which ends last. The other columns
+      // are sorted by time.
+      int64_t lo = slices[first_root].start_ns, hi = slices[n - 1].end_ns();
       auto cover = [&](const auto& column) {
         if (column.empty()) return;
         lo = std::min(lo, column.front().ts_ns);
@@ -510,9 +510,6 @@ class Encoder {
     uint32_t current = first_root;
     uint32_t next_pops = 0;
     int64_t last_start = 0, last_end = 0;
-    const int64_t first_start =
-        slices[kEndOrder ? (first_root == kNoSlice ? 0 : first_root) : 0]
-            .start_ns;
     for (size_t k = 0; k < n; ++k) {
       if (kEndOrder && current == kNoSlice) return fail();
       const Slice& s = slices[kEndOrder ? current : k];
@@ -608,8 +605,6 @@ class Encoder {
       --depth;
     }
     if (half) ++cp;  // a track's closes end on a whole byte
-    slices_start_ = first_start;
-    slices_end_ = previous;
     sections_[kSliceSection].Advance(static_cast<size_t>(bp - bytes_start));
     sections_[kNameSection].Advance(static_cast<size_t>(np - names_start));
     sections_[kCloseSection].Advance(static_cast<size_t>(cp - closes_start));
@@ -732,8 +727,6 @@ class Encoder {
   SlicePredictor predictor_;
   std::vector<uint32_t> first_child_, next_sibling_;
   std::vector<Root> roots_;
-  // The first start and the last end of the slices Nested last wrote.
-  int64_t slices_start_ = 0, slices_end_ = 0;
 };
 
 // ------------------------------------------------------------------ reading

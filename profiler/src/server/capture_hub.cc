@@ -58,9 +58,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Join(
     if (!c.finished) {
       // A capture that is ending would give this request the end of its
       // own trace, at its own level: wait for it, then look again.
-      cv_.wait(lock, [&] {
-        return current_.get() != &c || c.finished || !(c.ending || c.stop);
-      });
+      cv_.wait(lock, [&] { return current_.get() != &c || c.finished; });
       continue;
     }
     // Unlocks while its controller is joined: look again after.

@@ -475,14 +475,11 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
       }
     }
     read_picks(picked.size());
-    if (!std::is_sorted(swept.begin(), swept.end(),
-                        [](const VisibleSlice& a, const VisibleSlice& b) {
-                          return a.index < b.index;
-                        })) {
-      std::sort(swept.begin(), swept.end(),
-                [](const VisibleSlice& a, const VisibleSlice& b) {
-                  return a.index < b.index;
-                });
+    auto by_index = [](const VisibleSlice& a, const VisibleSlice& b) {
+      return a.index < b.index;
+    };
+    if (!std::is_sorted(swept.begin(), swept.end(), by_index)) {
+      std::sort(swept.begin(), swept.end(), by_index);
       swept.erase(std::unique(swept.begin(), swept.end(),
                               [](const VisibleSlice& a, const VisibleSlice& b) {
                                 return a.index == b.index;
