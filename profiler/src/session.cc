@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/file_names.h"
 #include "podscope/profiler/clock_sync.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/writer.h"
@@ -365,7 +366,9 @@ absl::Status Uninstall(std::unique_ptr<Session> session) {
 }  // namespace
 
 bool IsValidSessionId(std::string_view id) {
-  if (id.empty() || id.size() > 128 || id == "." || id == "..") return false;
+  // One folder name that needs no change to be safe (no "..", no hidden
+  // folder, nothing that reads as an option).
+  if (id.size() > 128 || !base::IsSafeFileComponent(id)) return false;
   for (char c : id) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                     (c >= '0' && c <= '9') || c == '-' || c == '_' ||
@@ -388,8 +391,8 @@ absl::Status StartTrace(const std::string& dir, const TraceOptions& options) {
     if (!IsValidSessionId(o.session_id)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "StartTrace: session id '", o.session_id,
-          "' is not a valid folder name (letters, digits, '-', '_', '.', ':', "
-          "'+'; at most 128)"));
+          "' is not a single folder name (letters, digits, '-', '_', '.', "
+          "':', '+', not starting with '.' or '-'; at most 128)"));
     }
     folder /= o.session_id;
   }
@@ -401,12 +404,13 @@ absl::Status StartTrace(const std::string& dir, const TraceOptions& options) {
     }
     folder /= absl::StrCat("proc_", index >= 0 ? index : getpid());
   }
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (ec) {
-    return absl::InternalError(absl::StrCat(
-        "StartTrace: cannot create ", folder.string(), ": ", ec.message()));
+  std::string failed_part;
+  if (std::error_code e =
+          base::MakeDirectories(folder.string(), &failed_part)) {
+    return absl::InternalError(absl::StrCat("StartTrace: cannot create ",
+                                            failed_part, ": ", e.message()));
   }
+  std::error_code ec;
   const std::string path = (folder / TraceFileName()).string();
   auto writer = tf::TraceWriter::Create(path, WriterOptionsFor(o));
   if (!writer.ok()) return writer.status();

@@ -127,6 +127,10 @@ absl::StatusOr<std::unique_ptr<RecordSink>> OpenFileSink(
   return std::make_unique<FileSink>(fd, path);
 }
 
+std::unique_ptr<RecordSink> AdoptFileSink(int fd, std::string path) {
+  return std::make_unique<FileSink>(fd, std::move(path));
+}
+
 std::unique_ptr<RecordSink> MakeStringSink(std::string* out) {
   return std::make_unique<StringSink>(out);
 }

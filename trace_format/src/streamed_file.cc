@@ -19,6 +19,12 @@ absl::StatusOr<std::unique_ptr<StreamedFile>> StreamedFile::Create(
       new StreamedFile(path, *std::move(sink)));
 }
 
+std::unique_ptr<StreamedFile> StreamedFile::Adopt(int fd, std::string path) {
+  auto sink = AdoptFileSink(fd, path);
+  return std::unique_ptr<StreamedFile>(
+      new StreamedFile(std::move(path), std::move(sink)));
+}
+
 absl::Status StreamedFile::Write(std::string_view bytes) {
   absl::Status s = sink_->Append(bytes);
   if (s.ok()) offset_ += bytes.size();
@@ -155,7 +161,7 @@ absl::StatusOr<proto::Index> StreamedFile::BuildIndex() {
   return index;
 }
 
-absl::Status StreamedFile::Finish(bool build_index) {
+absl::Status StreamedFile::Finish(bool build_index, bool sync) {
   if (finished_) return error_;
   finished_ = true;
   absl::Status s = error_;
@@ -194,7 +200,7 @@ absl::Status StreamedFile::Finish(bool build_index) {
     s = WriteIndexAndTrailer(index.SerializeAsString());
     if (s.ok() && index_record_.empty()) index_built_ = true;
   }
-  absl::Status f = sink_->Flush(false);
+  absl::Status f = sink_->Flush(sync);
   if (s.ok()) s = f;
   absl::Status c = sink_->Close();
   if (s.ok()) s = c;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/file_names.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
@@ -50,6 +51,17 @@ int64_t RealtimeNs() {
   return int64_t{rt.tv_sec} * 1'000'000'000 + rt.tv_nsec;
 }
 
+// The session folder's own entry, when this capture made it.
+absl::Status SyncParentFolder(const std::filesystem::path& dir) {
+  const std::string parent = dir.parent_path().string();
+  base::UniqueFd fd;
+  std::error_code e = base::OpenDirectory(parent.empty() ? "." : parent, &fd);
+  if (!e) e = base::SyncDirectory(fd.get());
+  if (!e) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat("cannot sync the folder ", parent, ": ", e.message()));
+}
+
 }  // namespace
 
 absl::StatusOr<ClockEstimate> MeasureClockOffset(const std::string& address,
@@ -70,18 +82,26 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   if (!IsValidSessionId(result.session)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "capture: session '", result.session,
-        "' is not a valid folder name (letters, digits, '-', '_', '.', ':', "
-        "'+'; at most 128)"));
+        "' is not a single folder name (letters, digits, '-', '_', '.', ':', "
+        "'+', not starting with '.' or '-'; at most 128)"));
   }
   const std::filesystem::path dir =
       std::filesystem::path(options.logdir) / result.session;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::InternalError(absl::StrCat("capture: cannot create ",
-                                            dir.string(), ": ", ec.message()));
-  }
   result.session_dir = dir.string();
+  std::string failed_part;
+  if (std::error_code e =
+          base::MakeDirectories(result.session_dir, &failed_part)) {
+    return absl::InternalError(absl::StrCat("capture: cannot create ",
+                                            failed_part, ": ", e.message()));
+  }
+  // Every file of the capture is made relative to this descriptor: a
+  // folder swapped for a link meanwhile does not redirect them.
+  base::UniqueFd dir_fd;
+  if (std::error_code e = base::OpenDirectory(result.session_dir, &dir_fd)) {
+    return absl::InternalError(absl::StrCat("capture: cannot open ",
+                                            result.session_dir,
+                                            " as a folder: ", e.message()));
+  }
   result.manifest_path = (dir / "manifest.json").string();
   result.workers.resize(options.workers.size());
   for (size_t i = 0; i < options.workers.size(); ++i) {
@@ -91,13 +111,14 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
 
   const int64_t started_realtime = RealtimeNs();
   const int64_t t0 = MonotonicNs();
-  internal::CaptureShared shared(static_cast<int>(options.workers.size()));
+  internal::CaptureShared shared(static_cast<int>(options.workers.size()),
+                                 result.session_dir, dir_fd.get());
   std::vector<std::thread> threads;
   threads.reserve(options.workers.size());
   for (size_t i = 0; i < options.workers.size(); ++i) {
     threads.emplace_back([&, i] {
-      internal::CaptureWorker(options, result.session_dir, result.session,
-                              &result.workers[i], &shared);
+      internal::CaptureWorker(options, result.session, &result.workers[i],
+                              &shared);
     });
   }
   std::atomic<bool> all_done{false};
@@ -117,9 +138,12 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   result.cancelled = options.cancel != nullptr && options.cancel->load();
   if (reporter.joinable()) reporter.join();
   const int64_t wall_ms = (MonotonicNs() - t0) / 1'000'000;
+  // Each worker's file is on disk already (CaptureWorker syncs it before
+  // it counts as ok); the manifest that vouches for them comes after.
   absl::Status written = internal::WriteFileAtomically(
-      result.manifest_path,
+      dir_fd.get(), result.session_dir, "manifest.json",
       internal::ManifestJson(options, result, started_realtime, wall_ms));
+  if (written.ok()) written = SyncParentFolder(dir);
   if (!written.ok()) {
     result.manifest_error = std::string(written.message());
     result.manifest_path.clear();

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/file_names.h"
 #include "podscope/base/json.h"
 
 namespace podscope::profiler::internal {
@@ -65,16 +66,25 @@ std::string ManifestJson(const CaptureOptions& options,
   return text;
 }
 
-absl::Status WriteFileAtomically(const std::string& path,
+absl::Status WriteFileAtomically(int dir_fd, const std::string& dir,
+                                 const std::string& name,
                                  const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  const int fd =
-      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("create", tmp);
+  const std::string tmp_name = name + ".tmp";
+  const std::string tmp = absl::StrCat(dir, "/", tmp_name);
+  const std::string path = absl::StrCat(dir, "/", name);
+  // A temporary file left by a capture that died is replaced; a link
+  // planted there is removed, never written through.
+  if (::unlinkat(dir_fd, tmp_name.c_str(), 0) != 0 && errno != ENOENT) {
+    return Errno("replace", tmp);
+  }
+  base::UniqueFd fd(
+      ::openat(dir_fd, tmp_name.c_str(),
+               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Errno("create", tmp);
   absl::Status status;
   size_t done = 0;
   while (done < text.size() && status.ok()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (n == 0) errno = ENOSPC;
@@ -83,14 +93,28 @@ absl::Status WriteFileAtomically(const std::string& path,
     }
     done += static_cast<size_t>(n);
   }
-  // A full disk may only show when the data reaches it.
-  if (status.ok() && ::fsync(fd) != 0) status = Errno("write", tmp);
-  if (::close(fd) != 0 && status.ok()) status = Errno("write", tmp);
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+  // 1. The text on disk; a full disk may only show here.
+  if (status.ok() && ::fsync(fd.get()) != 0) status = Errno("write", tmp);
+  // 2. close() can report a write error of its own (NFS, FUSE mounts).
+  if (std::error_code e = fd.Close(); e && status.ok()) {
+    errno = e.value();
+    status = Errno("write", tmp);
+  }
+  // 3. Into place.
+  if (status.ok() &&
+      ::renameat(dir_fd, tmp_name.c_str(), dir_fd, name.c_str()) != 0) {
     status = Errno("write", path);
   }
-  if (!status.ok()) ::unlink(tmp.c_str());
-  return status;
+  if (!status.ok()) {
+    ::unlinkat(dir_fd, tmp_name.c_str(), 0);
+    return status;
+  }
+  // 4. The rename (and the workers' file names) survive a crash.
+  if (std::error_code e = base::SyncDirectory(dir_fd)) {
+    errno = e.value();
+    return Errno("sync the folder of", path);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace podscope::profiler::internal

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/file_names.h"
 #include "podscope/trace_format/clock_model.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/streamed_file.h"
@@ -195,17 +196,20 @@ absl::Status StreamError(const WorkerConnection& worker, const StreamOutcome& o,
 
 }  // namespace
 
-std::string CaptureShared::ReserveName(const std::string& host, int64_t pid) {
-  const std::string name = absl::StrCat(host, ".", pid);
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::string candidate = name;
-  for (int n = 2;
-       std::find(names_.begin(), names_.end(), candidate) != names_.end();
-       ++n) {
-    candidate = absl::StrCat(name, "-", n);
+absl::StatusOr<int> CaptureShared::CreateFile(const std::string& host,
+                                              int64_t pid, std::string* path) {
+  const std::string stem =
+      absl::StrCat(base::SafeFileComponent(host), ".", pid);
+  base::UniqueFd fd;
+  std::string name;
+  if (std::error_code e = base::CreateFileExclusive(
+          dir_fd_, stem, tf::kFileExtension, &fd, &name)) {
+    return absl::InternalError(absl::StrCat(
+        "cannot create a file named ", stem, "*",
+        std::string(tf::kFileExtension), " in ", dir_, ": ", e.message()));
   }
-  names_.push_back(candidate);
-  return candidate;
+  *path = (std::filesystem::path(dir_) / name).string();
+  return fd.release();
 }
 
 void CaptureShared::Streaming(int delta) {
@@ -253,9 +257,8 @@ tf::proto::ClockRecord ClockRecordOf(
   return clock;
 }
 
-void CaptureWorker(const CaptureOptions& options, const std::string& dir,
-                   const std::string& session, WorkerResult* result,
-                   CaptureShared* shared) {
+void CaptureWorker(const CaptureOptions& options, const std::string& session,
+                   WorkerResult* result, CaptureShared* shared) {
   auto fail = [&](const absl::Status& s) {
     result->ok = false;
     result->error = std::string(s.message());
@@ -276,17 +279,16 @@ void CaptureWorker(const CaptureOptions& options, const std::string& dir,
     return fail(absl::CancelledError(
         absl::StrCat(result->address, ": cancelled before recording")));
   }
-  result->path = (std::filesystem::path(dir) /
-                  absl::StrCat(shared->ReserveName(info->host(), info->pid()),
-                               std::string(tf::kFileExtension)))
-                     .string();
-  auto file = tf::StreamedFile::Create(result->path);
-  if (!file.ok()) {
+  absl::StatusOr<int> fd =
+      shared->CreateFile(info->host(), info->pid(), &result->path);
+  if (!fd.ok()) {
     result->write_failed = true;
     return fail(absl::Status(
-        file.status().code(),
-        absl::StrCat(result->address, ": ", file.status().message())));
+        fd.status().code(),
+        absl::StrCat(result->address, ": ", fd.status().message())));
   }
+  std::unique_ptr<tf::StreamedFile> file =
+      tf::StreamedFile::Adopt(*fd, result->path);
 
   grpc::ClientContext ctx;
   // The stream lasts the capture plus the time to drain and close.
@@ -306,16 +308,16 @@ void CaptureWorker(const CaptureOptions& options, const std::string& dir,
       during = std::make_unique<ProbesThroughCapture>(
           &worker, std::chrono::milliseconds(100), 4);
     }
-    outcome = ReceiveStream(&ctx, reader.get(), file->get(), &stopper, result,
-                            shared);
+    outcome =
+        ReceiveStream(&ctx, reader.get(), file.get(), &stopper, result, shared);
     if (during) {
       for (const ClockEstimate& e : during->End()) probes.push_back(e);
     }
   }
   shared->Streaming(-1);
-  result->bytes = (*file)->bytes_received();
+  result->bytes = file->bytes_received();
   result->write_failed = IsLocalWriteError(outcome.file_status);
-  absl::Status error = StreamError(worker, outcome, **file, result->path);
+  absl::Status error = StreamError(worker, outcome, *file, result->path);
 
   // The last measurement, when the worker is still there; then offset and
   // drift fitted to every probe (with gRPC probes, the two ends alone).
@@ -328,11 +330,14 @@ void CaptureWorker(const CaptureOptions& options, const std::string& dir,
   const tf::proto::ClockRecord clock = ClockRecordOf(result->clock);
   result->drift_ppm = tf::ClockModel(clock).DriftPpm();
   if (!result->write_failed) {
-    absl::Status added = (*file)->bytes_written() > 0
-                             ? (*file)->AddRecord(tf::RecordType::kClock, clock)
+    absl::Status added = file->bytes_written() > 0
+                             ? file->AddRecord(tf::RecordType::kClock, clock)
                              : absl::OkStatus();
-    absl::Status finished = (*file)->Finish(
-        /*build_index=*/error.ok() && outcome.receiver_indexes);
+    // Durable before the manifest, written after every worker, vouches
+    // for it.
+    absl::Status finished =
+        file->Finish(/*build_index=*/error.ok() && outcome.receiver_indexes,
+                     /*sync=*/true);
     for (const absl::Status& s : {added, finished}) {
       if (s.ok() || !error.ok()) continue;
       result->write_failed = IsLocalWriteError(s);
@@ -343,7 +348,7 @@ void CaptureWorker(const CaptureOptions& options, const std::string& dir,
   } else {
     // Keep what reached the disk: whole records up to the failure (a torn
     // last record is dropped by Finish).
-    (void)(*file)->Finish(/*build_index=*/false);
+    (void)file->Finish(/*build_index=*/false);
   }
   if (!error.ok()) return fail(error);
   result->ok = true;

@@ -11,35 +11,47 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/profiler_service.pb.h"
 #include "podscope/trace_format/trace.pb.h"
 
 namespace podscope::profiler::internal {
 
-// What the workers of one capture share: progress and the file names
-// taken so far.
+// What the workers of one capture share: the session folder and progress.
 class CaptureShared {
  public:
-  explicit CaptureShared(int workers) { progress_.workers = workers; }
+  // `dir_fd` is the session folder `dir`, opened; it outlives this.
+  CaptureShared(int workers, std::string dir, int dir_fd)
+      : dir_(std::move(dir)), dir_fd_(dir_fd) {
+    progress_.workers = workers;
+  }
 
   CaptureProgress progress() {
     std::lock_guard<std::mutex> lock(mutex_);
     return progress_;
   }
-  // `<host>.<pid>`, or `<host>.<pid>-N` when another worker of this capture
-  // already took it (two addresses of one process, a pid reused on
-  // another host of the same name).
-  std::string ReserveName(const std::string& host, int64_t pid);
+
+  // Creates the worker's file in the session folder, named
+  // `<host>.<pid>.podtrace` with the host made a safe file-name component
+  // (base::SafeFileComponent: the worker says what its host is called), or
+  // `<host>.<pid>.<N>.podtrace` when the name is taken (two addresses of
+  // one process, a pid reused on another host of the same name, a file
+  // left by an earlier capture, a link planted there). Never follows a
+  // link nor replaces a file. Sets `*path`; the descriptor is the
+  // caller's.
+  absl::StatusOr<int> CreateFile(const std::string& host, int64_t pid,
+                                 std::string* path);
 
   void Streaming(int delta);
   void Received(uint64_t bytes, uint64_t new_events);
   void Finished(bool ok);
 
  private:
+  const std::string dir_;
+  const int dir_fd_;
   std::mutex mutex_;
   CaptureProgress progress_;
-  std::vector<std::string> names_;
 };
 
 // The request a capture sends every worker.
@@ -51,10 +63,10 @@ proto::CaptureRequest BuildCaptureRequest(const CaptureOptions& options,
 trace_format::proto::ClockRecord ClockRecordOf(
     const std::vector<ClockEstimate>& estimates);
 
-// Records the worker `result->address` into `dir`; fills `result`.
-void CaptureWorker(const CaptureOptions& options, const std::string& dir,
-                   const std::string& session, WorkerResult* result,
-                   CaptureShared* shared);
+// Records the worker `result->address` into the session folder; fills
+// `result`. A complete file is on disk (fdatasync) before it counts as ok.
+void CaptureWorker(const CaptureOptions& options, const std::string& session,
+                   WorkerResult* result, CaptureShared* shared);
 
 }  // namespace podscope::profiler::internal
 

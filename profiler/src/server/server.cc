@@ -77,6 +77,7 @@ class Service final : public pb::ProfilerService::Service {
                  pb::ProcessInfo* info) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
     internal::FillProcessInfo(info);
+    if (!options_.host_name.empty()) info->set_host(options_.host_name);
     bool active = false;
     info->set_active_session(internal::ActiveSessionId(&active));
     info->set_capturing(active);

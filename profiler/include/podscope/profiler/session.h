@@ -76,7 +76,8 @@ bool IsTracing();
 std::string TraceFileName();
 
 // Whether `id` can name a session folder: 1 to 128 of letters, digits,
-// '-', '_', '.', ':', '+', and not "." or "..".
+// '-', '_', '.', ':', '+', not starting with '.' or '-' (so never "." or
+// ".."): a name base::SafeFileComponent leaves as it is.
 bool IsValidSessionId(std::string_view id);
 
 // The path of the file being written, empty when not tracing.

@@ -64,6 +64,9 @@ class RecordSink {
 // so a process killed after a Flush leaves every flushed record on disk.
 absl::StatusOr<std::unique_ptr<RecordSink>> OpenFileSink(
     const std::string& path);
+// The same over a file the caller created (with O_EXCL, say); takes `fd`.
+// `path` names it in errors.
+std::unique_ptr<RecordSink> AdoptFileSink(int fd, std::string path);
 
 // Appends to a string owned by the caller (tests, network streaming).
 std::unique_ptr<RecordSink> MakeStringSink(std::string* out);

@@ -26,6 +26,9 @@ class StreamedFile {
   // Creates (truncates) `path`.
   static absl::StatusOr<std::unique_ptr<StreamedFile>> Create(
       const std::string& path);
+  // Writes into `fd`, a new file the caller created (taken over); `path`
+  // names it in errors.
+  static std::unique_ptr<StreamedFile> Adopt(int fd, std::string path);
 
   // The next bytes of the stream, cut anywhere. Fails (and writes nothing
   // more) when the stream does not start with a trace file header or holds
@@ -42,8 +45,10 @@ class StreamedFile {
   // `build_index`: the sender ended the stream on purpose before its own
   // file was closed (a process that goes on tracing itself), so the index
   // is built here from the records received, and the file is complete.
-  // Bytes of a torn last record are dropped. Idempotent.
-  absl::Status Finish(bool build_index = false);
+  // Bytes of a torn last record are dropped. With `sync`, the file's data
+  // is on disk (fdatasync) before it is closed, and a failure to get it
+  // there is the result. Idempotent.
+  absl::Status Finish(bool build_index = false, bool sync = false);
 
   // True when the stream delivered its index (the sender closed the file),
   // or once Finish(true) has built one.
