@@ -168,6 +168,17 @@ std::error_code RenameToFreshName(int dir_fd, const std::string& from,
   return std::make_error_code(std::errc::file_exists);
 }
 
+std::error_code WriteFully(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return LastError();
+    if (n == 0) return std::make_error_code(std::errc::no_space_on_device);
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
 std::error_code SyncDirectory(int dir_fd) {
   if (::fsync(dir_fd) != 0) return LastError();
   return {};

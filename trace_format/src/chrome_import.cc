@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "chrome_convert.h"
 #include "json_stream.h"
+#include "podscope/base/file_names.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/import.h"
 #include "podscope/trace_format/writer.h"
@@ -127,11 +128,16 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
   if (files.empty()) {
     return absl::InvalidArgumentError("no Chrome trace JSON file to import");
   }
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
+  std::string failed_part;
+  base::UniqueFd out_fd;
+  std::error_code ec = base::MakeDirectories(out_dir, &failed_part);
   if (ec) {
     return absl::InternalError(
-        absl::StrCat("cannot create ", out_dir, ": ", ec.message()));
+        absl::StrCat("cannot create ", failed_part, ": ", ec.message()));
+  }
+  if ((ec = base::OpenDirectory(out_dir, &out_fd))) {
+    return absl::InternalError(
+        absl::StrCat("cannot open ", out_dir, ": ", ec.message()));
   }
   uint64_t total = 0, done_before = 0;
   for (const std::string& f : files) {
@@ -153,7 +159,6 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     for (const std::string& t : temps) fs::remove(t, ec);
     for (const std::string& p : result.paths) fs::remove(p, ec);
   };
-  std::map<std::string, size_t> used_names;
   for (size_t i = 0; i < files.size(); ++i) {
     // A file that fails: reported and skipped when the caller asks so,
     // otherwise the end of the import.
@@ -212,17 +217,21 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
       if (fail(s)) continue;
       return s;
     }
-    std::string base =
-        absl::StrCat(converted.host, ".", converted.metadata.pid());
-    if (used_names[base]++ > 0) absl::StrAppend(&base, "-", i);
-    const std::string path =
-        absl::StrCat(out_dir, "/", base, std::string(kFileExtension));
-    fs::rename(temp, path, ec);
-    if (ec) {
+    // The host may come from the file's name or its content: one
+    // sanitiser makes it a name, and a name taken gets a suffix.
+    const std::string stem = absl::StrCat(
+        base::SafeFileComponent(converted.host), ".", converted.metadata.pid());
+    std::string name;
+    std::error_code e = base::RenameToFreshName(
+        out_fd.get(), fs::path(temp).filename().string(), stem, kFileExtension,
+        &name);
+    if (e) {
       cleanup();
       return absl::InternalError(absl::StrCat("cannot rename ", temp, " to ",
-                                              path, ": ", ec.message()));
+                                              out_dir, "/", stem,
+                                              "*: ", e.message()));
     }
+    const std::string path = absl::StrCat(out_dir, "/", name);
     temps.pop_back();
     result.paths.push_back(path);
     result.events += converted.result.events;

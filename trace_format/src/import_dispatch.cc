@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "podscope/base/file_names.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/import.h"
 
@@ -355,7 +356,9 @@ absl::StatusOr<std::string> ResolveTracePath(const std::string& path,
     } else {
       run.session = dir.filename().string();
     }
-    if (run.session.empty() || run.session[0] == '.') run.session = "import";
+    // A folder or file name, or the user's --session: one sanitiser makes
+    // it the name of the run's folder in the cache.
+    run.session = base::SafeFileComponent(run.session);
     if (const int seen = names[run.session]++; seen > 0) {
       absl::StrAppend(&run.session, "-", seen + 1);
     }

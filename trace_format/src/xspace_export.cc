@@ -1,11 +1,12 @@
 // Podtrace -> XSpace: planes per host and device, a line per track, stats
 // per argument, XProf's step conventions, and the plane info that lets an
 // import restore the trace exactly.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -15,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/base/file_names.h"
 #include "podscope/trace_format/xspace.h"
 #include "podscope/trace_format/xspace_extras.pb.h"
 #include "xspace_names.h"
@@ -523,11 +525,32 @@ class Exporter {
   std::set<uint32_t> used_stacks_;
 };
 
-std::string SafeFileName(std::string name) {
-  for (char& c : name) {
-    if (c == '/' || c == '\\' || c == '\0') c = '_';
+// Writes `bytes` under a fresh hidden name in `dir_fd`, then renames it
+// to `stem + ext`, or `stem.<N> + ext` when that is taken: never through
+// a link planted in the folder, never over an existing file. Returns the
+// name given.
+absl::StatusOr<std::string> WriteNewFile(int dir_fd, const fs::path& dir,
+                                         const std::string& stem,
+                                         std::string_view ext,
+                                         const std::string& bytes) {
+  base::UniqueFd fd;
+  std::string tmp;
+  std::error_code e =
+      base::CreateFileExclusive(dir_fd, ".export-" + stem, ".tmp", &fd, &tmp);
+  if (e) {
+    return absl::PermissionDeniedError(
+        absl::StrCat((dir / stem).string(), std::string(ext),
+                     ": cannot write: ", e.message()));
   }
-  if (name.empty() || name == "." || name == "..") name = "host";
+  e = base::WriteFully(fd.get(), bytes);
+  if (std::error_code closed = fd.Close(); !e) e = closed;
+  std::string name;
+  if (!e) e = base::RenameToFreshName(dir_fd, tmp, stem, ext, &name);
+  if (e) {
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    return absl::DataLossError(
+        absl::StrCat((dir / tmp).string(), ": write failed: ", e.message()));
+  }
   return name;
 }
 
@@ -547,13 +570,18 @@ absl::StatusOr<XSpaceExportStats> ExportXSpace(
   if (name.empty() && !readers.empty()) {
     name = readers[0]->metadata().session_id();
   }
-  name = SafeFileName(name.empty() ? "podscope" : name);
+  name = base::SafeFileComponent(name.empty() ? "podscope" : name);
   const fs::path dir = fs::path(logdir) / "plugins" / "profile" / name;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
+  std::string failed_part;
+  base::UniqueFd dir_fd;
+  std::error_code ec = base::MakeDirectories(dir.string(), &failed_part);
   if (ec) {
     return absl::PermissionDeniedError(
-        absl::StrCat(dir.string(), ": cannot create: ", ec.message()));
+        absl::StrCat(failed_part, ": cannot create: ", ec.message()));
+  }
+  if ((ec = base::OpenDirectory(dir.string(), &dir_fd))) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(dir.string(), ": cannot open: ", ec.message()));
   }
   std::map<std::string, int> per_host;
   for (const TraceReader* r : readers) ++per_host[r->metadata().host()];
@@ -561,30 +589,15 @@ absl::StatusOr<XSpaceExportStats> ExportXSpace(
     Exporter exporter(*r, options);
     auto space = exporter.Run();
     if (!space.ok()) return space.status();
-    const std::string host = SafeFileName(r->metadata().host());
-    const std::string file =
-        per_host[r->metadata().host()] > 1
-            ? absl::StrCat(host, ".", r->metadata().pid(), ".xplane.pb")
-            : absl::StrCat(host, ".xplane.pb");
-    const fs::path path = dir / file;
-    const fs::path tmp = dir / (file + ".tmp");
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out || !space->SerializeToOstream(&out)) {
-        return absl::PermissionDeniedError(
-            absl::StrCat(tmp.string(), ": cannot write"));
-      }
-      out.close();
-      if (!out) {
-        return absl::DataLossError(
-            absl::StrCat(tmp.string(), ": write failed"));
-      }
-    }
-    fs::rename(tmp, path, ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat(path.string(), ": cannot write: ", ec.message()));
-    }
+    // The host comes from the file: one sanitiser makes it a name.
+    const std::string host = base::SafeFileComponent(r->metadata().host());
+    const std::string stem = per_host[r->metadata().host()] > 1
+                                 ? absl::StrCat(host, ".", r->metadata().pid())
+                                 : host;
+    auto written = WriteNewFile(dir_fd.get(), dir, stem, ".xplane.pb",
+                                space->SerializeAsString());
+    if (!written.ok()) return written.status();
+    const fs::path path = dir / *written;
     stats.files.push_back(path.string());
     stats.events += exporter.events();
     stats.bytes += fs::file_size(path, ec);

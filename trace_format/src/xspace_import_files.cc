@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/base/file_names.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/import.h"
 #include "podscope/trace_format/writer.h"
@@ -30,14 +31,6 @@ std::string FileStem(const std::string& path) {
   return name;
 }
 
-std::string SafeName(std::string name) {
-  for (char& c : name) {
-    if (c == '/' || c == '\\' || c == '\0') c = '_';
-  }
-  if (name.empty() || name[0] == '.') name = "host" + name;
-  return name;
-}
-
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -51,8 +44,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 // One file into out_dir; returns the path written.
 absl::StatusOr<std::string> ImportOne(const std::string& file,
                                       const std::string& out_dir,
-                                      const XSpaceImportFacts& facts,
-                                      std::map<std::string, int>* names) {
+                                      const XSpaceImportFacts& facts) {
   auto data = ReadWholeFile(file);
   if (!data.ok()) return data.status();
   // Written to a temporary name, renamed when complete.
@@ -68,19 +60,26 @@ absl::StatusOr<std::string> ImportOne(const std::string& file,
     return stats.status();
   }
   if (absl::Status s = (*writer)->Close(); !s.ok()) return s;
-  std::string base = SafeName(stats->host.empty() ? facts.host : stats->host);
-  if (stats->pid != 0) absl::StrAppend(&base, ".", stats->pid);
-  if (const int seen = (*names)[base]++; seen > 0) {
-    absl::StrAppend(&base, ".", seen + 1);
+  // The host comes from the file: one sanitiser makes it a name, and a
+  // name taken (two files of one host and pid) gets a suffix.
+  std::string stem =
+      base::SafeFileComponent(stats->host.empty() ? facts.host : stats->host);
+  if (stats->pid != 0) absl::StrAppend(&stem, ".", stats->pid);
+  base::UniqueFd dir_fd;
+  std::string name;
+  std::error_code e = base::OpenDirectory(out_dir, &dir_fd);
+  if (!e) {
+    e = base::RenameToFreshName(dir_fd.get(), tmp.filename().string(), stem,
+                                kFileExtension, &name);
   }
-  const fs::path path =
-      fs::path(out_dir) / (base + std::string(kFileExtension));
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat(path.string(), ": cannot write: ", ec.message()));
+  if (e) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return absl::InternalError(absl::StrCat((fs::path(out_dir) / stem).string(),
+                                            std::string(kFileExtension),
+                                            ": cannot write: ", e.message()));
   }
+  const fs::path path = fs::path(out_dir) / name;
   return path.string();
 }
 
@@ -89,14 +88,12 @@ absl::StatusOr<std::string> ImportOne(const std::string& file,
 absl::StatusOr<std::vector<std::string>> ImportXSpace(
     const std::vector<std::string>& files, const std::string& out_dir,
     const ImportOptions& options) {
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) {
+  std::string failed_part;
+  if (std::error_code ec = base::MakeDirectories(out_dir, &failed_part)) {
     return absl::PermissionDeniedError(
-        absl::StrCat(out_dir, ": cannot create: ", ec.message()));
+        absl::StrCat(failed_part, ": cannot create: ", ec.message()));
   }
   std::vector<std::string> written;
-  std::map<std::string, int> names;
   absl::Status first_error;
   size_t failures = 0;
   for (size_t i = 0; i < files.size(); ++i) {
@@ -111,7 +108,7 @@ absl::StatusOr<std::vector<std::string>> ImportXSpace(
                         : options.session;
     facts.process_index = static_cast<int32_t>(i);
     facts.process_count = static_cast<int32_t>(files.size());
-    auto path = ImportOne(files[i], out_dir, facts, &names);
+    auto path = ImportOne(files[i], out_dir, facts);
     if (!path.ok()) {
       if (!options.on_file_error) return path.status();
       options.on_file_error(files[i], path.status());

@@ -93,6 +93,10 @@ std::error_code RenameToFreshName(int dir_fd, const std::string& from,
                                   std::string_view stem, std::string_view ext,
                                   std::string* name);
 
+// Writes all of `bytes` to `fd`, resuming after short writes and
+// interruptions.
+std::error_code WriteFully(int fd, std::string_view bytes);
+
 // Makes the names created, renamed or removed in a folder durable.
 std::error_code SyncDirectory(int dir_fd);
 
