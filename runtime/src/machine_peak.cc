@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "instrumentation.h"
+#include "podscope/base/file_names.h"
 #include "podscope/profiler/session.h"
 
 namespace podscope::runtime::internal {
@@ -115,9 +116,8 @@ bool ReadCache(const std::string& path, const std::string& key,
 // renamed into place, so a reader never sees half a file.
 void WriteCache(const std::string& path, const std::string& key,
                 const MachinePeak& peak) {
-  std::error_code error;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(),
-                                      error);
+  std::error_code error =
+      base::MakeDirectories(std::filesystem::path(path).parent_path().string());
   if (error) return;
   std::ostringstream kept;
   {
@@ -133,6 +133,9 @@ void WriteCache(const std::string& path, const std::string& key,
     std::ofstream out(temp, std::ios::trunc);
     out << kept.str()
         << absl::StrFormat("%s\t%.2f\t%.2f\n", key, peak.gflops, peak.gbps);
+    // Closed here, and checked: a write that fails only at close must not
+    // be renamed into place.
+    out.close();
     if (!out) {
       std::filesystem::remove(temp, error);
       return;

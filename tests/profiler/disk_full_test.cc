@@ -2,7 +2,8 @@
 // remote capture, for the `podscope capture` command, and under a session
 // that records itself. Every file ends readable to its last whole record,
 // the full disk is named, and nothing claims success. Needs root (or
-// CAP_SYS_ADMIN) to mount; skipped with the reason otherwise.
+// CAP_SYS_ADMIN) to mount; skipped with the reason otherwise, or failed
+// with PODSCOPE_REQUIRE_PRIVILEGED=1 (as in CI).
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/mount.h>
@@ -11,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -60,11 +62,25 @@ class SmallDisk {
   std::string error_;
 };
 
-#define SKIP_WITHOUT_A_SMALL_DISK(disk)                                  \
-  if (!(disk).mounted()) {                                               \
-    GTEST_SKIP() << "cannot mount a small tmpfs to fill (needs root or " \
-                    "CAP_SYS_ADMIN): "                                   \
-                 << (disk).error();                                      \
+bool PrivilegedTestsRequired() {
+  const char* v = std::getenv("PODSCOPE_REQUIRE_PRIVILEGED");
+  return v != nullptr && std::string(v) == "1";
+}
+
+// CI runs as root: there a disk that cannot be mounted is a failure, not
+// a test that quietly never runs.
+#define SKIP_WITHOUT_A_SMALL_DISK(disk)                                   \
+  if (!(disk).mounted()) {                                                \
+    if (PrivilegedTestsRequired()) {                                      \
+      FAIL() << "cannot mount a small tmpfs to fill (needs root or "      \
+                "CAP_SYS_ADMIN): "                                        \
+             << (disk).error() << " (PODSCOPE_REQUIRE_PRIVILEGED=1)";     \
+    }                                                                     \
+    GTEST_SKIP() << "cannot mount a small tmpfs to fill (needs root or "  \
+                    "CAP_SYS_ADMIN): "                                    \
+                 << (disk).error()                                        \
+                 << "; set PODSCOPE_REQUIRE_PRIVILEGED=1 to make this a " \
+                    "failure";                                            \
   }
 
 // Records scopes with large arguments as fast as it can, so that a capture

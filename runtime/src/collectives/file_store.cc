@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "podscope/base/file_names.h"
 
 namespace podscope::runtime {
 namespace {
@@ -45,21 +46,20 @@ class FileStore : public KeyValueStore {
     const std::string path = PathOf(key);
     const std::string tmp =
         absl::StrCat(dir_, "/.tmp.", getpid(), ".", next_tmp_++);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return ErrnoError("FileStore: cannot create", tmp);
-    size_t done = 0;
-    while (done < value.size()) {
-      const ssize_t n = ::write(fd, value.data() + done, value.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        absl::Status s = ErrnoError("FileStore: cannot write", tmp);
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        return s;
-      }
-      done += static_cast<size_t>(n);
+    base::UniqueFd fd(
+        ::open(tmp.c_str(),
+               O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd.valid()) return ErrnoError("FileStore: cannot create", tmp);
+    // close() can report a write error of its own (NFS, FUSE mounts): a
+    // value that did not reach the file is never renamed into place.
+    std::error_code e = base::WriteFully(fd.get(), value);
+    if (std::error_code closed = fd.Close(); !e) e = closed;
+    if (e) {
+      errno = e.value();
+      absl::Status s = ErrnoError("FileStore: cannot write", tmp);
+      ::unlink(tmp.c_str());
+      return s;
     }
-    ::close(fd);
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
       absl::Status s = ErrnoError("FileStore: cannot rename into", path);
       ::unlink(tmp.c_str());
@@ -165,13 +165,11 @@ absl::StatusOr<std::unique_ptr<KeyValueStore>> OpenFileStore(
   if (dir.empty()) {
     return absl::InvalidArgumentError("OpenFileStore: empty folder path");
   }
-  // mkdir -p
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    const std::string part = dir.substr(0, pos);
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoError("OpenFileStore: cannot create", part);
-    }
+  // Every rank makes the shared folder at once, maybe on a bucket.
+  std::string part;
+  if (std::error_code e = base::MakeDirectories(dir, &part)) {
+    errno = e.value();
+    return ErrnoError("OpenFileStore: cannot create", part);
   }
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
