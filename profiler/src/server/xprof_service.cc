@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/base/file_names.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/xspace.h"
@@ -43,17 +43,10 @@ bool Inside(const fs::path& root, const fs::path& path) {
   return true;
 }
 
-// A name safe as one path component: letters, digits, '-', '_', '.'.
-std::string ComponentName(std::string name, std::string fallback) {
-  for (char& c : name) {
-    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-                    c == '_' || c == '.';
-    if (!ok) c = '_';
-  }
-  if (name.empty() || name == "." || name == ".." || name.size() > 200) {
-    return fallback;
-  }
-  return name;
+// A name from the request or the trace as one path component, through
+// the one sanitiser every such name takes; `fallback` when there is none.
+std::string ComponentName(const std::string& name, std::string fallback) {
+  return name.empty() ? fallback : base::SafeFileComponent(name);
 }
 
 absl::Status WriteNoFollow(const fs::path& path, const std::string& data) {
@@ -198,12 +191,12 @@ class XprofService final : public tf::ProfilerService::Service {
     const fs::path dir =
         repo_dir /
         ComponentName(request->session_id(), ComponentName(session, "capture"));
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) {
+    std::string failed_part;
+    if (std::error_code ec =
+            base::MakeDirectories(dir.string(), &failed_part)) {
       return Status(
           StatusCode::PERMISSION_DENIED,
-          absl::StrCat(dir.string(), ": cannot create: ", ec.message()));
+          absl::StrCat(failed_part, ": cannot create: ", ec.message()));
     }
     // Checked again now that it exists: a symlink swapped in meanwhile must
     // not lead out of the root.
