@@ -2,6 +2,7 @@
 // remote capture delivers it.
 #include "podscope/trace_format/streamed_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -196,6 +197,26 @@ TEST(StreamedFile, BadStreamsAreClearErrors) {
               absl::StatusCode::kFailedPrecondition);
   }
   EXPECT_FALSE(StreamedFile::Create("/nonexistent-dir/x.podtrace").ok());
+}
+
+// A capture counts a file as kept only once it is on disk: Finish with
+// `sync` reports a file whose data cannot be synced (here /dev/null, which
+// refuses fdatasync) instead of claiming success.
+TEST(StreamedFile, FinishWithSyncReportsAFileThatCannotBeSynced) {
+  const std::string original = WriteSampleTrace();
+  for (bool sync : {false, true}) {
+    const int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    auto file = StreamedFile::Adopt(fd, "/dev/null");
+    ASSERT_TRUE(file->Append(original).ok());
+    const absl::Status s = file->Finish(/*build_index=*/false, sync);
+    if (!sync) {
+      EXPECT_TRUE(s.ok()) << s;
+      continue;
+    }
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("fdatasync /dev/null"), std::string::npos) << s;
+  }
 }
 
 }  // namespace
