@@ -1,8 +1,10 @@
 // The capture client: records many workers' profiler servers at once into
 // one session folder, `<logdir>/<session>/<host>.<pid>.podtrace` per worker
-// plus `manifest.json`, with each worker's clock offset to this process's
-// clock measured before and after and stored in its file. `podscope
-// capture` is this call with flags.
+// (the host as base::SafeFileComponent makes it, `.1`, `.2`... before the
+// extension when the name is taken; never a file outside the folder, a
+// link followed or a file replaced) plus `manifest.json`, with each worker's
+// clock offset to this process's clock measured before and after and stored in
+// its file. `podscope capture` is this call with flags.
 #ifndef PODSCOPE_PROFILER_CAPTURE_H_
 #define PODSCOPE_PROFILER_CAPTURE_H_
 
@@ -91,7 +93,7 @@ struct WorkerResult {
   bool ok = false;    // the file is complete
   std::string error;  // why not, naming the worker
   std::string path;   // the file written (may be partial when !ok)
-  std::string host;
+  std::string host;   // as the worker said, unchecked: not a file name
   int64_t pid = 0;
   uint64_t bytes = 0;
   uint64_t events = 0;
