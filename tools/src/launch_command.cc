@@ -1,5 +1,5 @@
 // `podscope launch`: starts a job's worker processes on this node with
-// torchrun's flags and environment (see <podscope/runtime/launch.h>).
+// torchrun's flags and environment (see <podscope/job/launch.h>).
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "command.h"
 #include "flags.h"
-#include "podscope/runtime/launch.h"
+#include "podscope/job/launch.h"
 
 namespace podscope::tools {
 namespace {
@@ -129,7 +129,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
                       "--max_restarts: only 0 is supported (a failed worker "
                       "ends the job)");
   }
-  runtime::LaunchOptions o;
+  job::LaunchOptions o;
   o.nnodes = static_cast<int>(nnodes);
   o.node_rank = static_cast<int>(node_rank);
   o.nproc_per_node = static_cast<int>(nproc);
@@ -139,7 +139,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   o.out = io.out;
   o.err = io.err;
-  auto result = runtime::RunLauncher(o);
+  auto result = job::RunLauncher(o);
   if (!result.ok()) {
     std::fprintf(io.err, "podscope launch: %s\n",
                  std::string(result.status().message()).c_str());

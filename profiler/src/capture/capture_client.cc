@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/time.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
@@ -44,11 +45,7 @@ absl::Status CheckOptions(const CaptureOptions& options) {
   return absl::OkStatus();
 }
 
-int64_t RealtimeNs() {
-  timespec rt;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  return int64_t{rt.tv_sec} * 1'000'000'000 + rt.tv_nsec;
-}
+using base::RealtimeNs;
 
 }  // namespace
 

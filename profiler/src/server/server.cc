@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/net.h"
+#include "podscope/base/time.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
@@ -53,11 +55,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
   return s.str();
 }
 
-int64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
+using base::RealtimeNs;
 
 class Service final : public pb::ProfilerService::Service {
  public:
@@ -172,11 +170,6 @@ class Service final : public pb::ProfilerService::Service {
   std::unique_ptr<internal::ProbeResponder> probes_;
 };
 
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" ||
-         host.rfind("127.", 0) == 0;
-}
-
 class ServerImpl : public ProfilerServer {
  public:
   ServerImpl(std::unique_ptr<Service> service,
@@ -192,8 +185,7 @@ class ServerImpl : public ProfilerServer {
     std::string h = host_;
     if (h == "0.0.0.0") h = "127.0.0.1";
     if (h == "::" || h == "[::]") h = "[::1]";
-    if (h.find(':') != std::string::npos && h.front() != '[') h = "[" + h + "]";
-    return absl::StrCat(h, ":", port_);
+    return base::JoinHostPort(h, port_);
   }
   void Stop() override {
     std::lock_guard<std::mutex> lock(stop_mutex_);
@@ -256,7 +248,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   std::string host = EnvOr(options.bind_address, "PODSCOPE_PROFILER_BIND");
   if (host.empty()) host = "127.0.0.1";
   const std::string token = EnvOr(options.token, "PODSCOPE_PROFILER_TOKEN");
-  if (!IsLoopback(host) && token.empty()) {
+  if (!base::IsLoopbackHost(host) && token.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("StartServer: binding ", host,
                      " exposes the profiler beyond this machine; set a token "
@@ -282,11 +274,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   } else {
     creds = grpc::InsecureServerCredentials();
   }
-  std::string listen = host;
-  if (listen.find(':') != std::string::npos && listen.front() != '[') {
-    listen = "[" + listen + "]";
-  }
-  listen = absl::StrCat(listen, ":", port);
+  const std::string listen = base::JoinHostPort(host, port);
 
   auto probes = internal::ProbeResponder::Start(host);
   auto service = std::make_unique<Service>(

@@ -1,7 +1,7 @@
 // The coordination service over real gRPC on loopback: the key-value store,
 // blocking gets, barriers, the shutdown barrier, dead-rank detection, and
 // every kind of bad input a job can meet.
-#include "podscope/runtime/coordination.h"
+#include "podscope/job/coordination.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 
 #include "podscope/profiler/clock.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 namespace {
 
 using ::testing::HasSubstr;
@@ -276,4 +276,4 @@ TEST(Coordination, AbortEndsCallsInFlight) {
 }
 
 }  // namespace
-}  // namespace podscope::runtime
+}  // namespace podscope::job

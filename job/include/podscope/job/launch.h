@@ -16,8 +16,8 @@
 //   end by themselves (a Job reports the dead peer and closes its trace),
 //   then SIGTERM, then SIGKILL after grace_period; the result names the
 //   rank that caused it and how it ended.
-#ifndef PODSCOPE_RUNTIME_LAUNCH_H_
-#define PODSCOPE_RUNTIME_LAUNCH_H_
+#ifndef PODSCOPE_JOB_LAUNCH_H_
+#define PODSCOPE_JOB_LAUNCH_H_
 
 #include <cstdio>
 #include <functional>
@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 
 struct LaunchOptions {
   int nnodes = 1;
@@ -74,6 +74,6 @@ absl::Status Launch(const std::function<absl::Status()>& fn, int nprocs,
 // True in a process started by Launch.
 bool IsLaunchedWorker();
 
-}  // namespace podscope::runtime
+}  // namespace podscope::job
 
-#endif  // PODSCOPE_RUNTIME_LAUNCH_H_
+#endif  // PODSCOPE_JOB_LAUNCH_H_

@@ -1,32 +1,33 @@
-// The profiler servers a job's ranks published (coordination.h).
+// The profiler servers a job's ranks published (profilers.h).
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "podscope/runtime/coordination.h"
+#include "podscope/base/net.h"
+#include "podscope/job/coordination.h"
+#include "podscope/job/keys.h"
+#include "podscope/job/profilers.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 
 absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
     const std::string& coordinator, const std::string& token) {
   auto client = CoordinationClient::Create(coordinator, token);
   if (!client.ok()) return client.status();
-  auto entries = (*client)->GetDirectory(kJobProfilerKeyPrefix);
+  auto entries = (*client)->GetDirectory(kProfilerKeyPrefix);
   if (!entries.ok()) return entries.status();
   if (entries->empty()) {
     // The rendezvous of `podscope launch --rdzv_endpoint` (node 0's
     // launcher) rather than the job's coordinator: it knows the job's
     // MASTER_PORT, on the same host.
-    if (auto master = (*client)->Get("launch/master_port"); master.ok()) {
-      auto host = SplitHostPort(coordinator, "coordinator address");
+    if (auto master = (*client)->Get(kLaunchMasterPortKey); master.ok()) {
+      auto host = base::SplitHostPort(coordinator, "coordinator address");
       int port = 0;
       if (host.ok() && absl::SimpleAtoi(*master, &port) &&
           port != host->second) {
-        const std::string job = host->first.find(':') != std::string::npos
-                                    ? absl::StrCat("[", host->first, "]:", port)
-                                    : absl::StrCat(host->first, ":", port);
-        return ListJobProfilers(job, token);
+        return ListJobProfilers(base::JoinHostPort(host->first, port), token);
       }
     }
   }
@@ -35,7 +36,7 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
     JobProfiler p;
     std::vector<std::string> parts =
         absl::StrSplit(value, ' ', absl::SkipEmpty());
-    if (!absl::SimpleAtoi(key.substr(kJobProfilerKeyPrefix.size()), &p.rank) ||
+    if (!absl::SimpleAtoi(key.substr(kProfilerKeyPrefix.size()), &p.rank) ||
         p.rank < 0 || parts.empty()) {
       continue;
     }
@@ -57,4 +58,23 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
   return ranks;
 }
 
-}  // namespace podscope::runtime
+absl::Status ResolveJobWorkers(const std::string& coordinator,
+                               profiler::CaptureOptions* options) {
+  if (options->connect.token.empty()) {
+    if (const char* t = std::getenv("PODSCOPE_JOB_TOKEN")) {
+      options->connect.token = t;
+    }
+  }
+  auto ranks = ListJobProfilers(coordinator, options->connect.token);
+  if (!ranks.ok()) return ranks.status();
+  options->job = coordinator;
+  options->workers.clear();
+  options->ranks.clear();
+  for (const JobProfiler& r : *ranks) {
+    options->workers.push_back(r.address);
+    options->ranks.push_back(r.rank);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace podscope::job

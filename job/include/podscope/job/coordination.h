@@ -15,8 +15,8 @@
 //   ABORTED naming the rank and its host.
 // - Every blocking call has a deadline. CoordinationClient::Abort ends the
 //   calls in flight and later ones with the given status.
-#ifndef PODSCOPE_RUNTIME_COORDINATION_H_
-#define PODSCOPE_RUNTIME_COORDINATION_H_
+#ifndef PODSCOPE_JOB_COORDINATION_H_
+#define PODSCOPE_JOB_COORDINATION_H_
 
 #include <cstdint>
 #include <memory>
@@ -28,10 +28,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "podscope/job/key_value_store.h"
 #include "podscope/profiler/clock_probe.h"
-#include "podscope/runtime/key_value_store.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 
 struct CoordinatorOptions {
   // Host to listen on: loopback ("127.0.0.1") needs no token; anything
@@ -122,31 +122,6 @@ class CoordinationClient : public KeyValueStore {
   std::unique_ptr<Impl> impl_;
 };
 
-// A rank's profiler server as the rank published it in the job's store
-// (under kJobProfilerKeyPrefix<rank>: "address host pid") at Job::Init.
-inline constexpr std::string_view kJobProfilerKeyPrefix = "podscope/profiler/";
-struct JobProfiler {
-  int rank = 0;
-  std::string address;  // "host:port" to dial
-  std::string host;
-  int64_t pid = 0;
-};
+}  // namespace podscope::job
 
-// Every rank of the job at `coordinator` that published a profiler server,
-// by rank (what `podscope capture --job` and the viewer's Capture… dial).
-// `coordinator` is the job's MASTER_ADDR:MASTER_PORT, or the
-// --rdzv_endpoint of a `podscope launch` across hosts (its rendezvous
-// names the job's port).
-// UNAVAILABLE names a coordinator that is not there, UNAUTHENTICATED a
-// wrong token, NOT_FOUND a job whose ranks published none.
-absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
-    const std::string& coordinator, const std::string& token);
-
-// "host:port" split; "[v6]:port" accepted. InvalidArgument naming `what`.
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
-    std::string_view address, std::string_view what);
-bool IsLoopbackHost(std::string_view host);
-
-}  // namespace podscope::runtime
-
-#endif  // PODSCOPE_RUNTIME_COORDINATION_H_
+#endif  // PODSCOPE_JOB_COORDINATION_H_

@@ -1,6 +1,6 @@
 // The coordination service hosted by rank 0: registration, the key-value
 // store, barriers, heartbeats with clock probes, the dead-rank watch and
-// the shutdown barrier (proto/podscope/runtime/coordination_service.proto).
+// the shutdown barrier (proto/podscope/job/coordination_service.proto).
 
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
@@ -20,15 +20,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "podscope/base/net.h"
+#include "podscope/job/coordination.h"
+#include "podscope/job/coordination_service.grpc.pb.h"
+#include "podscope/job/keys.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
-#include "podscope/runtime/coordination.h"
-#include "podscope/runtime/coordination_service.grpc.pb.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 namespace {
 
-namespace pb = ::podscope::runtime::coordination;
+namespace pb = ::podscope::job::coordination;
 using grpc::ServerContext;
 using grpc::Status;
 using grpc::StatusCode;
@@ -231,7 +233,7 @@ class Service final : public pb::CoordinationService::Service {
   Status Shutdown(ServerContext* ctx, const pb::ShutdownRequest* req,
                   pb::ShutdownResponse*) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
-    return Wait(ctx, "podscope/shutdown", req->rank(), req->timeout_ms(),
+    return Wait(ctx, kShutdownBarrier, req->rank(), req->timeout_ms(),
                 /*leaving=*/true);
   }
 
@@ -393,7 +395,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> StartCoordinator(
     return absl::InvalidArgumentError(
         absl::StrCat("coordinator: port ", options.port, " is not 0..65535"));
   }
-  if (!IsLoopbackHost(options.bind_host) && options.token.empty()) {
+  if (!base::IsLoopbackHost(options.bind_host) && options.token.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("coordinator: listening on ", options.bind_host,
                      " lets other hosts join the job; it needs a job token "
@@ -422,4 +424,4 @@ absl::StatusOr<std::unique_ptr<Coordinator>> StartCoordinator(
       new CoordinatorImpl(std::move(service), std::move(server), bound));
 }
 
-}  // namespace podscope::runtime
+}  // namespace podscope::job

@@ -1,6 +1,6 @@
 // The worker supervisor of `podscope launch` and Launch() (supervisor.h).
 
-#include "distributed/supervisor.h"
+#include "src/supervisor.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,9 +18,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "podscope/runtime/distributed.h"
+#include "podscope/job/environment.h"
 
-namespace podscope::runtime::internal {
+namespace podscope::job::internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -421,4 +421,4 @@ absl::StatusOr<SuperviseResult> Supervise(const std::vector<WorkerSpec>& specs,
   return result;
 }
 
-}  // namespace podscope::runtime::internal
+}  // namespace podscope::job::internal

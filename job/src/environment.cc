@@ -1,6 +1,8 @@
 // DiscoverJobEnvironment: rank, world size and coordinator from the
 // environment of `podscope launch` / torchrun, SLURM or Open MPI.
 
+#include "podscope/job/environment.h"
+
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -8,9 +10,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "podscope/runtime/distributed.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 namespace {
 
 constexpr int kDefaultMasterPort = 29500;
@@ -274,4 +275,4 @@ absl::StatusOr<JobEnvironment> DiscoverJobEnvironment() {
       });
 }
 
-}  // namespace podscope::runtime
+}  // namespace podscope::job

@@ -11,12 +11,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "podscope/runtime/coordination.h"
-#include "podscope/runtime/coordination_service.grpc.pb.h"
+#include "podscope/base/net.h"
+#include "podscope/job/coordination.h"
+#include "podscope/job/coordination_service.grpc.pb.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 
-namespace pb = ::podscope::runtime::coordination;
+namespace pb = ::podscope::job::coordination;
 
 namespace {
 
@@ -34,44 +35,6 @@ int64_t Ms(absl::Duration d) {
 }
 
 }  // namespace
-
-bool IsLoopbackHost(std::string_view host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" ||
-         host.rfind("127.", 0) == 0;
-}
-
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
-    std::string_view address_view, std::string_view what_view) {
-  // absl::string_view, which abseil's string functions take.
-  const absl::string_view address(address_view.data(), address_view.size());
-  const absl::string_view what(what_view.data(), what_view.size());
-  std::string host;
-  absl::string_view port_text;
-  if (!address.empty() && address.front() == '[') {
-    const size_t close = address.find(']');
-    if (close == absl::string_view::npos || close + 1 >= address.size() ||
-        address[close + 1] != ':') {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": '", address, "' is not [ipv6]:port"));
-    }
-    host = std::string(address.substr(1, close - 1));
-    port_text = address.substr(close + 2);
-  } else {
-    const size_t colon = address.rfind(':');
-    if (colon == absl::string_view::npos || colon == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": '", address, "' is not host:port"));
-    }
-    host = std::string(address.substr(0, colon));
-    port_text = address.substr(colon + 1);
-  }
-  int port = 0;
-  if (!absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": '", address, "' has no valid port (1..65535)"));
-  }
-  return std::make_pair(host, port);
-}
 
 class CoordinationClient::Impl {
  public:
@@ -160,7 +123,7 @@ CoordinationClient::~CoordinationClient() = default;
 
 absl::StatusOr<std::unique_ptr<CoordinationClient>> CoordinationClient::Create(
     const std::string& address, const std::string& token) {
-  auto split = SplitHostPort(address, "coordinator address");
+  auto split = base::SplitHostPort(address, "coordinator address");
   if (!split.ok()) return split.status();
   return std::unique_ptr<CoordinationClient>(
       new CoordinationClient(address, std::make_unique<Impl>(address, token)));
@@ -326,4 +289,4 @@ absl::Status CoordinationClient::Delete(std::string_view key) {
                        absl::StrCat("delete '", std::string(key), "'"));
 }
 
-}  // namespace podscope::runtime
+}  // namespace podscope::job
