@@ -14,6 +14,7 @@
 #include "podscope/base/net.h"
 #include "podscope/job/coordination.h"
 #include "podscope/job/coordination_service.grpc.pb.h"
+#include "src/rank_credential.h"
 
 namespace podscope::job {
 
@@ -45,7 +46,8 @@ class CoordinationClient::Impl {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    args.SetMaxReceiveMessageSize(64 << 20);
+    // The largest answer is a directory page (4 MiB) or a value (1 MiB).
+    args.SetMaxReceiveMessageSize(16 << 20);
     channel_ = grpc::CreateCustomChannel(
         address_, grpc::InsecureChannelCredentials(), args);
     stub_ = pb::CoordinationService::NewStub(channel_);
@@ -61,6 +63,10 @@ class CoordinationClient::Impl {
         ctx.AddMetadata("authorization", "Bearer " + impl->token_);
       }
       std::lock_guard<std::mutex> lock(impl_->mu_);
+      if (!impl_->secret_.empty()) {
+        ctx.AddMetadata(internal::kRankMetadata, absl::StrCat(impl_->rank_));
+        ctx.AddMetadata(internal::kSecretMetadata, impl_->secret_);
+      }
       impl_->calls_.insert(&ctx);
       if (!impl_->abort_.ok()) ctx.TryCancel();
     }
@@ -106,6 +112,12 @@ class CoordinationClient::Impl {
     for (grpc::ClientContext* ctx : calls_) ctx->TryCancel();
   }
 
+  void SetCredential(int rank, std::string secret) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rank_ = rank;
+    secret_ = std::move(secret);
+  }
+
   const std::string address_;
   const std::string token_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -113,6 +125,8 @@ class CoordinationClient::Impl {
   std::mutex mu_;
   std::set<grpc::ClientContext*> calls_;  // guarded by mu_
   absl::Status abort_;                    // guarded by mu_
+  int rank_ = -1;                         // guarded by mu_
+  std::string secret_;                    // guarded by mu_; after Register
 };
 
 CoordinationClient::CoordinationClient(std::string address,
@@ -160,6 +174,7 @@ absl::StatusOr<RegisterResult> CoordinationClient::Register(
         " (is rank 0 running, and are MASTER_ADDR / MASTER_PORT right?)"));
   }
   if (absl::Status r = impl_->Result(s, "register"); !r.ok()) return r;
+  impl_->SetCredential(rank, resp.rank_secret());
   RegisterResult result;
   for (const std::string& h : resp.hosts()) result.hosts.push_back(h);
   result.heartbeat_interval = absl::Milliseconds(resp.heartbeat_interval_ms());
@@ -261,20 +276,31 @@ absl::StatusOr<std::string> CoordinationClient::BlockingGet(
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
 CoordinationClient::GetDirectory(std::string_view prefix) {
-  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  std::vector<std::pair<std::string, std::string>> out;
   pb::KeyDirectoryRequest req;
   req.set_prefix(std::string(prefix));
-  pb::KeyDirectoryResponse resp;
-  Impl::Call call(impl_.get(), After(absl::Seconds(30)));
-  absl::Status s =
-      impl_->Result(impl_->stub_->KeyDirectory(&call.ctx, req, &resp),
-                    absl::StrCat("directory '", std::string(prefix), "'"));
-  if (!s.ok()) return s;
-  std::vector<std::pair<std::string, std::string>> out;
-  out.reserve(resp.entries_size());
-  for (pb::KeyValue& kv : *resp.mutable_entries()) {
-    out.emplace_back(std::move(*kv.mutable_key()),
-                     std::move(*kv.mutable_value()));
+  while (true) {
+    if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+    pb::KeyDirectoryResponse resp;
+    Impl::Call call(impl_.get(), After(absl::Seconds(30)));
+    absl::Status s =
+        impl_->Result(impl_->stub_->KeyDirectory(&call.ctx, req, &resp),
+                      absl::StrCat("directory '", std::string(prefix), "'"));
+    if (!s.ok()) return s;
+    for (pb::KeyValue& kv : *resp.mutable_entries()) {
+      // Pages must move forward within the prefix: anything else is a
+      // coordinator that would make this loop forever.
+      if (kv.key().compare(0, prefix.size(), prefix) != 0 ||
+          (!out.empty() && kv.key() <= out.back().first)) {
+        return absl::DataLossError(
+            absl::StrCat("directory '", std::string(prefix),
+                         "': the coordinator answered keys out of order"));
+      }
+      out.emplace_back(std::move(*kv.mutable_key()),
+                       std::move(*kv.mutable_value()));
+    }
+    if (!resp.more() || resp.entries_size() == 0) break;
+    req.set_page_after(out.back().first);
   }
   return out;
 }

@@ -36,7 +36,8 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
     JobProfiler p;
     std::vector<std::string> parts =
         absl::StrSplit(value, ' ', absl::SkipEmpty());
-    if (!absl::SimpleAtoi(key.substr(kProfilerKeyPrefix.size()), &p.rank) ||
+    if (!absl::SimpleAtoi(
+            key.substr(std::string_view(kProfilerKeyPrefix).size()), &p.rank) ||
         p.rank < 0 || parts.empty()) {
       continue;
     }

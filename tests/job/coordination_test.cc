@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "job_test_util.h"
 #include "podscope/profiler/clock.h"
 
 namespace podscope::job {
@@ -20,46 +21,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::unique_ptr<Coordinator> Start(
-    int world_size, std::string token = "",
-    absl::Duration dead_after = absl::Seconds(6)) {
-  CoordinatorOptions o;
-  o.world_size = world_size;
-  o.token = std::move(token);
-  o.dead_after = dead_after;
-  auto c = StartCoordinator(o);
-  EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? *std::move(c) : nullptr;
-}
-
-std::unique_ptr<CoordinationClient> Connect(const Coordinator& c,
-                                            const std::string& token = "") {
-  auto client = CoordinationClient::Create(c.address(), token);
-  EXPECT_TRUE(client.ok()) << client.status();
-  return *std::move(client);
-}
-
-// Registers ranks 0..n-1 concurrently (Register waits for all).
-std::vector<std::unique_ptr<CoordinationClient>> RegisterAll(
-    const Coordinator& c, int n) {
-  std::vector<std::unique_ptr<CoordinationClient>> clients;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) clients.push_back(Connect(c));
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      auto result = clients[r]->Register(r, n, "host" + std::to_string(r),
-                                         1000 + r, 77 + r, absl::Seconds(10));
-      ASSERT_TRUE(result.ok()) << result.status();
-      EXPECT_EQ(result->hosts.size(), static_cast<size_t>(n));
-    });
-  }
-  for (auto& t : threads) t.join();
-  return clients;
-}
-
 TEST(Coordination, KeyValueStoreSemantics) {
   auto c = Start(1);
-  auto kv = Connect(*c);
+  auto kv = std::move(RegisterAll(*c, 1)[0]);
   EXPECT_TRUE(kv->Set("a/x", "1").ok());
   EXPECT_TRUE(kv->Set("a/y", std::string("\0bin", 4)).ok());
   EXPECT_TRUE(kv->Set("b", "3").ok());
@@ -85,7 +49,7 @@ TEST(Coordination, KeyValueStoreSemantics) {
 TEST(Coordination, BlockingGetWaitsForTheKeyOrTimesOut) {
   auto c = Start(1);
   auto kv = Connect(*c);
-  auto setter = Connect(*c);
+  auto setter = std::move(RegisterAll(*c, 1)[0]);
   std::thread later([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     EXPECT_TRUE(setter->Set("late", "here").ok());
@@ -164,6 +128,8 @@ TEST(Coordination, WrongOrMissingTokenIsUnauthenticated) {
   EXPECT_EQ(wrong->Get("k").status().code(),
             absl::StatusCode::kUnauthenticated);
   auto right = Connect(*c, "s3cret");
+  ASSERT_TRUE(
+      right->Register(0, 1, "h", 1, 5, absl::Seconds(10)).status().ok());
   EXPECT_TRUE(right->Set("k", "v").ok());
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "job_test_util.h"
 #include "podscope/job/coordination.h"
 #include "podscope/job/keys.h"
 
@@ -18,21 +19,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::unique_ptr<Coordinator> StartJob(const std::string& token = "") {
-  CoordinatorOptions o;
-  o.token = token;
-  auto c = StartCoordinator(o);
-  EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? *std::move(c) : nullptr;
-}
-
-void Publish(const Coordinator& c, const std::string& token,
-             const std::string& key, const std::string& value) {
-  auto client = CoordinationClient::Create(c.address(), token);
-  ASSERT_TRUE(client.ok()) << client.status();
-  ASSERT_TRUE((*client)->Set(key, value).ok());
-}
 
 // Restores an environment variable when the test ends.
 class ScopedEnv {
@@ -59,53 +45,66 @@ class ScopedEnv {
 };
 
 TEST(JobProfilers, ListsPublishedRanksInRankOrderAndSkipsJunk) {
-  auto job = StartJob();
+  auto job = Start(3);
   ASSERT_NE(job, nullptr);
-  const std::string p(kProfilerKeyPrefix);
-  Publish(*job, "", p + "2", "127.0.0.1:9014 host-b 22");
-  Publish(*job, "", p + "0", "127.0.0.1:9012 host-a 20");
-  Publish(*job, "", p + "notarank", "127.0.0.1:1 x 1");
-  Publish(*job, "", p + "1", "");
-  auto ranks = ListJobProfilers(job->address(), "");
-  ASSERT_TRUE(ranks.ok()) << ranks.status();
-  ASSERT_EQ(ranks->size(), 2u);
-  EXPECT_EQ((*ranks)[0].rank, 0);
-  EXPECT_EQ((*ranks)[0].address, "127.0.0.1:9012");
-  EXPECT_EQ((*ranks)[0].host, "host-a");
-  EXPECT_EQ((*ranks)[0].pid, 20);
-  EXPECT_EQ((*ranks)[1].rank, 2);
+  auto ranks = RegisterAll(*job, 3);
+  ASSERT_TRUE(
+      ranks[2]
+          ->Set(absl::StrCat(kProfilerKeyPrefix, 2), "127.0.0.1:9014 host-b 22")
+          .ok());
+  ASSERT_TRUE(
+      ranks[0]
+          ->Set(absl::StrCat(kProfilerKeyPrefix, 0), "127.0.0.1:9012 host-a 20")
+          .ok());
+  ASSERT_TRUE(ranks[1]->Set(absl::StrCat(kProfilerKeyPrefix, 1), "").ok());
+  auto found = ListJobProfilers(job->address(), "");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 2u);
+  EXPECT_EQ((*found)[0].rank, 0);
+  EXPECT_EQ((*found)[0].address, "127.0.0.1:9012");
+  EXPECT_EQ((*found)[0].host, "host-a");
+  EXPECT_EQ((*found)[0].pid, 20);
+  EXPECT_EQ((*found)[1].rank, 2);
 }
 
 TEST(JobProfilers, AJobWithoutProfilersIsNotFound) {
-  auto job = StartJob();
+  auto job = Start(1);
   ASSERT_NE(job, nullptr);
-  auto ranks = ListJobProfilers(job->address(), "");
-  ASSERT_FALSE(ranks.ok());
-  EXPECT_EQ(ranks.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(ranks.status().message(), HasSubstr(job->address()));
+  auto found = ListJobProfilers(job->address(), "");
+  ASSERT_FALSE(found.ok());
+  EXPECT_EQ(found.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(found.status().message(), HasSubstr(job->address()));
 }
 
 TEST(JobProfilers, ARendezvousLeadsToTheJobItLaunched) {
-  auto job = StartJob();
-  auto rendezvous = StartJob();
+  auto job = Start(1);
+  auto rendezvous = Start(1);
   ASSERT_NE(job, nullptr);
   ASSERT_NE(rendezvous, nullptr);
-  Publish(*job, "", absl::StrCat(kProfilerKeyPrefix, 0), "127.0.0.1:9100 h 1");
-  Publish(*rendezvous, "", std::string(kLaunchMasterPortKey),
-          absl::StrCat(job->port()));
-  auto ranks = ListJobProfilers(rendezvous->address(), "");
-  ASSERT_TRUE(ranks.ok()) << ranks.status();
-  ASSERT_EQ(ranks->size(), 1u);
-  EXPECT_EQ((*ranks)[0].address, "127.0.0.1:9100");
+  auto rank0 = std::move(RegisterAll(*job, 1)[0]);
+  ASSERT_TRUE(
+      rank0->Set(absl::StrCat(kProfilerKeyPrefix, 0), "127.0.0.1:9100 h 1")
+          .ok());
+  auto node0 = std::move(RegisterAll(*rendezvous, 1)[0]);
+  ASSERT_TRUE(node0->Set(kLaunchMasterPortKey, absl::StrCat(job->port())).ok());
+  auto found = ListJobProfilers(rendezvous->address(), "");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].address, "127.0.0.1:9100");
 }
 
 TEST(JobProfilers, ResolveMakesTheRanksTheWorkersWithTheJobTokenFromEnv) {
-  auto job = StartJob("s3cret");
+  auto job = Start(2, "s3cret");
   ASSERT_NE(job, nullptr);
-  Publish(*job, "s3cret", absl::StrCat(kProfilerKeyPrefix, 1),
-          "127.0.0.1:9201 h1 11");
-  Publish(*job, "s3cret", absl::StrCat(kProfilerKeyPrefix, 0),
-          "127.0.0.1:9200 h0 10");
+  auto ranks = RegisterAll(*job, 2, "s3cret");
+  ASSERT_TRUE(
+      ranks[1]
+          ->Set(absl::StrCat(kProfilerKeyPrefix, 1), "127.0.0.1:9201 h1 11")
+          .ok());
+  ASSERT_TRUE(
+      ranks[0]
+          ->Set(absl::StrCat(kProfilerKeyPrefix, 0), "127.0.0.1:9200 h0 10")
+          .ok());
   {
     ScopedEnv unset("PODSCOPE_JOB_TOKEN", nullptr);
     profiler::CaptureOptions o;

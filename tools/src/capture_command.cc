@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "command.h"
 #include "flags.h"
-#include "podscope/job/coordination.h"
+#include "podscope/job/profilers.h"
 #include "podscope/profiler/capture.h"
 #include "text_format.h"
 
@@ -121,7 +121,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   o.level = static_cast<int>(level);
   o.clock_probes = static_cast<int>(probes);
   if (!job.empty()) {
-    if (absl::Status s = job::ResolveJobWorkers(job, &o); !s.ok()) {
+    if (absl::Status s = podscope::job::ResolveJobWorkers(job, &o); !s.ok()) {
       std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
                    std::string(s.message()).c_str());
       return kExitNoneAnswered;

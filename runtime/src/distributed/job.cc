@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "distributed/job_topology.h"
 #include "podscope/base/net.h"
+#include "podscope/base/time.h"
 #include "podscope/job/coordination.h"
 #include "podscope/job/keys.h"
 #include "podscope/profiler/clock.h"
@@ -60,12 +61,7 @@ constexpr int kLeanProbeTimeoutMs = 100;
 std::mutex g_current_mu;
 std::weak_ptr<Job> g_current;  // guarded by g_current_mu
 
-absl::Duration EnvMs(const char* name, absl::Duration fallback) {
-  const char* v = std::getenv(name);
-  int64_t ms = 0;
-  if (v == nullptr || !absl::SimpleAtoi(v, &ms) || ms <= 0) return fallback;
-  return absl::Milliseconds(ms);
-}
+using base::EnvMs;
 
 uint64_t RandomIncarnation() {
   std::random_device rd;
@@ -323,7 +319,8 @@ absl::Status JobImpl::Start() {
   job_devices.devices_per_process.assign(env_.world_size, 0);
   for (const auto& [key, value] : *devices) {
     int r = 0, n = 0;
-    if (absl::SimpleAtoi(key.substr(job::kDevicesKeyPrefix.size()), &r) &&
+    if (absl::SimpleAtoi(
+            key.substr(std::string_view(job::kDevicesKeyPrefix).size()), &r) &&
         absl::SimpleAtoi(value, &n) && r >= 0 && r < env_.world_size) {
       job_devices.devices_per_process[r] = n;
     }

@@ -156,6 +156,10 @@ class CaptureDialogTest : public QObject {
     auto client =
         job::CoordinationClient::Create((*coordinator)->address(), "");
     QVERIFY(client.ok());
+    // Only a registered rank may publish (here the job's only rank).
+    QVERIFY((*client)
+                ->Register(0, 1, "dialog-host", 4242, 1, absl::Seconds(10))
+                .ok());
     QVERIFY((*client)
                 ->Set(std::string(job::kProfilerKeyPrefix) + "0",
                       server_->address() + " dialog-host 4242")

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "podscope/base/human_format.h"
-#include "podscope/job/coordination.h"
+#include "podscope/job/profilers.h"
 #include "podscope/profiler/capture.h"
 #include "time_format.h"
 
@@ -53,7 +53,8 @@ namespace {
 absl::StatusOr<profiler::CaptureResult> ResolveJobAndCapture(
     const std::string& job, profiler::CaptureOptions options) {
   if (!job.empty()) {
-    if (absl::Status s = job::ResolveJobWorkers(job, &options); !s.ok()) {
+    if (absl::Status s = podscope::job::ResolveJobWorkers(job, &options);
+        !s.ok()) {
       return absl::Status(s.code(),
                           "job " + job + ": " + std::string(s.message()));
     }

@@ -13,11 +13,23 @@
 // - A rank that stops heartbeating for `dead_after` fails the job: every
 //   waiting and later call (blocking get, barriers, heartbeats) answers
 //   ABORTED naming the rank and its host.
+// - Register answers each rank with a secret; every later call of that
+//   client carries (rank, secret). Calls that change the job (Set, Delete,
+//   Barrier, Shutdown, Heartbeat) are refused (PERMISSION_DENIED) without a
+//   registered rank's credential, or when they name another rank; reads
+//   (Get, BlockingGet, GetDirectory) need only the token, so that `podscope
+//   capture --job` can look without joining.
+// - Keys under "launch/" and "podscope/" are reserved (keys.h): a rank
+//   writes only podscope/<kind>/<its rank> and launch/nproc/<its rank>;
+//   podscope/clock_probe and launch/master_port are rank 0's.
+// - Sizes are bounded (StoreLimits): keys, values, the whole store, open
+//   barriers; GetDirectory is served in pages.
 // - Every blocking call has a deadline. CoordinationClient::Abort ends the
 //   calls in flight and later ones with the given status.
 #ifndef PODSCOPE_JOB_COORDINATION_H_
 #define PODSCOPE_JOB_COORDINATION_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,6 +45,17 @@
 
 namespace podscope::job {
 
+// What one job's store and barriers may hold; a call beyond a limit is
+// RESOURCE_EXHAUSTED naming it.
+struct StoreLimits {
+  size_t max_key_bytes = 1024;
+  size_t max_value_bytes = 1 << 20;
+  size_t max_total_bytes = size_t{64} << 20;  // keys and values
+  size_t max_keys = 100'000;
+  // Barriers some rank waits in; finished ones are forgotten.
+  size_t max_open_barriers = 10'000;
+};
+
 struct CoordinatorOptions {
   // Host to listen on: loopback ("127.0.0.1") needs no token; anything
   // else (e.g. "0.0.0.0") does.
@@ -44,6 +67,7 @@ struct CoordinatorOptions {
   // dead_after fails the job.
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration dead_after = absl::Seconds(6);
+  StoreLimits limits;
 };
 
 class Coordinator {
