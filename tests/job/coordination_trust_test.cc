@@ -3,8 +3,10 @@
 // the store's limits (real gRPC on loopback).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -181,6 +183,58 @@ TEST(CoordinationTrust, OpenBarriersAreBoundedAndFinishedOnesForgotten) {
         clients[0]->Barrier(absl::StrCat("step", i), 0, absl::Seconds(5)).ok());
     other.join();
   }
+}
+
+TEST(CoordinationTrust, BeyondLoopbackWithoutTlsIsRefusedUnlessInsecure) {
+  CoordinatorOptions o;
+  o.bind_host = "0.0.0.0";
+  o.token = "job-token";
+  auto refused = StartCoordinator(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("PODSCOPE_JOB_TLS_CERT"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("--insecure"));
+  o.tls.insecure = true;
+  auto trusted_network = StartCoordinator(o);
+  EXPECT_TRUE(trusted_network.ok()) << trusted_network.status();
+}
+
+TEST(CoordinationTrust, ATlsCoordinatorAnswersOnlyClientsThatTrustIt) {
+  const std::string dir =
+      ::testing::TempDir() + "/coordination-tls-" + std::to_string(::getpid());
+  const std::string cmd =
+      "mkdir -p " + dir +
+      " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 "
+      "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 "
+      "-keyout " +
+      dir + "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl is needed: " << cmd;
+  CoordinatorOptions o;
+  o.bind_host = "0.0.0.0";
+  o.token = "job-token";
+  o.tls.cert_file = dir + "/cert.pem";
+  o.tls.key_file = dir + "/key.pem";
+  auto c = Start(o);
+  ASSERT_NE(c, nullptr);
+  // A plaintext client does not get through.
+  auto plain = Connect(*c, "job-token");
+  auto refused = plain->Register(0, 1, "h", 1, 1, absl::Seconds(2));
+  EXPECT_FALSE(refused.ok());
+  JobTls trust;
+  trust.ca_file = dir + "/cert.pem";
+  auto client = CoordinationClient::Create(c->address(), "job-token", trust);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto registered = (*client)->Register(0, 1, "h", 1, 1, absl::Seconds(10));
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  EXPECT_TRUE((*client)->Set("k", "over TLS").ok());
+  EXPECT_EQ(*(*client)->Get("k"), "over TLS");
+  // A CA file that is not there is named.
+  JobTls missing;
+  missing.ca_file = dir + "/nope.pem";
+  auto bad = CoordinationClient::Create(c->address(), "job-token", missing);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("nope.pem"));
 }
 
 }  // namespace

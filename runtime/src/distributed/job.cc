@@ -219,6 +219,7 @@ absl::Status JobImpl::Start() {
     c.port = coordinator_port;
     c.world_size = env_.world_size;
     c.token = env_.job_token;
+    c.tls = env_.tls;
     c.heartbeat_interval = interval_;
     c.dead_after = dead_after_;
     auto coordinator = job::StartCoordinator(c);
@@ -231,7 +232,10 @@ absl::Status JobImpl::Start() {
     coordinator_ = *std::move(coordinator);
     address = coordinator_->address();
   }
-  auto client = CoordinationClient::Create(address, env_.job_token);
+  auto client = CoordinationClient::Create(
+      address, env_.job_token,
+      env_.rank == 0 ? job::LocalClientTls(env_.tls, coordinator_host)
+                     : env_.tls);
   if (!client.ok()) return client.status();
   client_ = *std::move(client);
 
