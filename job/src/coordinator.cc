@@ -122,6 +122,11 @@ class Service final : public pb::CoordinationService::Service {
     return job_error_;
   }
 
+  int registered() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return registered_;
+  }
+
   Status Register(ServerContext* ctx, const pb::RegisterRequest* req,
                   pb::RegisterResponse* resp) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
@@ -523,6 +528,7 @@ class CoordinatorImpl final : public Coordinator {
     return absl::StrCat("127.0.0.1:", port_);
   }
   absl::Status job_status() const override { return service_->job_status(); }
+  int registered_ranks() const override { return service_->registered(); }
   void Stop() override {
     std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return;

@@ -25,6 +25,33 @@ using ::testing::HasSubstr;
 constexpr auto kDenied = absl::StatusCode::kPermissionDenied;
 constexpr auto kExhausted = absl::StatusCode::kResourceExhausted;
 
+TEST(CoordinationTrust, TokenIsCheckedOnEveryCall) {
+  auto c = Start(1, "s3cret");
+  for (const std::string token : {"", "guess"}) {
+    auto client = Connect(*c, token);
+    const auto unauthenticated = absl::StatusCode::kUnauthenticated;
+    EXPECT_EQ(
+        client->Register(0, 1, "h", 1, 1, absl::Seconds(2)).status().code(),
+        unauthenticated)
+        << token;
+    EXPECT_EQ(
+        client->Heartbeat(0, 1, absl::Seconds(2), &profiler::ProfilerNowNs)
+            .status()
+            .code(),
+        unauthenticated);
+    EXPECT_EQ(client->Set("k", "v").code(), unauthenticated);
+    EXPECT_EQ(client->Get("k").status().code(), unauthenticated);
+    EXPECT_EQ(client->BlockingGet("k", absl::Seconds(1)).status().code(),
+              unauthenticated);
+    EXPECT_EQ(client->GetDirectory("").status().code(), unauthenticated);
+    EXPECT_EQ(client->Delete("k").code(), unauthenticated);
+    EXPECT_EQ(client->Barrier("b", 0, absl::Seconds(1)).code(),
+              unauthenticated);
+    EXPECT_EQ(client->Shutdown(0, absl::Seconds(1)).code(), unauthenticated);
+  }
+  EXPECT_EQ(c->registered_ranks(), 0);
+}
+
 TEST(CoordinationTrust, ObserversReadButCannotChangeTheJob) {
   auto c = Start(1);
   auto rank0 = std::move(RegisterAll(*c, 1)[0]);

@@ -82,6 +82,8 @@ class Coordinator {
   virtual std::string address() const = 0;
   // OK, or the job's failure (a dead rank).
   virtual absl::Status job_status() const = 0;
+  // How many ranks have registered so far.
+  virtual int registered_ranks() const = 0;
   // Wakes every waiting call with UNAVAILABLE and stops serving.
   // Idempotent; the destructor calls it.
   virtual void Stop() = 0;
