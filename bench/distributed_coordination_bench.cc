@@ -116,7 +116,8 @@ double MeasureDetection(int signo) {
     waitpid(ranks[r].pid, &status, 0);
     worst = std::max(
         worst, std::chrono::duration<double>(Clock::now() - fault).count());
-    ok &= WIFEXITED(status) && WEXITSTATUS(status) == rt::kPeerFailureExitCode;
+    ok &= WIFEXITED(status) &&
+          WEXITSTATUS(status) == podscope::job::kPeerFailureExitCode;
   }
   kill(ranks[2].pid, SIGKILL);
   waitpid(ranks[2].pid, nullptr, 0);

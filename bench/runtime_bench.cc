@@ -24,6 +24,7 @@
 #include "common/headline.h"
 #include "mnist/data.h"
 #include "mnist/trainer.h"
+#include "podscope/base/numeric.h"
 #include "podscope/profiler/session.h"
 #include "podscope/runtime/builder.h"
 #include "podscope/runtime/client.h"
@@ -322,12 +323,6 @@ double ProcessCpuSeconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
 // The f32 GEMM rate of Eigen on every core at the shapes that dominate
 // train_mnist's step (its convolutions as im2col products: 64 x 288 by
 // 288 x pixels, the gradients' transposed forms) and a square 512 product,
@@ -536,7 +531,7 @@ void BM_TrainStep(benchmark::State& state) {
   state.counters["train.profiling_overhead_sampling_pct"] =
       (*std::min_element(sampled.begin(), sampled.end()) / best_plain - 1.0) *
       100.0;
-  state.counters["median_step_ms"] = Median(plain) * 1e3;
+  state.counters["median_step_ms"] = base::Median(plain) * 1e3;
   // The step's arithmetic rate against Eigen's GEMM rate on this machine,
   // both the best of their rounds.
   const double step_rate = profile.flops / best_plain;
@@ -566,9 +561,9 @@ void BM_TrainStep(benchmark::State& state) {
     sampled_ratio.push_back(sampled[i] / plain[i]);
   }
   state.counters["median_turn_overhead_pct"] =
-      (Median(traced_ratio) - 1.0) * 100.0;
+      (base::Median(traced_ratio) - 1.0) * 100.0;
   state.counters["median_turn_overhead_sampling_pct"] =
-      (Median(sampled_ratio) - 1.0) * 100.0;
+      (base::Median(sampled_ratio) - 1.0) * 100.0;
   // The CPU the process spent, all threads (the capture's writer and
   // sampler included): steadier than wall time when other work shares the
   // machine.

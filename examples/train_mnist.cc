@@ -372,8 +372,8 @@ int Run(const Flags& flags) {
   }
   const int shard = n / job.world_size;
 
-  std::unique_ptr<rt::KeyValueStore> file_store;
-  rt::KeyValueStore* store = nullptr;
+  std::unique_ptr<podscope::job::KeyValueStore> file_store;
+  podscope::job::KeyValueStore* store = nullptr;
   std::unique_ptr<rt::Communicator> communicator;
   const std::string prefix = "train_mnist/" + job.session;
   if (job.world_size > 1) {

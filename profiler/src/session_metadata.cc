@@ -37,18 +37,6 @@ uint64_t FactsGeneration() {
   return f.generation;
 }
 
-std::string HostName() {
-  char host[256] = {0};
-  if (gethostname(host, sizeof(host) - 1) != 0) return "unknown-host";
-  return host;
-}
-
-int64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 tf::proto::Metadata RecordingMetadata(const TraceOptions& options,
                                       const RecordingClock& clock,
                                       uint64_t* facts_generation) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "podscope/base/net.h"
+#include "podscope/base/time.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
 #include "podscope/trace_format/trace.pb.h"
@@ -33,8 +35,8 @@ ProcessFacts& Facts();
 // when it differs from the one it wrote.
 uint64_t FactsGeneration();
 
-std::string HostName();
-int64_t RealtimeNs();
+using base::HostName;
+using base::RealtimeNs;
 
 // When and on which clock a recording started.
 struct RecordingClock {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "podscope/base/json.h"
+#include "podscope/viewer/analysis_labels.h"
 #include "text_format.h"
 
 namespace podscope::tools {
@@ -65,17 +66,9 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-std::string Pct(double share) { return absl::StrFormat("%.1f%%", share * 100); }
-
-std::string Share(int64_t part, int64_t whole) {
-  return whole > 0 ? Pct(static_cast<double>(part) / static_cast<double>(whole))
-                   : "-";
-}
-
-std::string RankLabel(const viewer::StepBreakdown& s, int r) {
-  if (r < 0 || static_cast<size_t>(r) >= s.ranks.size()) return "-";
-  return absl::StrCat("rank ", s.ranks[r].rank);
-}
+using viewer::FormatShare;
+using viewer::FormatShareOf;
+using viewer::RankLabel;
 
 size_t Limit(size_t n, size_t top) { return top == 0 ? n : std::min(n, top); }
 
@@ -124,7 +117,7 @@ void StepSection(const PodAnalysis& a, size_t top, std::string* out) {
         RankLabel(s, static_cast<int>(r)), absl::StrCat(x.steps),
         FormatDuration(x.median_ns), FormatDuration(x.max_ns)};
     for (int c = 0; c < viewer::kStepCategoryCount; ++c) {
-      cells.push_back(Share(x.category_ns[c], x.total_ns));
+      cells.push_back(FormatShareOf(x.category_ns[c], x.total_ns));
     }
     cells.push_back(Plural(x.slowest_count, "step"));
     t2.Add(std::move(cells));
@@ -249,7 +242,7 @@ void TopSection(const PodAnalysis& a, std::string* out) {
     for (const viewer::WorkEntry& e : w.device_ops) {
       t.Add({e.host_name, absl::StrCat(e.device_id), e.name,
              FormatCount(e.count), FormatDuration(e.self_ns),
-             FormatDuration(e.total_ns), Pct(e.step_share)});
+             FormatDuration(e.total_ns), FormatShare(e.step_share)});
     }
     *out += t.Render() + "\n";
   }
@@ -259,7 +252,7 @@ void TopSection(const PodAnalysis& a, std::string* out) {
     for (const viewer::WorkEntry& e : w.host_scopes) {
       t.Add({e.host_name, e.name, FormatCount(e.count),
              FormatDuration(e.self_ns), FormatDuration(e.total_ns),
-             Pct(e.step_share)});
+             FormatShare(e.step_share)});
     }
     *out += t.Render() + "\n";
   }
@@ -268,7 +261,7 @@ void TopSection(const PodAnalysis& a, std::string* out) {
   for (const viewer::RankOverlap& o : w.overlap) {
     t.Add({RankLabel(a.steps, o.rank), FormatDuration(o.collective_ns),
            FormatDuration(o.overlapped_ns),
-           o.collective_ns > 0 ? Pct(o.overlap()) : "-"});
+           o.collective_ns > 0 ? FormatShare(o.overlap()) : "-"});
   }
   *out += t.Render() + "\n";
 }
@@ -307,7 +300,7 @@ void RooflineSection(const viewer::TraceStore& store, const PodAnalysis& a,
                  ? absl::StrFormat("%.1f %s", e.bound_gflops,
                                    e.memory_bound ? "mem" : "compute")
                  : "-",
-             e.bound_gflops > 0 ? Pct(e.fraction_of_bound) : "-"});
+             e.bound_gflops > 0 ? FormatShare(e.fraction_of_bound) : "-"});
     }
     *out += t.Render() + "\n";
   };

@@ -8,8 +8,8 @@
 #include "absl/strings/str_split.h"
 #include "command.h"
 #include "flags.h"
+#include "podscope/job/profilers.h"
 #include "podscope/profiler/capture.h"
-#include "podscope/runtime/coordination.h"
 #include "text_format.h"
 
 namespace podscope::tools {
@@ -90,27 +90,10 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     return UsageError(io, "capture",
                       "unexpected argument '" + positional[0] + "'");
   }
-  std::vector<runtime::JobProfiler> ranks;
-  if (!job.empty()) {
-    if (!addrs.empty()) {
-      return UsageError(io, "capture",
-                        "give --job or --service_addr, not both");
-    }
-    if (token.empty()) {
-      if (const char* t = std::getenv("PODSCOPE_JOB_TOKEN")) token = t;
-    }
-    auto resolved = runtime::ListJobProfilers(job, token);
-    if (!resolved.ok()) {
-      std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
-                   std::string(resolved.status().message()).c_str());
-      return kExitNoneAnswered;
-    }
-    ranks = *std::move(resolved);
-    for (const runtime::JobProfiler& w : ranks) {
-      addrs += (addrs.empty() ? "" : ",") + w.address;
-    }
+  if (!job.empty() && !addrs.empty()) {
+    return UsageError(io, "capture", "give --job or --service_addr, not both");
   }
-  if (addrs.empty())
+  if (addrs.empty() && job.empty())
     return UsageError(io, "capture", "--service_addr is required");
   if (logdir.empty()) return UsageError(io, "capture", "--logdir is required");
   profiler::CaptureOptions o;
@@ -125,7 +108,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     }
     o.workers.push_back(addr);
   }
-  if (o.workers.empty())
+  if (o.workers.empty() && job.empty())
     return UsageError(io, "capture", "--service_addr is empty");
   o.logdir = logdir;
   o.duration_ms = duration_ms;
@@ -137,9 +120,12 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   o.sampling_hz = static_cast<int>(sampling_hz);
   o.level = static_cast<int>(level);
   o.clock_probes = static_cast<int>(probes);
-  if (!ranks.empty()) {
-    o.job = job;
-    for (const runtime::JobProfiler& w : ranks) o.ranks.push_back(w.rank);
+  if (!job.empty()) {
+    if (absl::Status s = podscope::job::ResolveJobWorkers(job, &o); !s.ok()) {
+      std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
+                   std::string(s.message()).c_str());
+      return kExitNoneAnswered;
+    }
   }
   o.progress = [&](const profiler::CaptureProgress& p) {
     const std::string line = absl::StrCat(

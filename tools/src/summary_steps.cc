@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "podscope/base/strings.h"
+#include "podscope/viewer/step_names.h"
 
 namespace podscope::tools {
 namespace {
@@ -40,8 +41,7 @@ void StepWindows::AddThread(const trace_format::TraceReader& reader,
   for (const Slice& s : e.slices) {  // reader order: start, then longest
     if (s.start_ns < open_step_end) continue;  // inside a step
     auto [it, inserted] = is_step.try_emplace(s.name, false);
-    if (inserted)
-      it->second = base::ContainsIgnoreCase(reader.GetString(s.name), "step");
+    if (inserted) it->second = viewer::IsStepName(reader.GetString(s.name));
     if (!it->second) continue;
     steps.push_back({s.start_ns, s.end_ns(), {}});
     open_step_end = s.end_ns();

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/numeric.h"
 #include "podscope/trace_format/xspace.h"
 #include "podscope/trace_format/xspace_extras.pb.h"
 #include "xspace_names.h"
@@ -37,23 +38,8 @@ int64_t ToPs(int64_t ns) {
   return ps;
 }
 
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t sum;
-  if (__builtin_add_overflow(a, b, &sum)) {
-    return b > 0 ? std::numeric_limits<int64_t>::max()
-                 : std::numeric_limits<int64_t>::min();
-  }
-  return sum;
-}
-
-int64_t SaturatingSub(int64_t a, int64_t b) {
-  int64_t d;
-  if (__builtin_sub_overflow(a, b, &d)) {
-    return b < 0 ? std::numeric_limits<int64_t>::max()
-                 : std::numeric_limits<int64_t>::min();
-  }
-  return d;
-}
+using base::SaturatingAdd;
+using base::SaturatingSub;
 
 // The offset that turns a file's monotonic times into Unix epoch times.
 int64_t RealtimeMinusMonotonic(const TraceReader& reader) {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/time.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
@@ -45,11 +46,7 @@ absl::Status CheckOptions(const CaptureOptions& options) {
   return absl::OkStatus();
 }
 
-int64_t RealtimeNs() {
-  timespec rt;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  return int64_t{rt.tv_sec} * 1'000'000'000 + rt.tv_nsec;
-}
+using base::RealtimeNs;
 
 // The session folder's own entry, when this capture made it.
 absl::Status SyncParentFolder(const std::filesystem::path& dir) {

@@ -17,8 +17,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/net.h"
+#include "podscope/base/time.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
+#include "podscope/profiler/grpc_credentials.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
 #include "src/server/capture_hub.h"
@@ -41,23 +44,7 @@ std::string EnvOr(const std::string& value, const char* env) {
   return v != nullptr ? v : "";
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read the TLS ", what, " file '", path, "'"));
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-int64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
+using base::RealtimeNs;
 
 class Service final : public pb::ProfilerService::Service {
  public:
@@ -173,11 +160,6 @@ class Service final : public pb::ProfilerService::Service {
   std::unique_ptr<internal::ProbeResponder> probes_;
 };
 
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" ||
-         host.rfind("127.", 0) == 0;
-}
-
 class ServerImpl : public ProfilerServer {
  public:
   ServerImpl(std::unique_ptr<Service> service,
@@ -193,8 +175,7 @@ class ServerImpl : public ProfilerServer {
     std::string h = host_;
     if (h == "0.0.0.0") h = "127.0.0.1";
     if (h == "::" || h == "[::]") h = "[::1]";
-    if (h.find(':') != std::string::npos && h.front() != '[') h = "[" + h + "]";
-    return absl::StrCat(h, ":", port_);
+    return base::JoinHostPort(h, port_);
   }
   void Stop() override {
     std::lock_guard<std::mutex> lock(stop_mutex_);
@@ -257,7 +238,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   std::string host = EnvOr(options.bind_address, "PODSCOPE_PROFILER_BIND");
   if (host.empty()) host = "127.0.0.1";
   const std::string token = EnvOr(options.token, "PODSCOPE_PROFILER_TOKEN");
-  if (!IsLoopback(host) && token.empty()) {
+  if (!base::IsLoopbackHost(host) && token.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("StartServer: binding ", host,
                      " exposes the profiler beyond this machine; set a token "
@@ -267,34 +248,20 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
       EnvOr(options.tls_cert_file, "PODSCOPE_PROFILER_TLS_CERT");
   const std::string key =
       EnvOr(options.tls_key_file, "PODSCOPE_PROFILER_TLS_KEY");
-  std::shared_ptr<grpc::ServerCredentials> creds;
-  if (cert.empty() != key.empty()) {
-    return absl::InvalidArgumentError(
-        "StartServer: TLS needs both a certificate and a key file");
+  auto creds = ServerCredentialsFromFiles(cert, key);
+  if (!creds.ok()) {
+    return absl::Status(
+        creds.status().code(),
+        absl::StrCat("StartServer: ", creds.status().message()));
   }
-  if (!cert.empty()) {
-    auto cert_pem = ReadFile(cert, "certificate");
-    if (!cert_pem.ok()) return cert_pem.status();
-    auto key_pem = ReadFile(key, "key");
-    if (!key_pem.ok()) return key_pem.status();
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({*key_pem, *cert_pem});
-    creds = grpc::SslServerCredentials(ssl);
-  } else {
-    creds = grpc::InsecureServerCredentials();
-  }
-  std::string listen = host;
-  if (listen.find(':') != std::string::npos && listen.front() != '[') {
-    listen = "[" + listen + "]";
-  }
-  listen = absl::StrCat(listen, ":", port);
+  const std::string listen = base::JoinHostPort(host, port);
 
   auto probes = internal::ProbeResponder::Start(host);
   auto service = std::make_unique<Service>(
       options, token, probes.ok() ? *std::move(probes) : nullptr);
   grpc::ServerBuilder builder;
   int bound = 0;
-  builder.AddListeningPort(listen, creds, &bound);
+  builder.AddListeningPort(listen, *creds, &bound);
   builder.RegisterService(service.get());
   builder.RegisterService(service->xprof());
   // A second server on a port in use must fail, not share it.

@@ -25,6 +25,7 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/transport/tcp/device.h"
 #include "gloo/types.h"
+#include "podscope/base/net.h"
 #include "podscope/runtime/ir.h"
 #include "profiler_observer.h"
 
@@ -40,18 +41,14 @@ profiler::TrackHandle HostCollectivesTrack() {
   return track;
 }
 
-bool IsLoopbackName(absl::string_view host) {
-  return host.empty() || host == "localhost" ||
-         absl::StartsWith(host, "127.") || host == "::1";
-}
-
 std::string BindHostname(const CommunicatorOptions& options) {
   if (!options.hostname.empty()) return options.hostname;
   const char* master = std::getenv("MASTER_ADDR");
-  if (master == nullptr || IsLoopbackName(master)) return "127.0.0.1";
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "127.0.0.1";
-  return name;
+  // No MASTER_ADDR, or an empty one, is a job on this machine.
+  if (master == nullptr || *master == '\0' || base::IsLoopbackHost(master)) {
+    return "127.0.0.1";
+  }
+  return base::HostName();
 }
 
 absl::Status ErrorFromGloo(absl::string_view what, const std::exception& e) {
@@ -260,7 +257,7 @@ const std::string& Communicator::prefix() const { return state_->prefix; }
 int64_t Communicator::id() const { return state_->id; }
 
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
-    KeyValueStore& store, int rank, int world_size, std::string prefix,
+    job::KeyValueStore& store, int rank, int world_size, std::string prefix,
     const CommunicatorOptions& options) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     return absl::InvalidArgumentError(absl::StrCat(

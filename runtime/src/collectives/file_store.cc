@@ -1,4 +1,4 @@
-// A KeyValueStore over files in a shared folder (see file_store.h).
+// A job::KeyValueStore over files in a shared folder (see file_store.h).
 
 #include "podscope/runtime/file_store.h"
 
@@ -34,7 +34,7 @@ absl::Status ErrnoError(std::string_view what, const std::string& path) {
 // A file name holds at most 255 bytes: 'k' and two hex digits a byte.
 constexpr size_t kMaxKeyBytes = 120;
 
-class FileStore : public KeyValueStore {
+class FileStore : public job::KeyValueStore {
  public:
   explicit FileStore(std::string dir) : dir_(std::move(dir)) {}
 
@@ -160,7 +160,7 @@ class FileStore : public KeyValueStore {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<KeyValueStore>> OpenFileStore(
+absl::StatusOr<std::unique_ptr<job::KeyValueStore>> OpenFileStore(
     const std::string& dir) {
   if (dir.empty()) {
     return absl::InvalidArgumentError("OpenFileStore: empty folder path");
@@ -176,7 +176,7 @@ absl::StatusOr<std::unique_ptr<KeyValueStore>> OpenFileStore(
     return absl::InvalidArgumentError(
         absl::StrCat("OpenFileStore: ", dir, " is not a folder"));
   }
-  return std::unique_ptr<KeyValueStore>(new FileStore(dir));
+  return std::unique_ptr<job::KeyValueStore>(new FileStore(dir));
 }
 
 }  // namespace podscope::runtime

@@ -1,7 +1,7 @@
 #ifndef PODSCOPE_RUNTIME_SRC_COLLECTIVES_GLOO_STORE_H_
 #define PODSCOPE_RUNTIME_SRC_COLLECTIVES_GLOO_STORE_H_
 
-// Gloo's rendezvous store over the job's KeyValueStore, every key under a
+// Gloo's rendezvous store over the job's job::KeyValueStore, every key under a
 // prefix so that several communicators share one store. Gloo reports
 // errors by exception: a failed or timed-out lookup throws
 // gloo::IoException, which Communicator::Create turns into a Status.
@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "gloo/rendezvous/store.h"
-#include "podscope/runtime/key_value_store.h"
+#include "podscope/job/key_value_store.h"
 
 namespace podscope::runtime::internal {
 
 class GlooStore : public gloo::rendezvous::Store {
  public:
-  GlooStore(KeyValueStore& store, std::string prefix,
+  GlooStore(job::KeyValueStore& store, std::string prefix,
             std::chrono::milliseconds timeout)
       : store_(store), prefix_(std::move(prefix)), timeout_(timeout) {}
 
@@ -37,7 +37,7 @@ class GlooStore : public gloo::rendezvous::Store {
   }
 
  private:
-  KeyValueStore& store_;
+  job::KeyValueStore& store_;
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
   std::map<std::string, std::vector<char>> got_;

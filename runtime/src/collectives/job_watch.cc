@@ -22,6 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gloo/transport/tcp/address.h"
+#include "podscope/base/time.h"
 #include "podscope/runtime/distributed.h"
 
 namespace podscope::runtime::internal {
@@ -29,12 +30,7 @@ namespace {
 
 constexpr auto kPollPeriod = std::chrono::milliseconds(100);
 
-absl::Duration EnvMs(const char* name, absl::Duration fallback) {
-  const char* v = std::getenv(name);
-  int64_t ms = 0;
-  if (v == nullptr || !absl::SimpleAtoi(v, &ms) || ms <= 0) return fallback;
-  return absl::Milliseconds(ms);
-}
+using base::EnvMs;
 
 bool SameEndpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
   if (a.ss_family != b.ss_family) return false;

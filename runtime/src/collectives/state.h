@@ -26,7 +26,7 @@
 namespace podscope::runtime {
 
 struct Communicator::State {
-  KeyValueStore* store = nullptr;
+  job::KeyValueStore* store = nullptr;
   int rank = 0;
   int world_size = 1;
   std::string prefix;

@@ -23,17 +23,28 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "distributed/job_topology.h"
+#include "podscope/base/net.h"
+#include "podscope/base/time.h"
+#include "podscope/job/coordination.h"
+#include "podscope/job/keys.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/clock_probe.h"
 #include "podscope/profiler/clock_sync.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
 #include "podscope/runtime/client.h"
-#include "podscope/runtime/coordination.h"
 #include "podscope/runtime/distributed.h"
 
 namespace podscope::runtime {
 namespace {
+
+using job::ClockProbe;
+using job::CoordinationClient;
+using job::Coordinator;
+using job::CoordinatorOptions;
+using job::JobEnvironment;
+using job::KeyValueStore;
+using job::kPeerFailureExitCode;
 
 // Clock probes kept for the best estimate, and the probes of Init's burst.
 constexpr size_t kClockWindow = 3;
@@ -44,24 +55,13 @@ constexpr int kBurstProbes = 8;
 constexpr int kLeanBurstProbes = 32;
 constexpr int kLeanProbesPerBeat = 4;
 constexpr int kLeanProbeTimeoutMs = 100;
-// Where rank 0 publishes its probe port and key: "port keyhex".
-constexpr std::string_view kClockProbeKey = "podscope/clock_probe";
+// Rank 0 publishes its probe port and key under job::job::kClockProbeKey:
+// "port keyhex".
 
 std::mutex g_current_mu;
 std::weak_ptr<Job> g_current;  // guarded by g_current_mu
 
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
-absl::Duration EnvMs(const char* name, absl::Duration fallback) {
-  const char* v = std::getenv(name);
-  int64_t ms = 0;
-  if (v == nullptr || !absl::SimpleAtoi(v, &ms) || ms <= 0) return fallback;
-  return absl::Milliseconds(ms);
-}
+using base::EnvMs;
 
 uint64_t RandomIncarnation() {
   std::random_device rd;
@@ -204,7 +204,7 @@ absl::Status JobImpl::Start() {
   std::string coordinator_host = "127.0.0.1";
   int coordinator_port = 0;
   if (!address.empty()) {
-    auto split = SplitHostPort(address, "coordinator address");
+    auto split = base::SplitHostPort(address, "coordinator address");
     if (!split.ok()) return split.status();
     coordinator_host = split->first;
     coordinator_port = split->second;
@@ -212,16 +212,17 @@ absl::Status JobImpl::Start() {
     return absl::InvalidArgumentError(
         "Job::Init: a job of several processes needs a coordinator address");
   }
-  const bool loopback = IsLoopbackHost(coordinator_host);
+  const bool loopback = base::IsLoopbackHost(coordinator_host);
   if (env_.rank == 0) {
     CoordinatorOptions c;
     c.bind_host = loopback ? "127.0.0.1" : "0.0.0.0";
     c.port = coordinator_port;
     c.world_size = env_.world_size;
     c.token = env_.job_token;
+    c.tls = env_.tls;
     c.heartbeat_interval = interval_;
     c.dead_after = dead_after_;
-    auto coordinator = StartCoordinator(c);
+    auto coordinator = job::StartCoordinator(c);
     if (!coordinator.ok()) {
       return absl::Status(coordinator.status().code(),
                           absl::StrCat("rank 0 cannot host the job's "
@@ -231,11 +232,14 @@ absl::Status JobImpl::Start() {
     coordinator_ = *std::move(coordinator);
     address = coordinator_->address();
   }
-  auto client = CoordinationClient::Create(address, env_.job_token);
+  auto client = CoordinationClient::Create(
+      address, env_.job_token,
+      env_.rank == 0 ? job::LocalClientTls(env_.tls, coordinator_host)
+                     : env_.tls);
   if (!client.ok()) return client.status();
   client_ = *std::move(client);
 
-  const std::string host = HostName();
+  const std::string host = base::HostName();
   auto registered =
       client_->Register(env_.rank, env_.world_size, host, getpid(),
                         incarnation_, options_.init_timeout);
@@ -251,7 +255,7 @@ absl::Status JobImpl::Start() {
     if (probes.ok()) {
       probe_server_ = *std::move(probes);
       (void)client_->Set(
-          kClockProbeKey,
+          job::kClockProbeKey,
           absl::StrCat(probe_server_->port(), " ", probe_server_->key_hex()));
     } else {
       std::fprintf(stderr,
@@ -267,8 +271,9 @@ absl::Status JobImpl::Start() {
   auto local = LocalTopology(*client_options);
   if (!local.ok()) return local.status();
   const std::string rank_key = absl::StrCat(env_.rank);
-  if (absl::Status s = client_->Set(absl::StrCat("podscope/devices/", rank_key),
-                                    absl::StrCat(local->devices.size()));
+  if (absl::Status s =
+          client_->Set(absl::StrCat(job::kDevicesKeyPrefix, rank_key),
+                       absl::StrCat(local->devices.size()));
       !s.ok()) {
     return s;
   }
@@ -296,9 +301,8 @@ absl::Status JobImpl::Start() {
               ? absl::StrCat(ip, ":", profiler_server_->port())
               : profiler_server_->address();
       published_ = published;
-      (void)client_->Set(
-          absl::StrCat(std::string(kJobProfilerKeyPrefix), rank_key),
-          absl::StrCat(published, " ", host, " ", getpid()));
+      (void)client_->Set(absl::StrCat(job::kProfilerKeyPrefix, rank_key),
+                         absl::StrCat(published, " ", host, " ", getpid()));
     } else {
       std::fprintf(stderr,
                    "podscope: rank %d: no profiler server for capture --job: "
@@ -308,19 +312,19 @@ absl::Status JobImpl::Start() {
   }
 
   if (absl::Status s =
-          client_->Barrier("podscope/init", env_.rank, options_.init_timeout);
+          client_->Barrier(job::kInitBarrier, env_.rank, options_.init_timeout);
       !s.ok()) {
     return s;
   }
-  auto devices = client_->GetDirectory("podscope/devices/");
+  auto devices = client_->GetDirectory(job::kDevicesKeyPrefix);
   if (!devices.ok()) return devices.status();
   internal::JobDevices job_devices;
   job_devices.process_index = env_.rank;
   job_devices.devices_per_process.assign(env_.world_size, 0);
   for (const auto& [key, value] : *devices) {
     int r = 0, n = 0;
-    if (absl::SimpleAtoi(key.substr(std::string("podscope/devices/").size()),
-                         &r) &&
+    if (absl::SimpleAtoi(
+            key.substr(std::string_view(job::kDevicesKeyPrefix).size()), &r) &&
         absl::SimpleAtoi(value, &n) && r >= 0 && r < env_.world_size) {
       job_devices.devices_per_process[r] = n;
     }
@@ -335,7 +339,7 @@ absl::Status JobImpl::Start() {
     std::lock_guard<std::mutex> lock(mu_);
     clock_ = {true, profiler::ProfilerNowNs(), 0, 0, 0, 1};
   } else {
-    if (auto published = client_->Get(kClockProbeKey); published.ok()) {
+    if (auto published = client_->Get(job::kClockProbeKey); published.ok()) {
       std::vector<std::string> parts =
           absl::StrSplit(*published, ' ', absl::SkipEmpty());
       int port = 0;
@@ -457,7 +461,7 @@ void JobImpl::Fail(const absl::Status& status) {
   std::fprintf(stderr,
                "podscope: rank %d (host %s): the job failed: %s; exiting with "
                "status %d\n",
-               env_.rank, HostName().c_str(),
+               env_.rank, base::HostName().c_str(),
                std::string(status.message()).c_str(), kPeerFailureExitCode);
   std::fflush(stderr);
   // The file of a running trace ends complete.
@@ -485,7 +489,7 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Init(const InitOptions& options) {
   if (options.environment) {
     env = *options.environment;
   } else {
-    auto discovered = DiscoverJobEnvironment();
+    auto discovered = job::DiscoverJobEnvironment();
     if (!discovered.ok()) return discovered.status();
     env = *discovered;
   }

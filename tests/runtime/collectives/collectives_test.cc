@@ -58,7 +58,7 @@ using testing::RunWorkers;
 int Rank() { return EnvInt("RANK", 0); }
 int World() { return EnvInt("WORLD_SIZE", 1); }
 
-std::unique_ptr<KeyValueStore> Store() {
+std::unique_ptr<job::KeyValueStore> Store() {
   auto store = OpenFileStore(std::getenv("PODSCOPE_TEST_STORE"));
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
@@ -67,7 +67,7 @@ std::unique_ptr<KeyValueStore> Store() {
   return *std::move(store);
 }
 
-std::unique_ptr<Communicator> Connect(KeyValueStore& store,
+std::unique_ptr<Communicator> Connect(job::KeyValueStore& store,
                                       const std::string& prefix,
                                       CommunicatorOptions options = {}) {
   if (options.timeout == absl::Seconds(60)) options.timeout = absl::Seconds(30);

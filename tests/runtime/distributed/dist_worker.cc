@@ -31,13 +31,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/job/launch.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/client.h"
 #include "podscope/runtime/collectives.h"
 #include "podscope/runtime/distributed.h"
-#include "podscope/runtime/launch.h"
 
 namespace {
 
@@ -79,7 +79,7 @@ void SleepUntilMonotonic(int64_t t) {
 }
 
 int RunEnv(int argc, char** argv) {
-  auto env = rt::DiscoverJobEnvironment();
+  auto env = podscope::job::DiscoverJobEnvironment();
   if (!env.ok()) return Die(env.status());
   std::printf(
       "env RANK=%s WORLD_SIZE=%s LOCAL_RANK=%s LOCAL_WORLD_SIZE=%s "
@@ -209,10 +209,10 @@ int RunJob(int argc, char** argv) {
 int RunSpawnFailure(int argc, char** argv) {
   const int fail_rank = static_cast<int>(IntFlag(argc, argv, "fail_rank", 1));
   const bool exit = Flag(argc, argv, "fail_how", "error") == "exit";
-  rt::LaunchOptions options;
+  podscope::job::LaunchOptions options;
   options.failure_wait = absl::Milliseconds(300);
   options.grace_period = absl::Seconds(2);
-  absl::Status s = rt::Launch(
+  absl::Status s = podscope::job::Launch(
       [&]() -> absl::Status {
         const int rank = std::atoi(std::getenv("RANK"));
         std::printf("started rank %d\n", rank);
@@ -235,7 +235,7 @@ int RunSpawnFailure(int argc, char** argv) {
 }
 
 int RunSpawn() {
-  absl::Status s = rt::Launch(
+  absl::Status s = podscope::job::Launch(
       []() -> absl::Status {
         auto job = rt::Job::Init();
         if (!job.ok()) return job.status();
@@ -301,7 +301,7 @@ int RunCollective(int argc, char** argv) {
   if (!path.ok()) return Die(path.status());
   std::printf("trace closed %s\n", path->c_str());
   std::fflush(stdout);
-  return rt::kPeerFailureExitCode;
+  return podscope::job::kPeerFailureExitCode;
 }
 
 }  // namespace

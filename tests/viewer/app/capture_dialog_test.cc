@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "main_window.h"
+#include "podscope/job/coordination.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/trace.h"
-#include "podscope/runtime/coordination.h"
 
 namespace podscope::viewer::app {
 namespace {
@@ -149,15 +149,19 @@ class CaptureDialogTest : public QObject {
   // recorded and named in the manifest; a coordinator that is not there
   // is a clear error.
   void capturesEveryRankOfAJob() {
-    runtime::CoordinatorOptions co;
-    auto coordinator = runtime::StartCoordinator(co);
+    job::CoordinatorOptions co;
+    auto coordinator = job::StartCoordinator(co);
     QVERIFY2(coordinator.ok(),
              std::string(coordinator.status().message()).c_str());
     auto client =
-        runtime::CoordinationClient::Create((*coordinator)->address(), "");
+        job::CoordinationClient::Create((*coordinator)->address(), "");
     QVERIFY(client.ok());
+    // Only a registered rank may publish (here the job's only rank).
     QVERIFY((*client)
-                ->Set(std::string(runtime::kJobProfilerKeyPrefix) + "0",
+                ->Register(0, 1, "dialog-host", 4242, 1, absl::Seconds(10))
+                .ok());
+    QVERIFY((*client)
+                ->Set(std::string(job::kProfilerKeyPrefix) + "0",
                       server_->address() + " dialog-host 4242")
                 .ok());
     MainWindow w;

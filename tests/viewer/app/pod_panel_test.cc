@@ -255,7 +255,7 @@ class PodPanelTest : public QObject {
     // Memory: each rank's device 0 peaks at step 3's 4000 bytes; a click
     // shows the moment of the peak.
     QTableWidget* mem = pod->view_table(3);
-    const int peak = find_row(mem, column(mem, "peak"), "3.9 KiB");
+    const int peak = find_row(mem, column(mem, "peak"), "3.91 KiB");
     QVERIFY2(peak >= 0, qPrintable(mem->item(0, 1)->text()));
     const int64_t peak_at = s.first_ns() + 3 * 20'000'000 + 500;
     pod->ActivateViewRow(3, peak);

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "podscope/base/human_format.h"
+#include "podscope/job/profilers.h"
 #include "podscope/profiler/capture.h"
-#include "podscope/runtime/coordination.h"
 #include "time_format.h"
 
 namespace podscope::viewer::app {
@@ -53,17 +53,10 @@ namespace {
 absl::StatusOr<profiler::CaptureResult> ResolveJobAndCapture(
     const std::string& job, profiler::CaptureOptions options) {
   if (!job.empty()) {
-    auto ranks = runtime::ListJobProfilers(job, options.connect.token);
-    if (!ranks.ok()) {
-      return absl::Status(
-          ranks.status().code(),
-          "job " + job + ": " + std::string(ranks.status().message()));
-    }
-    options.job = job;
-    options.workers.clear();
-    for (const runtime::JobProfiler& r : *ranks) {
-      options.workers.push_back(r.address);
-      options.ranks.push_back(r.rank);
+    if (absl::Status s = podscope::job::ResolveJobWorkers(job, &options);
+        !s.ok()) {
+      return absl::Status(s.code(),
+                          "job " + job + ": " + std::string(s.message()));
     }
   }
   return profiler::CaptureWorkers(options);

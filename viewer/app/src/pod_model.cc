@@ -4,21 +4,13 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/numeric.h"
+#include "podscope/viewer/analysis_labels.h"
 #include "podscope/viewer/pod_analysis.h"
 #include "time_format.h"
 
 namespace podscope::viewer::app {
 namespace tf = trace_format;
-
-namespace {
-
-int64_t Median(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
 
 PodModel BuildPodModel(const TraceStore& store) {
   PodModel m;
@@ -26,11 +18,7 @@ PodModel BuildPodModel(const TraceStore& store) {
   const StragglerReport stragglers = AnalyzeStragglers(store, steps);
   const CompileReport compiles = AnalyzeCompiles(store, steps);
   m.views = BuildPodViews(store, steps);
-  auto label = [&](int rank) {
-    return rank >= 0 && static_cast<size_t>(rank) < steps.ranks.size()
-               ? absl::StrCat("rank ", steps.ranks[rank].rank)
-               : std::string("?");
-  };
+  auto label = [&](int rank) { return RankLabel(steps, rank); };
   m.rows = steps.rows.size();
   for (size_t i = 0; i < steps.ranks.size(); ++i) {
     PodRank r;
@@ -54,7 +42,7 @@ PodModel BuildPodModel(const TraceStore& store) {
       if (c.present) present.push_back(c.duration_ns);
     }
     m.row_step.push_back(row.step);
-    m.row_median_ns.push_back(Median(present));
+    m.row_median_ns.push_back(base::Median(present));
   }
 
   if (const auto& s = stragglers.straggler; s && s->rank >= 0) {

@@ -6,32 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "podscope/base/human_format.h"
+#include "podscope/viewer/analysis_labels.h"
 #include "time_format.h"
 
 namespace podscope::viewer::app {
 namespace {
-
-std::string Pct(double share) {
-  return absl::StrFormat("%.1f%%", 100.0 * share);
-}
-
-std::string Bytes(int64_t b) {
-  if (b >= (int64_t{1} << 30)) {
-    return absl::StrFormat("%.2f GiB", static_cast<double>(b) / (1 << 30));
-  }
-  if (b >= (1 << 20)) {
-    return absl::StrFormat("%.2f MiB", static_cast<double>(b) / (1 << 20));
-  }
-  if (b >= (1 << 10)) {
-    return absl::StrFormat("%.1f KiB", static_cast<double>(b) / (1 << 10));
-  }
-  return absl::StrCat(b, " B");
-}
-
-std::string RankLabel(const StepBreakdown& steps, size_t i) {
-  return i < steps.ranks.size() ? absl::StrCat("rank ", steps.ranks[i].rank)
-                                : std::string("?");
-}
 
 PodView TimeView(const StepBreakdown& steps) {
   PodView v;
@@ -47,13 +27,13 @@ PodView TimeView(const StepBreakdown& steps) {
   for (size_t i = 0; i < steps.totals.size(); ++i) {
     const RankStepTotals& t = steps.totals[i];
     PodView::Row row;
-    row.cells = {RankLabel(steps, i), absl::StrCat(t.steps),
+    row.cells = {RankLabel(steps, static_cast<int>(i)), absl::StrCat(t.steps),
                  FormatDuration(t.median_ns)};
     for (int c = 0; c < kStepCategoryCount; ++c) {
-      row.cells.push_back(t.total_ns > 0
-                              ? Pct(static_cast<double>(t.category_ns[c]) /
-                                    static_cast<double>(t.total_ns))
-                              : "-");
+      row.cells.push_back(
+          t.total_ns > 0 ? FormatShare(static_cast<double>(t.category_ns[c]) /
+                                       static_cast<double>(t.total_ns))
+                         : "-");
     }
     // The rank's slowest step.
     int64_t longest = -1;
@@ -126,7 +106,7 @@ PodView TopWorkView(const TraceStore& store, const TopWork& top) {
                  absl::StrCat(e->count),
                  FormatDuration(e->self_ns),
                  FormatDuration(e->total_ns),
-                 e->step_share > 0 ? Pct(e->step_share) : "-"};
+                 e->step_share > 0 ? FormatShare(e->step_share) : "-"};
     if (auto id = store.FindString(e->name)) {
       auto it = longest.find({e->host, e->device_id, *id});
       if (it != longest.end()) row.event = it->second;
@@ -166,7 +146,7 @@ PodView OpsView(const TraceStore& store, const OpProfile& ops) {
         e.bound_gflops > 0 ? absl::StrFormat("%.1f %s", e.bound_gflops,
                                              e.memory_bound ? "mem" : "compute")
                            : "-",
-        e.bound_gflops > 0 ? Pct(e.fraction_of_bound) : "-"};
+        e.bound_gflops > 0 ? FormatShare(e.fraction_of_bound) : "-"};
     v.rows.push_back(std::move(row));
   }
   return v;
@@ -193,11 +173,11 @@ PodView MemoryView(const TraceStore& store,
       row.t1 = m.peak_ns + 1'000'000;
       v.rows.push_back(std::move(row));
     };
-    add({device, Bytes(m.peak_bytes),
+    add({device, base::FormatBytes(m.peak_bytes),
          FormatDuration(m.peak_ns - store.first_ns()), "", "", "", ""});
     for (const LiveBuffer& b : m.live_at_peak) {
-      add({"", "", "", absl::StrCat(b.buffer_id), Bytes(b.bytes), b.op,
-           b.scope});
+      add({"", "", "", absl::StrCat(b.buffer_id), base::FormatBytes(b.bytes),
+           b.op, b.scope});
     }
   }
   return v;

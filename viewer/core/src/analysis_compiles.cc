@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_split.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/numeric.h"
 
 namespace podscope::viewer {
 namespace {
@@ -108,7 +109,7 @@ CompileReport AnalyzeCompiles(const TraceStore& store,
       }
       ++out.misses;
       c.stall_ns = c.duration_ns;
-      out.miss_ns = pod::AddSat(out.miss_ns, c.duration_ns);
+      out.miss_ns = base::SaturatingAdd(out.miss_ns, c.duration_ns);
       c.late = c.step >= 0 ? c.step > options.warmup_steps : family_seen;
       if (c.late) ++out.late_misses;
       // The nearest earlier signature on this rank (latest on ties).

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/numeric.h"
 #include "podscope/base/strings.h"
 
 namespace podscope::viewer {
@@ -76,8 +77,8 @@ std::vector<DeviceMemory> AnalyzeMemory(const TraceStore& store,
       size_t peak_at = 0;
       for (size_t k = 0; k < events.size(); ++k) {
         const Event& e = events[k];
-        running = e.alloc ? pod::AddSat(running, e.bytes)
-                          : pod::SubSat(running, e.bytes);
+        running = e.alloc ? base::SaturatingAdd(running, e.bytes)
+                          : base::SaturatingSub(running, e.bytes);
         const int64_t now = e.in_use.value_or(running);
         if (e.alloc) {
           ++m.allocations;

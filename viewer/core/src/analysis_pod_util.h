@@ -41,18 +41,6 @@ std::optional<std::string> TextArg(const TraceStore& store,
                                    std::optional<StringId> key);
 
 int64_t NonNegative(int64_t v);
-// a + b, saturated at the ends of int64 (arguments come from any file).
-inline int64_t AddSat(int64_t a, int64_t b) {
-  int64_t s;
-  if (!__builtin_add_overflow(a, b, &s)) return s;
-  return b > 0 ? INT64_MAX : INT64_MIN;
-}
-inline int64_t SubSat(int64_t a, int64_t b) {
-  int64_t s;
-  if (!__builtin_sub_overflow(a, b, &s)) return s;
-  return b < 0 ? INT64_MAX : INT64_MIN;
-}
-
 // Collective by name (AllReduce, Broadcast, ..., nccl kernels).
 bool IsCollectiveName(std::string_view name);
 

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/numeric.h"
 
 namespace podscope::viewer {
 namespace {
@@ -29,11 +30,6 @@ struct Acc {
   int64_t bytes = 0;
   int64_t time = 0;
 };
-
-int64_t AddSat(int64_t a, int64_t b) {
-  int64_t s;
-  return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
-}
 
 RooflineEntry Finish(std::string name, HostId host, const Acc& a,
                      const HostPeak* peak) {
@@ -107,9 +103,9 @@ OpProfile AnalyzeOps(const TraceStore& store,
         const int64_t t = pod::NonNegative(data.slices.duration(args.index));
         auto add = [&](Acc& a) {
           ++a.count;
-          a.flops = AddSat(a.flops, f);
-          a.bytes = AddSat(a.bytes, b);
-          a.time = AddSat(a.time, t);
+          a.flops = base::SaturatingAdd(a.flops, f);
+          a.bytes = base::SaturatingAdd(a.bytes, b);
+          a.time = base::SaturatingAdd(a.time, t);
         };
         add(by_name_id[{host, data.slices.name(args.index)}]);
         const trace_format::Arg* op = pod::FindArg(&args, keys.op);
@@ -122,9 +118,9 @@ OpProfile AnalyzeOps(const TraceStore& store,
   std::map<std::pair<HostId, std::string>, Acc> by_name, by_kind;
   auto merge = [&](const Acc& from, Acc& into) {
     into.count += from.count;
-    into.flops = AddSat(into.flops, from.flops);
-    into.bytes = AddSat(into.bytes, from.bytes);
-    into.time = AddSat(into.time, from.time);
+    into.flops = base::SaturatingAdd(into.flops, from.flops);
+    into.bytes = base::SaturatingAdd(into.bytes, from.bytes);
+    into.time = base::SaturatingAdd(into.time, from.time);
   };
   for (const auto& [key, a] : by_name_id) {
     merge(a, by_name[{key.first, std::string(store.str(key.second))}]);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analysis_pod_util.h"
+#include "podscope/base/numeric.h"
 #include "podscope/base/parallel.h"
 
 namespace podscope::viewer {
@@ -109,7 +110,7 @@ class CategoryTimeline {
     int cat = k == 0 ? static_cast<int>(StepCategory::kIdle) : cats_[k - 1];
     while (at < t1) {
       const int64_t next = k < starts_.size() ? std::min(starts_[k], t1) : t1;
-      out[cat] = pod::AddSat(out[cat], pod::SubSat(next, at));
+      out[cat] = base::SaturatingAdd(out[cat], base::SaturatingSub(next, at));
       at = next;
       if (k < starts_.size()) cat = cats_[k++];
     }
@@ -120,13 +121,6 @@ class CategoryTimeline {
   std::vector<int64_t> starts_;  // segment k is [starts_[k], starts_[k+1])
   std::vector<uint8_t> cats_;
 };
-
-int64_t Median(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
-}
 
 }  // namespace
 
@@ -149,7 +143,7 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
       c.event = s.event;
       c.number = s.number;
       c.start_ns = s.window_start;
-      c.duration_ns = pod::SubSat(s.window_end, s.window_start);
+      c.duration_ns = base::SaturatingSub(s.window_end, s.window_start);
       c.category_ns = timeline.Sum(s.window_start, s.window_end);
       cells[r].push_back(c);
     }
@@ -211,10 +205,11 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
       if (!c.present) continue;
       RankStepTotals& t = out.totals[r];
       ++t.steps;
-      t.total_ns = pod::AddSat(t.total_ns, c.duration_ns);
+      t.total_ns = base::SaturatingAdd(t.total_ns, c.duration_ns);
       t.max_ns = std::max(t.max_ns, c.duration_ns);
       for (int k = 0; k < kStepCategoryCount; ++k) {
-        t.category_ns[k] = pod::AddSat(t.category_ns[k], c.category_ns[k]);
+        t.category_ns[k] =
+            base::SaturatingAdd(t.category_ns[k], c.category_ns[k]);
       }
       durations[r].push_back(c.duration_ns);
       if (present == 0 || c.duration_ns > hi) {
@@ -224,7 +219,7 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
       lo = present == 0 ? c.duration_ns : std::min(lo, c.duration_ns);
       ++present;
     }
-    row.spread_ns = present > 1 ? pod::SubSat(hi, lo) : 0;
+    row.spread_ns = present > 1 ? base::SaturatingSub(hi, lo) : 0;
     if (present > 1 && row.spread_ns == 0) {
       row.slowest_rank = -1;  // all took the same time
     } else if (present > 1) {
@@ -232,7 +227,7 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
     }
   }
   for (size_t r = 0; r < n; ++r) {
-    out.totals[r].median_ns = Median(std::move(durations[r]));
+    out.totals[r].median_ns = base::Median(std::move(durations[r]));
   }
   return out;
 }

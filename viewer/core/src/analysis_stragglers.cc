@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/numeric.h"
 
 namespace podscope::viewer {
 namespace {
@@ -33,8 +34,9 @@ std::vector<LongerScope> FindLongerScopes(const TraceStore& store,
     auto times_of = [&](size_t r) {
       const StepCell& c = row.ranks[r];
       return pod::ScopeTimes(store, steps.ranks[r].process, keys, c.start_ns,
-                             pod::AddSat(c.start_ns, c.duration_ns), c.start_ns,
-                             pod::AddSat(c.start_ns, c.duration_ns));
+                             base::SaturatingAdd(c.start_ns, c.duration_ns),
+                             c.start_ns,
+                             base::SaturatingAdd(c.start_ns, c.duration_ns));
     };
     const auto own = times_of(straggler);
     // The others' times by name (names as text: string ids are global,
@@ -54,14 +56,14 @@ std::vector<LongerScope> FindLongerScopes(const TraceStore& store,
       const int64_t median = MedianOf(std::move(v));
       if (static_cast<double>(ns) <=
               options.longer_scope_factor * static_cast<double>(median) ||
-          pod::SubSat(ns, median) < options.longer_scope_min_ns) {
+          base::SaturatingSub(ns, median) < options.longer_scope_min_ns) {
         continue;
       }
       LongerScope& l = by_name[std::string(store.str(name))];
       l.name = std::string(store.str(name));
       l.steps.push_back(row.step);
-      l.own_ns = pod::AddSat(l.own_ns, ns);
-      l.others_median_ns = pod::AddSat(l.others_median_ns, median);
+      l.own_ns = base::SaturatingAdd(l.own_ns, ns);
+      l.others_median_ns = base::SaturatingAdd(l.others_median_ns, median);
     }
   }
   std::vector<LongerScope> out;
@@ -126,7 +128,7 @@ StragglerReport AnalyzeStragglers(const TraceStore& store,
     for (Found& f : found) {
       if (f.a.wait_ns > 0) {
         out.ranks[r].waited_ns =
-            pod::AddSat(out.ranks[r].waited_ns, f.a.wait_ns);
+            base::SaturatingAdd(out.ranks[r].waited_ns, f.a.wait_ns);
       }
       std::string key;
       const bool by_id = f.id.has_value();
@@ -170,19 +172,20 @@ StragglerReport AnalyzeStragglers(const TraceStore& store,
       if (a.start_ns == last) ++at_last;
       if (a.start_ns < last) second = std::max(second, a.start_ns);
     }
-    j.spread_ns = pod::SubSat(last, first);
-    j.late_by_ns = at_last > 1 ? 0 : pod::SubSat(last, second);
+    j.spread_ns = base::SaturatingSub(last, first);
+    j.late_by_ns = at_last > 1 ? 0 : base::SaturatingSub(last, second);
     j.last_rank = at_last > 1 ? -1 : last_rank;
     for (const CollectiveArrival& a : j.arrivals) {
-      j.wait_caused_ns =
-          pod::AddSat(j.wait_caused_ns, pod::SubSat(last, a.start_ns));
+      j.wait_caused_ns = base::SaturatingAdd(
+          j.wait_caused_ns, base::SaturatingSub(last, a.start_ns));
     }
     if (j.last_rank >= 0) {
       j.step_row = locate.Find(j.last_rank, last);
       RankStraggle& rs = out.ranks[j.last_rank];
       ++rs.last_count;
-      rs.wait_caused_ns = pod::AddSat(rs.wait_caused_ns, j.wait_caused_ns);
-      rs.late_by_ns = pod::AddSat(rs.late_by_ns, j.late_by_ns);
+      rs.wait_caused_ns =
+          base::SaturatingAdd(rs.wait_caused_ns, j.wait_caused_ns);
+      rs.late_by_ns = base::SaturatingAdd(rs.late_by_ns, j.late_by_ns);
     }
     if (j.joined_by_id) {
       ++out.joined_by_id;

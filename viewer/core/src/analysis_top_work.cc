@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/numeric.h"
 
 namespace podscope::viewer {
 namespace {
@@ -42,16 +43,17 @@ TopWork AnalyzeTopWork(const TraceStore& store, const StepBreakdown& steps,
             Acc& a = by_name[name];
             if (a.count == 0) touched.push_back(name);
             ++a.count;
-            a.total = pod::AddSat(a.total, pod::NonNegative(s.duration(i)));
-            a.self = pod::AddSat(a.self, pod::NonNegative(self));
+            a.total =
+                base::SaturatingAdd(a.total, pod::NonNegative(s.duration(i)));
+            a.self = base::SaturatingAdd(a.self, pod::NonNegative(self));
           });
     }
     for (StringId name : touched) {
       Acc& from = by_name[name];
       Acc& into = acc[{host, dev, name}];
       into.count += from.count;
-      into.total = pod::AddSat(into.total, from.total);
-      into.self = pod::AddSat(into.self, from.self);
+      into.total = base::SaturatingAdd(into.total, from.total);
+      into.self = base::SaturatingAdd(into.self, from.self);
       from = Acc();
     }
     touched.clear();
@@ -60,7 +62,7 @@ TopWork AnalyzeTopWork(const TraceStore& store, const StepBreakdown& steps,
   absl::flat_hash_map<HostId, int64_t> step_ns;
   for (size_t r = 0; r < steps.ranks.size() && r < steps.totals.size(); ++r) {
     int64_t& h = step_ns[steps.ranks[r].host];
-    h = pod::AddSat(h, steps.totals[r].total_ns);
+    h = base::SaturatingAdd(h, steps.totals[r].total_ns);
   }
   std::map<std::pair<HostId, int32_t>, std::vector<WorkEntry>> groups;
   for (const auto& [key, a] : acc) {

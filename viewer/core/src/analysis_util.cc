@@ -9,7 +9,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/numeric.h"
 #include "podscope/base/strings.h"
+#include "podscope/viewer/step_names.h"
 
 namespace podscope::viewer::pod {
 
@@ -144,7 +146,8 @@ std::vector<Interval> Union(std::vector<Interval> v) {
 
 int64_t Length(const std::vector<Interval>& u) {
   int64_t n = 0;
-  for (const Interval& i : u) n = AddSat(n, SubSat(i.end, i.start));
+  for (const Interval& i : u)
+    n = base::SaturatingAdd(n, base::SaturatingSub(i.end, i.start));
   return n;
 }
 
@@ -155,7 +158,7 @@ int64_t Overlap(const std::vector<Interval>& a,
   while (i < a.size() && j < b.size()) {
     const int64_t s = std::max(a[i].start, b[j].start);
     const int64_t e = std::min(a[i].end, b[j].end);
-    if (e > s) n = AddSat(n, SubSat(e, s));
+    if (e > s) n = base::SaturatingAdd(n, base::SaturatingSub(e, s));
     if (a[i].end < b[j].end) {
       ++i;
     } else {
@@ -328,9 +331,7 @@ std::vector<RankStep> FindRankSteps(const TraceStore& store, ProcessId p,
     return FindArg(args_of->Find(e.kind, e.index), keys.step_num) != nullptr;
   };
   auto loose = [&](const EventRef&, StringId name) {
-    return loose_names.Get(store, name, [](std::string_view n) {
-      return base::ContainsIgnoreCase(n, "step");
-    });
+    return loose_names.Get(store, name, IsStepName);
   };
   std::vector<RankStep> best;
   for (int pass = 0; pass < 2 && best.empty(); ++pass) {
@@ -364,8 +365,9 @@ StepLocator::StepLocator(const StepBreakdown& steps)
     for (size_t k = 0; k < row.ranks.size() && k < by_rank_.size(); ++k) {
       const StepCell& c = row.ranks[k];
       if (!c.present) continue;
-      by_rank_[k].push_back(
-          {c.start_ns, AddSat(c.start_ns, c.duration_ns), static_cast<int>(r)});
+      by_rank_[k].push_back({c.start_ns,
+                             base::SaturatingAdd(c.start_ns, c.duration_ns),
+                             static_cast<int>(r)});
     }
   }
   for (auto& w : by_rank_) {
@@ -438,9 +440,9 @@ RankIntervals CollectRankIntervals(const TraceStore& store, ProcessId p,
         }
         int64_t w =
             NonNegative(IntArg(store.FindArgs(e), keys.wait_ns).value_or(0));
-        w = std::min(w, SubSat(end, start));
-        wait.push_back({start, AddSat(start, w)});
-        transfer.push_back({AddSat(start, w), end});
+        w = std::min(w, base::SaturatingSub(end, start));
+        wait.push_back({start, base::SaturatingAdd(start, w)});
+        transfer.push_back({base::SaturatingAdd(start, w), end});
       }
     } else if (IsThread(info)) {
       // Depth by depth: a slice inside a loading slice adds nothing, and
@@ -517,7 +519,7 @@ absl::flat_hash_map<StringId, int64_t> ScopeTimes(const TraceStore& store,
           continue;  // the step itself or a slice around it
         }
         int64_t& v = out[s.name(i)];
-        v = AddSat(v, SubSat(end, start));
+        v = base::SaturatingAdd(v, base::SaturatingSub(end, start));
       }
     }
   }

@@ -20,6 +20,7 @@
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/import.h"
 #include "podscope/trace_format/reader.h"
+#include "podscope/trace_format/trace_files.h"
 #include "podscope/viewer/clock_mapper.h"
 #include "podscope/viewer/trace_store.h"
 #include "store_append.h"
@@ -447,15 +448,7 @@ absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
   if (fs::is_regular_file(chosen->path, ec)) {
     paths.push_back(chosen->path);
   } else {
-    for (fs::directory_iterator it(chosen->path, ec), end; !ec && it != end;
-         it.increment(ec)) {
-      std::error_code type_ec;
-      if (it->is_regular_file(type_ec) &&
-          it->path().extension() == ".podtrace") {
-        paths.push_back(it->path().string());
-      }
-    }
-    std::sort(paths.begin(), paths.end());
+    paths = trace_format::ListTraceFiles(chosen->path);
   }
 
   std::vector<LoadedFile> files(paths.size());

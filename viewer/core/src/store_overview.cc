@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "analysis_pod_util.h"
 #include "podscope/base/strings.h"
+#include "podscope/viewer/step_names.h"
 
 namespace podscope::viewer {
 namespace tf = trace_format;
@@ -123,8 +124,7 @@ ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
         bool step = false;
         if (s.name < is_step.size()) {
           char& known = is_step[s.name];
-          if (known < 0)
-            known = base::ContainsIgnoreCase(reader.GetString(s.name), "step");
+          if (known < 0) known = IsStepName(reader.GetString(s.name));
           step = known != 0;
         }
         if (step) {

@@ -13,6 +13,7 @@
 #include "podscope/base/parallel.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/reader.h"
+#include "podscope/trace_format/trace_files.h"
 #include "podscope/viewer/clock_mapper.h"
 #include "store_append.h"
 
@@ -91,15 +92,7 @@ absl::StatusOr<FollowUpdate> TraceFollower::Refresh() {
   if (!ec && fs::is_regular_file(st)) {
     paths.push_back(path_);
   } else if (!ec && fs::is_directory(st)) {
-    for (fs::directory_iterator it(path_, ec), end; !ec && it != end;
-         it.increment(ec)) {
-      std::error_code type_ec;
-      if (it->is_regular_file(type_ec) &&
-          it->path().extension() == ".podtrace") {
-        paths.push_back(it->path().string());
-      }
-    }
-    std::sort(paths.begin(), paths.end());
+    paths = trace_format::ListTraceFiles(path_);
   } else if (!ec && fs::exists(st)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path_, ": neither a trace file nor a folder"));

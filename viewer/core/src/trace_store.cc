@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/trace_format/trace_files.h"
 
 namespace podscope::viewer {
 namespace fs = std::filesystem;
@@ -23,21 +24,6 @@ int64_t ModifiedNs(const fs::path& p) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::file_clock::to_sys(t).time_since_epoch())
       .count();
-}
-
-// The trace files directly inside `dir`, sorted by path.
-std::vector<std::string> TraceFilesIn(const fs::path& dir) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    std::error_code type_ec;
-    if (it->is_regular_file(type_ec) && it->path().extension() == ".podtrace") {
-      files.push_back(it->path().string());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 SessionInfo DescribeSession(const fs::path& dir,
@@ -76,7 +62,7 @@ absl::StatusOr<std::vector<SessionInfo>> TraceStore::ListSessions(
         absl::StrCat(path, ": neither a trace file nor a folder"));
   }
   // A session folder: trace files directly inside.
-  std::vector<std::string> direct = TraceFilesIn(path);
+  std::vector<std::string> direct = trace_format::ListTraceFiles(path);
   if (!direct.empty()) {
     return std::vector<SessionInfo>{DescribeSession(path, direct)};
   }
@@ -86,7 +72,8 @@ absl::StatusOr<std::vector<SessionInfo>> TraceStore::ListSessions(
        it.increment(ec)) {
     std::error_code type_ec;
     if (!it->is_directory(type_ec)) continue;
-    std::vector<std::string> files = TraceFilesIn(it->path());
+    std::vector<std::string> files =
+        trace_format::ListTraceFiles(it->path().string());
     if (!files.empty()) sessions.push_back(DescribeSession(it->path(), files));
   }
   if (sessions.empty()) {

@@ -2,7 +2,7 @@
 #define PODSCOPE_RUNTIME_COLLECTIVES_H_
 
 // Collectives across the processes of a job, over Gloo's TCP transport,
-// bootstrapped through the job's KeyValueStore (the coordinator's, or a
+// bootstrapped through the job's job::KeyValueStore (the coordinator's, or a
 // FileStore for single-host jobs).
 //
 // Contract:
@@ -52,9 +52,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "podscope/job/key_value_store.h"
 #include "podscope/runtime/buffer.h"
 #include "podscope/runtime/device.h"
-#include "podscope/runtime/key_value_store.h"
 #include "podscope/runtime/lazy.h"
 #include "podscope/runtime/reduce_op.h"
 #include "podscope/runtime/shape.h"
@@ -83,7 +83,7 @@ class Communicator {
   // prefix and world size). Errors: bad rank/size, an unusable interface,
   // peers that do not show up within the timeout.
   static absl::StatusOr<std::unique_ptr<Communicator>> Create(
-      KeyValueStore& store, int rank, int world_size, std::string prefix,
+      job::KeyValueStore& store, int rank, int world_size, std::string prefix,
       const CommunicatorOptions& options = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;

@@ -3,13 +3,12 @@
 // it. The seed's `dist.init_process_group(init_method="xla://")`.
 //
 // Contract:
-// - DiscoverJobEnvironment() reads the environment that `podscope launch`,
-//   torchrun, SLURM or Open MPI give a process; with none of them it
-//   describes a single-process job (rank 0 of 1, launcher "none").
-// - Job::Init() registers with the coordinator (rank 0 hosts it in-process)
-//   and returns once every rank has registered, or fails naming what was
-//   wrong: a world-size mismatch, a rank registered twice, a rank out of
-//   range, a coordinator that is not there, a missing or wrong job token.
+// - Job::Init() reads the job's environment (job::DiscoverJobEnvironment:
+//   `podscope launch`, torchrun, SLURM or Open MPI), then registers with the
+//   coordinator (rank 0 hosts it in-process) and returns once every rank has
+//   registered, or fails naming what was wrong: a world-size mismatch, a rank
+//   registered twice, a rank out of range, a coordinator that is not there, a
+//   missing or wrong job token.
 // - While the job runs, every rank heartbeats the coordinator. A rank that
 //   dies or hangs is reported to every survivor within
 //   InitOptions::dead_after + heartbeat_interval (about 7 s by default) as
@@ -36,55 +35,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "podscope/runtime/key_value_store.h"
+#include "podscope/job/environment.h"
+#include "podscope/job/key_value_store.h"
 
 namespace podscope::runtime {
 
-struct JobEnvironment {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;
-  int group_rank = 0;  // the node's rank
-  // "MASTER_ADDR:MASTER_PORT"; empty for a single process without one.
-  std::string coordinator_address;
-  // "podscope", "torchrun", "slurm", "openmpi" or "none".
-  std::string launcher = "none";
-  // Required by a coordinator reachable from other hosts
-  // ($PODSCOPE_JOB_TOKEN).
-  std::string job_token;
-};
-
-// The job this process belongs to, from the environment:
-//   podscope launch / torchrun: RANK, WORLD_SIZE, LOCAL_RANK,
-//     LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT
-//   SLURM: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID,
-//     SLURM_NTASKS_PER_NODE; coordinator the first host of
-//     SLURM_JOB_NODELIST (MASTER_ADDR / MASTER_PORT override; port 29500)
-//   Open MPI: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
-//     OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE,
-//     OMPI_COMM_WORLD_NODE_RANK; coordinator MASTER_ADDR:MASTER_PORT
-//   PODSCOPE_JOB_TOKEN: the job token.
-// InvalidArgument names the variable that is malformed or inconsistent.
-absl::StatusOr<JobEnvironment> DiscoverJobEnvironment();
-
-// The same from an explicit lookup (tests; embedding).
-using EnvLookup = std::function<std::optional<std::string>(const char*)>;
-absl::StatusOr<JobEnvironment> DiscoverJobEnvironment(const EnvLookup& env);
-
-// SLURM host lists: "node[01-04,07],gpu3" -> node01 node02 node03 node04
-// node07 gpu3. InvalidArgument for unbalanced brackets or bad ranges.
-absl::StatusOr<std::vector<std::string>> ExpandSlurmNodeList(
-    std::string_view nodelist);
-
-// The exit status of a process ended because a peer of its job failed
-// (InitOptions::exit_on_peer_failure); launchers tell it from a failure of
-// the process itself.
-inline constexpr int kPeerFailureExitCode = 75;
-
 struct InitOptions {
-  // Unset: DiscoverJobEnvironment().
-  std::optional<JobEnvironment> environment;
+  // Unset: job::DiscoverJobEnvironment().
+  std::optional<job::JobEnvironment> environment;
   // How long registration waits for the coordinator and for every rank.
   absl::Duration init_timeout = absl::Seconds(60);
   // Heartbeat period, and how long without a heartbeat makes a rank dead.
@@ -94,8 +52,8 @@ struct InitOptions {
   absl::Duration dead_after = absl::Seconds(6);
   // When a peer fails: call on_peer_failure (if set), stop the running
   // trace (so its file ends complete), print the error and exit with
-  // kPeerFailureExitCode. When false, only the callback runs and health()
-  // reports the error.
+  // job::kPeerFailureExitCode. When false, only the callback runs and
+  // health() reports the error.
   bool exit_on_peer_failure = true;
   std::function<void(const absl::Status&)> on_peer_failure;
   // Start a profiler server and publish its address, so that `podscope
@@ -135,13 +93,13 @@ class Job {
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
-  virtual const JobEnvironment& environment() const = 0;
+  virtual const job::JobEnvironment& environment() const = 0;
   // Every rank's host name, by rank.
   virtual const std::vector<std::string>& hosts() const = 0;
 
   // The job's key-value store (served by the coordinator). Keys starting
   // with "podscope/" are the runtime's own.
-  virtual KeyValueStore& store() = 0;
+  virtual job::KeyValueStore& store() = 0;
 
   // Waits until every rank has called Barrier(name); DEADLINE_EXCEEDED
   // naming the ranks missing, or the job's failure.

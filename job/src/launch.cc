@@ -1,7 +1,7 @@
 // RunLauncher and Launch (launch.h): the rendezvous of several nodes'
 // launchers, the workers' environment, and supervision.
 
-#include "podscope/runtime/launch.h"
+#include "podscope/job/launch.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,13 +14,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "distributed/supervisor.h"
-#include "podscope/runtime/coordination.h"
-#include "podscope/runtime/distributed.h"
+#include "podscope/base/net.h"
+#include "podscope/job/coordination.h"
+#include "podscope/job/environment.h"
+#include "podscope/job/keys.h"
+#include "src/supervisor.h"
 
 extern char** environ;
 
-namespace podscope::runtime {
+namespace podscope::job {
 namespace {
 
 constexpr const char* kWorkerMarker = "PODSCOPE_LAUNCH_WORKER";
@@ -43,18 +45,13 @@ absl::StatusOr<int> FreePort(bool loopback) {
   return port;
 }
 
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
 struct Placement {
   int rank_offset = 0;
   int world_size = 0;
   std::string master_addr;
   int master_port = 0;
   std::string token;
+  JobTls tls;
 };
 
 // Joins the launchers of every node at the rendezvous; node 0's hosts it.
@@ -70,10 +67,10 @@ absl::StatusOr<Placement> Rendezvous(
     if (const char* t = std::getenv("PODSCOPE_JOB_TOKEN")) p.token = t;
     return p;
   }
-  auto split = SplitHostPort(o.rdzv_endpoint, "--rdzv_endpoint");
+  auto split = base::SplitHostPort(o.rdzv_endpoint, "--rdzv_endpoint");
   if (!split.ok()) return split.status();
   const auto& [host, port] = *split;
-  const bool loopback = IsLoopbackHost(host);
+  const bool loopback = base::IsLoopbackHost(host);
   if (const char* t = std::getenv("PODSCOPE_JOB_TOKEN")) p.token = t;
   if (!loopback && p.token.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -81,13 +78,18 @@ absl::StatusOr<Placement> Rendezvous(
         ") needs the same secret PODSCOPE_JOB_TOKEN in every node's "
         "environment"));
   }
+  p.tls = DiscoverJobTls();
+  if (!o.tls_ca_file.empty()) p.tls.ca_file = o.tls_ca_file;
+  if (o.insecure) p.tls.insecure = true;
   std::string dial = o.rdzv_endpoint;
+  JobTls client_tls = p.tls;
   if (o.node_rank == 0) {
     CoordinatorOptions c;
     c.bind_host = loopback ? "127.0.0.1" : "0.0.0.0";
     c.port = port;
     c.world_size = o.nnodes;
     c.token = p.token;
+    c.tls = p.tls;
     // Launchers do not heartbeat: they only meet here once.
     c.dead_after = absl::Hours(24 * 365);
     auto server = StartCoordinator(c);
@@ -99,11 +101,12 @@ absl::StatusOr<Placement> Rendezvous(
     }
     *rdzv_server = *std::move(server);
     dial = (*rdzv_server)->address();
+    client_tls = LocalClientTls(p.tls, host);
   }
-  auto client = CoordinationClient::Create(dial, p.token);
+  auto client = CoordinationClient::Create(dial, p.token, client_tls);
   if (!client.ok()) return client.status();
   CoordinationClient& c = **client;
-  auto reg = c.Register(o.node_rank, o.nnodes, HostName(), getpid(),
+  auto reg = c.Register(o.node_rank, o.nnodes, base::HostName(), getpid(),
                         (static_cast<uint64_t>(getpid()) << 16) ^
                             static_cast<uint64_t>(o.node_rank),
                         o.rdzv_timeout);
@@ -113,7 +116,7 @@ absl::StatusOr<Placement> Rendezvous(
         absl::StrCat("rendezvous of node ", o.node_rank, " at ",
                      o.rdzv_endpoint, ": ", reg.status().message()));
   }
-  if (absl::Status s = c.Set(absl::StrCat("launch/nproc/", o.node_rank),
+  if (absl::Status s = c.Set(absl::StrCat(kLaunchNprocKeyPrefix, o.node_rank),
                              absl::StrCat(o.nproc_per_node));
       !s.ok()) {
     return s;
@@ -121,16 +124,17 @@ absl::StatusOr<Placement> Rendezvous(
   if (o.node_rank == 0) {
     auto master = FreePort(loopback);
     if (!master.ok()) return master.status();
-    if (absl::Status s = c.Set("launch/master_port", absl::StrCat(*master));
+    if (absl::Status s = c.Set(kLaunchMasterPortKey, absl::StrCat(*master));
         !s.ok()) {
       return s;
     }
   }
-  if (absl::Status s = c.Barrier("launch/ready", o.node_rank, o.rdzv_timeout);
+  if (absl::Status s =
+          c.Barrier(kLaunchReadyBarrier, o.node_rank, o.rdzv_timeout);
       !s.ok()) {
     return s;
   }
-  auto nprocs = c.GetDirectory("launch/nproc/");
+  auto nprocs = c.GetDirectory(kLaunchNprocKeyPrefix);
   if (!nprocs.ok()) return nprocs.status();
   std::map<int, int> per_node;
   for (const auto& [key, value] : *nprocs) {
@@ -144,7 +148,7 @@ absl::StatusOr<Placement> Rendezvous(
     if (node < o.node_rank) p.rank_offset += n;
     p.world_size += n;
   }
-  auto master_port = c.BlockingGet("launch/master_port", o.rdzv_timeout);
+  auto master_port = c.BlockingGet(kLaunchMasterPortKey, o.rdzv_timeout);
   if (!master_port.ok()) return master_port.status();
   if (!absl::SimpleAtoi(*master_port, &p.master_port)) {
     return absl::InternalError("rendezvous: bad master port");
@@ -225,6 +229,10 @@ absl::StatusOr<LaunchResult> RunLauncher(const LaunchOptions& o) {
     if (!placement->token.empty()) {
       extra.push_back(absl::StrCat("PODSCOPE_JOB_TOKEN=", placement->token));
     }
+    if (!o.tls_ca_file.empty()) {
+      extra.push_back(absl::StrCat("PODSCOPE_JOB_TLS_CA=", o.tls_ca_file));
+    }
+    if (o.insecure) extra.push_back("PODSCOPE_JOB_INSECURE=1");
     specs.push_back({rank, o.command, BaseEnvironment(extra)});
   }
   internal::SuperviseOptions s;
@@ -285,4 +293,4 @@ absl::Status Launch(const std::function<absl::Status()>& fn, int nprocs,
   return absl::OkStatus();
 }
 
-}  // namespace podscope::runtime
+}  // namespace podscope::job

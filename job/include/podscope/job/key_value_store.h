@@ -1,5 +1,5 @@
-#ifndef PODSCOPE_RUNTIME_KEY_VALUE_STORE_H_
-#define PODSCOPE_RUNTIME_KEY_VALUE_STORE_H_
+#ifndef PODSCOPE_JOB_KEY_VALUE_STORE_H_
+#define PODSCOPE_JOB_KEY_VALUE_STORE_H_
 
 // The key-value store every process of a job shares. The coordination
 // service (hosted by rank 0) implements it over gRPC; collectives bootstrap
@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 
 class KeyValueStore {
  public:
@@ -41,6 +41,6 @@ class KeyValueStore {
   virtual absl::Status Delete(std::string_view key) = 0;
 };
 
-}  // namespace podscope::runtime
+}  // namespace podscope::job
 
-#endif  // PODSCOPE_RUNTIME_KEY_VALUE_STORE_H_
+#endif  // PODSCOPE_JOB_KEY_VALUE_STORE_H_

@@ -4,7 +4,8 @@
 // job's KeyValueStore.
 //
 // Contract:
-// - A service reachable beyond loopback requires a token; with a token,
+// - A service reachable beyond loopback requires a token, and TLS unless
+//   told it is on a trusted network (JobTls::insecure); with a token,
 //   every call without `authorization: Bearer <token>` is refused with
 //   UNAUTHENTICATED.
 // - Register: world size checked against the service's, a rank out of
@@ -13,11 +14,23 @@
 // - A rank that stops heartbeating for `dead_after` fails the job: every
 //   waiting and later call (blocking get, barriers, heartbeats) answers
 //   ABORTED naming the rank and its host.
+// - Register answers each rank with a secret; every later call of that
+//   client carries (rank, secret). Calls that change the job (Set, Delete,
+//   Barrier, Shutdown, Heartbeat) are refused (PERMISSION_DENIED) without a
+//   registered rank's credential, or when they name another rank; reads
+//   (Get, BlockingGet, GetDirectory) need only the token, so that `podscope
+//   capture --job` can look without joining.
+// - Keys under "launch/" and "podscope/" are reserved (keys.h): a rank
+//   writes only podscope/<kind>/<its rank> and launch/nproc/<its rank>;
+//   podscope/clock_probe and launch/master_port are rank 0's.
+// - Sizes are bounded (StoreLimits): keys, values, the whole store, open
+//   barriers; GetDirectory is served in pages.
 // - Every blocking call has a deadline. CoordinationClient::Abort ends the
 //   calls in flight and later ones with the given status.
-#ifndef PODSCOPE_RUNTIME_COORDINATION_H_
-#define PODSCOPE_RUNTIME_COORDINATION_H_
+#ifndef PODSCOPE_JOB_COORDINATION_H_
+#define PODSCOPE_JOB_COORDINATION_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,10 +41,22 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "podscope/job/environment.h"
+#include "podscope/job/key_value_store.h"
 #include "podscope/profiler/clock_probe.h"
-#include "podscope/runtime/key_value_store.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
+
+// What one job's store and barriers may hold; a call beyond a limit is
+// RESOURCE_EXHAUSTED naming it.
+struct StoreLimits {
+  size_t max_key_bytes = 1024;
+  size_t max_value_bytes = 1 << 20;
+  size_t max_total_bytes = size_t{64} << 20;  // keys and values
+  size_t max_keys = 100'000;
+  // Barriers some rank waits in; finished ones are forgotten.
+  size_t max_open_barriers = 10'000;
+};
 
 struct CoordinatorOptions {
   // Host to listen on: loopback ("127.0.0.1") needs no token; anything
@@ -40,10 +65,13 @@ struct CoordinatorOptions {
   int port = 0;  // 0: any free port
   int world_size = 1;
   std::string token;
+  // cert_file / key_file: TLS; beyond loopback required unless insecure.
+  JobTls tls;
   // Told to clients at registration; a registered rank silent for
   // dead_after fails the job.
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration dead_after = absl::Seconds(6);
+  StoreLimits limits;
 };
 
 class Coordinator {
@@ -54,13 +82,16 @@ class Coordinator {
   virtual std::string address() const = 0;
   // OK, or the job's failure (a dead rank).
   virtual absl::Status job_status() const = 0;
+  // How many ranks have registered so far.
+  virtual int registered_ranks() const = 0;
   // Wakes every waiting call with UNAVAILABLE and stops serving.
   // Idempotent; the destructor calls it.
   virtual void Stop() = 0;
 };
 
-// Fails naming the problem: a non-loopback bind without a token, a port
-// in use, a world size below 1.
+// Fails naming the problem: a non-loopback bind without a token, or
+// without TLS and not insecure; a port in use, a world size below 1, a TLS
+// file that cannot be read.
 absl::StatusOr<std::unique_ptr<Coordinator>> StartCoordinator(
     const CoordinatorOptions& options);
 
@@ -84,8 +115,11 @@ class CoordinationClient : public KeyValueStore {
  public:
   // `token` empty: none sent. The connection is made lazily; calls wait
   // for an unreachable coordinator only in Register.
+  // `tls.ca_file` set: TLS, trusting that CA (and checking
+  // tls.server_name when set).
   static absl::StatusOr<std::unique_ptr<CoordinationClient>> Create(
-      const std::string& address, const std::string& token);
+      const std::string& address, const std::string& token,
+      const JobTls& tls = {});
 
   ~CoordinationClient() override;
 
@@ -122,31 +156,6 @@ class CoordinationClient : public KeyValueStore {
   std::unique_ptr<Impl> impl_;
 };
 
-// A rank's profiler server as the rank published it in the job's store
-// (under kJobProfilerKeyPrefix<rank>: "address host pid") at Job::Init.
-inline constexpr std::string_view kJobProfilerKeyPrefix = "podscope/profiler/";
-struct JobProfiler {
-  int rank = 0;
-  std::string address;  // "host:port" to dial
-  std::string host;
-  int64_t pid = 0;
-};
+}  // namespace podscope::job
 
-// Every rank of the job at `coordinator` that published a profiler server,
-// by rank (what `podscope capture --job` and the viewer's Capture… dial).
-// `coordinator` is the job's MASTER_ADDR:MASTER_PORT, or the
-// --rdzv_endpoint of a `podscope launch` across hosts (its rendezvous
-// names the job's port).
-// UNAVAILABLE names a coordinator that is not there, UNAUTHENTICATED a
-// wrong token, NOT_FOUND a job whose ranks published none.
-absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
-    const std::string& coordinator, const std::string& token);
-
-// "host:port" split; "[v6]:port" accepted. InvalidArgument naming `what`.
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
-    std::string_view address, std::string_view what);
-bool IsLoopbackHost(std::string_view host);
-
-}  // namespace podscope::runtime
-
-#endif  // PODSCOPE_RUNTIME_COORDINATION_H_
+#endif  // PODSCOPE_JOB_COORDINATION_H_

@@ -7,6 +7,8 @@
 //   GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and
 //   PODSCOPE_LAUNCHER=podscope (plus PODSCOPE_JOB_TOKEN when the job is
 //   reachable beyond loopback), so Job::Init() needs no arguments.
+// - Across hosts the rendezvous (node 0's launcher) and the job's
+//   coordinator (rank 0) speak TLS (JobTls) unless `insecure`.
 // - Several nodes: every node's launcher joins the rendezvous at
 //   rdzv_endpoint (node 0's launcher hosts it there); ranks are global,
 //   numbered node by node. Beyond loopback the launchers need the same
@@ -16,8 +18,8 @@
 //   end by themselves (a Job reports the dead peer and closes its trace),
 //   then SIGTERM, then SIGKILL after grace_period; the result names the
 //   rank that caused it and how it ended.
-#ifndef PODSCOPE_RUNTIME_LAUNCH_H_
-#define PODSCOPE_RUNTIME_LAUNCH_H_
+#ifndef PODSCOPE_JOB_LAUNCH_H_
+#define PODSCOPE_JOB_LAUNCH_H_
 
 #include <cstdio>
 #include <functional>
@@ -28,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 
 struct LaunchOptions {
   int nnodes = 1;
@@ -36,6 +38,10 @@ struct LaunchOptions {
   int nproc_per_node = 1;
   // HOST:PORT of the rendezvous; required with nnodes > 1.
   std::string rdzv_endpoint;
+  // Over $PODSCOPE_JOB_TLS_CA and $PODSCOPE_JOB_INSECURE (JobTls), and
+  // handed to the workers in those variables.
+  std::string tls_ca_file;
+  bool insecure = false;
   // Restarts of a failed job; only 0 is supported.
   int max_restarts = 0;
   std::vector<std::string> command;  // the program and its arguments
@@ -74,6 +80,6 @@ absl::Status Launch(const std::function<absl::Status()>& fn, int nprocs,
 // True in a process started by Launch.
 bool IsLaunchedWorker();
 
-}  // namespace podscope::runtime
+}  // namespace podscope::job
 
-#endif  // PODSCOPE_RUNTIME_LAUNCH_H_
+#endif  // PODSCOPE_JOB_LAUNCH_H_

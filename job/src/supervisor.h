@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace podscope::runtime::internal {
+namespace podscope::job::internal {
 
 struct WorkerSpec {
   int rank = 0;
@@ -47,6 +47,6 @@ absl::StatusOr<SuperviseResult> Supervise(
 // "SIGKILL" for 9, else "signal N".
 std::string SignalName(int signo);
 
-}  // namespace podscope::runtime::internal
+}  // namespace podscope::job::internal
 
 #endif  // PODSCOPE_RUNTIME_SRC_DISTRIBUTED_SUPERVISOR_H_

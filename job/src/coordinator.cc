@@ -1,6 +1,6 @@
 // The coordination service hosted by rank 0: registration, the key-value
 // store, barriers, heartbeats with clock probes, the dead-rank watch and
-// the shutdown barrier (proto/podscope/runtime/coordination_service.proto).
+// the shutdown barrier (proto/podscope/job/coordination_service.proto).
 
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
@@ -12,27 +12,38 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "podscope/base/net.h"
+#include "podscope/job/coordination.h"
+#include "podscope/job/coordination_service.grpc.pb.h"
+#include "podscope/job/keys.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
-#include "podscope/runtime/coordination.h"
-#include "podscope/runtime/coordination_service.grpc.pb.h"
+#include "src/key_rules.h"
+#include "src/rank_credential.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 namespace {
 
-namespace pb = ::podscope::runtime::coordination;
+namespace pb = ::podscope::job::coordination;
 using grpc::ServerContext;
 using grpc::Status;
 using grpc::StatusCode;
 using SteadyClock = std::chrono::steady_clock;
+
+// A directory answer holds at most this many entries and bytes; the client
+// asks for the rest page by page.
+constexpr size_t kDirectoryPageEntries = 4096;
+constexpr size_t kDirectoryPageBytes = size_t{4} << 20;
 
 Status ToGrpc(const absl::Status& s) {
   return Status(static_cast<StatusCode>(s.code()), std::string(s.message()));
@@ -46,14 +57,47 @@ struct Member {
   std::string host;
   int64_t pid = 0;
   uint64_t incarnation = 0;
+  std::string secret;  // the rank's credential (RegisterResponse)
   SteadyClock::time_point last_heartbeat;
   bool leaving = false;  // entered the shutdown barrier
 };
 
+// A barrier some rank waits in. Waiters hold it, so that it can leave the
+// table the moment it completes.
 struct BarrierState {
   std::set<int> arrived;
-  uint64_t generation = 0;
+  bool done = false;
 };
+
+std::string NewSecret() {
+  std::random_device random;
+  std::string secret;
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppend(&secret, absl::Hex(random(), absl::kZeroPad8));
+  }
+  return secret;
+}
+
+// Equal without an early exit that would time the first difference.
+bool SameSecret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+std::string_view Metadata(const ServerContext& ctx, std::string_view name) {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find(grpc::string_ref(name.data(), name.size()));
+  if (it == md.end()) return {};
+  return std::string_view(it->second.data(), it->second.size());
+}
+
+Status Exhausted(std::string what) {
+  return Status(StatusCode::RESOURCE_EXHAUSTED, std::move(what));
+}
 
 class Service final : public pb::CoordinationService::Service {
  public:
@@ -76,6 +120,11 @@ class Service final : public pb::CoordinationService::Service {
   absl::Status job_status() const {
     std::lock_guard<std::mutex> lock(mu_);
     return job_error_;
+  }
+
+  int registered() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return registered_;
   }
 
   Status Register(ServerContext* ctx, const pb::RegisterRequest* req,
@@ -108,11 +157,12 @@ class Service final : public pb::CoordinationService::Service {
                        req->host(), " pid ", req->pid(), ") was refused"));
     }
     if (!slot) {
-      slot = Member{req->host(), req->pid(), req->incarnation(),
-                    SteadyClock::now(), false};
+      slot = Member{req->host(), req->pid(),         req->incarnation(),
+                    NewSecret(), SteadyClock::now(), false};
       ++registered_;
       cv_.notify_all();
     }
+    const std::string secret = slot->secret;
     const auto deadline = Deadline(ctx, req->timeout_ms());
     while (registered_ < n && job_error_.ok() && !stopping_) {
       if (WaitSlice(lock, deadline, ctx)) {
@@ -134,6 +184,7 @@ class Service final : public pb::CoordinationService::Service {
       for (auto& m : members_) m->last_heartbeat = SteadyClock::now();
     }
     for (const auto& m : members_) resp->add_hosts(m->host);
+    resp->set_rank_secret(secret);
     resp->set_heartbeat_interval_ms(
         absl::ToInt64Milliseconds(options_.heartbeat_interval));
     resp->set_dead_after_ms(absl::ToInt64Milliseconds(options_.dead_after));
@@ -153,6 +204,7 @@ class Service final : public pb::CoordinationService::Service {
                       absl::StrCat("heartbeat from rank ", rank,
                                    ", which is not registered in this job"));
       }
+      if (Status s = RequireRank(*ctx, rank, "heartbeat"); !s.ok()) return s;
       members_[rank]->last_heartbeat = SteadyClock::now();
       if (!job_error_.ok()) {
         resp->set_job_error_code(static_cast<int>(job_error_.code()));
@@ -167,7 +219,36 @@ class Service final : public pb::CoordinationService::Service {
   Status KeySet(ServerContext* ctx, const pb::KeySetRequest* req,
                 pb::KeySetResponse*) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
+    const StoreLimits& limits = options_.limits;
+    if (Status s = CheckKeySize(req->key()); !s.ok()) return s;
+    if (req->value().size() > limits.max_value_bytes) {
+      return Exhausted(absl::StrCat("value of key '", req->key(), "' is ",
+                                    req->value().size(),
+                                    " bytes; the store's limit is ",
+                                    limits.max_value_bytes, " bytes a value"));
+    }
     std::lock_guard<std::mutex> lock(mu_);
+    const int rank = CallerRank(*ctx);
+    if (rank < 0) return NotARank("set key '" + req->key() + "'");
+    if (absl::Status s = internal::CheckKeyWriter(rank, req->key()); !s.ok()) {
+      return ToGrpc(s);
+    }
+    auto it = kv_.find(req->key());
+    const size_t old_bytes =
+        it == kv_.end() ? 0 : it->first.size() + it->second.size();
+    const size_t new_bytes = req->key().size() + req->value().size();
+    if (it == kv_.end() && kv_.size() >= limits.max_keys) {
+      return Exhausted(absl::StrCat("the job's store holds ", kv_.size(),
+                                    " keys, its limit; key '", req->key(),
+                                    "' was not set"));
+    }
+    if (store_bytes_ - old_bytes + new_bytes > limits.max_total_bytes) {
+      return Exhausted(absl::StrCat(
+          "setting key '", req->key(), "' would make the job's store ",
+          store_bytes_ - old_bytes + new_bytes, " bytes; its limit is ",
+          limits.max_total_bytes, " bytes"));
+    }
+    store_bytes_ = store_bytes_ - old_bytes + new_bytes;
     kv_[req->key()] = req->value();
     cv_.notify_all();
     return Status::OK;
@@ -176,6 +257,7 @@ class Service final : public pb::CoordinationService::Service {
   Status KeyGet(ServerContext* ctx, const pb::KeyGetRequest* req,
                 pb::KeyGetResponse* resp) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
+    if (Status s = CheckKeySize(req->key()); !s.ok()) return s;
     std::unique_lock<std::mutex> lock(mu_);
     const auto deadline = Deadline(ctx, req->wait_ms());
     while (true) {
@@ -201,14 +283,31 @@ class Service final : public pb::CoordinationService::Service {
   Status KeyDirectory(ServerContext* ctx, const pb::KeyDirectoryRequest* req,
                       pb::KeyDirectoryResponse* resp) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
+    if (Status s = CheckKeySize(req->prefix()); !s.ok()) return s;
+    if (Status s = CheckKeySize(req->page_after()); !s.ok()) return s;
+    const size_t max_entries =
+        req->page_size() > 0
+            ? std::min<size_t>(req->page_size(), kDirectoryPageEntries)
+            : kDirectoryPageEntries;
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = kv_.lower_bound(req->prefix());
-         it != kv_.end() &&
-         it->first.compare(0, req->prefix().size(), req->prefix()) == 0;
+    const std::string& prefix = req->prefix();
+    auto it = req->page_after().empty() ? kv_.lower_bound(prefix)
+                                        : kv_.upper_bound(req->page_after());
+    if (it != kv_.end() && it->first < prefix) it = kv_.lower_bound(prefix);
+    size_t bytes = 0;
+    for (; it != kv_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
          ++it) {
+      const size_t entry = it->first.size() + it->second.size();
+      if (resp->entries_size() > 0 &&
+          (static_cast<size_t>(resp->entries_size()) >= max_entries ||
+           bytes + entry > kDirectoryPageBytes)) {
+        resp->set_more(true);
+        break;
+      }
       pb::KeyValue* kv = resp->add_entries();
       kv->set_key(it->first);
       kv->set_value(it->second);
+      bytes += entry;
     }
     return Status::OK;
   }
@@ -216,8 +315,18 @@ class Service final : public pb::CoordinationService::Service {
   Status KeyDelete(ServerContext* ctx, const pb::KeyDeleteRequest* req,
                    pb::KeyDeleteResponse*) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
+    if (Status s = CheckKeySize(req->key()); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
-    kv_.erase(req->key());
+    const int rank = CallerRank(*ctx);
+    if (rank < 0) return NotARank("delete key '" + req->key() + "'");
+    if (absl::Status s = internal::CheckKeyWriter(rank, req->key()); !s.ok()) {
+      return ToGrpc(s);
+    }
+    auto it = kv_.find(req->key());
+    if (it != kv_.end()) {
+      store_bytes_ -= it->first.size() + it->second.size();
+      kv_.erase(it);
+    }
     return Status::OK;
   }
 
@@ -231,7 +340,7 @@ class Service final : public pb::CoordinationService::Service {
   Status Shutdown(ServerContext* ctx, const pb::ShutdownRequest* req,
                   pb::ShutdownResponse*) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
-    return Wait(ctx, "podscope/shutdown", req->rank(), req->timeout_ms(),
+    return Wait(ctx, kShutdownBarrier, req->rank(), req->timeout_ms(),
                 /*leaving=*/true);
   }
 
@@ -272,30 +381,44 @@ class Service final : public pb::CoordinationService::Service {
                     absl::StrCat("barrier '", name, "': rank ", rank,
                                  " is outside the job's ranks 0..", n - 1));
     }
+    if (Status s = CheckKeySize(name); !s.ok()) return s;
     std::unique_lock<std::mutex> lock(mu_);
+    if (Status s =
+            RequireRank(*ctx, rank, absl::StrCat("barrier '", name, "'"));
+        !s.ok()) {
+      return s;
+    }
     if (!job_error_.ok()) return ToGrpc(job_error_);
     if (leaving && members_[rank]) members_[rank]->leaving = true;
-    BarrierState& b = barriers_[name];
-    const uint64_t generation = b.generation;
-    b.arrived.insert(rank);
-    if (static_cast<int>(b.arrived.size()) == n) {
-      b.arrived.clear();
-      ++b.generation;
+    std::shared_ptr<BarrierState>& slot = barriers_[name];
+    if (slot == nullptr) {
+      if (barriers_.size() > options_.limits.max_open_barriers) {
+        barriers_.erase(name);
+        return Exhausted(absl::StrCat(
+            "barrier '", name, "': ", options_.limits.max_open_barriers,
+            " barriers are already open in this job, its limit"));
+      }
+      slot = std::make_shared<BarrierState>();
+    }
+    const std::shared_ptr<BarrierState> b = slot;
+    b->arrived.insert(rank);
+    if (static_cast<int>(b->arrived.size()) == n) {
+      b->done = true;
+      barriers_.erase(name);
       cv_.notify_all();
       return Status::OK;
     }
     const auto deadline = Deadline(ctx, timeout_ms);
-    while (barriers_[name].generation == generation) {
+    while (!b->done) {
       if (!job_error_.ok()) return ToGrpc(job_error_);
       if (stopping_) return Stopped();
       if (WaitSlice(lock, deadline, ctx)) {
-        BarrierState& now = barriers_[name];
-        if (now.generation != generation) break;
+        if (b->done) break;
         // The rank stays counted as arrived: the missing ranks named are
         // those that never came, and calling again waits on.
         std::vector<int> missing;
         for (int r = 0; r < n; ++r) {
-          if (!now.arrived.count(r) && r != rank) missing.push_back(r);
+          if (!b->arrived.count(r) && r != rank) missing.push_back(r);
         }
         return Status(
             StatusCode::DEADLINE_EXCEEDED,
@@ -303,6 +426,47 @@ class Service final : public pb::CoordinationService::Service {
                          " ms on rank ", rank, ": rank(s) ", Ranks(missing),
                          " did not arrive"));
       }
+    }
+    return Status::OK;
+  }
+
+  Status CheckKeySize(const std::string& key) const {
+    if (key.size() <= options_.limits.max_key_bytes) return Status::OK;
+    return Exhausted(absl::StrCat(
+        "a key of ", key.size(), " bytes; the store's limit is ",
+        options_.limits.max_key_bytes, " bytes a key (and a barrier name)"));
+  }
+
+  // The registered rank whose credential the call carries, or -1.
+  int CallerRank(const ServerContext& ctx) const {
+    const std::string_view rank_text = Metadata(ctx, internal::kRankMetadata);
+    int rank = -1;
+    if (rank_text.empty() || rank_text.size() > 9 ||
+        !absl::SimpleAtoi(std::string(rank_text), &rank) || rank < 0 ||
+        rank >= options_.world_size || !members_[rank] ||
+        !SameSecret(Metadata(ctx, internal::kSecretMetadata),
+                    members_[rank]->secret)) {
+      return -1;
+    }
+    return rank;
+  }
+
+  static Status NotARank(const std::string& what) {
+    return Status(StatusCode::PERMISSION_DENIED,
+                  absl::StrCat(what,
+                               ": only a registered rank of the job may "
+                               "(the call carried no valid rank credential)"));
+  }
+
+  // The call must carry rank `rank`'s credential.
+  Status RequireRank(const ServerContext& ctx, int rank,
+                     const std::string& what) const {
+    const int caller = CallerRank(ctx);
+    if (caller < 0) return NotARank(what);
+    if (caller != rank) {
+      return Status(
+          StatusCode::PERMISSION_DENIED,
+          absl::StrCat(what, ": rank ", caller, " may not act as rank ", rank));
     }
     return Status::OK;
   }
@@ -347,7 +511,8 @@ class Service final : public pb::CoordinationService::Service {
   bool stopping_ = false;
   absl::Status job_error_;
   std::map<std::string, std::string> kv_;
-  std::map<std::string, BarrierState> barriers_;
+  size_t store_bytes_ = 0;  // keys and values in kv_
+  std::map<std::string, std::shared_ptr<BarrierState>> barriers_;
   std::thread watcher_;
 };
 
@@ -363,6 +528,7 @@ class CoordinatorImpl final : public Coordinator {
     return absl::StrCat("127.0.0.1:", port_);
   }
   absl::Status job_status() const override { return service_->job_status(); }
+  int registered_ranks() const override { return service_->registered(); }
   void Stop() override {
     std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return;
@@ -393,24 +559,25 @@ absl::StatusOr<std::unique_ptr<Coordinator>> StartCoordinator(
     return absl::InvalidArgumentError(
         absl::StrCat("coordinator: port ", options.port, " is not 0..65535"));
   }
-  if (!IsLoopbackHost(options.bind_host) && options.token.empty()) {
+  if (!base::IsLoopbackHost(options.bind_host) && options.token.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("coordinator: listening on ", options.bind_host,
                      " lets other hosts join the job; it needs a job token "
                      "(PODSCOPE_JOB_TOKEN; `podscope launch` makes one)"));
   }
-  std::string host = options.bind_host;
-  if (host.find(':') != std::string::npos && host.front() != '[') {
-    host = "[" + host + "]";
-  }
-  const std::string listen = absl::StrCat(host, ":", options.port);
+  const std::string listen =
+      base::JoinHostPort(options.bind_host, options.port);
   auto service = std::make_unique<Service>(options);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
   builder.RegisterService(service.get());
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(64 << 20);
+  // A request is at most a key and a value.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<size_t>(options.limits.max_key_bytes +
+                           options.limits.max_value_bytes + (size_t{64} << 10),
+                       size_t{1} << 30)));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound == 0) {
     service->Stop();
@@ -422,4 +589,4 @@ absl::StatusOr<std::unique_ptr<Coordinator>> StartCoordinator(
       new CoordinatorImpl(std::move(service), std::move(server), bound));
 }
 
-}  // namespace podscope::runtime
+}  // namespace podscope::job

@@ -6,9 +6,9 @@
 #include <map>
 #include <string>
 
-#include "podscope/runtime/distributed.h"
+#include "podscope/job/environment.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 namespace {
 
 using ::testing::ElementsAre;
@@ -158,4 +158,4 @@ TEST(Discovery, SlurmNodeLists) {
 }
 
 }  // namespace
-}  // namespace podscope::runtime
+}  // namespace podscope::job

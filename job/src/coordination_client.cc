@@ -11,12 +11,15 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "podscope/runtime/coordination.h"
-#include "podscope/runtime/coordination_service.grpc.pb.h"
+#include "podscope/base/net.h"
+#include "podscope/job/coordination.h"
+#include "podscope/job/coordination_service.grpc.pb.h"
+#include "podscope/profiler/grpc_credentials.h"
+#include "src/rank_credential.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 
-namespace pb = ::podscope::runtime::coordination;
+namespace pb = ::podscope::job::coordination;
 
 namespace {
 
@@ -35,56 +38,19 @@ int64_t Ms(absl::Duration d) {
 
 }  // namespace
 
-bool IsLoopbackHost(std::string_view host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" ||
-         host.rfind("127.", 0) == 0;
-}
-
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
-    std::string_view address_view, std::string_view what_view) {
-  // absl::string_view, which abseil's string functions take.
-  const absl::string_view address(address_view.data(), address_view.size());
-  const absl::string_view what(what_view.data(), what_view.size());
-  std::string host;
-  absl::string_view port_text;
-  if (!address.empty() && address.front() == '[') {
-    const size_t close = address.find(']');
-    if (close == absl::string_view::npos || close + 1 >= address.size() ||
-        address[close + 1] != ':') {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": '", address, "' is not [ipv6]:port"));
-    }
-    host = std::string(address.substr(1, close - 1));
-    port_text = address.substr(close + 2);
-  } else {
-    const size_t colon = address.rfind(':');
-    if (colon == absl::string_view::npos || colon == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": '", address, "' is not host:port"));
-    }
-    host = std::string(address.substr(0, colon));
-    port_text = address.substr(colon + 1);
-  }
-  int port = 0;
-  if (!absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": '", address, "' has no valid port (1..65535)"));
-  }
-  return std::make_pair(host, port);
-}
-
 class CoordinationClient::Impl {
  public:
-  Impl(std::string address, std::string token)
+  Impl(std::string address, std::string token,
+       std::shared_ptr<grpc::ChannelCredentials> creds,
+       grpc::ChannelArguments args)
       : address_(std::move(address)), token_(std::move(token)) {
-    grpc::ChannelArguments args;
     // Rank 0 may come up after the others: retry the connection quickly.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    args.SetMaxReceiveMessageSize(64 << 20);
-    channel_ = grpc::CreateCustomChannel(
-        address_, grpc::InsecureChannelCredentials(), args);
+    // The largest answer is a directory page (4 MiB) or a value (1 MiB).
+    args.SetMaxReceiveMessageSize(16 << 20);
+    channel_ = grpc::CreateCustomChannel(address_, creds, args);
     stub_ = pb::CoordinationService::NewStub(channel_);
   }
 
@@ -98,6 +64,10 @@ class CoordinationClient::Impl {
         ctx.AddMetadata("authorization", "Bearer " + impl->token_);
       }
       std::lock_guard<std::mutex> lock(impl_->mu_);
+      if (!impl_->secret_.empty()) {
+        ctx.AddMetadata(internal::kRankMetadata, absl::StrCat(impl_->rank_));
+        ctx.AddMetadata(internal::kSecretMetadata, impl_->secret_);
+      }
       impl_->calls_.insert(&ctx);
       if (!impl_->abort_.ok()) ctx.TryCancel();
     }
@@ -143,6 +113,12 @@ class CoordinationClient::Impl {
     for (grpc::ClientContext* ctx : calls_) ctx->TryCancel();
   }
 
+  void SetCredential(int rank, std::string secret) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rank_ = rank;
+    secret_ = std::move(secret);
+  }
+
   const std::string address_;
   const std::string token_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -150,6 +126,8 @@ class CoordinationClient::Impl {
   std::mutex mu_;
   std::set<grpc::ClientContext*> calls_;  // guarded by mu_
   absl::Status abort_;                    // guarded by mu_
+  int rank_ = -1;                         // guarded by mu_
+  std::string secret_;                    // guarded by mu_; after Register
 };
 
 CoordinationClient::CoordinationClient(std::string address,
@@ -159,11 +137,16 @@ CoordinationClient::CoordinationClient(std::string address,
 CoordinationClient::~CoordinationClient() = default;
 
 absl::StatusOr<std::unique_ptr<CoordinationClient>> CoordinationClient::Create(
-    const std::string& address, const std::string& token) {
-  auto split = SplitHostPort(address, "coordinator address");
+    const std::string& address, const std::string& token, const JobTls& tls) {
+  auto split = base::SplitHostPort(address, "coordinator address");
   if (!split.ok()) return split.status();
-  return std::unique_ptr<CoordinationClient>(
-      new CoordinationClient(address, std::make_unique<Impl>(address, token)));
+  grpc::ChannelArguments args;
+  auto creds = profiler::ChannelCredentialsFromFiles(tls.ca_file,
+                                                     tls.server_name, &args);
+  if (!creds.ok()) return creds.status();
+  return std::unique_ptr<CoordinationClient>(new CoordinationClient(
+      address, std::make_unique<Impl>(address, token, *std::move(creds),
+                                      std::move(args))));
 }
 
 void CoordinationClient::Abort(const absl::Status& status) {
@@ -197,6 +180,7 @@ absl::StatusOr<RegisterResult> CoordinationClient::Register(
         " (is rank 0 running, and are MASTER_ADDR / MASTER_PORT right?)"));
   }
   if (absl::Status r = impl_->Result(s, "register"); !r.ok()) return r;
+  impl_->SetCredential(rank, resp.rank_secret());
   RegisterResult result;
   for (const std::string& h : resp.hosts()) result.hosts.push_back(h);
   result.heartbeat_interval = absl::Milliseconds(resp.heartbeat_interval_ms());
@@ -298,20 +282,31 @@ absl::StatusOr<std::string> CoordinationClient::BlockingGet(
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
 CoordinationClient::GetDirectory(std::string_view prefix) {
-  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  std::vector<std::pair<std::string, std::string>> out;
   pb::KeyDirectoryRequest req;
   req.set_prefix(std::string(prefix));
-  pb::KeyDirectoryResponse resp;
-  Impl::Call call(impl_.get(), After(absl::Seconds(30)));
-  absl::Status s =
-      impl_->Result(impl_->stub_->KeyDirectory(&call.ctx, req, &resp),
-                    absl::StrCat("directory '", std::string(prefix), "'"));
-  if (!s.ok()) return s;
-  std::vector<std::pair<std::string, std::string>> out;
-  out.reserve(resp.entries_size());
-  for (pb::KeyValue& kv : *resp.mutable_entries()) {
-    out.emplace_back(std::move(*kv.mutable_key()),
-                     std::move(*kv.mutable_value()));
+  while (true) {
+    if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+    pb::KeyDirectoryResponse resp;
+    Impl::Call call(impl_.get(), After(absl::Seconds(30)));
+    absl::Status s =
+        impl_->Result(impl_->stub_->KeyDirectory(&call.ctx, req, &resp),
+                      absl::StrCat("directory '", std::string(prefix), "'"));
+    if (!s.ok()) return s;
+    for (pb::KeyValue& kv : *resp.mutable_entries()) {
+      // Pages must move forward within the prefix: anything else is a
+      // coordinator that would make this loop forever.
+      if (kv.key().compare(0, prefix.size(), prefix) != 0 ||
+          (!out.empty() && kv.key() <= out.back().first)) {
+        return absl::DataLossError(
+            absl::StrCat("directory '", std::string(prefix),
+                         "': the coordinator answered keys out of order"));
+      }
+      out.emplace_back(std::move(*kv.mutable_key()),
+                       std::move(*kv.mutable_value()));
+    }
+    if (!resp.more() || resp.entries_size() == 0) break;
+    req.set_page_after(out.back().first);
   }
   return out;
 }
@@ -326,4 +321,4 @@ absl::Status CoordinationClient::Delete(std::string_view key) {
                        absl::StrCat("delete '", std::string(key), "'"));
 }
 
-}  // namespace podscope::runtime
+}  // namespace podscope::job

@@ -1,7 +1,7 @@
 // The coordination service over real gRPC on loopback: the key-value store,
 // blocking gets, barriers, the shutdown barrier, dead-rank detection, and
 // every kind of bad input a job can meet.
-#include "podscope/runtime/coordination.h"
+#include "podscope/job/coordination.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,53 +13,17 @@
 #include <thread>
 #include <vector>
 
+#include "job_test_util.h"
 #include "podscope/profiler/clock.h"
 
-namespace podscope::runtime {
+namespace podscope::job {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::unique_ptr<Coordinator> Start(
-    int world_size, std::string token = "",
-    absl::Duration dead_after = absl::Seconds(6)) {
-  CoordinatorOptions o;
-  o.world_size = world_size;
-  o.token = std::move(token);
-  o.dead_after = dead_after;
-  auto c = StartCoordinator(o);
-  EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? *std::move(c) : nullptr;
-}
-
-std::unique_ptr<CoordinationClient> Connect(const Coordinator& c,
-                                            const std::string& token = "") {
-  auto client = CoordinationClient::Create(c.address(), token);
-  EXPECT_TRUE(client.ok()) << client.status();
-  return *std::move(client);
-}
-
-// Registers ranks 0..n-1 concurrently (Register waits for all).
-std::vector<std::unique_ptr<CoordinationClient>> RegisterAll(
-    const Coordinator& c, int n) {
-  std::vector<std::unique_ptr<CoordinationClient>> clients;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) clients.push_back(Connect(c));
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      auto result = clients[r]->Register(r, n, "host" + std::to_string(r),
-                                         1000 + r, 77 + r, absl::Seconds(10));
-      ASSERT_TRUE(result.ok()) << result.status();
-      EXPECT_EQ(result->hosts.size(), static_cast<size_t>(n));
-    });
-  }
-  for (auto& t : threads) t.join();
-  return clients;
-}
-
 TEST(Coordination, KeyValueStoreSemantics) {
   auto c = Start(1);
-  auto kv = Connect(*c);
+  auto kv = std::move(RegisterAll(*c, 1)[0]);
   EXPECT_TRUE(kv->Set("a/x", "1").ok());
   EXPECT_TRUE(kv->Set("a/y", std::string("\0bin", 4)).ok());
   EXPECT_TRUE(kv->Set("b", "3").ok());
@@ -85,7 +49,7 @@ TEST(Coordination, KeyValueStoreSemantics) {
 TEST(Coordination, BlockingGetWaitsForTheKeyOrTimesOut) {
   auto c = Start(1);
   auto kv = Connect(*c);
-  auto setter = Connect(*c);
+  auto setter = std::move(RegisterAll(*c, 1)[0]);
   std::thread later([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     EXPECT_TRUE(setter->Set("late", "here").ok());
@@ -164,6 +128,8 @@ TEST(Coordination, WrongOrMissingTokenIsUnauthenticated) {
   EXPECT_EQ(wrong->Get("k").status().code(),
             absl::StatusCode::kUnauthenticated);
   auto right = Connect(*c, "s3cret");
+  ASSERT_TRUE(
+      right->Register(0, 1, "h", 1, 5, absl::Seconds(10)).status().ok());
   EXPECT_TRUE(right->Set("k", "v").ok());
 }
 
@@ -194,7 +160,14 @@ TEST(Coordination, RegistrationRefusesBadRanks) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("rank(s) 0"));
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The second claim comes once the first is in.
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (c->registered_ranks() < 1 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(c->registered_ranks(), 1);
   auto twice = b->Register(1, 2, "second-host", 22, 222, absl::Seconds(1));
   first.join();
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kAlreadyExists);
@@ -276,4 +249,4 @@ TEST(Coordination, AbortEndsCallsInFlight) {
 }
 
 }  // namespace
-}  // namespace podscope::runtime
+}  // namespace podscope::job
