@@ -286,9 +286,13 @@ absl::Status JobImpl::Start() {
     const char* profiler_token = std::getenv("PODSCOPE_PROFILER_TOKEN");
     const bool have_token =
         profiler_token != nullptr && *profiler_token != '\0';
+    // The job's token opens every rank's server (`capture --job` sends
+    // it), on loopback too, unless the profiler has a token of its own.
+    if (!have_token && !env_.job_token.empty()) {
+      server_options.token = env_.job_token;
+    }
     if (!loopback && (have_token || !env_.job_token.empty())) {
       server_options.bind_address = "0.0.0.0";
-      if (!have_token) server_options.token = env_.job_token;
     }
     auto server = profiler::StartServer(options_.profiler_port, server_options);
     if (server.ok()) {
