@@ -44,6 +44,55 @@ std::string Drain(const std::shared_ptr<Capture>& c, absl::Status* end) {
   return file + chunk;
 }
 
+// A flush after a long backlog can be one piece far over a message: it is
+// handed out in parts of at most the size asked for, so that no message
+// passes the client's receive limit.
+TEST(CaptureStream, APieceOverTheMessageSizeIsSplit) {
+  CaptureStream stream(int64_t{1} << 30);
+  std::string big(3 * (1 << 20) + 5, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7);
+  stream.Append("head");
+  stream.Append(big);
+  stream.Append("tail");
+  stream.Finish(absl::OkStatus());
+  std::string received, part;
+  size_t cursor = 0;
+  pb::CaptureData progress;
+  absl::Status end;
+  int messages = 0;
+  bool done = false;
+  while (!done) {
+    done = stream.Next(&cursor, &part, 1 << 20, std::chrono::milliseconds(0),
+                       &progress, &end);
+    EXPECT_LE(part.size(), size_t{1} << 20);
+    received += part;
+    ASSERT_LT(++messages, 100);
+  }
+  EXPECT_EQ(received, "head" + big + "tail");
+  // "head", three parts of the big piece, and its rest with "tail".
+  EXPECT_EQ(messages, 5);
+}
+
+TEST(ByteBudget, CopiesShareOneLimitNamedWhenPassed) {
+  ByteBudget budget(1000, "max_capture_bytes");
+  ByteBudget::Holding a(&budget), b(&budget);
+  EXPECT_TRUE(a.Take(600).ok());
+  const absl::Status refused = b.Take(600);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("max_capture_bytes"), std::string::npos)
+      << refused;
+  EXPECT_NE(refused.message().find("1000"), std::string::npos) << refused;
+  EXPECT_TRUE(b.Take(400).ok());
+  EXPECT_EQ(budget.held(), 1000);
+  {
+    ByteBudget::Holding c(&budget);
+    EXPECT_FALSE(c.Take(1).ok());
+  }
+  a.Release();
+  EXPECT_EQ(budget.held(), 400);
+  EXPECT_TRUE(b.Take(600).ok());
+}
+
 TEST(CaptureHub, ManyClientsGetTheSameCompleteFile) {
   Workload work;
   ServerOptions o;

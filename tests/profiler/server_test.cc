@@ -8,6 +8,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -17,6 +18,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -26,6 +29,8 @@
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
+#include "podscope/profiler/user_token.h"
+#include "podscope/profiler/xprof_service.grpc.pb.h"
 #include "podscope/trace_format/clock_model.h"
 #include "trace_file.h"
 #include "workload.h"
@@ -41,6 +46,14 @@ using testing::Workload;
 std::unique_ptr<pb::ProfilerService::Stub> Stub(const std::string& address) {
   return pb::ProfilerService::NewStub(
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+}
+
+// What a client of this user sends to a server on loopback, as the
+// capture client does (ClientToken).
+void AddUserToken(grpc::ClientContext* ctx) {
+  auto token = UserToken(/*create=*/false);
+  ASSERT_TRUE(token.ok()) << token.status();
+  ctx->AddMetadata("authorization", "Bearer " + *token);
 }
 
 std::unique_ptr<ProfilerServer> Serve(const ServerOptions& options = {}) {
@@ -61,6 +74,7 @@ TEST(Server, DefaultsToLoopbackAndAnswersInfo) {
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(server->address(), "127.0.0.1:" + std::to_string(server->port()));
   grpc::ClientContext ctx;
+  AddUserToken(&ctx);
   pb::ProcessInfo info;
   ASSERT_TRUE(Stub(server->address())->GetInfo(&ctx, {}, &info).ok());
   EXPECT_EQ(info.pid(), getpid());
@@ -89,6 +103,7 @@ TEST(Server, ClockProbesOnTheUdpPortNeedTheKey) {
   auto server = Serve();
   ASSERT_NE(server, nullptr);
   grpc::ClientContext ctx;
+  AddUserToken(&ctx);
   pb::ProcessInfo info;
   ASSERT_TRUE(Stub(server->address())->GetInfo(&ctx, {}, &info).ok());
   ASSERT_GT(info.probe_port(), 0);
@@ -251,6 +266,7 @@ TEST(Server, BadRequestsGetErrorsAndTheServerStaysUp) {
   auto stub = Stub(server->address());
   auto capture_status = [&](int64_t duration_ms, const std::string& session) {
     grpc::ClientContext ctx;
+    AddUserToken(&ctx);
     pb::CaptureRequest r;
     r.set_duration_ms(duration_ms);
     r.set_session_id(session);
@@ -270,6 +286,7 @@ TEST(Server, BadRequestsGetErrorsAndTheServerStaysUp) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   {
     grpc::ClientContext ctx;
+    AddUserToken(&ctx);
     pb::StopRequest r;
     r.set_session_id("no-such-session");
     pb::StopResponse resp;
@@ -297,6 +314,7 @@ TEST(Server, BadRequestsGetErrorsAndTheServerStaysUp) {
   {
     Workload work;
     grpc::ClientContext ctx;
+    AddUserToken(&ctx);
     pb::CaptureRequest r;
     r.set_duration_ms(5000);
     auto reader = stub->Capture(&ctx, r);
@@ -314,6 +332,7 @@ TEST(Server, BadRequestsGetErrorsAndTheServerStaysUp) {
   }
   EXPECT_FALSE(IsTracing());
   grpc::ClientContext ctx;
+  AddUserToken(&ctx);
   pb::ProcessInfo info;
   ASSERT_TRUE(stub->GetInfo(&ctx, {}, &info).ok());
   EXPECT_TRUE(capture_status(100, "again").ok());
@@ -324,6 +343,7 @@ TEST(Server, StopEndsACaptureThatRunsUntilStopped) {
   ASSERT_NE(server, nullptr);
   auto stub = Stub(server->address());
   grpc::ClientContext ctx;
+  AddUserToken(&ctx);
   pb::CaptureRequest r;
   r.set_duration_ms(0);
   r.set_session_id("open-ended");
@@ -333,6 +353,7 @@ TEST(Server, StopEndsACaptureThatRunsUntilStopped) {
   EXPECT_EQ(d.session_id(), "open-ended");
   {
     grpc::ClientContext sctx;
+    AddUserToken(&sctx);
     pb::StopRequest sr;
     sr.set_session_id("open-ended");
     pb::StopResponse resp;
@@ -545,25 +566,104 @@ TEST(Server, ACaptureOfASelfRecordingProcessHoldsItsWindowAtItsLevel) {
   EXPECT_EQ(local_samples, 0u);
 }
 
+// Every RPC of both services on the server's port (its own and XProf's),
+// each called once with `authorization` (empty: none): the status code of
+// each, by the method's full name.
+std::map<std::string, grpc::StatusCode> CallEveryRpc(
+    const std::string& address, const std::string& authorization) {
+  auto channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto native = pb::ProfilerService::NewStub(channel);
+  auto xprof = tensorflow::ProfilerService::NewStub(channel);
+  const std::string ours = pb::ProfilerService::service_full_name();
+  const std::string theirs = tensorflow::ProfilerService::service_full_name();
+  std::map<std::string, grpc::StatusCode> codes;
+  auto call = [&](const std::string& name, auto&& rpc) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(20));
+    if (!authorization.empty()) {
+      ctx.AddMetadata("authorization", authorization);
+    }
+    codes[name] = rpc(&ctx).error_code();
+  };
+  call(ours + ".GetInfo", [&](grpc::ClientContext* ctx) {
+    pb::ProcessInfo info;
+    return native->GetInfo(ctx, {}, &info);
+  });
+  call(ours + ".ProbeClock", [&](grpc::ClientContext* ctx) {
+    pb::ClockProbeResponse response;
+    return native->ProbeClock(ctx, {}, &response);
+  });
+  call(ours + ".Capture", [&](grpc::ClientContext* ctx) {
+    pb::CaptureRequest request;
+    request.set_duration_ms(100);
+    auto reader = native->Capture(ctx, request);
+    pb::CaptureData data;
+    while (reader->Read(&data)) {
+    }
+    return reader->Finish();
+  });
+  call(ours + ".Stop", [&](grpc::ClientContext* ctx) {
+    pb::StopResponse response;
+    return native->Stop(ctx, {}, &response);
+  });
+  call(theirs + ".Profile", [&](grpc::ClientContext* ctx) {
+    tensorflow::ProfileRequest request;
+    request.set_duration_ms(100);
+    request.set_emit_xspace(true);
+    tensorflow::ProfileResponse response;
+    return xprof->Profile(ctx, request, &response);
+  });
+  call(theirs + ".Terminate", [&](grpc::ClientContext* ctx) {
+    tensorflow::TerminateResponse response;
+    return xprof->Terminate(ctx, {}, &response);
+  });
+  return codes;
+}
+
+// The full names of every method of the services the server registers.
+std::set<std::string> EveryMethod() {
+  std::set<std::string> names;
+  for (const std::string& service :
+       {std::string(pb::ProfilerService::service_full_name()),
+        std::string(tensorflow::ProfilerService::service_full_name())}) {
+    const auto* descriptor =
+        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+            service);
+    EXPECT_NE(descriptor, nullptr) << service;
+    if (descriptor == nullptr) continue;
+    for (int i = 0; i < descriptor->method_count(); ++i) {
+      names.insert(descriptor->method(i)->full_name());
+    }
+  }
+  return names;
+}
+
 TEST(Server, TokenIsCheckedOnEveryCall) {
   ServerOptions so;
   so.token = "open-sesame";
   auto server = Serve(so);
   ASSERT_NE(server, nullptr);
-  auto stub = Stub(server->address());
-  {
-    grpc::ClientContext ctx;
-    pb::ProcessInfo info;
-    EXPECT_EQ(stub->GetInfo(&ctx, {}, &info).error_code(),
-              grpc::StatusCode::UNAUTHENTICATED);
+  const std::set<std::string> methods = EveryMethod();
+  EXPECT_EQ(methods.size(), 6u);
+  for (const std::string& given :
+       {std::string(), std::string("Bearer open-sesamE"),
+        std::string("Bearer open-sesame-and-more"), std::string("open-sesame"),
+        std::string("Bearer ") + *UserToken(/*create=*/true)}) {
+    const auto codes = CallEveryRpc(server->address(), given);
+    std::set<std::string> called;
+    for (const auto& [method, code] : codes) {
+      called.insert(method);
+      EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED)
+          << method << " with authorization '" << given << "'";
+    }
+    // A method added to either service is called here too.
+    EXPECT_EQ(called, methods);
   }
-  {
-    grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer open-sesamE");
-    pb::ClockProbeRequest r;
-    pb::ClockProbeResponse resp;
-    EXPECT_EQ(stub->ProbeClock(&ctx, r, &resp).error_code(),
-              grpc::StatusCode::UNAUTHENTICATED);
+  for (const auto& [method, code] :
+       CallEveryRpc(server->address(), "Bearer open-sesame")) {
+    EXPECT_NE(code, grpc::StatusCode::UNAUTHENTICATED) << method;
   }
   CaptureOptions o;
   o.workers = {server->address()};
@@ -578,6 +678,69 @@ TEST(Server, TokenIsCheckedOnEveryCall) {
   auto allowed = CaptureWorkers(o);
   ASSERT_TRUE(allowed.ok());
   EXPECT_EQ(allowed->answered(), 1) << allowed->workers[0].error;
+}
+
+// On loopback, with no token configured, other users of the machine are
+// kept out: the server requires this user's token, which this user's
+// clients read from the token file.
+TEST(Server, OnLoopbackTheUserTokenIsRequiredByDefault) {
+  unsetenv("PODSCOPE_PROFILER_TOKEN");
+  auto server = Serve();
+  ASSERT_NE(server, nullptr);
+  auto token = UserToken(/*create=*/false);
+  ASSERT_TRUE(token.ok()) << token.status();
+  for (const std::string& given :
+       {std::string(), std::string("Bearer not-the-user-token")}) {
+    for (const auto& [method, code] : CallEveryRpc(server->address(), given)) {
+      EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED)
+          << method << " with authorization '" << given << "'";
+    }
+  }
+  for (const auto& [method, code] :
+       CallEveryRpc(server->address(), "Bearer " + *token)) {
+    EXPECT_NE(code, grpc::StatusCode::UNAUTHENTICATED) << method;
+  }
+  CaptureOptions o;
+  o.workers = {server->address()};
+  o.logdir = FreshDir("user_token");
+  o.duration_ms = 100;
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->answered(), 1) << result->workers[0].error;
+}
+
+TEST(Server, AnEmptyTokenVariableLeavesLoopbackOpenWithAWarning) {
+  setenv("PODSCOPE_PROFILER_TOKEN", "", 1);
+  ::testing::internal::CaptureStderr();
+  auto server = Serve();
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(server, nullptr);
+  EXPECT_NE(warning.find("takes calls from every user of this machine"),
+            std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find(server->address()), std::string::npos) << warning;
+  for (const auto& [method, code] : CallEveryRpc(server->address(), "")) {
+    EXPECT_NE(code, grpc::StatusCode::UNAUTHENTICATED) << method;
+  }
+  // Beyond loopback an empty token is no token.
+  ServerOptions everywhere;
+  everywhere.bind_address = "0.0.0.0";
+  auto refused = StartServer(0, everywhere);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  unsetenv("PODSCOPE_PROFILER_TOKEN");
+}
+
+TEST(Server, ATokenFileOthersCanReadStopsTheServer) {
+  unsetenv("PODSCOPE_PROFILER_TOKEN");
+  ASSERT_TRUE(UserToken(/*create=*/true).ok());
+  const std::string path = *UserTokenPath();
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto server = StartServer(0);
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(server.status().message().find(path), std::string::npos)
+      << server.status();
 }
 
 TEST(Server, Tls) {

@@ -41,7 +41,8 @@ Flags:
   --session NAME        The session folder's name (default: UTC time,
                         YYYYMMDD-HHMMSS)
   --token T             Token for servers that require one (default:
-                        $PODSCOPE_PROFILER_TOKEN)
+                        $PODSCOPE_PROFILER_TOKEN, else for loopback
+                        workers this user's token file)
   --tls_ca FILE         Speak TLS; FILE is the PEM certificate (or its CA)
                         the servers present
   --tls_server_name N   Name to check the certificate against instead of

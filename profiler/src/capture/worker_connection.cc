@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/grpc_credentials.h"
+#include "podscope/profiler/user_token.h"
 
 namespace podscope::profiler::internal {
 namespace {
@@ -56,12 +57,13 @@ absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
         address, ": no connection within ", options.connect_timeout_ms,
         " ms (is its profiler server running and reachable?)"));
   }
-  std::string token = options.token;
-  if (token.empty()) {
-    if (const char* env = std::getenv("PODSCOPE_PROFILER_TOKEN")) token = env;
+  auto token = ClientToken(options.token, address);
+  if (!token.ok()) {
+    return absl::Status(token.status().code(),
+                        absl::StrCat(address, ": ", token.status().message()));
   }
   return std::unique_ptr<WorkerConnection>(
-      new WorkerConnection(address, channel, token));
+      new WorkerConnection(address, channel, *token));
 }
 
 WorkerConnection::WorkerConnection(std::string address,

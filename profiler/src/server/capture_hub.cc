@@ -41,6 +41,25 @@ std::atomic<uint64_t> g_next_owner{1};
 
 }  // namespace
 
+absl::Status ByteBudget::Holding::Take(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(budget_->mutex_);
+  if (bytes > budget_->limit_ - budget_->held_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the answers in progress would hold ", budget_->held_ + bytes,
+        " bytes of captures, over this server's ", budget_->name_, " of ",
+        budget_->limit_, " bytes for all of them; retry when they are done"));
+  }
+  budget_->held_ += bytes;
+  held_ += bytes;
+  return absl::OkStatus();
+}
+
+void ByteBudget::Holding::Release() {
+  std::lock_guard<std::mutex> lock(budget_->mutex_);
+  budget_->held_ -= held_;
+  held_ = 0;
+}
+
 absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Join(
     const pb::CaptureRequest& r, const std::string& peer) {
   if (absl::Status s = ValidateCaptureRequest(r, options_); !s.ok()) return s;

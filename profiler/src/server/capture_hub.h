@@ -7,6 +7,7 @@
 #ifndef PODSCOPE_PROFILER_SRC_SERVER_CAPTURE_HUB_H_
 #define PODSCOPE_PROFILER_SRC_SERVER_CAPTURE_HUB_H_
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -34,7 +35,9 @@ class CaptureStream {
   explicit CaptureStream(int64_t max_bytes) : max_bytes_(max_bytes) {}
 
   void Append(std::string_view bytes) {
+    if (bytes.empty()) return;
     std::lock_guard<std::mutex> lock(mutex_);
+    starts_.push_back(static_cast<size_t>(total_));
     pieces_.emplace_back(bytes);
     total_ += static_cast<int64_t>(bytes.size());
     if (total_ > max_bytes_) overflow_ = true;
@@ -64,26 +67,39 @@ class CaptureStream {
     return overflow_;
   }
 
-  // Waits up to `wait` for bytes beyond `*cursor` (or the end), then moves
-  // up to `max_bytes` of them into `out`. Returns true when the stream is
-  // finished and `out` holds its last bytes.
+  // Waits up to `wait` for bytes beyond `*cursor` (the bytes read so far:
+  // 0 at first), or the end, then moves up to `max_bytes` (at least 1) of
+  // them into `out`: whole pieces, or a part of one that is larger than
+  // `max_bytes` alone (a flush after a long backlog can be larger than any
+  // message a client takes). Returns true when the stream is finished and
+  // `out` holds its last bytes.
   bool Next(size_t* cursor, std::string* out, size_t max_bytes,
             std::chrono::milliseconds wait, pb::CaptureData* progress,
             absl::Status* end_status) {
     std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait_for(lock, wait,
-                 [&] { return *cursor < pieces_.size() || finished_; });
+    const auto total = [&] { return static_cast<size_t>(total_); };
+    cv_.wait_for(lock, wait, [&] { return *cursor < total() || finished_; });
     out->clear();
-    while (
-        *cursor < pieces_.size() &&
-        (out->empty() || out->size() + pieces_[*cursor].size() <= max_bytes)) {
-      out->append(pieces_[*cursor]);
-      ++*cursor;
+    max_bytes = std::max<size_t>(max_bytes, 1);
+    while (*cursor < total() && out->size() < max_bytes) {
+      // The last piece that starts at or before the cursor holds it (empty
+      // pieces are never kept).
+      const size_t i = static_cast<size_t>(
+          std::upper_bound(starts_.begin(), starts_.end(), *cursor) -
+          starts_.begin() - 1);
+      const size_t rest = pieces_[i].size() - (*cursor - starts_[i]);
+      // Whole pieces (whole records) while they fit; a piece is cut only
+      // when it alone is over the limit.
+      if (!out->empty() && out->size() + rest > max_bytes) break;
+      const size_t n = std::min(rest, max_bytes - out->size());
+      out->append(pieces_[i], pieces_[i].size() - rest, n);
+      *cursor += n;
+      if (n < rest) break;
     }
     progress->set_events(events_);
     progress->set_dropped(dropped_);
     *end_status = status_;
-    const bool last = finished_ && *cursor == pieces_.size();
+    const bool last = finished_ && *cursor == total();
     if (last) progress->set_receiver_indexes(receiver_indexes_);
     return last;
   }
@@ -93,12 +109,54 @@ class CaptureStream {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<std::string> pieces_;
+  std::vector<size_t> starts_;  // of each piece, in bytes of the stream
   int64_t total_ = 0;
   bool overflow_ = false;
   bool finished_ = false;
   bool receiver_indexes_ = false;
   absl::Status status_;
   uint64_t events_ = 0, dropped_ = 0;
+};
+
+// One limit on the bytes that concurrent answers hold at once: each of
+// XProf's Profile calls of one capture keeps its own copy of the whole
+// capture until it has answered, so the copies share one budget instead of
+// each having the capture's.
+class ByteBudget {
+ public:
+  // `name` is what a refusal calls the limit (an option's name).
+  ByteBudget(int64_t limit, std::string name)
+      : limit_(limit), name_(std::move(name)) {}
+  ByteBudget(const ByteBudget&) = delete;
+  ByteBudget& operator=(const ByteBudget&) = delete;
+
+  int64_t held() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_;
+  }
+
+  // What one answer holds; given back when it is destroyed.
+  class Holding {
+   public:
+    explicit Holding(ByteBudget* budget) : budget_(budget) {}
+    Holding(const Holding&) = delete;
+    Holding& operator=(const Holding&) = delete;
+    ~Holding() { Release(); }
+    // RESOURCE_EXHAUSTED naming the limit, holding nothing more, when every
+    // holding together would pass it.
+    absl::Status Take(int64_t bytes);
+    void Release();
+
+   private:
+    ByteBudget* const budget_;
+    int64_t held_ = 0;
+  };
+
+ private:
+  mutable std::mutex mutex_;
+  const int64_t limit_;
+  const std::string name_;
+  int64_t held_ = 0;  // guarded by mutex_
 };
 
 // One capture: the process's session, recording into a CaptureStream, with

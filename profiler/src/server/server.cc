@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -24,6 +25,7 @@
 #include "podscope/profiler/grpc_credentials.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
+#include "podscope/profiler/user_token.h"
 #include "src/server/capture_hub.h"
 #include "src/server/probe_responder.h"
 #include "src/server/server_internal.h"
@@ -45,6 +47,31 @@ std::string EnvOr(const std::string& value, const char* env) {
 }
 
 using base::RealtimeNs;
+
+// The token every call must carry: the configured one, else
+// $PODSCOPE_PROFILER_TOKEN, else (on loopback) this user's token, so that
+// other users of a shared machine cannot call in. Empty only when the
+// environment variable is set and empty on loopback: open on purpose.
+absl::StatusOr<std::string> ServerToken(const ServerOptions& options,
+                                        const std::string& host) {
+  if (!options.token.empty()) return options.token;
+  const char* env = std::getenv("PODSCOPE_PROFILER_TOKEN");
+  if (env != nullptr && *env != '\0') return std::string(env);
+  if (!base::IsLoopbackHost(host)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("StartServer: binding ", host,
+                     " exposes the profiler beyond this machine; set a token "
+                     "(ServerOptions::token or PODSCOPE_PROFILER_TOKEN)"));
+  }
+  if (env != nullptr) return std::string();
+  auto token = UserToken(/*create=*/true);
+  if (!token.ok()) {
+    return absl::Status(
+        token.status().code(),
+        absl::StrCat("StartServer: ", token.status().message()));
+  }
+  return token;
+}
 
 class Service final : public pb::ProfilerService::Service {
  public:
@@ -237,13 +264,8 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   }
   std::string host = EnvOr(options.bind_address, "PODSCOPE_PROFILER_BIND");
   if (host.empty()) host = "127.0.0.1";
-  const std::string token = EnvOr(options.token, "PODSCOPE_PROFILER_TOKEN");
-  if (!base::IsLoopbackHost(host) && token.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("StartServer: binding ", host,
-                     " exposes the profiler beyond this machine; set a token "
-                     "(ServerOptions::token or PODSCOPE_PROFILER_TOKEN)"));
-  }
+  auto token = ServerToken(options, host);
+  if (!token.ok()) return token.status();
   const std::string cert =
       EnvOr(options.tls_cert_file, "PODSCOPE_PROFILER_TLS_CERT");
   const std::string key =
@@ -258,7 +280,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
 
   auto probes = internal::ProbeResponder::Start(host);
   auto service = std::make_unique<Service>(
-      options, token, probes.ok() ? *std::move(probes) : nullptr);
+      options, *token, probes.ok() ? *std::move(probes) : nullptr);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(listen, *creds, &bound);
@@ -273,8 +295,15 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
         absl::StrCat("StartServer: cannot listen on ", listen,
                      " (port in use, or no such local address)"));
   }
-  return std::unique_ptr<ProfilerServer>(
+  auto started = std::unique_ptr<ProfilerServer>(
       new ServerImpl(std::move(service), std::move(server), bound, host));
+  if (token->empty()) {
+    std::fprintf(stderr,
+                 "podscope: the profiler server at %s takes calls from every "
+                 "user of this machine (PODSCOPE_PROFILER_TOKEN is empty)\n",
+                 started->address().c_str());
+  }
+  return started;
 }
 
 }  // namespace podscope::profiler

@@ -78,7 +78,10 @@ absl::Status WriteNoFollow(const fs::path& path, const std::string& data) {
 class XprofService final : public tf::ProfilerService::Service {
  public:
   XprofService(const ServerOptions& options, std::string token, CaptureHub* hub)
-      : options_(options), token_(std::move(token)), hub_(hub) {
+      : options_(options),
+        token_(std::move(token)),
+        hub_(hub),
+        budget_(options.max_capture_bytes, "max_capture_bytes") {
     root_ = options.xprof_repository_root;
     if (root_.empty()) {
       if (const char* env = std::getenv("PODSCOPE_XPROF_REPOSITORY_ROOT")) {
@@ -137,7 +140,10 @@ class XprofService final : public tf::ProfilerService::Service {
     std::string bytes;
     size_t cursor = 0;
     absl::Status end;
+    absl::Status refused;
     bool cancelled = false;
+    // Held until the answer is sent: the trace, then what is made of it.
+    ByteBudget::Holding holding(&budget_);
     while (true) {
       if (ctx->IsCancelled()) {
         cancelled = true;
@@ -147,12 +153,18 @@ class XprofService final : public tf::ProfilerService::Service {
       const bool done = capture->stream->Next(&cursor, &bytes, size_t{1} << 24,
                                               std::chrono::milliseconds(250),
                                               &progress, &end);
+      refused = holding.Take(static_cast<int64_t>(bytes.size()));
+      if (!refused.ok()) break;
       trace += bytes;
       if (done) break;
     }
     const std::string session = capture->session_id;
     hub_->Leave(capture);
     if (cancelled) return Status(StatusCode::CANCELLED, "the client went away");
+    if (!refused.ok()) {
+      return Status(StatusCode::RESOURCE_EXHAUSTED,
+                    absl::StrCat("XProf Profile: ", refused.message()));
+    }
     if (!end.ok()) return ToGrpc(end);
 
     auto reader = trace_format::TraceReader::OpenBuffer(std::move(trace),
@@ -237,6 +249,8 @@ class XprofService final : public tf::ProfilerService::Service {
   const ServerOptions options_;
   const std::string token_;
   CaptureHub* const hub_;
+  // The copies of captures that Profile calls in progress hold, together.
+  ByteBudget budget_;
   std::string root_;
 };
 

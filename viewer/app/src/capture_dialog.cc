@@ -103,7 +103,8 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   session_->setPlaceholderText(tr("a UTC timestamp"));
   token_ = new QLineEdit;
   token_->setEchoMode(QLineEdit::Password);
-  token_->setPlaceholderText(tr("$PODSCOPE_PROFILER_TOKEN"));
+  token_->setPlaceholderText(
+      tr("$PODSCOPE_PROFILER_TOKEN, else your token file on loopback"));
 
   auto* form = new QFormLayout;
   form->addRow(tr("&Workers:"), workers_);

@@ -21,8 +21,9 @@ namespace podscope::profiler {
 
 // How to reach the workers' servers.
 struct ConnectOptions {
-  // Sent as `authorization: Bearer <token>`; empty means
-  // $PODSCOPE_PROFILER_TOKEN.
+  // Sent as `authorization: Bearer <token>`. Empty means
+  // $PODSCOPE_PROFILER_TOKEN when it is set (set and empty: no token), else,
+  // for a loopback worker, this user's token file (user_token.h).
   std::string token;
   // A PEM file of the CA (or the self-signed certificate) that signed the
   // servers' certificates; set, the client speaks TLS.

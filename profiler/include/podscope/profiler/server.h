@@ -22,8 +22,11 @@ struct ServerOptions {
   // "0.0.0.0" or "[::]" listen everywhere; any non-loopback bind requires
   // a token.
   std::string bind_address;
-  // Every call must carry `authorization: Bearer <token>` when set. Empty
-  // means $PODSCOPE_PROFILER_TOKEN.
+  // Every call must carry `authorization: Bearer <token>`. Empty means
+  // $PODSCOPE_PROFILER_TOKEN, else, on loopback, this user's token
+  // (user_token.h: created at first use in a file only this user can
+  // read). $PODSCOPE_PROFILER_TOKEN set and empty leaves a loopback server
+  // open to every local user, with a warning on stderr.
   std::string token;
   // PEM files for TLS; both or neither. Empty means
   // $PODSCOPE_PROFILER_TLS_CERT / $PODSCOPE_PROFILER_TLS_KEY.
@@ -64,8 +67,8 @@ class ProfilerServer {
 };
 
 // Starts serving on `port` (0: any free port). Fails with a message naming
-// the problem: a non-loopback bind without a token, a port in use, TLS
-// files that cannot be read.
+// the problem: a non-loopback bind without a token, a user token file that
+// is refused, a port in use, TLS files that cannot be read.
 absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
     int port = kDefaultServerPort, const ServerOptions& options = {});
 
