@@ -57,11 +57,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setAcceptDrops(true);
   resize(1600, 1000);
   loader_ = new TraceLoader(this);
+  BuildCentral();
+  BuildDocks();
+  BuildStatusBar();
+  ConnectPanels();
+  BuildMenus();
+  timeline_->setFocus();
+}
 
-  auto* central = new QWidget;
-  auto* column = new QVBoxLayout(central);
-  column->setContentsMargins(0, 0, 0, 0);
-  column->setSpacing(0);
+void MainWindow::BuildBanner() {
   banner_ = new QFrame;
   banner_->setObjectName("banner");
   auto* banner_row = new QHBoxLayout(banner_);
@@ -79,6 +83,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   banner_row->addWidget(close_banner, 0, Qt::AlignTop);
   connect(close_banner, &QToolButton::clicked, banner_, &QWidget::hide);
   banner_->hide();
+}
+
+void MainWindow::BuildCentral() {
+  auto* central = new QWidget;
+  auto* column = new QVBoxLayout(central);
+  column->setContentsMargins(0, 0, 0, 0);
+  column->setSpacing(0);
+  BuildBanner();
   column->addWidget(banner_);
 
   timeline_ = new TimelineWidget;
@@ -88,7 +100,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   column->addWidget(search_);
   column->addWidget(timeline_, 1);
   setCentralWidget(central);
+}
 
+void MainWindow::BuildDocks() {
   details_ = new DetailsPanel;
   stats_ = new StatsPanel;
   flame_ = new FlameGraphWidget;
@@ -118,7 +132,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   stats_dock->raise();
   resizeDocks({details_dock}, {380}, Qt::Horizontal);
   resizeDocks({stats_dock}, {260}, Qt::Vertical);
+}
 
+void MainWindow::BuildStatusBar() {
   status_ = new QLabel(tr("No trace open"));
   status_->setObjectName("status.text");
   statusBar()->addWidget(status_, 1);
@@ -132,7 +148,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   cancel_->hide();
   statusBar()->addPermanentWidget(cancel_);
   connect(cancel_, &QPushButton::clicked, loader_, &TraceLoader::Cancel);
+}
 
+void MainWindow::ConnectPanels() {
   connect(loader_, &TraceLoader::progress, this,
           [this](qulonglong done, qulonglong total, qulonglong events) {
             progress_->setRange(
@@ -162,8 +180,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
           [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
   connect(steps_, &StepsPanel::stepRequested, this,
           [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
-  BuildMenus();
-  timeline_->setFocus();
 }
 
 MainWindow::~MainWindow() = default;

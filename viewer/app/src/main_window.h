@@ -94,6 +94,15 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  // The timeline with the search bar and the (hidden) banner above it.
+  void BuildCentral();
+  void BuildBanner();
+  void BuildDocks();
+  // The status text, the loading progress bar and its cancel button.
+  void BuildStatusBar();
+  // Loading progress and results, and the panels' requests to the timeline
+  // and its selection to them.
+  void ConnectPanels();
   void BuildMenus();
   void UpdateRecentMenu();
   void UpdateSessionMenu();
