@@ -18,6 +18,7 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QPushButton;
+class QSettings;
 
 namespace podscope::viewer::app {
 
@@ -94,6 +95,8 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  // Where the recent files and the window's layout are kept.
+  static QSettings Settings();
   // The timeline with the search bar and the (hidden) banner above it.
   void BuildCentral();
   void BuildBanner();
