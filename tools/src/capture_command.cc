@@ -1,6 +1,7 @@
 // `podscope capture`: records many workers' profiler servers at once into
 // one session folder (see <podscope/profiler/capture.h>).
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,13 +65,36 @@ record, and a manifest is never left half-written).
 constexpr int kExitSomeFailed = 5;
 constexpr int kExitNoneAnswered = 6;
 
-int Run(std::span<const std::string> args, const CommandIo& io) {
-  std::string addrs, logdir, session, token, tls_ca, tls_name, job;
+// Splits --service_addr into o->workers. Returns the exit code of a usage
+// error.
+std::optional<int> ParseWorkers(const std::string& addrs, const CommandIo& io,
+                                profiler::CaptureOptions* o) {
+  for (absl::string_view piece :
+       absl::StrSplit(addrs, ',', absl::SkipWhitespace())) {
+    std::string addr(piece);
+    while (!addr.empty() && addr.front() == ' ') addr.erase(0, 1);
+    while (!addr.empty() && addr.back() == ' ') addr.pop_back();
+    if (addr.find(':') == std::string::npos) {
+      return UsageError(io, "capture",
+                        "worker '" + addr + "' has no port (HOST:PORT)");
+    }
+    o->workers.push_back(addr);
+  }
+  return std::nullopt;
+}
+
+// Reads and checks the flags into *o, and --job into *job. Returns the
+// exit code when the command ends here (help, or a usage error).
+std::optional<int> ParseCaptureFlags(std::span<const std::string> args,
+                                     const CommandIo& io,
+                                     profiler::CaptureOptions* o,
+                                     std::string* job) {
+  std::string addrs, logdir, session, token, tls_ca, tls_name;
   int64_t duration_ms = 1000, sampling_hz = 0, level = 2, probes = 16;
   int64_t connect_ms = 5000;
   FlagParser flags;
   flags.AddString("service_addr", &addrs);
-  flags.AddString("job", &job);
+  flags.AddString("job", job);
   flags.AddString("logdir", &logdir);
   flags.AddString("session", &session);
   flags.AddString("token", &token);
@@ -91,36 +115,69 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     return UsageError(io, "capture",
                       "unexpected argument '" + positional[0] + "'");
   }
-  if (!job.empty() && !addrs.empty()) {
+  if (!job->empty() && !addrs.empty()) {
     return UsageError(io, "capture", "give --job or --service_addr, not both");
   }
-  if (addrs.empty() && job.empty())
+  if (addrs.empty() && job->empty())
     return UsageError(io, "capture", "--service_addr is required");
   if (logdir.empty()) return UsageError(io, "capture", "--logdir is required");
-  profiler::CaptureOptions o;
-  for (absl::string_view piece :
-       absl::StrSplit(addrs, ',', absl::SkipWhitespace())) {
-    std::string addr(piece);
-    while (!addr.empty() && addr.front() == ' ') addr.erase(0, 1);
-    while (!addr.empty() && addr.back() == ' ') addr.pop_back();
-    if (addr.find(':') == std::string::npos) {
-      return UsageError(io, "capture",
-                        "worker '" + addr + "' has no port (HOST:PORT)");
-    }
-    o.workers.push_back(addr);
-  }
-  if (o.workers.empty() && job.empty())
+  if (std::optional<int> error = ParseWorkers(addrs, io, o)) return error;
+  if (o->workers.empty() && job->empty())
     return UsageError(io, "capture", "--service_addr is empty");
-  o.logdir = logdir;
-  o.duration_ms = duration_ms;
-  o.session = session;
-  o.connect.token = token;
-  o.connect.tls_ca_file = tls_ca;
-  o.connect.tls_server_name = tls_name;
-  o.connect.connect_timeout_ms = connect_ms;
-  o.sampling_hz = static_cast<int>(sampling_hz);
-  o.level = static_cast<int>(level);
-  o.clock_probes = static_cast<int>(probes);
+  o->logdir = logdir;
+  o->duration_ms = duration_ms;
+  o->session = session;
+  o->connect.token = token;
+  o->connect.tls_ca_file = tls_ca;
+  o->connect.tls_server_name = tls_name;
+  o->connect.connect_timeout_ms = connect_ms;
+  o->sampling_hz = static_cast<int>(sampling_hz);
+  o->level = static_cast<int>(level);
+  o->clock_probes = static_cast<int>(probes);
+  return std::nullopt;
+}
+
+// One line per worker, the manifest, and the exit code the outcome earns.
+int ReportCapture(const profiler::CaptureResult& result, const CommandIo& io) {
+  const int answered = result.answered();
+  const int asked = static_cast<int>(result.workers.size());
+  std::fprintf(io.out, "session %s: %d of %d workers answered\n",
+               result.session_dir.c_str(), answered, asked);
+  for (const profiler::WorkerResult& w : result.workers) {
+    if (w.ok) {
+      const profiler::ClockEstimate& c = w.clock.front();
+      std::fprintf(io.out,
+                   "  ok      %-22s %s  %llu events, %llu dropped, clock "
+                   "offset %+.3f ms +-%.1f us, drift %+.1f ppm\n",
+                   w.address.c_str(), w.path.c_str(),
+                   static_cast<unsigned long long>(w.events),
+                   static_cast<unsigned long long>(w.dropped),
+                   static_cast<double>(c.offset_ns) / 1e6,
+                   static_cast<double>(c.uncertainty_ns) / 1e3, w.drift_ppm);
+    } else {
+      std::fprintf(
+          io.out, "  FAILED  %-22s %s%s\n", w.address.c_str(), w.error.c_str(),
+          w.path.empty() ? "" : (" (partial file: " + w.path + ")").c_str());
+    }
+  }
+  if (result.manifest_error.empty()) {
+    std::fprintf(io.out, "manifest: %s\n", result.manifest_path.c_str());
+  } else {
+    std::fprintf(io.err, "podscope capture: manifest not written: %s\n",
+                 result.manifest_error.c_str());
+  }
+  // This side's failure to write (a full disk) outranks the workers'.
+  if (result.write_failed()) return kExitInternal;
+  if (answered == asked) return kExitOk;
+  return answered == 0 ? kExitNoneAnswered : kExitSomeFailed;
+}
+
+int Run(std::span<const std::string> args, const CommandIo& io) {
+  profiler::CaptureOptions o;
+  std::string job;
+  if (std::optional<int> done = ParseCaptureFlags(args, io, &o, &job)) {
+    return *done;
+  }
   if (!job.empty()) {
     if (absl::Status s = podscope::job::ResolveJobWorkers(job, &o); !s.ok()) {
       std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
@@ -148,37 +205,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
                  std::string(result.status().message()).c_str());
     return kExitInternal;
   }
-  const int answered = result->answered();
-  const int asked = static_cast<int>(result->workers.size());
-  std::fprintf(io.out, "session %s: %d of %d workers answered\n",
-               result->session_dir.c_str(), answered, asked);
-  for (const profiler::WorkerResult& w : result->workers) {
-    if (w.ok) {
-      const profiler::ClockEstimate& c = w.clock.front();
-      std::fprintf(io.out,
-                   "  ok      %-22s %s  %llu events, %llu dropped, clock "
-                   "offset %+.3f ms +-%.1f us, drift %+.1f ppm\n",
-                   w.address.c_str(), w.path.c_str(),
-                   static_cast<unsigned long long>(w.events),
-                   static_cast<unsigned long long>(w.dropped),
-                   static_cast<double>(c.offset_ns) / 1e6,
-                   static_cast<double>(c.uncertainty_ns) / 1e3, w.drift_ppm);
-    } else {
-      std::fprintf(
-          io.out, "  FAILED  %-22s %s%s\n", w.address.c_str(), w.error.c_str(),
-          w.path.empty() ? "" : (" (partial file: " + w.path + ")").c_str());
-    }
-  }
-  if (result->manifest_error.empty()) {
-    std::fprintf(io.out, "manifest: %s\n", result->manifest_path.c_str());
-  } else {
-    std::fprintf(io.err, "podscope capture: manifest not written: %s\n",
-                 result->manifest_error.c_str());
-  }
-  // This side's failure to write (a full disk) outranks the workers'.
-  if (result->write_failed()) return kExitInternal;
-  if (answered == asked) return kExitOk;
-  return answered == 0 ? kExitNoneAnswered : kExitSomeFailed;
+  return ReportCapture(*result, io);
 }
 
 }  // namespace

@@ -322,12 +322,55 @@ void PrintHuman(const std::string& path, const TraceSummary& s,
   std::fputs(b.c_str(), io.out);
 }
 
-void PrintJson(const std::string& path, const TraceSummary& s,
-               const CommandIo& io) {
-  std::string out;
-  base::JsonWriter j(&out);
+void WriteJsonTracks(const ProcessSummary& p, base::JsonWriter& j) {
+  j.Key("tracks").BeginArray();
+  for (const TrackSummary& t : p.tracks) {
+    j.BeginObject();
+    j.Field("id", t.id);
+    j.Field("kind", TrackKindName(t.kind));
+    j.Field("name", t.name);
+    j.Field("events", t.events());
+    j.Field("slices", t.slices);
+    j.Field("instants", t.instants);
+    j.Field("counters", t.counters);
+    j.Field("samples", t.samples);
+    j.Field("dropped", t.dropped);
+    j.EndObject();
+  }
+  j.EndArray();
+}
+
+void WriteJsonProcess(const ProcessSummary& p, base::JsonWriter& j) {
   j.BeginObject();
-  j.Field("path", path);
+  j.Field("path", p.path);
+  j.Field("status", p.recovered() ? "recovered" : "intact");
+  j.Field("host", p.host);
+  j.Field("pid", p.pid);
+  j.Field("process_index", p.process_index);
+  j.Field("process_count", p.process_count);
+  j.Field("session_id", p.session_id);
+  j.Key("command_line").BeginArray();
+  for (const std::string& arg : p.command_line) j.String(arg);
+  j.EndArray();
+  j.Field("events", p.events);
+  j.Field("dropped", p.dropped);
+  j.Field("clock_offsets", p.has_clock_offsets);
+  if (p.has_clock_offsets) {
+    j.Field("clock_offset_ns", p.clock_offset_ns);
+    j.Field("clock_uncertainty_ns", p.clock_uncertainty_ns);
+    j.Key("clock_drift_ppm").Double(p.clock_drift_ppm);
+  }
+  j.Key("first_ns");
+  p.has_events ? j.Int(p.first_ns) : j.Null();
+  j.Key("last_ns");
+  p.has_events ? j.Int(p.last_ns) : j.Null();
+  j.Field("has_index", p.recovery.has_index);
+  j.Field("skipped_bytes", p.recovery.skipped_bytes());
+  WriteJsonTracks(p, j);
+  j.EndObject();
+}
+
+void WriteJsonHostsAndProcesses(const TraceSummary& s, base::JsonWriter& j) {
   j.Key("hosts").BeginArray();
   for (const HostSummary& h : s.hosts) {
     j.BeginObject().Field("name", h.name).Field("processes", h.processes);
@@ -335,52 +378,12 @@ void PrintJson(const std::string& path, const TraceSummary& s,
   }
   j.EndArray();
   j.Key("processes").BeginArray();
-  for (const ProcessSummary& p : s.processes) {
-    j.BeginObject();
-    j.Field("path", p.path);
-    j.Field("status", p.recovered() ? "recovered" : "intact");
-    j.Field("host", p.host);
-    j.Field("pid", p.pid);
-    j.Field("process_index", p.process_index);
-    j.Field("process_count", p.process_count);
-    j.Field("session_id", p.session_id);
-    j.Key("command_line").BeginArray();
-    for (const std::string& arg : p.command_line) j.String(arg);
-    j.EndArray();
-    j.Field("events", p.events);
-    j.Field("dropped", p.dropped);
-    j.Field("clock_offsets", p.has_clock_offsets);
-    if (p.has_clock_offsets) {
-      j.Field("clock_offset_ns", p.clock_offset_ns);
-      j.Field("clock_uncertainty_ns", p.clock_uncertainty_ns);
-      j.Key("clock_drift_ppm").Double(p.clock_drift_ppm);
-    }
-    j.Key("first_ns");
-    p.has_events ? j.Int(p.first_ns) : j.Null();
-    j.Key("last_ns");
-    p.has_events ? j.Int(p.last_ns) : j.Null();
-    j.Field("has_index", p.recovery.has_index);
-    j.Field("skipped_bytes", p.recovery.skipped_bytes());
-    j.Key("tracks").BeginArray();
-    for (const TrackSummary& t : p.tracks) {
-      j.BeginObject();
-      j.Field("id", t.id);
-      j.Field("kind", TrackKindName(t.kind));
-      j.Field("name", t.name);
-      j.Field("events", t.events());
-      j.Field("slices", t.slices);
-      j.Field("instants", t.instants);
-      j.Field("counters", t.counters);
-      j.Field("samples", t.samples);
-      j.Field("dropped", t.dropped);
-      j.EndObject();
-    }
-    j.EndArray();
-    j.EndObject();
-  }
+  for (const ProcessSummary& p : s.processes) WriteJsonProcess(p, j);
   j.EndArray();
   j.Field("total_events", s.total_events);
+}
 
+void WriteJsonTimeSpan(const TraceSummary& s, base::JsonWriter& j) {
   j.Key("time_span").BeginObject();
   j.Key("first_ns");
   s.has_events ? j.Int(s.first_ns) : j.Null();
@@ -396,7 +399,9 @@ void PrintJson(const std::string& path, const TraceSummary& s,
   for (const std::string& r : s.clocks.references) j.String(r);
   j.EndArray();
   j.EndObject();
+}
 
+void WriteJsonDropped(const TraceSummary& s, base::JsonWriter& j) {
   j.Key("dropped").BeginObject();
   j.Field("total", s.total_dropped);
   j.Key("tracks").BeginArray();
@@ -415,7 +420,9 @@ void PrintJson(const std::string& path, const TraceSummary& s,
   }
   j.EndArray();
   j.EndObject();
+}
 
+void WriteJsonRanks(const TraceSummary& s, base::JsonWriter& j) {
   j.Key("ranks").BeginArray();
   for (const ProcessSummary& p : s.processes) {
     if (p.process_count < 2) continue;
@@ -436,7 +443,9 @@ void PrintJson(const std::string& path, const TraceSummary& s,
     j.Field("slowest_rank_by",
             s.slowest_rank_by_wait ? "collective_wait" : "median_step");
   }
+}
 
+void WriteJsonTopNames(const TraceSummary& s, base::JsonWriter& j) {
   j.Field("distinct_names", s.distinct_names);
   j.Key("top_names").BeginArray();
   for (const SliceNameStats& n : s.top_names) {
@@ -450,7 +459,9 @@ void PrintJson(const std::string& path, const TraceSummary& s,
     j.EndObject();
   }
   j.EndArray();
+}
 
+void WriteJsonWarnings(const TraceSummary& s, base::JsonWriter& j) {
   j.Key("warnings").BeginArray();
   for (const UnreadableFile& u : s.unreadable) {
     j.BeginObject().Field("path", u.path).Field("status", "unreadable");
@@ -462,6 +473,20 @@ void PrintJson(const std::string& path, const TraceSummary& s,
     j.Field("message", RecoveredWarning(p)).EndObject();
   }
   j.EndArray();
+}
+
+void PrintJson(const std::string& path, const TraceSummary& s,
+               const CommandIo& io) {
+  std::string out;
+  base::JsonWriter j(&out);
+  j.BeginObject();
+  j.Field("path", path);
+  WriteJsonHostsAndProcesses(s, j);
+  WriteJsonTimeSpan(s, j);
+  WriteJsonDropped(s, j);
+  WriteJsonRanks(s, j);
+  WriteJsonTopNames(s, j);
+  WriteJsonWarnings(s, j);
   j.EndObject();
   std::fputs(out.c_str(), io.out);
 }

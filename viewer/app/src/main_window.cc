@@ -47,8 +47,6 @@ QString FileName(const std::string& path) {
   return QFileInfo(QString::fromStdString(path)).fileName();
 }
 
-QSettings Settings() { return QSettings("podscope", "podscope-viewer"); }
-
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -57,11 +55,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setAcceptDrops(true);
   resize(1600, 1000);
   loader_ = new TraceLoader(this);
+  BuildCentral();
+  BuildDocks();
+  BuildStatusBar();
+  ConnectPanels();
+  BuildMenus();
+  timeline_->setFocus();
+}
 
-  auto* central = new QWidget;
-  auto* column = new QVBoxLayout(central);
-  column->setContentsMargins(0, 0, 0, 0);
-  column->setSpacing(0);
+void MainWindow::BuildBanner() {
   banner_ = new QFrame;
   banner_->setObjectName("banner");
   auto* banner_row = new QHBoxLayout(banner_);
@@ -79,6 +81,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   banner_row->addWidget(close_banner, 0, Qt::AlignTop);
   connect(close_banner, &QToolButton::clicked, banner_, &QWidget::hide);
   banner_->hide();
+}
+
+void MainWindow::BuildCentral() {
+  auto* central = new QWidget;
+  auto* column = new QVBoxLayout(central);
+  column->setContentsMargins(0, 0, 0, 0);
+  column->setSpacing(0);
+  BuildBanner();
   column->addWidget(banner_);
 
   timeline_ = new TimelineWidget;
@@ -88,7 +98,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   column->addWidget(search_);
   column->addWidget(timeline_, 1);
   setCentralWidget(central);
+}
 
+void MainWindow::BuildDocks() {
   details_ = new DetailsPanel;
   stats_ = new StatsPanel;
   flame_ = new FlameGraphWidget;
@@ -118,7 +130,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   stats_dock->raise();
   resizeDocks({details_dock}, {380}, Qt::Horizontal);
   resizeDocks({stats_dock}, {260}, Qt::Vertical);
+}
 
+void MainWindow::BuildStatusBar() {
   status_ = new QLabel(tr("No trace open"));
   status_->setObjectName("status.text");
   statusBar()->addWidget(status_, 1);
@@ -132,7 +146,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   cancel_->hide();
   statusBar()->addPermanentWidget(cancel_);
   connect(cancel_, &QPushButton::clicked, loader_, &TraceLoader::Cancel);
+}
 
+void MainWindow::ConnectPanels() {
   connect(loader_, &TraceLoader::progress, this,
           [this](qulonglong done, qulonglong total, qulonglong events) {
             progress_->setRange(
@@ -162,184 +178,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
           [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
   connect(steps_, &StepsPanel::stepRequested, this,
           [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
-  BuildMenus();
-  timeline_->setFocus();
 }
 
 MainWindow::~MainWindow() = default;
 
+QSettings MainWindow::Settings() {
+  return QSettings("podscope", "podscope-viewer");
+}
+
 QString MainWindow::OpenFileFilter() {
   return tr("Traces (*.podtrace *.xplane.pb *.json *.json.gz);;All files (*)");
-}
-
-void MainWindow::BuildMenus() {
-  QMenu* file = menuBar()->addMenu(tr("&File"));
-  QAction* open_file = file->addAction(tr("&Open File…"));
-  open_file->setShortcut(QKeySequence::Open);
-  connect(open_file, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(
-        this, tr("Open a trace file"), QString(), OpenFileFilter());
-    if (!path.isEmpty()) OpenPath(path);
-  });
-  QAction* open_folder = file->addAction(tr("Open &Folder…"));
-  open_folder->setShortcut(QKeySequence("Ctrl+Shift+O"));
-  connect(open_folder, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getExistingDirectory(
-        this, tr("Open a session folder or a logdir"));
-    if (!path.isEmpty()) OpenPath(path);
-  });
-  QAction* capture = file->addAction(tr("&Capture…"));
-  capture->setShortcut(QKeySequence("Ctrl+Shift+C"));
-  connect(capture, &QAction::triggered, this, [this] { ShowCaptureDialog(); });
-  recent_menu_ = file->addMenu(tr("Open &Recent"));
-  session_menu_ = file->addMenu(tr("&Session"));
-  session_menu_->setEnabled(false);
-  file->addSeparator();
-  QAction* save = file->addAction(tr("Save &Image…"));
-  save->setShortcut(QKeySequence("Ctrl+Shift+S"));
-  connect(save, &QAction::triggered, this, &MainWindow::SaveImage);
-  file->addSeparator();
-  QAction* quit = file->addAction(tr("&Quit"));
-  quit->setShortcut(QKeySequence::Quit);
-  connect(quit, &QAction::triggered, this, &QWidget::close);
-  UpdateRecentMenu();
-
-  QMenu* view = menuBar()->addMenu(tr("&View"));
-  QAction* fit = view->addAction(tr("Show &Whole Trace\t0"));
-  connect(fit, &QAction::triggered, timeline_, &TimelineWidget::FitAll);
-  QAction* zoom_in = view->addAction(tr("Zoom &In\tW"));
-  connect(zoom_in, &QAction::triggered, this,
-          [this] { timeline_->ZoomAt(timeline_->axis().width() / 2.0, 1.5); });
-  QAction* zoom_out = view->addAction(tr("Zoom &Out\tS"));
-  connect(zoom_out, &QAction::triggered, this, [this] {
-    timeline_->ZoomAt(timeline_->axis().width() / 2.0, 1 / 1.5);
-  });
-  view->addSeparator();
-  QAction* collapse = view->addAction(tr("&Collapse All Hosts"));
-  connect(collapse, &QAction::triggered, this,
-          [this] { timeline_->SetAllCollapsed(true); });
-  QAction* expand = view->addAction(tr("&Expand All"));
-  connect(expand, &QAction::triggered, this,
-          [this] { timeline_->SetAllCollapsed(false); });
-  QAction* clear = view->addAction(tr("Clear Range &Selection"));
-  connect(clear, &QAction::triggered, this,
-          [this] { timeline_->SetRange(std::nullopt); });
-  // Live traces: keep the newest time in view (End on the timeline).
-  QAction* follow = view->addAction(tr("&Follow Newest Time\tEnd"));
-  follow->setObjectName("action.follow");
-  follow->setCheckable(true);
-  connect(follow, &QAction::triggered, timeline_,
-          &TimelineWidget::SetFollowing);
-  connect(timeline_, &TimelineWidget::followingChanged, follow,
-          &QAction::setChecked);
-  AddMeshViewAction(view, this, [this] { return store_; });
-  view->addSeparator();
-  for (QDockWidget* d : findChildren<QDockWidget*>()) {
-    view->addAction(d->toggleViewAction());
-  }
-
-  QMenu* find = menuBar()->addMenu(tr("F&ind"));
-  QAction* find_text = find->addAction(tr("&Find…"));
-  find_text->setShortcut(QKeySequence::Find);
-  connect(find_text, &QAction::triggered, search_, &SearchBar::FocusField);
-  QAction* next = find->addAction(tr("Find &Next"));
-  next->setShortcut(QKeySequence::FindNext);
-  connect(next, &QAction::triggered, search_, &SearchBar::Next);
-  QAction* previous = find->addAction(tr("Find &Previous"));
-  previous->setShortcut(QKeySequence::FindPrevious);
-  connect(previous, &QAction::triggered, search_, &SearchBar::Previous);
-
-  QMenu* help = menuBar()->addMenu(tr("&Help"));
-  QAction* keys = help->addAction(tr("&Keys and Mouse"));
-  keys->setShortcut(QKeySequence::HelpContents);
-  connect(keys, &QAction::triggered, this, &MainWindow::ShowKeys);
-  QAction* about = help->addAction(tr("&About"));
-  connect(about, &QAction::triggered, this, [this] {
-    QMessageBox::about(this, tr("About Podscope"),
-                       tr("podscope-viewer %1: every host of a capture on "
-                          "one timeline.")
-                           .arg(QApplication::applicationVersion()));
-  });
-}
-
-void MainWindow::ShowKeys() {
-  QMessageBox::information(
-      this, tr("Keys and mouse"),
-      tr("<table>"
-         "<tr><td><b>Wheel</b>, <b>W</b>/<b>S</b>, <b>+</b>/<b>-</b></td>"
-         "<td>zoom in / out around the mouse</td></tr>"
-         "<tr><td><b>Drag</b>, <b>A</b>/<b>D</b>, <b>←</b>/<b>→</b></td>"
-         "<td>pan</td></tr>"
-         "<tr><td><b>Shift+wheel</b></td><td>pan</td></tr>"
-         "<tr><td><b>Alt+wheel</b>, wheel over the track names, "
-         "<b>↑</b>/<b>↓</b></td><td>scroll tracks</td></tr>"
-         "<tr><td><b>Shift+drag</b></td><td>select a time range "
-         "(statistics and flame graph follow it)</td></tr>"
-         "<tr><td><b>Click</b></td><td>select an event</td></tr>"
-         "<tr><td><b>Double-click</b></td><td>zoom to the event</td></tr>"
-         "<tr><td><b>F</b></td><td>zoom to the range or the selected "
-         "event</td></tr>"
-         "<tr><td><b>0</b>, <b>Home</b></td><td>whole trace</td></tr>"
-         "<tr><td><b>Esc</b></td><td>clear the range, then the "
-         "selection</td></tr>"
-         "<tr><td><b>Ctrl+F</b>, <b>/</b></td><td>find; <b>Enter</b>/"
-         "<b>F3</b> next, <b>Shift+Enter</b>/<b>Shift+F3</b> "
-         "previous</td></tr>"
-         "<tr><td>Click a host or process name</td><td>collapse or "
-         "expand it</td></tr>"
-         "</table>"));
-}
-
-QStringList MainWindow::recent_files() const {
-  return Settings().value("recent").toStringList();
-}
-
-void MainWindow::AddRecent(const QString& path) {
-  QStringList recent = recent_files();
-  recent.removeAll(path);
-  recent.prepend(path);
-  while (recent.size() > kMaxRecent) recent.removeLast();
-  QSettings settings = Settings();
-  settings.setValue("recent", recent);
-  UpdateRecentMenu();
-}
-
-void MainWindow::UpdateRecentMenu() {
-  recent_menu_->clear();
-  const QStringList recent = recent_files();
-  for (const QString& path : recent) {
-    QAction* a = recent_menu_->addAction(path);
-    connect(a, &QAction::triggered, this, [this, path] { OpenPath(path); });
-  }
-  if (!recent.isEmpty()) {
-    recent_menu_->addSeparator();
-    QAction* clear = recent_menu_->addAction(tr("Clear List"));
-    connect(clear, &QAction::triggered, this, [this] {
-      QSettings settings = Settings();
-      settings.remove("recent");
-      UpdateRecentMenu();
-    });
-  }
-  recent_menu_->setEnabled(!recent.isEmpty());
-}
-
-void MainWindow::UpdateSessionMenu() {
-  session_menu_->clear();
-  if (!store_ || store_->sessions().size() < 2) {
-    session_menu_->setEnabled(false);
-    return;
-  }
-  session_menu_->setEnabled(true);
-  for (const SessionInfo& s : store_->sessions()) {
-    const QString name = QString::fromStdString(s.name);
-    QAction* a =
-        session_menu_->addAction(tr("%1 (%2 files)").arg(name).arg(s.files));
-    a->setCheckable(true);
-    a->setChecked(s.path == store_->session().path);
-    const QString logdir = path_;
-    connect(a, &QAction::triggered, this,
-            [this, logdir, name] { OpenPath(logdir, name); });
-  }
 }
 
 CaptureDialog* MainWindow::ShowCaptureDialog() {

@@ -18,6 +18,7 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QPushButton;
+class QSettings;
 
 namespace podscope::viewer::app {
 
@@ -94,6 +95,17 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  // Where the recent files and the window's layout are kept.
+  static QSettings Settings();
+  // The timeline with the search bar and the (hidden) banner above it.
+  void BuildCentral();
+  void BuildBanner();
+  void BuildDocks();
+  // The status text, the loading progress bar and its cancel button.
+  void BuildStatusBar();
+  // Loading progress and results, and the panels' requests to the timeline
+  // and its selection to them.
+  void ConnectPanels();
   void BuildMenus();
   void UpdateRecentMenu();
   void UpdateSessionMenu();

@@ -28,6 +28,174 @@ void Disclosure(QPainter& p, double cx, double cy, bool collapsed) {
   p.setRenderHint(QPainter::Antialiasing, false);
 }
 
+// A note right of a row's name: counts, a device, a warning.
+struct Note {
+  QString text;
+  QColor color = kDimText;
+};
+
+Note HostNote(const TraceStore& store, const HostInfo& h,
+              const StoreCache& cache) {
+  size_t tracks = 0;
+  uint64_t not_loaded = 0;
+  for (ProcessId pid : h.processes) {
+    const ProcessInfo& info = store.processes()[pid];
+    tracks += info.tracks.size();
+    if (!info.detail) not_loaded += info.events;
+  }
+  Note note;
+  note.text = QStringLiteral("%1 process%2 · %3 tracks")
+                  .arg(h.processes.size())
+                  .arg(h.processes.size() == 1 ? "" : "es")
+                  .arg(tracks);
+  if (not_loaded > 0) {
+    // An overview host: its events load when it is expanded.
+    note.text = QStringLiteral("%1 process%2 · %3 events to load")
+                    .arg(h.processes.size())
+                    .arg(h.processes.size() == 1 ? "" : "es")
+                    .arg(not_loaded);
+  }
+  for (ProcessId pid : h.processes) {
+    if (cache.ProcessDamaged(pid)) {
+      note = Note{QStringLiteral("⚠ damaged file"), kWarning};
+    }
+  }
+  return note;
+}
+
+Note ProcessNote(const TraceStore& store, ProcessId process,
+                 const StoreCache& cache) {
+  if (cache.ProcessDamaged(process)) {
+    return Note{QStringLiteral("⚠ partial"), kWarning};
+  }
+  if (!store.processes()[process].clock_aligned &&
+      store.processes().size() > 1) {
+    return Note{QStringLiteral("own clock"), kWarning};
+  }
+  return Note{};
+}
+
+Note TrackNote(const TrackInfo& t) {
+  Note note;
+  if (t.kind == proto::TRACK_KIND_DEVICE_STREAM) {
+    note.text = QStringLiteral("device %1").arg(t.device_id);
+  } else if (t.kind == proto::TRACK_KIND_COUNTER && !t.unit.empty()) {
+    note.text = QString::fromStdString(t.unit);
+  }
+  if (t.dropped > 0) {
+    note = Note{QStringLiteral("⚠ %1 dropped").arg(t.dropped), kWarning};
+  }
+  return note;
+}
+
+// Paints the rows' labels into the column left of the plot.
+class TrackTreePainter {
+ public:
+  TrackTreePainter(QPainter& p, const Fonts& fonts, const TraceStore& store,
+                   const StoreCache& cache, const QRect& labels)
+      : p_(p),
+        fonts_(fonts),
+        store_(store),
+        cache_(cache),
+        labels_(labels),
+        metrics_(fonts.normal),
+        bold_metrics_(fonts.bold) {}
+
+  // `y`: the row's top.
+  void PaintRow(const LayoutRow& row, int y) {
+    const int indent = 6 + row.level * 12;
+    QColor bg = row.kind == RowKind::kHost      ? kHostRow
+                : row.kind == RowKind::kProcess ? kProcessRow
+                                                : kGutter;
+    p_.fillRect(labels_.x(), y, labels_.width(), row.height, bg);
+    p_.fillRect(labels_.x(), y + row.height - 1, labels_.width(), 1,
+                kSeparator);
+    if (row.kind == RowKind::kTrack) {
+      PaintTrack(row, y, labels_.x() + indent);
+      return;
+    }
+    const int text_y = y + std::min(row.height, TrackLayout::kHostHeight) / 2;
+    Disclosure(p_, labels_.x() + indent + 4, text_y, row.collapsed);
+    const int x = labels_.x() + indent + 14;
+    if (row.kind == RowKind::kHost) {
+      PaintHost(row, x, text_y);
+    } else {
+      PaintProcess(row, x, text_y);
+    }
+  }
+
+ private:
+  // The host's name in bold, then its processes and tracks.
+  void PaintHost(const LayoutRow& row, int x, int text_y) {
+    const HostInfo& h = store_.hosts()[row.host];
+    const QString text =
+        QString::fromStdString(h.name.empty() ? "(unnamed host)" : h.name);
+    p_.setFont(fonts_.bold);
+    p_.setPen(kText);
+    const QString shown =
+        bold_metrics_.elidedText(text, Qt::ElideRight, labels_.right() - x - 4);
+    p_.drawText(QPointF(x, text_y + bold_metrics_.ascent() / 2 - 1), shown);
+    x += static_cast<int>(bold_metrics_.horizontalAdvance(shown)) + 8;
+    p_.setFont(fonts_.normal);
+    PaintNote(HostNote(store_, h, cache_), x, text_y);
+  }
+
+  // The process's label, shortened to leave its note room.
+  void PaintProcess(const LayoutRow& row, int x, int text_y) {
+    const QString text = ProcessLabel(store_.processes()[row.process]);
+    const Note note = ProcessNote(store_, row.process, cache_);
+    const double note_w =
+        note.text.isEmpty() ? 0 : metrics_.horizontalAdvance(note.text) + 8;
+    const QString shown = metrics_.elidedText(
+        text, Qt::ElideRight, std::max(40.0, labels_.right() - x - 4 - note_w));
+    p_.setPen(kText);
+    p_.drawText(QPointF(x, text_y + metrics_.ascent() / 2 - 1), shown);
+    x += static_cast<int>(metrics_.horizontalAdvance(shown)) + 8;
+    PaintNote(note, x, text_y);
+  }
+
+  // The track's name, shortened to leave its note room, centred on its
+  // first two lanes.
+  void PaintTrack(const LayoutRow& row, int y, int x) {
+    const TrackInfo& t = store_.tracks()[row.track];
+    const QString text = QString::fromStdString(t.name);
+    const Note note = TrackNote(t);
+    const double note_w =
+        note.text.isEmpty() ? 0 : metrics_.horizontalAdvance(note.text) + 8;
+    const double room = std::max(20.0, labels_.right() - x - 6 - note_w);
+    const QString shown = metrics_.elidedText(text, Qt::ElideRight, room);
+    p_.setPen(kText);
+    const int ty = y + std::min(row.height, 2 * TrackLayout::kLaneHeight) / 2;
+    p_.drawText(QPointF(x, ty + metrics_.ascent() / 2 - 1), shown);
+    x += static_cast<int>(metrics_.horizontalAdvance(shown)) + 8;
+    if (!note.text.isEmpty()) {
+      p_.setFont(fonts_.small);
+      p_.setPen(note.color);
+      p_.drawText(QPointF(x, ty + metrics_.ascent() / 2 - 1), note.text);
+      p_.setFont(fonts_.normal);
+    }
+  }
+
+  void PaintNote(const Note& note, int x, int text_y) {
+    if (note.text.isEmpty()) return;
+    p_.setFont(fonts_.small);
+    p_.setPen(note.color);
+    p_.drawText(
+        QPointF(x, text_y + metrics_.ascent() / 2 - 1),
+        QFontMetricsF(fonts_.small)
+            .elidedText(note.text, Qt::ElideRight, labels_.right() - x - 4));
+    p_.setFont(fonts_.normal);
+  }
+
+  QPainter& p_;
+  const Fonts& fonts_;
+  const TraceStore& store_;
+  const StoreCache& cache_;
+  const QRect labels_;
+  const QFontMetricsF metrics_;
+  const QFontMetricsF bold_metrics_;
+};
+
 }  // namespace
 
 QString ProgramName(const ProcessInfo& proc) {
@@ -70,113 +238,10 @@ void PaintTrackTree(QPainter& p, const Frame& f, const Fonts& fonts,
   p.fillRect(labels, kGutter);
   p.setClipRect(labels);
   p.setFont(fonts.normal);
-  const QFontMetricsF metrics(fonts.normal);
-  const QFontMetricsF bold_metrics(fonts.bold);
+  TrackTreePainter tree(p, fonts, *s.store, cache, labels);
   const auto& rows = s.layout->rows();
   for (int r = f.first_row; r < f.last_row; ++r) {
-    const LayoutRow& row = rows[r];
-    const int y = labels.y() + row.y - s.scroll_y;
-    const int indent = 6 + row.level * 12;
-    QColor bg = row.kind == RowKind::kHost      ? kHostRow
-                : row.kind == RowKind::kProcess ? kProcessRow
-                                                : kGutter;
-    p.fillRect(labels.x(), y, labels.width(), row.height, bg);
-    p.fillRect(labels.x(), y + row.height - 1, labels.width(), 1, kSeparator);
-    const int text_y = y + std::min(row.height, TrackLayout::kHostHeight) / 2;
-    QString text, note;
-    QColor note_color = kDimText;
-    if (row.kind != RowKind::kTrack) {
-      Disclosure(p, labels.x() + indent + 4, text_y, row.collapsed);
-    }
-    int x = labels.x() + indent + (row.kind == RowKind::kTrack ? 0 : 14);
-    if (row.kind == RowKind::kHost) {
-      const HostInfo& h = s.store->hosts()[row.host];
-      text = QString::fromStdString(h.name.empty() ? "(unnamed host)" : h.name);
-      size_t tracks = 0;
-      uint64_t not_loaded = 0;
-      for (ProcessId pid : h.processes) {
-        const ProcessInfo& info = s.store->processes()[pid];
-        tracks += info.tracks.size();
-        if (!info.detail) not_loaded += info.events;
-      }
-      note = QStringLiteral("%1 process%2 · %3 tracks")
-                 .arg(h.processes.size())
-                 .arg(h.processes.size() == 1 ? "" : "es")
-                 .arg(tracks);
-      if (not_loaded > 0) {
-        // An overview host: its events load when it is expanded.
-        note = QStringLiteral("%1 process%2 · %3 events to load")
-                   .arg(h.processes.size())
-                   .arg(h.processes.size() == 1 ? "" : "es")
-                   .arg(not_loaded);
-      }
-      for (ProcessId pid : h.processes) {
-        if (cache.ProcessDamaged(pid)) {
-          note = QStringLiteral("⚠ damaged file");
-          note_color = kWarning;
-        }
-      }
-      p.setFont(fonts.bold);
-      p.setPen(kText);
-      const QString shown =
-          bold_metrics.elidedText(text, Qt::ElideRight, labels.right() - x - 4);
-      p.drawText(QPointF(x, text_y + bold_metrics.ascent() / 2 - 1), shown);
-      x += static_cast<int>(bold_metrics.horizontalAdvance(shown)) + 8;
-      p.setFont(fonts.normal);
-    } else if (row.kind == RowKind::kProcess) {
-      const ProcessInfo& proc = s.store->processes()[row.process];
-      text = ProcessLabel(proc);
-      if (cache.ProcessDamaged(row.process)) {
-        note = QStringLiteral("⚠ partial");
-        note_color = kWarning;
-      } else if (!proc.clock_aligned && s.store->processes().size() > 1) {
-        note = QStringLiteral("own clock");
-        note_color = kWarning;
-      }
-      const double note_w =
-          note.isEmpty() ? 0 : metrics.horizontalAdvance(note) + 8;
-      const QString shown =
-          metrics.elidedText(text, Qt::ElideRight,
-                             std::max(40.0, labels.right() - x - 4 - note_w));
-      p.setPen(kText);
-      p.drawText(QPointF(x, text_y + metrics.ascent() / 2 - 1), shown);
-      x += static_cast<int>(metrics.horizontalAdvance(shown)) + 8;
-    } else {
-      const TrackInfo& t = s.store->tracks()[row.track];
-      text = QString::fromStdString(t.name);
-      if (t.kind == proto::TRACK_KIND_DEVICE_STREAM) {
-        note = QStringLiteral("device %1").arg(t.device_id);
-      } else if (t.kind == proto::TRACK_KIND_COUNTER && !t.unit.empty()) {
-        note = QString::fromStdString(t.unit);
-      }
-      if (t.dropped > 0) {
-        note = QStringLiteral("⚠ %1 dropped").arg(t.dropped);
-        note_color = kWarning;
-      }
-      const double note_w =
-          note.isEmpty() ? 0 : metrics.horizontalAdvance(note) + 8;
-      const double room = std::max(20.0, labels.right() - x - 6 - note_w);
-      const QString shown = metrics.elidedText(text, Qt::ElideRight, room);
-      p.setPen(kText);
-      const int ty = y + std::min(row.height, 2 * TrackLayout::kLaneHeight) / 2;
-      p.drawText(QPointF(x, ty + metrics.ascent() / 2 - 1), shown);
-      x += static_cast<int>(metrics.horizontalAdvance(shown)) + 8;
-      if (!note.isEmpty()) {
-        p.setFont(fonts.small);
-        p.setPen(note_color);
-        p.drawText(QPointF(x, ty + metrics.ascent() / 2 - 1), note);
-        p.setFont(fonts.normal);
-      }
-      continue;
-    }
-    if (!note.isEmpty()) {
-      p.setFont(fonts.small);
-      p.setPen(note_color);
-      p.drawText(QPointF(x, text_y + metrics.ascent() / 2 - 1),
-                 QFontMetricsF(fonts.small)
-                     .elidedText(note, Qt::ElideRight, labels.right() - x - 4));
-      p.setFont(fonts.normal);
-    }
+    tree.PaintRow(rows[r], labels.y() + rows[r].y - s.scroll_y);
   }
   p.setClipping(false);
   p.fillRect(labels.right(), labels.y(), 1, labels.height(), kSeparator);

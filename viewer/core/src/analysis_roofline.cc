@@ -57,11 +57,23 @@ RooflineEntry Finish(std::string name, HostId host, const Acc& a,
   return e;
 }
 
-}  // namespace
+void Add(int64_t flops, int64_t bytes, int64_t time, Acc* a) {
+  ++a->count;
+  a->flops = base::SaturatingAdd(a->flops, flops);
+  a->bytes = base::SaturatingAdd(a->bytes, bytes);
+  a->time = base::SaturatingAdd(a->time, time);
+}
 
-OpProfile AnalyzeOps(const TraceStore& store,
-                     const PodAnalysisOptions& options) {
-  OpProfile out;
+void Merge(const Acc& from, Acc* into) {
+  into->count += from.count;
+  into->flops = base::SaturatingAdd(into->flops, from.flops);
+  into->bytes = base::SaturatingAdd(into->bytes, from.bytes);
+  into->time = base::SaturatingAdd(into->time, from.time);
+}
+
+// The peaks each host's metadata records (the first process of a host that
+// records any).
+std::map<HostId, HostPeak> RecordedPeaks(const TraceStore& store) {
   std::map<HostId, HostPeak> peaks;
   for (const ProcessInfo& p : store.processes()) {
     const double gflops = Attribute(p, "machine.peak_gflops");
@@ -80,9 +92,16 @@ OpProfile AnalyzeOps(const TraceStore& store,
     h.threads = static_cast<int64_t>(Attribute(p, "machine.peak_threads"));
     peaks[p.host] = h;
   }
-  const pod::Keys keys(store);
-  // Summed by string id first (one lookup of two integers per kernel),
-  // then by name.
+  return peaks;
+}
+
+using ByText = std::map<std::pair<HostId, std::string>, Acc>;
+
+// The device kernels' flops, bytes and time per host, by kernel name and
+// by op kind. Summed by string id first (one lookup of two integers per
+// kernel), then by name.
+void SumKernels(const TraceStore& store, const pod::Keys& keys, ByText* by_name,
+                ByText* by_kind) {
   constexpr StringId kNoKind = std::numeric_limits<StringId>::max();
   absl::flat_hash_map<std::pair<HostId, StringId>, Acc> by_name_id, by_kind_id;
   if (keys.flops || keys.bytes_accessed) {
@@ -101,40 +120,32 @@ OpProfile AnalyzeOps(const TraceStore& store,
         const int64_t f = pod::NonNegative(flops.value_or(0));
         const int64_t b = pod::NonNegative(bytes.value_or(0));
         const int64_t t = pod::NonNegative(data.slices.duration(args.index));
-        auto add = [&](Acc& a) {
-          ++a.count;
-          a.flops = base::SaturatingAdd(a.flops, f);
-          a.bytes = base::SaturatingAdd(a.bytes, b);
-          a.time = base::SaturatingAdd(a.time, t);
-        };
-        add(by_name_id[{host, data.slices.name(args.index)}]);
+        Add(f, b, t, &by_name_id[{host, data.slices.name(args.index)}]);
         const trace_format::Arg* op = pod::FindArg(&args, keys.op);
         const auto* kind =
             op ? std::get_if<trace_format::StringId>(&op->value) : nullptr;
-        add(by_kind_id[{host, kind ? kind->id : kNoKind}]);
+        Add(f, b, t, &by_kind_id[{host, kind ? kind->id : kNoKind}]);
       }
     }
   }
-  std::map<std::pair<HostId, std::string>, Acc> by_name, by_kind;
-  auto merge = [&](const Acc& from, Acc& into) {
-    into.count += from.count;
-    into.flops = base::SaturatingAdd(into.flops, from.flops);
-    into.bytes = base::SaturatingAdd(into.bytes, from.bytes);
-    into.time = base::SaturatingAdd(into.time, from.time);
-  };
   for (const auto& [key, a] : by_name_id) {
-    merge(a, by_name[{key.first, std::string(store.str(key.second))}]);
+    Merge(a, &(*by_name)[{key.first, std::string(store.str(key.second))}]);
   }
   for (const auto& [key, a] : by_kind_id) {
-    merge(a, by_kind[{key.first, key.second == kNoKind
-                                     ? std::string("(unknown)")
-                                     : std::string(store.str(key.second))}]);
+    Merge(a,
+          &(*by_kind)[{key.first, key.second == kNoKind
+                                      ? std::string("(unknown)")
+                                      : std::string(store.str(key.second))}]);
   }
-  // A recorded peak below what a kernel name reached is understated: the
-  // best achieved rate replaces it.
+}
+
+// A recorded peak below what a kernel name reached is understated: the
+// best achieved rate replaces it.
+void RaiseUnderstatedPeaks(const ByText& by_name,
+                           std::map<HostId, HostPeak>* peaks) {
   for (const auto& [key, a] : by_name) {
-    auto it = peaks.find(key.first);
-    if (it == peaks.end() || a.time <= 0) continue;
+    auto it = peaks->find(key.first);
+    if (it == peaks->end() || a.time <= 0) continue;
     HostPeak& h = it->second;
     const double gflops =
         static_cast<double>(a.flops) / static_cast<double>(a.time);
@@ -149,26 +160,42 @@ OpProfile AnalyzeOps(const TraceStore& store,
       h.understated = true;
     }
   }
+}
+
+// Each host's entries against its peaks, the longest first, the top ones.
+void AppendEntries(const ByText& from, const std::map<HostId, HostPeak>& peaks,
+                   const PodAnalysisOptions& options,
+                   std::vector<RooflineEntry>* into) {
+  std::map<HostId, std::vector<RooflineEntry>> per_host;
+  for (const auto& [key, a] : from) {
+    auto it = peaks.find(key.first);
+    per_host[key.first].push_back(Finish(
+        key.second, key.first, a, it == peaks.end() ? nullptr : &it->second));
+  }
+  for (auto& [host, v] : per_host) {
+    std::sort(v.begin(), v.end(),
+              [](const RooflineEntry& a, const RooflineEntry& b) {
+                if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
+                return a.name < b.name;
+              });
+    if (options.top > 0 && v.size() > options.top) v.resize(options.top);
+    into->insert(into->end(), v.begin(), v.end());
+  }
+}
+
+}  // namespace
+
+OpProfile AnalyzeOps(const TraceStore& store,
+                     const PodAnalysisOptions& options) {
+  OpProfile out;
+  std::map<HostId, HostPeak> peaks = RecordedPeaks(store);
+  const pod::Keys keys(store);
+  ByText by_name, by_kind;
+  SumKernels(store, keys, &by_name, &by_kind);
+  RaiseUnderstatedPeaks(by_name, &peaks);
   for (const auto& [host, h] : peaks) out.peaks.push_back(h);
-  auto finish = [&](const auto& from, std::vector<RooflineEntry>* into) {
-    std::map<HostId, std::vector<RooflineEntry>> per_host;
-    for (const auto& [key, a] : from) {
-      auto it = peaks.find(key.first);
-      per_host[key.first].push_back(Finish(
-          key.second, key.first, a, it == peaks.end() ? nullptr : &it->second));
-    }
-    for (auto& [host, v] : per_host) {
-      std::sort(v.begin(), v.end(),
-                [](const RooflineEntry& a, const RooflineEntry& b) {
-                  if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
-                  return a.name < b.name;
-                });
-      if (options.top > 0 && v.size() > options.top) v.resize(options.top);
-      into->insert(into->end(), v.begin(), v.end());
-    }
-  };
-  finish(by_name, &out.by_name);
-  finish(by_kind, &out.by_kind);
+  AppendEntries(by_name, peaks, options, &out.by_name);
+  AppendEntries(by_kind, peaks, options, &out.by_kind);
   return out;
 }
 

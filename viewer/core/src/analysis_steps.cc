@@ -122,16 +122,13 @@ class CategoryTimeline {
   std::vector<uint8_t> cats_;
 };
 
-}  // namespace
+using RankCells = std::vector<std::vector<StepCell>>;
 
-StepBreakdown AnalyzeSteps(const TraceStore& store,
-                           const PodAnalysisOptions& /*options*/) {
-  StepBreakdown out;
-  out.ranks = PodRanks(store);
-  const size_t n = out.ranks.size();
-  const pod::Keys keys(store);
+// Each rank's steps, by start, with the time each spent per category.
+RankCells MeasureRankSteps(const TraceStore& store, size_t n,
+                           const pod::Keys& keys) {
   std::vector<std::vector<pod::RankStep>> steps(n);
-  std::vector<std::vector<StepCell>> cells(n);
+  RankCells cells(n);
   base::ParallelFor(0, n, [&](size_t r) {
     steps[r] = pod::FindRankSteps(store, static_cast<ProcessId>(r), keys);
     if (steps[r].empty()) return;
@@ -148,62 +145,70 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
       cells[r].push_back(c);
     }
   });
+  return cells;
+}
 
-  // By number when every step has one, distinct within its rank.
-  bool by_number = false;
-  for (size_t r = 0; r < n; ++r) {
-    if (cells[r].empty()) continue;
-    by_number = true;
-    break;
-  }
-  for (size_t r = 0; r < n && by_number; ++r) {
+// Steps are matched by number when there are some and every step has a
+// number, distinct within its rank.
+bool MatchByNumber(const RankCells& cells) {
+  bool any = false;
+  for (const auto& rank : cells) any = any || !rank.empty();
+  if (!any) return false;
+  for (const auto& rank : cells) {
     std::set<int64_t> seen;
-    for (const StepCell& c : cells[r]) {
-      if (c.number < 0 || !seen.insert(c.number).second) {
-        by_number = false;
-        break;
-      }
+    for (const StepCell& c : rank) {
+      if (c.number < 0 || !seen.insert(c.number).second) return false;
     }
   }
-  out.matched_by_number = by_number;
-  if (by_number) {
-    std::map<int64_t, size_t> row_of;
-    for (size_t r = 0; r < n; ++r) {
-      for (const StepCell& c : cells[r]) row_of.emplace(c.number, 0);
-    }
-    for (auto& [number, row] : row_of) {
-      row = out.rows.size();
-      StepRow sr;
-      sr.step = number;
-      sr.ranks.resize(n);
-      out.rows.push_back(std::move(sr));
-    }
-    for (size_t r = 0; r < n; ++r) {
-      for (const StepCell& c : cells[r])
-        out.rows[row_of[c.number]].ranks[r] = c;
-    }
-  } else {
-    size_t rows = 0;
-    for (size_t r = 0; r < n; ++r) rows = std::max(rows, cells[r].size());
-    out.rows.resize(rows);
-    for (size_t k = 0; k < rows; ++k) {
-      out.rows[k].step = static_cast<int64_t>(k);
-      out.rows[k].ranks.resize(n);
-      for (size_t r = 0; r < n; ++r) {
-        if (k < cells[r].size()) out.rows[k].ranks[r] = cells[r][k];
-      }
-    }
-  }
+  return true;
+}
 
-  out.totals.resize(n);
+// One row per step number, in order.
+void RowsByNumber(const RankCells& cells, StepBreakdown* out) {
+  const size_t n = cells.size();
+  std::map<int64_t, size_t> row_of;
+  for (size_t r = 0; r < n; ++r) {
+    for (const StepCell& c : cells[r]) row_of.emplace(c.number, 0);
+  }
+  for (auto& [number, row] : row_of) {
+    row = out->rows.size();
+    StepRow sr;
+    sr.step = number;
+    sr.ranks.resize(n);
+    out->rows.push_back(std::move(sr));
+  }
+  for (size_t r = 0; r < n; ++r) {
+    for (const StepCell& c : cells[r]) out->rows[row_of[c.number]].ranks[r] = c;
+  }
+}
+
+// Row k holds each rank's k-th step.
+void RowsByOrder(const RankCells& cells, StepBreakdown* out) {
+  const size_t n = cells.size();
+  size_t rows = 0;
+  for (size_t r = 0; r < n; ++r) rows = std::max(rows, cells[r].size());
+  out->rows.resize(rows);
+  for (size_t k = 0; k < rows; ++k) {
+    out->rows[k].step = static_cast<int64_t>(k);
+    out->rows[k].ranks.resize(n);
+    for (size_t r = 0; r < n; ++r) {
+      if (k < cells[r].size()) out->rows[k].ranks[r] = cells[r][k];
+    }
+  }
+}
+
+// Each row's spread and slowest rank, and each rank's totals over the rows.
+void SumRows(StepBreakdown* out) {
+  const size_t n = out->ranks.size();
+  out->totals.resize(n);
   std::vector<std::vector<int64_t>> durations(n);
-  for (StepRow& row : out.rows) {
+  for (StepRow& row : out->rows) {
     int64_t lo = 0, hi = 0;
     int present = 0;
     for (size_t r = 0; r < n; ++r) {
       const StepCell& c = row.ranks[r];
       if (!c.present) continue;
-      RankStepTotals& t = out.totals[r];
+      RankStepTotals& t = out->totals[r];
       ++t.steps;
       t.total_ns = base::SaturatingAdd(t.total_ns, c.duration_ns);
       t.max_ns = std::max(t.max_ns, c.duration_ns);
@@ -223,12 +228,29 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
     if (present > 1 && row.spread_ns == 0) {
       row.slowest_rank = -1;  // all took the same time
     } else if (present > 1) {
-      ++out.totals[row.slowest_rank].slowest_count;
+      ++out->totals[row.slowest_rank].slowest_count;
     }
   }
   for (size_t r = 0; r < n; ++r) {
-    out.totals[r].median_ns = base::Median(std::move(durations[r]));
+    out->totals[r].median_ns = base::Median(std::move(durations[r]));
   }
+}
+
+}  // namespace
+
+StepBreakdown AnalyzeSteps(const TraceStore& store,
+                           const PodAnalysisOptions& /*options*/) {
+  StepBreakdown out;
+  out.ranks = PodRanks(store);
+  const pod::Keys keys(store);
+  const RankCells cells = MeasureRankSteps(store, out.ranks.size(), keys);
+  out.matched_by_number = MatchByNumber(cells);
+  if (out.matched_by_number) {
+    RowsByNumber(cells, &out);
+  } else {
+    RowsByOrder(cells, &out);
+  }
+  SumRows(&out);
   return out;
 }
 

@@ -79,6 +79,224 @@ std::vector<LongerScope> FindLongerScopes(const TraceStore& store,
   return out;
 }
 
+// One collective slice on a rank's device, with what joins it to the
+// other ranks' slices of the same collective.
+struct Arrival {
+  CollectiveArrival a;
+  StringId name;
+  std::optional<std::string> id;
+};
+
+// The collective slices on the device tracks of a rank's process, by start.
+std::vector<Arrival> FindArrivals(const TraceStore& store,
+                                  const pod::Keys& keys,
+                                  pod::CollectiveTest& is_collective,
+                                  ProcessId process, int rank) {
+  std::vector<Arrival> found;
+  for (TrackId t : store.processes()[process].tracks) {
+    if (!pod::IsDevice(store.tracks()[t])) continue;
+    const SliceColumns& s = store.data(t).slices;
+    for (uint32_t i = 0; i < s.size(); ++i) {
+      const EventRef e{t, trace_format::EventKind::kSlice, i};
+      if (!is_collective(e, s.name(i))) continue;
+      const trace_format::EventArgs* args = store.FindArgs(e);
+      Arrival f;
+      f.a.rank = rank;
+      f.a.event = e;
+      f.a.start_ns = s.start(i);
+      f.a.duration_ns = pod::NonNegative(s.duration(i));
+      f.a.wait_ns = pod::IntArg(args, keys.wait_ns).value_or(-1);
+      f.name = s.name(i);
+      f.id = pod::TextArg(store, args, keys.collective_id);
+      if (f.id && f.id->empty()) f.id.reset();
+      found.push_back(std::move(f));
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const Arrival& a, const Arrival& b) {
+    if (a.a.start_ns != b.a.start_ns) {
+      return a.a.start_ns < b.a.start_ns;
+    }
+    return a.a.event < b.a.event;
+  });
+  return found;
+}
+
+int64_t SumRecordedWaits(const std::vector<Arrival>& arrivals) {
+  int64_t sum = 0;
+  for (const Arrival& f : arrivals) {
+    if (f.a.wait_ns > 0) sum = base::SaturatingAdd(sum, f.a.wait_ns);
+  }
+  return sum;
+}
+
+// Joins the collectives of all ranks: by `collective_id` when the slice has
+// one, else by name and how many of that name came before on the rank.
+class CollectiveJoiner {
+ public:
+  explicit CollectiveJoiner(const TraceStore& store) : store_(store) {}
+
+  // One rank's arrivals, by start.
+  void Add(const std::vector<Arrival>& arrivals) {
+    absl::flat_hash_map<StringId, int64_t> kth;
+    for (const Arrival& f : arrivals) {
+      const bool by_id = f.id.has_value();
+      const std::string key = by_id ? "id:" + *f.id
+                                    : std::string(store_.str(f.name)) + "#" +
+                                          std::to_string(kth[f.name]++);
+      auto [it, inserted] = index_.try_emplace(key, joined_.size());
+      if (inserted) {
+        JoinedCollective j;
+        j.name = std::string(store_.str(f.name));
+        j.key = by_id ? *f.id : key;
+        j.joined_by_id = by_id;
+        joined_.push_back(std::move(j));
+      }
+      JoinedCollective& j = joined_[it->second];
+      // A process with several devices records one slice per device: its
+      // first arrival stands for the rank.
+      if (!j.arrivals.empty() && j.arrivals.back().rank == f.a.rank) continue;
+      j.arrivals.push_back(f.a);
+    }
+  }
+
+  // In the order each was first seen.
+  std::vector<JoinedCollective> Take() { return std::move(joined_); }
+
+ private:
+  const TraceStore& store_;
+  absl::flat_hash_map<std::string, size_t> index_;  // key -> joined_
+  std::vector<JoinedCollective> joined_;
+};
+
+int64_t LastArrivalNs(const JoinedCollective& j) {
+  int64_t last = INT64_MIN;
+  for (const CollectiveArrival& a : j.arrivals)
+    last = std::max(last, a.start_ns);
+  return last;
+}
+
+// Sets who arrived last at a collective (of two or more arrivals), by how
+// much, and the wait that caused the others; a tie for last blames no one.
+void MeasureLateness(JoinedCollective* j) {
+  int64_t first = j->arrivals[0].start_ns, last = first;
+  int last_rank = j->arrivals[0].rank;
+  for (const CollectiveArrival& a : j->arrivals) {
+    first = std::min(first, a.start_ns);
+    if (a.start_ns > last) {
+      last = a.start_ns;
+      last_rank = a.rank;
+    }
+  }
+  int64_t second = first;
+  int at_last = 0;
+  for (const CollectiveArrival& a : j->arrivals) {
+    if (a.start_ns == last) ++at_last;
+    if (a.start_ns < last) second = std::max(second, a.start_ns);
+  }
+  j->spread_ns = base::SaturatingSub(last, first);
+  j->late_by_ns = at_last > 1 ? 0 : base::SaturatingSub(last, second);
+  j->last_rank = at_last > 1 ? -1 : last_rank;
+  for (const CollectiveArrival& a : j->arrivals) {
+    j->wait_caused_ns = base::SaturatingAdd(
+        j->wait_caused_ns, base::SaturatingSub(last, a.start_ns));
+  }
+}
+
+// Measures each collective that two or more ranks joined, charges its
+// lateness to the rank that arrived last, and keeps it in the report, by
+// last arrival.
+void ChargeLateArrivals(const StepBreakdown& steps,
+                        std::vector<JoinedCollective> joined,
+                        StragglerReport* out) {
+  const pod::StepLocator locate(steps);
+  for (JoinedCollective& j : joined) {
+    if (j.arrivals.size() < 2) continue;
+    MeasureLateness(&j);
+    if (j.last_rank >= 0) {
+      j.step_row = locate.Find(j.last_rank, LastArrivalNs(j));
+      RankStraggle& rs = out->ranks[j.last_rank];
+      ++rs.last_count;
+      rs.wait_caused_ns =
+          base::SaturatingAdd(rs.wait_caused_ns, j.wait_caused_ns);
+      rs.late_by_ns = base::SaturatingAdd(rs.late_by_ns, j.late_by_ns);
+    }
+    if (j.joined_by_id) {
+      ++out->joined_by_id;
+    } else {
+      ++out->joined_by_order;
+    }
+    out->collectives.push_back(std::move(j));
+  }
+  std::sort(out->collectives.begin(), out->collectives.end(),
+            [](const JoinedCollective& a, const JoinedCollective& b) {
+              const int64_t la = LastArrivalNs(a), lb = LastArrivalNs(b);
+              if (la != lb) return la < lb;
+              return a.key < b.key;
+            });
+}
+
+// The rank last most often (the lowest on a tie), -1 with no ranks.
+int MostOftenLast(const std::vector<RankStraggle>& ranks) {
+  int best = -1;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (best < 0 || ranks[r].last_count > ranks[best].last_count) {
+      best = static_cast<int>(r);
+    }
+  }
+  return best;
+}
+
+// Whether a rank was last more often than chance explains: by chance it is
+// last in each collective it joined with probability 1 / (ranks that
+// joined it).
+bool LastBeyondChance(const StragglerReport& report, int rank,
+                      const PodAnalysisOptions& options) {
+  const uint64_t total = report.collectives.size();
+  const uint64_t last_count = report.ranks[rank].last_count;
+  double expected = 0, variance = 0;
+  for (const JoinedCollective& j : report.collectives) {
+    bool joined = false;
+    for (const auto& a : j.arrivals) joined = joined || a.rank == rank;
+    if (!joined || j.arrivals.empty()) continue;
+    const double p = 1.0 / static_cast<double>(j.arrivals.size());
+    expected += p;
+    variance += p * (1.0 - p);
+  }
+  const double sigma = std::sqrt(variance);
+  return last_count >= options.straggler_min_collectives &&
+         static_cast<double>(last_count) >=
+             options.straggler_share * static_cast<double>(total) &&
+         static_cast<double>(last_count) >
+             expected + options.straggler_sigmas * sigma;
+}
+
+// The evidence against the straggler: the steps and collectives it was last
+// at, most often first, and its scopes that took longer than the others'.
+Straggler DescribeStraggler(const TraceStore& store, const StepBreakdown& steps,
+                            const pod::Keys& keys,
+                            const StragglerReport& report, int rank,
+                            const PodAnalysisOptions& options) {
+  const RankStraggle& rs = report.ranks[rank];
+  Straggler s;
+  s.rank = rank;
+  s.last_count = rs.last_count;
+  s.joined = report.collectives.size();
+  s.wait_caused_ns = rs.wait_caused_ns;
+  std::set<int> rows;
+  std::map<std::string, uint64_t> names;
+  for (const JoinedCollective& j : report.collectives) {
+    if (j.last_rank != rank) continue;
+    ++names[j.name];
+    if (j.step_row >= 0) rows.insert(j.step_row);
+  }
+  for (int row : rows) s.steps.push_back(steps.rows[row].step);
+  for (auto& [name, count] : names) s.collectives.emplace_back(name, count);
+  std::sort(s.collectives.begin(), s.collectives.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  s.longer_scopes = FindLongerScopes(store, steps, keys, rank, rows, options);
+  return s;
+}
+
 }  // namespace
 
 StragglerReport AnalyzeStragglers(const TraceStore& store,
@@ -91,166 +309,21 @@ StragglerReport AnalyzeStragglers(const TraceStore& store,
   const pod::Keys keys(store);
   pod::CollectiveTest is_collective(store, keys);
 
-  // key -> joined collective; insertion order kept by `order`.
-  absl::flat_hash_map<std::string, size_t> index;
-  std::vector<JoinedCollective> joined;
+  CollectiveJoiner joiner(store);
   for (size_t r = 0; r < n; ++r) {
-    struct Found {
-      CollectiveArrival a;
-      StringId name;
-      std::optional<std::string> id;
-    };
-    std::vector<Found> found;
-    for (TrackId t : store.processes()[steps.ranks[r].process].tracks) {
-      if (!pod::IsDevice(store.tracks()[t])) continue;
-      const SliceColumns& s = store.data(t).slices;
-      for (uint32_t i = 0; i < s.size(); ++i) {
-        const EventRef e{t, trace_format::EventKind::kSlice, i};
-        if (!is_collective(e, s.name(i))) continue;
-        const trace_format::EventArgs* args = store.FindArgs(e);
-        Found f;
-        f.a.rank = static_cast<int>(r);
-        f.a.event = e;
-        f.a.start_ns = s.start(i);
-        f.a.duration_ns = pod::NonNegative(s.duration(i));
-        f.a.wait_ns = pod::IntArg(args, keys.wait_ns).value_or(-1);
-        f.name = s.name(i);
-        f.id = pod::TextArg(store, args, keys.collective_id);
-        if (f.id && f.id->empty()) f.id.reset();
-        found.push_back(std::move(f));
-      }
-    }
-    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-      if (a.a.start_ns != b.a.start_ns) return a.a.start_ns < b.a.start_ns;
-      return a.a.event < b.a.event;
-    });
-    absl::flat_hash_map<StringId, int64_t> kth;
-    for (Found& f : found) {
-      if (f.a.wait_ns > 0) {
-        out.ranks[r].waited_ns =
-            base::SaturatingAdd(out.ranks[r].waited_ns, f.a.wait_ns);
-      }
-      std::string key;
-      const bool by_id = f.id.has_value();
-      if (by_id) {
-        key = "id:" + *f.id;
-      } else {
-        key = std::string(store.str(f.name)) + "#" +
-              std::to_string(kth[f.name]++);
-      }
-      auto [it, inserted] = index.try_emplace(key, joined.size());
-      if (inserted) {
-        JoinedCollective j;
-        j.name = std::string(store.str(f.name));
-        j.key = by_id ? *f.id : key;
-        j.joined_by_id = by_id;
-        joined.push_back(std::move(j));
-      }
-      JoinedCollective& j = joined[it->second];
-      // A process with several devices records one slice per device: its
-      // first arrival stands for the rank.
-      if (!j.arrivals.empty() && j.arrivals.back().rank == f.a.rank) continue;
-      j.arrivals.push_back(f.a);
-    }
+    const std::vector<Arrival> arrivals =
+        FindArrivals(store, keys, is_collective, steps.ranks[r].process,
+                     static_cast<int>(r));
+    out.ranks[r].waited_ns = SumRecordedWaits(arrivals);
+    joiner.Add(arrivals);
   }
-
-  const pod::StepLocator locate(steps);
-  for (JoinedCollective& j : joined) {
-    if (j.arrivals.size() < 2) continue;
-    int64_t first = j.arrivals[0].start_ns, last = first;
-    int last_rank = j.arrivals[0].rank;
-    for (const CollectiveArrival& a : j.arrivals) {
-      first = std::min(first, a.start_ns);
-      if (a.start_ns > last) {
-        last = a.start_ns;
-        last_rank = a.rank;
-      }
-    }
-    int64_t second = first;
-    int at_last = 0;
-    for (const CollectiveArrival& a : j.arrivals) {
-      if (a.start_ns == last) ++at_last;
-      if (a.start_ns < last) second = std::max(second, a.start_ns);
-    }
-    j.spread_ns = base::SaturatingSub(last, first);
-    j.late_by_ns = at_last > 1 ? 0 : base::SaturatingSub(last, second);
-    j.last_rank = at_last > 1 ? -1 : last_rank;
-    for (const CollectiveArrival& a : j.arrivals) {
-      j.wait_caused_ns = base::SaturatingAdd(
-          j.wait_caused_ns, base::SaturatingSub(last, a.start_ns));
-    }
-    if (j.last_rank >= 0) {
-      j.step_row = locate.Find(j.last_rank, last);
-      RankStraggle& rs = out.ranks[j.last_rank];
-      ++rs.last_count;
-      rs.wait_caused_ns =
-          base::SaturatingAdd(rs.wait_caused_ns, j.wait_caused_ns);
-      rs.late_by_ns = base::SaturatingAdd(rs.late_by_ns, j.late_by_ns);
-    }
-    if (j.joined_by_id) {
-      ++out.joined_by_id;
-    } else {
-      ++out.joined_by_order;
-    }
-    out.collectives.push_back(std::move(j));
-  }
-  std::sort(out.collectives.begin(), out.collectives.end(),
-            [](const JoinedCollective& a, const JoinedCollective& b) {
-              int64_t la = INT64_MIN, lb = INT64_MIN;
-              for (const auto& x : a.arrivals) la = std::max(la, x.start_ns);
-              for (const auto& x : b.arrivals) lb = std::max(lb, x.start_ns);
-              if (la != lb) return la < lb;
-              return a.key < b.key;
-            });
+  ChargeLateArrivals(steps, joiner.Take(), &out);
 
   // The consistent straggler.
-  const uint64_t total = out.collectives.size();
-  int best = -1;
-  for (size_t r = 0; r < n; ++r) {
-    if (best < 0 || out.ranks[r].last_count > out.ranks[best].last_count) {
-      best = static_cast<int>(r);
-    }
-  }
-  if (best >= 0 && total > 0) {
-    const RankStraggle& rs = out.ranks[best];
-    // By chance the rank is last in each collective it joined with
-    // probability 1 / (ranks that joined it).
-    double expected = 0, variance = 0;
-    for (const JoinedCollective& j : out.collectives) {
-      bool joined = false;
-      for (const auto& a : j.arrivals) joined = joined || a.rank == best;
-      if (!joined || j.arrivals.empty()) continue;
-      const double p = 1.0 / static_cast<double>(j.arrivals.size());
-      expected += p;
-      variance += p * (1.0 - p);
-    }
-    const double sigma = std::sqrt(variance);
-    if (rs.last_count >= options.straggler_min_collectives &&
-        static_cast<double>(rs.last_count) >=
-            options.straggler_share * static_cast<double>(total) &&
-        static_cast<double>(rs.last_count) >
-            expected + options.straggler_sigmas * sigma) {
-      Straggler s;
-      s.rank = best;
-      s.last_count = rs.last_count;
-      s.joined = total;
-      s.wait_caused_ns = rs.wait_caused_ns;
-      std::set<int> rows;
-      std::map<std::string, uint64_t> names;
-      for (const JoinedCollective& j : out.collectives) {
-        if (j.last_rank != best) continue;
-        ++names[j.name];
-        if (j.step_row >= 0) rows.insert(j.step_row);
-      }
-      for (int row : rows) s.steps.push_back(steps.rows[row].step);
-      for (auto& [name, count] : names) s.collectives.emplace_back(name, count);
-      std::sort(
-          s.collectives.begin(), s.collectives.end(),
-          [](const auto& a, const auto& b) { return a.second > b.second; });
-      s.longer_scopes =
-          FindLongerScopes(store, steps, keys, best, rows, options);
-      out.straggler = std::move(s);
-    }
+  const int best = MostOftenLast(out.ranks);
+  if (best >= 0 && !out.collectives.empty() &&
+      LastBeyondChance(out, best, options)) {
+    out.straggler = DescribeStraggler(store, steps, keys, out, best, options);
   }
   return out;
 }

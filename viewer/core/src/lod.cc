@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <utility>
 
 namespace podscope::viewer {
 namespace {
@@ -385,6 +386,134 @@ class PixelSweep {
   std::vector<uint32_t>* picked_;
 };
 
+// QuerySlices' buffers, reused from depth to depth.
+struct DepthScratch {
+  std::vector<uint32_t> wide, picked;
+  std::vector<VisibleSlice> swept;
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
+  std::vector<uint32_t> next;
+  std::vector<float> shares;
+};
+
+inline VisibleSlice Visible(const SliceColumns& slices, const PixelGrid& grid,
+                            uint32_t i, uint32_t d) {
+  VisibleSlice v;
+  v.index = i;
+  v.depth = d;
+  v.start_ns = slices.start(i);
+  v.duration_ns = slices.duration(i);
+  v.name = slices.name(i);
+  v.representative = !grid.Wide(v.duration_ns);
+  return v;
+}
+
+// Every slice of [lo, hi) a pixel wide or more, by index, into s->wide:
+// split ranges at their longest slice until the longest is narrower than a
+// pixel. Costs O(log n) per slice found.
+inline void FindWide(const SliceColumns& slices, const PixelGrid& grid,
+                     uint32_t lo, uint32_t hi, DepthScratch* s) {
+  s->wide.clear();
+  s->ranges.assign(1, {lo, hi});
+  while (!s->ranges.empty()) {
+    const auto [l, r] = s->ranges.back();
+    s->ranges.pop_back();
+    if (l >= r) continue;
+    const uint32_t m = slices.Longest(l, r);
+    if (!grid.Wide(slices.duration(m))) continue;
+    s->wide.push_back(m);
+    s->ranges.push_back({l, m});
+    s->ranges.push_back({m + 1, r});
+  }
+  std::sort(s->wide.begin(), s->wide.end());
+}
+
+// The slice each pixel of [t0, t1) shows at depth d, [lo, hi) being the
+// depth's slices that touch the window, into s->swept by index, each once.
+// With `busy`, also each pixel's busy share into s->shares when the pixels
+// were walked; returns whether they were.
+inline bool SweepPixels(const SliceColumns& slices, const PixelGrid& grid,
+                        int64_t t0, int64_t t1, uint32_t lo, uint32_t hi,
+                        uint32_t pixels, uint32_t d, bool busy,
+                        DepthScratch* s) {
+  // The sweep picks pixel by pixel, so its picks ascend (a slice may
+  // repeat). Each pick was fetched when picked; it is read a few picks
+  // later, by when it has arrived.
+  std::vector<uint32_t>& picked = s->picked;
+  std::vector<VisibleSlice>& swept = s->swept;
+  picked.clear();
+  swept.clear();
+  size_t read = 0;
+  auto read_picks = [&](size_t upto) {
+    for (; read < upto; ++read) {
+      const uint32_t i = picked[read];
+      if (swept.empty() || swept.back().index != i) {
+        swept.push_back(Visible(slices, grid, i, d));
+      }
+    }
+  };
+  constexpr size_t kPickLag = 8;
+  // Where the depth has a slice or more per pixel, most pixels are
+  // occupied: every pixel bound is walked once, and each pixel swept
+  // (and its busy share worked out) as soon as its bounds are known,
+  // while the slices around them are in cache. Sparser depths are swept
+  // from occupied pixel to occupied pixel.
+  const bool walk = hi - lo >= pixels;
+  if (walk) {
+    s->next.resize(size_t{pixels} + 1);
+    if (busy) s->shares.resize(pixels);
+    PixelSweep sweep(slices, grid, t0, t1, lo, hi, s->next.data(), &picked);
+    bool sweeping = true;
+    WalkBounds(slices, lo, hi, grid, s->next.data(),
+               busy ? s->shares.data() : nullptr, [&](uint32_t q) {
+                 while (sweeping && sweep.pixel() < q) {
+                   sweeping = sweep.Step();
+                 }
+                 if (picked.size() > read + kPickLag) {
+                   read_picks(picked.size() - kPickLag);
+                 }
+               });
+  } else {
+    PixelSweep sweep(slices, grid, t0, t1, lo, hi, nullptr, &picked);
+    while (sweep.Step()) {
+    }
+  }
+  read_picks(picked.size());
+  auto by_index = [](const VisibleSlice& a, const VisibleSlice& b) {
+    return a.index < b.index;
+  };
+  if (!std::is_sorted(swept.begin(), swept.end(), by_index)) {
+    std::sort(swept.begin(), swept.end(), by_index);
+    swept.erase(std::unique(swept.begin(), swept.end(),
+                            [](const VisibleSlice& a, const VisibleSlice& b) {
+                              return a.index == b.index;
+                            }),
+                swept.end());
+  }
+  return walk;
+}
+
+// Appends the swept slices with the few wide ones merged in, each slice
+// once, by index. Returns whether any is narrower than a pixel.
+inline bool MergeWide(const SliceColumns& slices, const PixelGrid& grid,
+                      uint32_t d, const DepthScratch& s,
+                      std::vector<VisibleSlice>* out) {
+  bool sub_pixel = false;
+  auto emit = [&](const VisibleSlice& v) {
+    sub_pixel |= v.representative;
+    out->push_back(v);
+  };
+  auto w = s.wide.begin();
+  for (const VisibleSlice& v : s.swept) {
+    for (; w != s.wide.end() && *w < v.index; ++w) {
+      emit(Visible(slices, grid, *w, d));
+    }
+    if (w != s.wide.end() && *w == v.index) ++w;
+    emit(v);
+  }
+  for (; w != s.wide.end(); ++w) emit(Visible(slices, grid, *w, d));
+  return sub_pixel;
+}
+
 }  // namespace
 
 std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
@@ -395,21 +524,7 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
   if (t1 <= t0 || pixels == 0) return out;
   const PixelGrid grid(t0, t1, pixels);
   const uint32_t depths = slices.depth_count();
-  auto visible = [&](uint32_t i, uint32_t d) {
-    VisibleSlice v;
-    v.index = i;
-    v.depth = d;
-    v.start_ns = slices.start(i);
-    v.duration_ns = slices.duration(i);
-    v.name = slices.name(i);
-    v.representative = !grid.Wide(v.duration_ns);
-    return v;
-  };
-  std::vector<uint32_t> wide, picked;
-  std::vector<VisibleSlice> swept;
-  std::vector<std::pair<uint32_t, uint32_t>> ranges;
-  std::vector<uint32_t> next;
-  std::vector<float> shares;
+  DepthScratch scratch;
   for (uint32_t d = 0; d < depths; ++d) {
     // The depth's slices that touch the window: one run, as starts and
     // ends both ascend.
@@ -418,89 +533,13 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
     const uint32_t hi =
         slices.FirstStartingAtOrAfter(lo, slices.depth_end(d), t1);
     if (lo >= hi) continue;
-    // Every slice a pixel wide or more: split ranges at their longest
-    // slice until the longest is narrower than a pixel. Costs O(log n) per
-    // slice found.
-    wide.clear();
-    ranges.assign(1, {lo, hi});
-    while (!ranges.empty()) {
-      const auto [l, r] = ranges.back();
-      ranges.pop_back();
-      if (l >= r) continue;
-      const uint32_t m = slices.Longest(l, r);
-      if (!grid.Wide(slices.duration(m))) continue;
-      wide.push_back(m);
-      ranges.push_back({l, m});
-      ranges.push_back({m + 1, r});
-    }
-    std::sort(wide.begin(), wide.end());
-    // The sweep picks pixel by pixel, so its picks ascend (a slice may
-    // repeat). Each pick was fetched when picked; it is read a few picks
-    // later, by when it has arrived.
-    picked.clear();
-    swept.clear();
-    size_t read = 0;
-    auto read_picks = [&](size_t upto) {
-      for (; read < upto; ++read) {
-        const uint32_t i = picked[read];
-        if (swept.empty() || swept.back().index != i) {
-          swept.push_back(visible(i, d));
-        }
-      }
-    };
-    constexpr size_t kPickLag = 8;
-    // Where the depth has a slice or more per pixel, most pixels are
-    // occupied: every pixel bound is walked once, and each pixel swept
-    // (and its busy share worked out) as soon as its bounds are known,
-    // while the slices around them are in cache. Sparser depths are swept
-    // from occupied pixel to occupied pixel.
-    const bool walk = hi - lo >= pixels;
-    if (walk) {
-      next.resize(size_t{pixels} + 1);
-      if (busy != nullptr) shares.resize(pixels);
-      PixelSweep sweep(slices, grid, t0, t1, lo, hi, next.data(), &picked);
-      bool sweeping = true;
-      WalkBounds(slices, lo, hi, grid, next.data(),
-                 busy != nullptr ? shares.data() : nullptr, [&](uint32_t q) {
-                   while (sweeping && sweep.pixel() < q) {
-                     sweeping = sweep.Step();
-                   }
-                   if (picked.size() > read + kPickLag) {
-                     read_picks(picked.size() - kPickLag);
-                   }
-                 });
-    } else {
-      PixelSweep sweep(slices, grid, t0, t1, lo, hi, nullptr, &picked);
-      while (sweep.Step()) {
-      }
-    }
-    read_picks(picked.size());
-    auto by_index = [](const VisibleSlice& a, const VisibleSlice& b) {
-      return a.index < b.index;
-    };
-    if (!std::is_sorted(swept.begin(), swept.end(), by_index)) {
-      std::sort(swept.begin(), swept.end(), by_index);
-      swept.erase(std::unique(swept.begin(), swept.end(),
-                              [](const VisibleSlice& a, const VisibleSlice& b) {
-                                return a.index == b.index;
-                              }),
-                  swept.end());
-    }
-    // The few wide slices merged in, each slice once.
-    bool sub_pixel = false;
-    auto emit = [&](const VisibleSlice& v) {
-      sub_pixel |= v.representative;
-      out.push_back(v);
-    };
-    auto w = wide.begin();
-    for (const VisibleSlice& v : swept) {
-      for (; w != wide.end() && *w < v.index; ++w) emit(visible(*w, d));
-      if (w != wide.end() && *w == v.index) ++w;
-      emit(v);
-    }
-    for (; w != wide.end(); ++w) emit(visible(*w, d));
+    FindWide(slices, grid, lo, hi, &scratch);
+    const bool walked = SweepPixels(slices, grid, t0, t1, lo, hi, pixels, d,
+                                    busy != nullptr, &scratch);
+    const bool sub_pixel = MergeWide(slices, grid, d, scratch, &out);
     if (busy != nullptr && sub_pixel) {
-      (*busy)[d] = walk ? shares : QueryBusy(slices, d, t0, t1, pixels);
+      (*busy)[d] =
+          walked ? scratch.shares : QueryBusy(slices, d, t0, t1, pixels);
     }
   }
   return out;

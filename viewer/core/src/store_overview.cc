@@ -48,20 +48,17 @@ void Cover(int64_t start, int64_t end, int64_t first, int64_t bin_ns,
   }
 }
 
-}  // namespace
-
-ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
-                               ClockMapper* clock,
-                               const std::atomic<bool>* cancel,
-                               uint64_t* events) {
-  *events = 0;
-  // Each track's slices, as the reader decodes them.
+// Every track's slices of a file, as the reader decodes them, and the
+// span of all its events on the file's own clock (first > last: none).
+struct DecodedFile {
   absl::flat_hash_map<uint32_t, std::vector<tf::Slice>> slices;
   int64_t first = std::numeric_limits<int64_t>::max();
   int64_t last = std::numeric_limits<int64_t>::min();
-  auto to_store = [&](int64_t t) {
-    return clock != nullptr ? clock->ToReference(t) : t;
-  };
+};
+
+DecodedFile DecodeFile(const tf::TraceReader& reader,
+                       const std::atomic<bool>* cancel, uint64_t* events) {
+  DecodedFile d;
   for (size_t i = 0; i < reader.chunks().size(); ++i) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) break;
     auto decoded = reader.DecodeChunk(i);
@@ -69,94 +66,146 @@ ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
     for (tf::TrackEvents& e : *decoded) {
       *events += e.event_count();
       for (const tf::Instant& x : e.instants) {
-        first = std::min(first, x.ts_ns);
-        last = std::max(last, x.ts_ns);
+        d.first = std::min(d.first, x.ts_ns);
+        d.last = std::max(d.last, x.ts_ns);
       }
       for (const tf::CounterSample& x : e.counters) {
-        first = std::min(first, x.ts_ns);
-        last = std::max(last, x.ts_ns);
+        d.first = std::min(d.first, x.ts_ns);
+        d.last = std::max(d.last, x.ts_ns);
       }
       if (e.slices.empty()) continue;
       for (const tf::Slice& s : e.slices) {
-        first = std::min(first, s.start_ns);
-        last = std::max(last, s.end_ns());
+        d.first = std::min(d.first, s.start_ns);
+        d.last = std::max(d.last, s.end_ns());
       }
       // Chunks hold slices in reader order: merged, a track's stay so.
-      AppendRun(&slices[e.track_id], std::move(e.slices), tf::SliceOrder);
+      AppendRun(&d.slices[e.track_id], std::move(e.slices), tf::SliceOrder);
     }
   }
-  ProcessOverview o;
-  if (first > last) return o;
-  first = to_store(first);
-  last = to_store(last);
-  if (last <= first) last = first + 1;
-  o.first_ns = first;
-  o.bin_ns = std::max<int64_t>(
-      1, (last - first + static_cast<int64_t>(kOverviewBins) - 1) /
-             static_cast<int64_t>(kOverviewBins));
-  const size_t bins = static_cast<size_t>((last - first) / o.bin_ns + 1);
-  o.busy.assign(std::min(bins, kOverviewBins), 0);
+  return d;
+}
 
-  // Device streams when there are any, else threads.
+bool HasDeviceStreams(const tf::TraceReader& reader, const DecodedFile& d) {
   bool any_device = false;
-  for (const auto& [id, list] : slices) {
+  for (const auto& [id, list] : d.slices) {
     const tf::proto::Track* t = reader.FindTrack(id);
     any_device |=
         t != nullptr && t->kind() == tf::proto::TRACK_KIND_DEVICE_STREAM;
   }
-  std::vector<char> is_step(reader.string_count(), -1);
-  std::vector<int64_t> covered(o.busy.size());
-  std::vector<float> busiest(o.busy.size(), 0);
-  for (auto& [id, list] : slices) {
-    const tf::proto::Track* t = reader.FindTrack(id);
-    const auto kind = t != nullptr ? t->kind() : tf::proto::TRACK_KIND_THREAD;
-    const bool thread = kind == tf::proto::TRACK_KIND_THREAD ||
-                        kind == tf::proto::TRACK_KIND_UNSPECIFIED;
-    const bool counts =
-        any_device ? kind == tf::proto::TRACK_KIND_DEVICE_STREAM : thread;
-    std::fill(covered.begin(), covered.end(), 0);
+  return any_device;
+}
+
+// Sweeps a file's tracks into its overview: the outermost step slices of
+// its threads, and per bin the busiest counted track's share of the bin
+// covered by its slices.
+class OverviewSweep {
+ public:
+  // [first, last): the file's span on the store's clock.
+  OverviewSweep(const tf::TraceReader& reader, ClockMapper* clock,
+                int64_t first, int64_t last)
+      : reader_(reader), clock_(clock), is_step_(reader.string_count(), -1) {
+    o_.first_ns = first;
+    o_.bin_ns = std::max<int64_t>(
+        1, (last - first + static_cast<int64_t>(kOverviewBins) - 1) /
+               static_cast<int64_t>(kOverviewBins));
+    const size_t bins = static_cast<size_t>((last - first) / o_.bin_ns + 1);
+    o_.busy.assign(std::min(bins, kOverviewBins), 0);
+    covered_.resize(o_.busy.size());
+    busiest_.assign(o_.busy.size(), 0);
+  }
+
+  // `counts`: the track's time counts toward busy (device streams when
+  // there are any, else threads).
+  void AddTrack(const std::vector<tf::Slice>& list, bool thread, bool counts) {
+    std::fill(covered_.begin(), covered_.end(), 0);
     int64_t run_start = 0, run_end = std::numeric_limits<int64_t>::min();
     int64_t step_end = std::numeric_limits<int64_t>::min();
     for (const tf::Slice& s : list) {
-      const int64_t start = to_store(s.start_ns);
-      const int64_t end = std::max(start, to_store(s.end_ns()));
-      if (thread && start >= step_end) {
-        bool step = false;
-        if (s.name < is_step.size()) {
-          char& known = is_step[s.name];
-          if (known < 0) known = IsStepName(reader.GetString(s.name));
-          step = known != 0;
-        }
-        if (step) {
-          o.steps.emplace_back(start, end);
-          step_end = end;
-        }
+      const int64_t start = ToStore(s.start_ns);
+      const int64_t end = std::max(start, ToStore(s.end_ns()));
+      if (thread && start >= step_end && IsStep(s.name)) {
+        o_.steps.emplace_back(start, end);
+        step_end = end;
       }
       if (!counts) continue;
       // The union of the slices: the outermost ones, merged.
       if (start > run_end) {
-        if (run_end > run_start)
-          Cover(run_start, run_end, first, o.bin_ns, &covered);
+        if (run_end > run_start) Cover(run_start, run_end);
         run_start = start;
         run_end = end;
       } else {
         run_end = std::max(run_end, end);
       }
     }
-    if (!counts) continue;
-    if (run_end > run_start)
-      Cover(run_start, run_end, first, o.bin_ns, &covered);
-    for (size_t b = 0; b < covered.size(); ++b) {
-      busiest[b] = std::max(busiest[b], static_cast<float>(covered[b]) /
-                                            static_cast<float>(o.bin_ns));
+    if (!counts) return;
+    if (run_end > run_start) Cover(run_start, run_end);
+    for (size_t b = 0; b < covered_.size(); ++b) {
+      busiest_[b] = std::max(busiest_[b], static_cast<float>(covered_[b]) /
+                                              static_cast<float>(o_.bin_ns));
     }
   }
-  for (size_t b = 0; b < busiest.size(); ++b) {
-    o.busy[b] = static_cast<uint8_t>(
-        std::clamp(busiest[b] * 255.0f + 0.5f, 0.0f, 255.0f));
+
+  ProcessOverview Finish() && {
+    for (size_t b = 0; b < busiest_.size(); ++b) {
+      o_.busy[b] = static_cast<uint8_t>(
+          std::clamp(busiest_[b] * 255.0f + 0.5f, 0.0f, 255.0f));
+    }
+    std::sort(o_.steps.begin(), o_.steps.end());
+    return std::move(o_);
   }
-  std::sort(o.steps.begin(), o.steps.end());
-  return o;
+
+ private:
+  int64_t ToStore(int64_t t) {
+    return clock_ != nullptr ? clock_->ToReference(t) : t;
+  }
+
+  bool IsStep(uint32_t name) {
+    if (name >= is_step_.size()) return false;
+    char& known = is_step_[name];
+    if (known < 0) known = IsStepName(reader_.GetString(name));
+    return known != 0;
+  }
+
+  void Cover(int64_t start, int64_t end) {
+    internal::Cover(start, end, o_.first_ns, o_.bin_ns, &covered_);
+  }
+
+  const tf::TraceReader& reader_;
+  ClockMapper* clock_;
+  ProcessOverview o_;
+  std::vector<char> is_step_;     // by file string id; -1: not decided yet
+  std::vector<int64_t> covered_;  // the current track's ns per bin
+  std::vector<float> busiest_;
+};
+
+}  // namespace
+
+ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
+                               ClockMapper* clock,
+                               const std::atomic<bool>* cancel,
+                               uint64_t* events) {
+  *events = 0;
+  const DecodedFile d = DecodeFile(reader, cancel, events);
+  if (d.first > d.last) return ProcessOverview();
+  auto to_store = [&](int64_t t) {
+    return clock != nullptr ? clock->ToReference(t) : t;
+  };
+  const int64_t first = to_store(d.first);
+  int64_t last = to_store(d.last);
+  if (last <= first) last = first + 1;
+
+  OverviewSweep sweep(reader, clock, first, last);
+  const bool any_device = HasDeviceStreams(reader, d);
+  for (const auto& [id, list] : d.slices) {
+    const tf::proto::Track* t = reader.FindTrack(id);
+    const auto kind = t != nullptr ? t->kind() : tf::proto::TRACK_KIND_THREAD;
+    const bool thread = kind == tf::proto::TRACK_KIND_THREAD ||
+                        kind == tf::proto::TRACK_KIND_UNSPECIFIED;
+    sweep.AddTrack(
+        list, thread,
+        any_device ? kind == tf::proto::TRACK_KIND_DEVICE_STREAM : thread);
+  }
+  return std::move(sweep).Finish();
 }
 
 }  // namespace internal

@@ -135,37 +135,43 @@ absl::StatusOr<FollowUpdate> TraceFollower::Refresh() {
   return update;
 }
 
-absl::Status TraceFollower::ReadFile(File* file, FollowUpdate* update) {
-  std::error_code ec;
-  const uint64_t size = fs::file_size(file->path, ec);
-  auto reader_or = tf::TraceReader::Open(file->path);
-  if (!reader_or.ok()) return reader_or.status();
-  const tf::TraceReader& reader = **reader_or;
-  file->problem.reset();
-  file->size_read = ec ? 0 : size;
-  TraceStore* store = store_.get();
+// Reads what is new in one followed file into the store: its metadata,
+// clock, strings and tracks, then the chunks not read yet.
+class FileRefresh {
+ public:
+  FileRefresh(TraceStore* store, TraceFollower::File* file,
+              const tf::TraceReader& reader, FollowUpdate* update)
+      : store_(store),
+        file_(file),
+        reader_(reader),
+        update_(update),
+        clock_(reader.clock()) {}
 
-  const tf::proto::Metadata& m = reader.metadata();
-  if (!file->opened) {
-    // The process is placed by its host and rank: wait for the metadata.
-    if (m.ByteSizeLong() == 0) {
-      file->size_read = 0;
-      return absl::OkStatus();
-    }
+  // Adds the file's process on first sight. False while the metadata is
+  // not written yet: the process is placed by its host and rank.
+  bool OpenProcess() {
+    const tf::proto::Metadata& m = reader_.metadata();
+    if (file_->opened) return true;
+    if (m.ByteSizeLong() == 0) return false;
     ProcessInfo p;
-    p.path = file->path;
+    p.path = file_->path;
     p.host_name = m.host();
-    file->process = StoreAppender::AddProcess(store, std::move(p));
-    file->opened = true;
-    ++update->files_added;
+    file_->process = StoreAppender::AddProcess(store_, std::move(p));
+    file_->opened = true;
+    ++update_->files_added;
+    return true;
   }
-  ProcessInfo& process = StoreAppender::process(store, file->process);
+
   // A later metadata record replaces the earlier one (the host stays).
-  process.pid = m.pid();
-  process.process_index = m.process_index();
-  process.process_count = m.process_count();
-  process.session_id = m.session_id();
-  process.metadata = m;
+  void UpdateMetadata() {
+    const tf::proto::Metadata& m = reader_.metadata();
+    ProcessInfo& process = this->process();
+    process.pid = m.pid();
+    process.process_index = m.process_index();
+    process.process_count = m.process_count();
+    process.session_id = m.session_id();
+    process.metadata = m;
+  }
 
   // Clock offsets. A capture writes them when it ends, and a job's
   // processes add them as they go: events already shown stay where the
@@ -173,121 +179,182 @@ absl::Status TraceFollower::ReadFile(File* file, FollowUpdate* update) {
   // read again from its start when it starts being aligned or is closed
   // with offsets other than those its events were placed with, so that the
   // final store is the file loaded at once.
-  ClockMapper clock(reader.clock());
-  std::string clock_key = reader.clock().SerializeAsString();
-  const bool aligned = options_.align_clocks && clock.has_reference();
-  const bool closed = reader.report().has_index;
-  if (clock_key != file->clock_key &&
-      (file->next_offset == 0 || closed || aligned != file->aligned)) {
-    if (file->next_offset > 0) {
-      for (const auto& [id, track] : file->tracks) {
-        StoreAppender::Clear(store, track);
+  void UpdateClock(bool align_clocks) {
+    std::string clock_key = reader_.clock().SerializeAsString();
+    const bool aligned = align_clocks && clock_.has_reference();
+    const bool closed = reader_.report().has_index;
+    if (clock_key != file_->clock_key &&
+        (file_->next_offset == 0 || closed || aligned != file_->aligned)) {
+      if (file_->next_offset > 0) {
+        for (const auto& [id, track] : file_->tracks) {
+          StoreAppender::Clear(store_, track);
+        }
+        file_->next_offset = 0;
+        ++update_->files_reread;
       }
-      file->next_offset = 0;
-      ++update->files_reread;
+      file_->clock_key = std::move(clock_key);
     }
-    file->clock_key = std::move(clock_key);
-  }
-  file->aligned = aligned;
-  process.clock_aligned = file->aligned;
-  process.reference_clock.clear();
-  for (const auto& o : reader.clock().offsets()) {
-    if (!o.reference().empty()) {
-      process.reference_clock = o.reference();
-      break;
+    file_->aligned = aligned;
+    ProcessInfo& process = this->process();
+    process.clock_aligned = file_->aligned;
+    process.reference_clock.clear();
+    for (const auto& o : reader_.clock().offsets()) {
+      if (!o.reference().empty()) {
+        process.reference_clock = o.reference();
+        break;
+      }
     }
+    process.dropped = reader_.total_dropped();
   }
-  process.dropped = reader.total_dropped();
 
-  for (size_t i = file->strings.size(); i < reader.string_count(); ++i) {
-    file->strings.push_back(StoreAppender::Intern(
-        store, reader.GetString(static_cast<uint32_t>(i))));
+  void InternNewStrings() {
+    for (size_t i = file_->strings.size(); i < reader_.string_count(); ++i) {
+      file_->strings.push_back(StoreAppender::Intern(
+          store_, reader_.GetString(static_cast<uint32_t>(i))));
+    }
   }
-  auto track_of = [&](uint32_t id) {
-    auto it = file->tracks.find(id);
-    if (it != file->tracks.end()) return it->second;
-    TrackInfo info = DescribeTrack(reader, id);
-    info.process = file->process;
-    const TrackId t = StoreAppender::AddTrack(store, std::move(info));
-    file->tracks.emplace(id, t);
+
+  // Adds the tracks first seen, and renames those first named by their
+  // events whose record is read now.
+  void UpdateTracks() {
+    for (const tf::proto::Track& t : reader_.tracks()) {
+      const TrackId id = TrackOf(t.id());
+      TrackInfo& info = StoreAppender::track(store_, id);
+      TrackInfo described = DescribeTrack(reader_, t.id());
+      if (info.name != described.name ||
+          info.sort_index != described.sort_index) {
+        described.id = id;
+        described.process = file_->process;
+        info = std::move(described);
+        StoreAppender::Resort(store_, id);
+      }
+    }
+  }
+
+  // The events of the chunks not read yet, one merged list per file track,
+  // by track id, on the store's clock and string ids; the stacks they
+  // sample are interned into the process.
+  std::vector<std::pair<TrackId, tf::TrackEvents>> ReadNewEvents() {
+    absl::flat_hash_map<uint32_t, std::vector<tf::TrackEvents>> parts;
+    std::vector<uint32_t> order;  // track ids in the order they arrived
+    const std::vector<tf::ChunkInfo>& chunks = reader_.chunks();
+    uint64_t next = file_->next_offset;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      if (chunks[i].offset < file_->next_offset) continue;
+      next = std::max(next, chunks[i].offset + chunks[i].length);
+      auto decoded = reader_.DecodeChunk(i);
+      if (!decoded.ok()) continue;  // in the recovery report
+      for (tf::TrackEvents& e : *decoded) {
+        auto& list = parts[e.track_id];
+        if (list.empty()) order.push_back(e.track_id);
+        list.push_back(std::move(e));
+      }
+    }
+    file_->next_offset = next;
+    std::sort(order.begin(), order.end());
+    std::vector<std::pair<TrackId, tf::TrackEvents>> work;
+    for (uint32_t id : order) {
+      tf::TrackEvents events = tf::MergeTrackEvents(std::move(parts[id]));
+      ToStore(file_->strings, file_->aligned ? &clock_ : nullptr, &events);
+      InternStacks(events);
+      work.emplace_back(TrackOf(id), std::move(events));
+    }
+    return work;
+  }
+
+  // Each track's columns are its own: they grow in parallel.
+  void Append(std::vector<std::pair<TrackId, tf::TrackEvents>> work) {
+    std::vector<uint64_t> added(work.size());
+    base::ParallelFor(base::ThreadCount(0), work.size(), [&](size_t i) {
+      added[i] = StoreAppender::Append(store_, work[i].first,
+                                       std::move(work[i].second));
+    });
+    for (uint64_t n : added) update_->events_added += n;
+  }
+
+  void UpdateDropCounts() {
+    for (const auto& [id, track] : file_->tracks) {
+      auto it = reader_.drop_counts().find(id);
+      StoreAppender::track(store_, track).dropped =
+          it == reader_.drop_counts().end() ? 0 : it->second;
+    }
+  }
+
+  // A file with its index is closed: nothing more will come.
+  void FinishIfClosed() {
+    const tf::RecoveryReport report = reader_.report();
+    if (!report.has_index) return;
+    file_->final = true;
+    ++update_->files_finished;
+    if (!report.intact()) {
+      file_->problem = LoadProblem{file_->path, report.Describe(), true,
+                                   report.file_bytes, report.skipped_bytes()};
+    }
+  }
+
+ private:
+  ProcessInfo& process() {
+    return StoreAppender::process(store_, file_->process);
+  }
+
+  TrackId TrackOf(uint32_t file_track) {
+    auto it = file_->tracks.find(file_track);
+    if (it != file_->tracks.end()) return it->second;
+    TrackInfo info = DescribeTrack(reader_, file_track);
+    info.process = file_->process;
+    const TrackId t = StoreAppender::AddTrack(store_, std::move(info));
+    file_->tracks.emplace(file_track, t);
     return t;
-  };
-  for (const tf::proto::Track& t : reader.tracks()) {
-    const TrackId id = track_of(t.id());
-    TrackInfo& info = StoreAppender::track(store, id);
-    TrackInfo described = DescribeTrack(reader, t.id());
-    if (info.name != described.name ||
-        info.sort_index != described.sort_index) {
-      // A track first named by its events, its record read now.
-      described.id = id;
-      described.process = file->process;
-      info = std::move(described);
-      StoreAppender::Resort(store, id);
-    }
   }
 
-  absl::flat_hash_map<uint32_t, std::vector<tf::TrackEvents>> parts;
-  std::vector<uint32_t> order;  // track ids in the order they arrived
-  const std::vector<tf::ChunkInfo>& chunks = reader.chunks();
-  uint64_t next = file->next_offset;
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    if (chunks[i].offset < file->next_offset) continue;
-    next = std::max(next, chunks[i].offset + chunks[i].length);
-    auto decoded = reader.DecodeChunk(i);
-    if (!decoded.ok()) continue;  // in the recovery report
-    for (tf::TrackEvents& e : *decoded) {
-      auto& list = parts[e.track_id];
-      if (list.empty()) order.push_back(e.track_id);
-      list.push_back(std::move(e));
-    }
-  }
-  file->next_offset = next;
-  std::sort(order.begin(), order.end());
-  std::vector<std::pair<TrackId, tf::TrackEvents>> work;
-  for (uint32_t id : order) {
-    tf::TrackEvents events = tf::MergeTrackEvents(std::move(parts[id]));
-    ToStore(file->strings, file->aligned ? &clock : nullptr, &events);
+  // Each stack's frames by name, the first time the process sees it.
+  void InternStacks(const tf::TrackEvents& events) {
+    ProcessInfo& process = this->process();
     for (const tf::StackSample& s : events.samples) {
       if (process.stacks.contains(s.stack)) continue;
       std::vector<StringId>& frames = process.stacks[s.stack];
-      if (const tf::proto::Stack* stack = reader.FindStack(s.stack)) {
-        for (uint32_t fid : stack->frame_ids()) {
-          const tf::proto::Frame* f = reader.FindFrame(fid);
-          uint32_t name = 0;
-          if (f != nullptr) {
-            name =
-                f->function_name() != 0 ? f->function_name() : f->module_name();
-          }
-          frames.push_back(name < file->strings.size() ? file->strings[name]
-                                                       : 0);
+      const tf::proto::Stack* stack = reader_.FindStack(s.stack);
+      if (stack == nullptr) continue;
+      for (uint32_t fid : stack->frame_ids()) {
+        const tf::proto::Frame* f = reader_.FindFrame(fid);
+        uint32_t name = 0;
+        if (f != nullptr) {
+          name =
+              f->function_name() != 0 ? f->function_name() : f->module_name();
         }
+        frames.push_back(name < file_->strings.size() ? file_->strings[name]
+                                                      : 0);
       }
     }
-    work.emplace_back(track_of(id), std::move(events));
-  }
-  // Each track's columns are its own: they grow in parallel.
-  std::vector<uint64_t> added(work.size());
-  base::ParallelFor(base::ThreadCount(0), work.size(), [&](size_t i) {
-    added[i] =
-        StoreAppender::Append(store, work[i].first, std::move(work[i].second));
-  });
-  for (uint64_t n : added) update->events_added += n;
-  for (const auto& [id, track] : file->tracks) {
-    auto it = reader.drop_counts().find(id);
-    StoreAppender::track(store, track).dropped =
-        it == reader.drop_counts().end() ? 0 : it->second;
   }
 
-  const tf::RecoveryReport report = reader.report();
-  if (report.has_index) {
-    // Closed: nothing more will come.
-    file->final = true;
-    ++update->files_finished;
-    if (!report.intact()) {
-      file->problem = LoadProblem{file->path, report.Describe(), true,
-                                  report.file_bytes, report.skipped_bytes()};
-    }
+  TraceStore* store_;
+  TraceFollower::File* file_;
+  const tf::TraceReader& reader_;
+  FollowUpdate* update_;
+  ClockMapper clock_;
+};
+
+absl::Status TraceFollower::ReadFile(File* file, FollowUpdate* update) {
+  std::error_code ec;
+  const uint64_t size = fs::file_size(file->path, ec);
+  auto reader_or = tf::TraceReader::Open(file->path);
+  if (!reader_or.ok()) return reader_or.status();
+  file->problem.reset();
+  file->size_read = ec ? 0 : size;
+
+  FileRefresh refresh(store_.get(), file, **reader_or, update);
+  if (!refresh.OpenProcess()) {
+    file->size_read = 0;  // read it again once the metadata is there
+    return absl::OkStatus();
   }
+  refresh.UpdateMetadata();
+  refresh.UpdateClock(options_.align_clocks);
+  refresh.InternNewStrings();
+  refresh.UpdateTracks();
+  refresh.Append(refresh.ReadNewEvents());
+  refresh.UpdateDropCounts();
+  refresh.FinishIfClosed();
   return absl::OkStatus();
 }
 

@@ -73,6 +73,7 @@ class TraceFollower {
 
  private:
   struct File;
+  friend class FileRefresh;  // reads one File (trace_follower.cc)
   absl::Status ReadFile(File* file, FollowUpdate* update);
 
   std::string path_;
