@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace podscope::base {
 namespace {
@@ -145,29 +146,9 @@ ClockFit::ClockFit(std::vector<ClockSample> samples, size_t max_samples) {
   }
 }
 
-bool ClockFit::SideInterval(bool before, int64_t x, Range* out) const {
-  const auto by_time = [](const ClockSample& s, int64_t t) {
-    return s.local_ns < t;
-  };
-  size_t from = 0, to = 0;  // samples [from, to)
-  Range slope{0, 0};
-  if (before) {
-    to = static_cast<size_t>(
-        std::upper_bound(
-            samples_.begin(), samples_.end(), x,
-            [](int64_t t, const ClockSample& s) { return t < s.local_ns; }) -
-        samples_.begin());
-    if (to == 0) return false;
-    slope = prefix_slope_[to - 1];
-  } else {
-    from = static_cast<size_t>(
-        std::lower_bound(samples_.begin(), samples_.end(), x, by_time) -
-        samples_.begin());
-    to = samples_.size();
-    if (from == to) return false;
-    slope = suffix_slope_[from];
-  }
-  if (slope.lo > slope.hi) return false;
+bool ClockFit::Interval(size_t from, size_t to, Range slope, int64_t x,
+                        Range* out) const {
+  if (from >= to || slope.lo > slope.hi) return false;
   Range r{-std::numeric_limits<double>::infinity(),
           std::numeric_limits<double>::infinity()};
   for (size_t i = from; i < to; ++i) {
@@ -185,14 +166,60 @@ bool ClockFit::SideInterval(bool before, int64_t x, Range* out) const {
   return true;
 }
 
+bool ClockFit::SideInterval(bool before, int64_t x, Range* out) const {
+  const size_t n = samples_.size();
+  if (before) {
+    const size_t to = static_cast<size_t>(
+        std::upper_bound(
+            samples_.begin(), samples_.end(), x,
+            [](int64_t t, const ClockSample& s) { return t < s.local_ns; }) -
+        samples_.begin());
+    if (to == 0) return false;
+    if (to < n || x == samples_.back().local_ns) {
+      return Interval(0, to, prefix_slope_[to - 1], x, out);
+    }
+  } else {
+    const size_t from = static_cast<size_t>(
+        std::lower_bound(
+            samples_.begin(), samples_.end(), x,
+            [](const ClockSample& s, int64_t t) { return s.local_ns < t; }) -
+        samples_.begin());
+    if (from == n) return false;
+    if (from > 0 || x == samples_.front().local_ns) {
+      return Interval(from, n, suffix_slope_[from], x, out);
+    }
+  }
+  // Beyond every sample: a step may lie between any two of them, so what
+  // the samples after it (before x: every suffix) or before it (after x:
+  // every prefix) allow, together.
+  bool any = false;
+  for (size_t k = 0; k < n; ++k) {
+    Range r{0, 0};
+    const bool ok = before ? Interval(k, n, suffix_slope_[k], x, &r)
+                           : Interval(0, k + 1, prefix_slope_[k], x, &r);
+    if (!ok) continue;
+    if (!any) *out = r;
+    out->lo = std::min(out->lo, r.lo);
+    out->hi = std::max(out->hi, r.hi);
+    any = true;
+  }
+  return any;
+}
+
 ClockInterval ClockFit::At(int64_t x) const {
   if (samples_.empty()) return {};
   Range before{0, 0}, after{0, 0};
   const bool has_before = SideInterval(true, x, &before);
   const bool has_after = SideInterval(false, x, &after);
   Range r{0, 0};
+  // The estimate: the middle of what both sides allow, when they agree
+  // (no step between them), else the middle of the hull.
+  std::optional<double> middle;
   if (has_before && has_after) {
     r = {std::min(before.lo, after.lo), std::max(before.hi, after.hi)};
+    const double lo = std::max(before.lo, after.lo);
+    const double hi = std::min(before.hi, after.hi);
+    if (lo <= hi) middle = lo + (hi - lo) / 2;
   } else if (has_before) {
     r = before;
   } else if (has_after) {
@@ -224,7 +251,11 @@ ClockInterval ClockFit::At(int64_t x) const {
   const int64_t lo = Floor(std::clamp(r.lo, -kBound, kBound)) - 1;
   const int64_t hi = Ceil(std::clamp(r.hi, -kBound, kBound)) + 1;
   ClockInterval out;
-  out.offset_ns = static_cast<int64_t>((Wide{lo} + hi) / 2);
+  out.offset_ns = middle
+                      ? std::clamp(static_cast<int64_t>(std::llround(
+                                       std::clamp(*middle, -kBound, kBound))),
+                                   lo, hi)
+                      : static_cast<int64_t>((Wide{lo} + hi) / 2);
   out.uncertainty_ns =
       std::max({hi - out.offset_ns, out.offset_ns - lo, kClockCompareFloorNs});
   return out;

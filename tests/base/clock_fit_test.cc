@@ -140,10 +140,14 @@ int CheckScenario(std::mt19937_64& rng, const Scenario& s, const char* what) {
         << b.uncertainty_ns << ", truth " << their_truth;
     checked += 1;
   }
-  // At a probe, the fit is never less certain than that probe alone.
+  // At a probe, the fit stays within that probe's own interval: its
+  // estimate inside it, and so its uncertainty at most the interval's width.
   for (const ClockSample& p : mine.samples()) {
-    EXPECT_LE(mine.At(p.local_ns).uncertainty_ns,
-              std::max(p.half_width_ns + 2, kClockCompareFloorNs))
+    const ClockInterval at = mine.At(p.local_ns);
+    EXPECT_LE(std::abs(at.offset_ns - p.offset_ns), p.half_width_ns + 2)
+        << what;
+    EXPECT_LE(at.uncertainty_ns,
+              std::max(2 * p.half_width_ns + 2, kClockCompareFloorNs))
         << what;
   }
   return checked;

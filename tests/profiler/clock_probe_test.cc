@@ -131,9 +131,10 @@ TEST(FitClock, RecoversOffsetAndDriftFromNoisyProbes) {
     probes.push_back(e);
   }
   const std::vector<ClockEstimate> fit = internal::FitClock(probes);
-  ASSERT_EQ(fit.size(), 2u);
-  EXPECT_EQ(fit[0].local_ns, probes.front().local_ns);
-  EXPECT_EQ(fit[1].local_ns, probes.back().local_ns);
+  ASSERT_GE(fit.size(), 2u);
+  ASSERT_LE(fit.size(), 64u);
+  EXPECT_EQ(fit.front().local_ns, probes.front().local_ns);
+  EXPECT_EQ(fit.back().local_ns, probes.back().local_ns);
   for (const ClockEstimate& e : fit) {
     const int64_t error = std::abs(e.offset_ns - true_offset(e.local_ns));
     EXPECT_LE(error, 30'000) << "at " << e.local_ns;
@@ -142,14 +143,15 @@ TEST(FitClock, RecoversOffsetAndDriftFromNoisyProbes) {
     EXPECT_LT(e.uncertainty_ns, 100'000);
   }
   const double slope =
-      static_cast<double>(fit[1].offset_ns - fit[0].offset_ns) /
-      static_cast<double>(fit[1].local_ns - fit[0].local_ns);
+      static_cast<double>(fit.back().offset_ns - fit.front().offset_ns) /
+      static_cast<double>(fit.back().local_ns - fit.front().local_ns);
   EXPECT_NEAR(slope * 1e6, kSlope * 1e6, 15);
 
   // One probe is its own estimate.
   const std::vector<ClockEstimate> one = internal::FitClock({probes.front()});
   ASSERT_EQ(one.size(), 1u);
-  EXPECT_EQ(one[0].offset_ns, probes.front().offset_ns);
+  EXPECT_LE(std::abs(one[0].offset_ns - probes.front().offset_ns), 1);
+  EXPECT_LE(std::abs(one[0].uncertainty_ns - probes.front().uncertainty_ns), 2);
 }
 
 }  // namespace

@@ -106,6 +106,10 @@ class ClockFit {
   struct Range {
     double lo, hi;
   };
+  // What samples [from, to) allow at `x` with slopes `slope`; false when
+  // they contradict each other.
+  bool Interval(size_t from, size_t to, Range slope, int64_t x,
+                Range* out) const;
   // What the samples at or before `x` (`before`), or at or after it, allow
   // at `x`; false when there are none or they contradict each other.
   bool SideInterval(bool before, int64_t x, Range* out) const;
