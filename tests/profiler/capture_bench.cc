@@ -256,8 +256,8 @@ struct Honesty {
 
 // One capture of 3 skewed workers (in `hosts` when given, else on
 // loopback) marking 20 instants; adds what the files state to `h`.
-bool MeasureHonesty(const testing::NetworkHosts* hosts, bool loaded,
-                    Honesty* h, std::string* why) {
+bool MeasureHonesty(const testing::NetworkHosts* hosts, bool loaded, Honesty* h,
+                    std::string* why) {
   const int64_t offsets[] = {3'000'000'000, -7'500'000'000, 12'250'000'000};
   const double drifts[] = {100, -100, 60};
   std::vector<std::unique_ptr<ChildProcess>> workers;
@@ -295,8 +295,8 @@ bool MeasureHonesty(const testing::NetworkHosts* hosts, bool loaded,
   if (loaded) load.emplace();
   std::thread marker([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    marked = testing::MarkInstants(workers, MonotonicNs() + 200'000'000,
-                                   kMarks, 100'000'000);
+    marked = testing::MarkInstants(workers, MonotonicNs() + 200'000'000, kMarks,
+                                   100'000'000);
   });
   auto result = CaptureWorkers(o);
   marker.join();
@@ -307,8 +307,7 @@ bool MeasureHonesty(const testing::NetworkHosts* hosts, bool loaded,
     return false;
   }
   for (int i = 0; i < 3; ++i) {
-    const std::vector<StatedMark> marks =
-        StatedMarks(result->workers[i].path);
+    const std::vector<StatedMark> marks = StatedMarks(result->workers[i].path);
     for (size_t k = 0; k < marks.size() && k < kMarks; ++k) {
       const testing::Mark& m = marked[i][k];
       if (m.before == 0) continue;
@@ -368,8 +367,7 @@ int main(int argc, char** argv) {
   podscope::bench::RegisterHeadline("capture.fanout64_over_duration", "ratio");
   podscope::bench::RegisterHeadline("capture.stream_events_per_s", "events/s");
   podscope::bench::RegisterHeadline("clock.align_error_us", "us");
-  podscope::bench::RegisterHeadline("clock.stated_uncertainty_covers_pct",
-                                    "%");
+  podscope::bench::RegisterHeadline("clock.stated_uncertainty_covers_pct", "%");
   podscope::bench::RegisterHeadline("clock.uncertainty_over_error", "ratio");
   return podscope::bench::RunBenchmarksWithHeadlines(argc, argv);
 }

@@ -6,10 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <random>
+#include <thread>
 #include <vector>
 
+#include "podscope/base/clock_fit.h"
 #include "podscope/profiler/capture.h"
 #include "src/capture/clock_probes.h"
 #include "src/clock_probe_wire.h"
@@ -52,6 +55,41 @@ TEST(ClockProbe, AnotherKeyIsNotAnsweredAndABadKeyIsRefused) {
   auto no_port =
       ClockProbeClient::Connect("127.0.0.1", 0, (*server)->key_hex());
   EXPECT_FALSE(no_port.ok());
+}
+
+// On loopback with every core busy, every probe kept is honest: one
+// process, one clock, so the true offset is 0 and must lie within the
+// probe's stated bound; probes with untrustworthy timestamps are the only
+// ones left out.
+TEST(ClockProbe, UnderLoadEveryTrustedProbeHoldsTheTruth) {
+  auto server = ClockProbeServer::Start("127.0.0.1");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = ClockProbeClient::Connect("127.0.0.1", (*server)->port(),
+                                          (*server)->key_hex());
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> load;
+  for (unsigned i = 0; i < std::max(2u, std::thread::hardware_concurrency());
+       ++i) {
+    load.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  int trusted = 0;
+  for (int i = 0; i < 500; ++i) {
+    const std::optional<PeerClockProbe> p = (*client)->ProbeOnce(1000);
+    if (!p) continue;
+    const base::ProbeTimes t{p->t1, p->t2, p->t3, p->t4};
+    if (base::CheckProbe(t) != base::ProbeFault::kNone) continue;
+    ++trusted;
+    const base::ClockSample s = base::SampleThisSideLocal(t);
+    EXPECT_LE(std::abs(s.offset_ns), s.half_width_ns)
+        << "probe " << i << ": round trip " << s.round_trip_ns;
+  }
+  stop = true;
+  for (auto& t : load) t.join();
+  EXPECT_GE(trusted, 400);
 }
 
 // Simulated clocks for the kernel receive time's conversion: every read

@@ -156,14 +156,26 @@ std::vector<ClockEstimate> FitClock(const std::vector<ClockEstimate>& probes) {
   const base::ClockFit fit(std::move(samples));
   // The fit at up to kFitPoints probe times, first and last included: a
   // reader of the file interpolates between them and bounds the drift from
-  // them, so a few points in between keep its uncertainty tight.
+  // them, so points in between keep its uncertainty tight. Delayed probes
+  // are left out (the fit is widest at them).
   constexpr size_t kFitPoints = 64;
   const std::vector<base::ClockSample>& kept = fit.samples();
-  std::vector<int64_t> at;
-  const size_t n = kept.size();
+  int64_t narrowest = kept.front().half_width_ns;
+  for (const base::ClockSample& k : kept) {
+    narrowest = std::min(narrowest, k.half_width_ns);
+  }
+  const int64_t keep_below = 2 * narrowest + 10'000;
+  std::vector<int64_t> candidates;
+  for (const base::ClockSample& k : kept) {
+    if (k.half_width_ns <= keep_below) candidates.push_back(k.local_ns);
+  }
+  const size_t n = candidates.size();
   const size_t step =
-      std::max<size_t>(1, (n + kFitPoints - 2) / (kFitPoints - 1));
-  for (size_t i = 0; i < n; i += step) at.push_back(kept[i].local_ns);
+      std::max<size_t>(1, (n + kFitPoints - 3) / (kFitPoints - 2));
+  std::vector<int64_t> at = {kept.front().local_ns};
+  for (size_t i = 0; i < n; i += step) {
+    if (candidates[i] > at.back()) at.push_back(candidates[i]);
+  }
   if (at.back() != kept.back().local_ns) at.push_back(kept.back().local_ns);
   std::vector<ClockEstimate> out;
   for (const int64_t local : at) {

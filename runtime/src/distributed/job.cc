@@ -36,8 +36,7 @@
 namespace podscope::runtime {
 namespace {
 
-// Clock probes kept for the best estimate, and the probes of Init's burst.
-constexpr size_t kClockWindow = 3;
+// The probes of Init's burst through gRPC.
 // Recorded offsets the job clock's drift and uncertainty are fitted to.
 constexpr size_t kClockFitWindow = 64;
 constexpr int kBurstProbes = 8;
@@ -190,10 +189,7 @@ class JobImpl final : public Job {
   bool stop_ = false;    // guarded by mu_
   absl::Status health_;  // guarded by mu_
   JobClock clock_;       // guarded by mu_
-  // Heartbeat thread only: the last probes, and the offsets recorded (for
-  // the job clock's fit).
-  std::deque<base::ClockSample> window_;
-  int64_t last_recorded_local_ = -1;
+  // Heartbeat thread only: the offsets recorded (for the job clock's fit).
   std::deque<base::ClockSample> recorded_;
 
   std::mutex shutdown_mu_;
@@ -372,35 +368,34 @@ std::optional<ClockProbe> JobImpl::LeanProbe(int probes) {
 }
 
 void JobImpl::OnProbe(const ClockProbe& probe) {
-  if (env_.rank == 0) return;  // rank 0's clock is the reference
+  if (env_.rank == 0) {
+    // The reference itself, exactly, at every beat: a reader then bounds
+    // rank 0's own timestamps by the floor alone, never by a drift bound.
+    profiler::RecordReferenceClockOffset(
+        {profiler::ProfilerNowNs(), 0, 0, "rank 0"});
+    return;
+  }
   const base::ProbeTimes times{probe.t1, probe.t2, probe.t3, probe.t4};
   // A heartbeat's probe whose timestamps cannot be trusted says nothing
   // (the lean path's BestOf already leaves such probes out).
   if (base::CheckProbe(times) != base::ProbeFault::kNone) return;
-  // The best of the last few probes: short enough that a new measurement
-  // is recorded every few heartbeats, so the offsets follow drift.
-  window_.push_back(base::SampleThisSideLocal(times));
-  if (window_.size() > kClockWindow) window_.pop_front();
-  const base::ClockSample* best = &window_.front();
-  for (const base::ClockSample& s : window_) {
-    if (s.half_width_ns < best->half_width_ns) best = &s;
-  }
-  if (best->local_ns == last_recorded_local_) return;
-  last_recorded_local_ = best->local_ns;
-  // Each recorded offset is one probe's interval, a bound at its time; the
-  // trace's reader fits them (base::ClockFit) to bound the times between.
+  // Every beat's best probe is recorded: a reader bounds the times between
+  // two offsets by the offsets on each side, so they must come often.
+  // Each is one probe's interval, a bound at its time; the trace's reader
+  // fits them (base::ClockFit) to bound the times between.
+  const base::ClockSample sample = base::SampleThisSideLocal(times);
   const int64_t uncertainty =
-      std::max(best->half_width_ns, base::kClockCompareFloorNs);
+      std::max(sample.half_width_ns, base::kClockCompareFloorNs);
   profiler::RecordReferenceClockOffset(
-      {best->local_ns, best->offset_ns, uncertainty, "rank 0"});
-  recorded_.push_back(*best);
+      {sample.local_ns, sample.offset_ns, uncertainty, "rank 0"});
+  recorded_.push_back(sample);
   if (recorded_.size() > kClockFitWindow) recorded_.pop_front();
   const base::ClockFit fit(
       std::vector<base::ClockSample>(recorded_.begin(), recorded_.end()));
-  const base::ClockInterval now = fit.At(best->local_ns);
+  const base::ClockInterval now = fit.At(sample.local_ns);
   std::lock_guard<std::mutex> lock(mu_);
   clock_.valid = true;
-  clock_.local_ns = best->local_ns;
+  clock_.local_ns = sample.local_ns;
   clock_.offset_ns = now.offset_ns;
   clock_.uncertainty_ns = now.uncertainty_ns;
   clock_.probes += 1;
