@@ -36,8 +36,8 @@
 namespace podscope::runtime {
 namespace {
 
-// The probes of Init's burst through gRPC.
-// Recorded offsets the job clock's drift and uncertainty are fitted to.
+// Recorded offsets the job clock's drift and uncertainty are fitted to,
+// and the probes of Init's burst through gRPC.
 constexpr size_t kClockFitWindow = 64;
 constexpr int kBurstProbes = 8;
 // On the lean path (rank 0's UDP clock-probe port): probes of Init's burst,
@@ -379,10 +379,9 @@ void JobImpl::OnProbe(const ClockProbe& probe) {
   // A heartbeat's probe whose timestamps cannot be trusted says nothing
   // (the lean path's BestOf already leaves such probes out).
   if (base::CheckProbe(times) != base::ProbeFault::kNone) return;
-  // Every beat's best probe is recorded: a reader bounds the times between
-  // two offsets by the offsets on each side, so they must come often.
-  // Each is one probe's interval, a bound at its time; the trace's reader
-  // fits them (base::ClockFit) to bound the times between.
+  // Every beat's best probe is recorded, each as its own interval (a bound
+  // at its time): the trace's reader (base::ClockFit) bounds a time by the
+  // offsets on each side of it, so they must come often.
   const base::ClockSample sample = base::SampleThisSideLocal(times);
   const int64_t uncertainty =
       std::max(sample.half_width_ns, base::kClockCompareFloorNs);
