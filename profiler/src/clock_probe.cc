@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "absl/strings/escaping.h"
+#include "podscope/base/clock_fit.h"
 #include "src/capture/clock_probes.h"
 #include "src/clock_probe_wire.h"
 #include "src/server/probe_responder.h"
@@ -72,7 +73,13 @@ std::optional<PeerClockProbe> ClockProbeClient::BestOf(int probes,
   std::optional<PeerClockProbe> best;
   for (int i = 0; i < probes; ++i) {
     auto p = ProbeOnce(timeout_ms);
-    if (p && (!best || p->round_trip_ns() < best->round_trip_ns())) best = p;
+    if (!p) continue;
+    if (base::CheckProbe({p->t1, p->t2, p->t3, p->t4}) !=
+        base::ProbeFault::kNone) {
+      ++discarded_;
+      continue;
+    }
+    if (!best || p->round_trip_ns() < best->round_trip_ns()) best = p;
   }
   return best;
 }

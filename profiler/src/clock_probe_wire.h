@@ -46,23 +46,64 @@ inline int64_t RealtimeNowNs() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+// The two clocks a kernel receive time is converted between; a seam for
+// tests, which simulate a thread descheduled between the reads.
+struct ClockReads {
+  int64_t (*monotonic)() = &MonotonicNs;
+  int64_t (*realtime)() = &RealtimeNowNs;
+};
+
+// The CLOCK_MONOTONIC time of kernel receive timestamp `kernel_real`
+// (CLOCK_REALTIME), never earlier than the datagram really arrived:
+// `fallback` (a monotonic read taken after the datagram was received) when
+// that is sooner or the timestamp cannot be converted.
+//
+// The two clocks' difference is read with the monotonic read between two
+// realtime reads, and the conversion takes the end of that bracket that
+// errs late. Reading the monotonic clock first and the realtime one after
+// (as this once did) errs early by however long the thread was away
+// between the reads: a probe's receive times then come out before the
+// datagrams arrived, its round trip shrinks toward zero or below, and the
+// probe with the smallest round trip -- the one kept -- is the most wrong.
+inline int64_t KernelReceiveToMonotonic(int64_t kernel_real, int64_t fallback,
+                                        const ClockReads& clocks = {}) {
+  constexpr int kTries = 4;
+  constexpr int64_t kTightNs = 1'000;
+  int64_t best_width = -1;
+  int64_t mono_minus_real = 0;  // late end of the bracket
+  for (int i = 0; i < kTries; ++i) {
+    const int64_t r1 = clocks.realtime();
+    const int64_t m = clocks.monotonic();
+    const int64_t r2 = clocks.realtime();
+    if (r2 < r1) continue;  // the realtime clock was set back meanwhile
+    if (best_width < 0 || r2 - r1 < best_width) {
+      best_width = r2 - r1;
+      mono_minus_real = m - r1;
+    }
+    if (best_width <= kTightNs) break;
+  }
+  if (best_width < 0) return fallback;
+  const int64_t age_limit = 1'000'000'000;
+  const int64_t converted = kernel_real + mono_minus_real;
+  // A realtime clock set between the stamp and now moves the conversion by
+  // the step: more than a second away from the fallback, or after it, the
+  // fallback is the better late bound.
+  if (converted > fallback || fallback - converted > age_limit) {
+    return fallback;
+  }
+  return converted;
+}
+
 // The CLOCK_MONOTONIC time of a datagram from its kernel receive timestamp
-// (CLOCK_REALTIME) in `msg`'s control data; `fallback` when there is none.
+// in `msg`'s control data; `fallback` when there is none.
 inline int64_t ReceiveMonotonicNs(const msghdr& msg, int64_t fallback) {
   for (cmsghdr* c = CMSG_FIRSTHDR(const_cast<msghdr*>(&msg)); c != nullptr;
        c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
       timespec ts;
       std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-      const int64_t kernel_real =
-          int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-      // How long ago it arrived, on the realtime clock, taken back from now
-      // on the monotonic one.
-      const int64_t mono = MonotonicNs();
-      const int64_t real = RealtimeNowNs();
-      const int64_t age = real - kernel_real;
-      if (age < 0 || age > 1'000'000'000) return fallback;
-      return mono - age;
+      return KernelReceiveToMonotonic(
+          int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec, fallback);
     }
   }
   return fallback;

@@ -8,12 +8,23 @@
 //                                 3 workers with clocks skewed by seconds and
 //                                 ~100 ppm (in network namespaces when run as
 //                                 root, else on loopback)
+//   clock.stated_uncertainty_covers_pct  share of marks (3 skewed workers,
+//                                 captures of 3 s with probes all through, on
+//                                 loopback and in network namespaces when run
+//                                 as root, each idle and with every core busy)
+//                                 whose real error lies within the uncertainty
+//                                 the file states there (target 100)
+//   clock.uncertainty_over_error  the median of that stated uncertainty over
+//                                 the real error (target <= 20)
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -189,6 +200,165 @@ void BM_AlignError(benchmark::State& state) {
 }
 BENCHMARK(BM_AlignError)->Iterations(1)->Unit(benchmark::kSecond);
 
+// Every "sync_mark" of a captured file in order: where the file's clock
+// puts it on the reference clock, and the uncertainty it states there.
+struct StatedMark {
+  int64_t aligned = 0;
+  int64_t stated = 0;
+};
+std::vector<StatedMark> StatedMarks(const std::string& path) {
+  testing::TraceFile file = testing::ReadTraceFile(path);
+  std::vector<StatedMark> out;
+  if (file.reader == nullptr) return out;
+  const trace_format::ClockModel clock(file.reader->clock());
+  std::vector<int64_t> local;
+  for (const auto& t : file.tracks) {
+    for (const auto& inst : t.events.instants) {
+      if (file.Name(inst.name) == "sync_mark") local.push_back(inst.ts_ns);
+    }
+  }
+  std::sort(local.begin(), local.end());
+  for (const int64_t t : local) {
+    out.push_back({clock.ToReference(t), clock.UncertaintyAt(t)});
+  }
+  return out;
+}
+
+// Busy loops on every core while it lives.
+class Load {
+ public:
+  Load() {
+    const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i < n; ++i) {
+      threads_.emplace_back([this] {
+        uint64_t x = 0;
+        while (!stop_.load(std::memory_order_relaxed)) {
+          benchmark::DoNotOptimize(++x);
+        }
+      });
+    }
+  }
+  ~Load() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+struct Honesty {
+  int marks = 0;
+  int covered = 0;
+  std::vector<double> ratios;  // stated / real error
+};
+
+// One capture of 3 skewed workers (in `hosts` when given, else on
+// loopback) marking 20 instants; adds what the files state to `h`.
+bool MeasureHonesty(const testing::NetworkHosts* hosts, bool loaded, Honesty* h,
+                    std::string* why) {
+  const int64_t offsets[] = {3'000'000'000, -7'500'000'000, 12'250'000'000};
+  const double drifts[] = {100, -100, 60};
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> prefix;
+    std::vector<std::string> args = {"--port", "0"};
+    std::string host = "127.0.0.1";
+    if (hosts != nullptr) {
+      prefix = {"ip", "netns", "exec", hosts->name(i)};
+      host = hosts->address(i);
+      args = {"--port", "9012", "--bind", host, "--token", "bench"};
+    }
+    int port = 0;
+    auto w = StartWorker(
+        prefix, args,
+        {"PODSCOPE_TEST_CLOCK_OFFSET_NS=" + std::to_string(offsets[i]),
+         "PODSCOPE_TEST_CLOCK_DRIFT_PPM=" + std::to_string(drifts[i])},
+        &port);
+    if (w == nullptr) {
+      *why = "a worker did not start";
+      return false;
+    }
+    workers.push_back(std::move(w));
+    addrs.push_back(host + ":" + std::to_string(port));
+  }
+  CaptureOptions o;
+  o.workers = addrs;
+  o.logdir = TempDir(hosts != nullptr ? "honesty-netns" : "honesty");
+  o.duration_ms = 3000;
+  o.connect.token = "bench";
+  constexpr int kMarks = 20;
+  std::vector<std::vector<testing::Mark>> marked;
+  std::optional<Load> load;
+  if (loaded) load.emplace();
+  std::thread marker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    marked = testing::MarkInstants(workers, MonotonicNs() + 200'000'000, kMarks,
+                                   100'000'000);
+  });
+  auto result = CaptureWorkers(o);
+  marker.join();
+  load.reset();
+  for (auto& w : workers) w->WriteLine("quit");
+  if (!result.ok() || result->answered() != 3) {
+    *why = "the capture failed";
+    return false;
+  }
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<StatedMark> marks = StatedMarks(result->workers[i].path);
+    for (size_t k = 0; k < marks.size() && k < kMarks; ++k) {
+      const testing::Mark& m = marked[i][k];
+      if (m.before == 0) continue;
+      const int64_t outside = testing::AlignmentError(marks[k].aligned, m);
+      const double mid = static_cast<double>(m.before) +
+                         static_cast<double>(m.after - m.before) / 2;
+      const double real =
+          std::max(std::abs(static_cast<double>(marks[k].aligned) - mid), 1.0);
+      h->marks += 1;
+      if (outside <= marks[k].stated) h->covered += 1;
+      h->ratios.push_back(static_cast<double>(marks[k].stated) / real);
+    }
+  }
+  return true;
+}
+
+void BM_ClockHonesty(benchmark::State& state) {
+  const bool netns = testing::CanMakeNamespaces();
+  std::unique_ptr<testing::NetworkHosts> hosts;
+  if (netns) {
+    hosts = std::make_unique<testing::NetworkHosts>(3, "ch");
+    if (!hosts->ok()) {
+      state.SkipWithError("cannot set up network namespaces");
+      return;
+    }
+  }
+  Honesty h;
+  // Loopback, and across network namespaces when they can be made.
+  std::vector<const testing::NetworkHosts*> places = {nullptr};
+  if (hosts) places.push_back(hosts.get());
+  for (auto _ : state) {
+    for (const testing::NetworkHosts* where : places) {
+      for (const bool loaded : {false, true}) {
+        std::string why;
+        if (!MeasureHonesty(where, loaded, &h, &why)) {
+          state.SkipWithError(why.c_str());
+          return;
+        }
+      }
+    }
+  }
+  std::sort(h.ratios.begin(), h.ratios.end());
+  state.counters["marks"] = h.marks;
+  state.counters["clock.stated_uncertainty_covers_pct"] =
+      h.marks == 0 ? 0 : 100.0 * h.covered / h.marks;
+  state.counters["clock.uncertainty_over_error"] =
+      h.ratios.empty() ? 0 : h.ratios[h.ratios.size() / 2];
+  state.counters["network_namespaces"] = netns ? 1 : 0;
+}
+BENCHMARK(BM_ClockHonesty)->Iterations(1)->Unit(benchmark::kSecond);
+
 }  // namespace
 }  // namespace podscope::profiler
 
@@ -197,5 +367,7 @@ int main(int argc, char** argv) {
   podscope::bench::RegisterHeadline("capture.fanout64_over_duration", "ratio");
   podscope::bench::RegisterHeadline("capture.stream_events_per_s", "events/s");
   podscope::bench::RegisterHeadline("clock.align_error_us", "us");
+  podscope::bench::RegisterHeadline("clock.stated_uncertainty_covers_pct", "%");
+  podscope::bench::RegisterHeadline("clock.uncertainty_over_error", "ratio");
   return podscope::bench::RunBenchmarksWithHeadlines(argc, argv);
 }

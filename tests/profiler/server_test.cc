@@ -157,7 +157,8 @@ TEST(Server, ClockProbesOnTheUdpPortNeedTheKey) {
   // of a UDP datagram, not a gRPC call.
   auto estimate = MeasureClockOffset(server->address(), {}, 16);
   ASSERT_TRUE(estimate.ok()) << estimate.status();
-  EXPECT_LT(std::abs(estimate->offset_ns), estimate->uncertainty_ns + 20'000);
+  // One clock on both sides: the truth is 0, inside the stated bound.
+  EXPECT_LE(std::abs(estimate->offset_ns), estimate->uncertainty_ns);
   EXPECT_LT(estimate->round_trip_ns, 1'000'000);
 }
 
@@ -198,11 +199,12 @@ TEST(Server, CaptureStreamsACompleteFileWithClockOffsets) {
   EXPECT_EQ(w.pid, getpid());
   EXPECT_EQ(std::filesystem::path(w.path).parent_path().string(),
             o.logdir + "/s1");
-  ASSERT_EQ(w.clock.size(), 2u);
-  // Same machine, same clock: the offset is within the probe's uncertainty
-  // (plus scheduling slack on a loaded machine).
-  EXPECT_LT(std::abs(w.clock[0].offset_ns),
-            w.clock[0].uncertainty_ns + 2'000'000);
+  ASSERT_GE(w.clock.size(), 2u);
+  // Same machine, same clock: the truth is 0, and every point of the fit
+  // states a bound that holds it.
+  for (const ClockEstimate& c : w.clock) {
+    EXPECT_LE(std::abs(c.offset_ns), c.uncertainty_ns) << c.local_ns;
+  }
 
   auto file = ReadTraceFile(w.path);
   ASSERT_NE(file.reader, nullptr);
@@ -210,7 +212,8 @@ TEST(Server, CaptureStreamsACompleteFileWithClockOffsets) {
   EXPECT_TRUE(file.reader->report().skipped.empty());
   EXPECT_EQ(file.reader->metadata().session_id(), "s1");
   EXPECT_GT(file.SlicesNamed("work").size(), 100u);
-  EXPECT_EQ(file.reader->clock().offsets_size(), 2);
+  EXPECT_EQ(file.reader->clock().offsets_size(),
+            static_cast<int>(w.clock.size()));
   // The slices lie within the capture window.
   const auto slices = file.SlicesNamed("work");
   EXPECT_LT(slices.back().start_ns - slices.front().start_ns, 2'000'000'000);
@@ -407,7 +410,8 @@ TEST(Server, ACaptureFollowsATraceTheProcessRecordsItself) {
   EXPECT_TRUE(report.intact()) << "index problem: " << report.index_problem;
   EXPECT_TRUE(report.index_used);
   EXPECT_EQ(captured.reader->metadata().session_id(), "local");
-  EXPECT_EQ(captured.reader->clock().offsets_size(), 2);
+  EXPECT_EQ(captured.reader->clock().offsets_size(),
+            static_cast<int>(result->workers[0].clock.size()));
   // Only the capture's window: not what the trace recorded before it.
   EXPECT_TRUE(captured.SlicesNamed("before_capture").empty());
   auto marks_seen = captured.SlicesNamed("during_capture");

@@ -41,7 +41,10 @@ TEST(ClockModel, SingleOffsetShiftsEveryTime) {
   EXPECT_EQ(model.ToReference(1'000), 750);
   EXPECT_EQ(model.ToReference(0), -250);
   EXPECT_EQ(model.ToReference(1'000'000'000'000), 999'999'999'750);
-  EXPECT_EQ(model.UncertaintyAt(7), 30);
+  // A 30 ns measurement is stated at the floor of how well two clocks
+  // compare; away from it, by what the largest drift can add.
+  EXPECT_EQ(model.UncertaintyAt(1'000), base::kClockCompareFloorNs);
+  EXPECT_GE(model.UncertaintyAt(1'000'001'000), 1'000'000);
   EXPECT_EQ(model.DriftPpm(), 0);
 }
 
@@ -54,8 +57,28 @@ TEST(ClockModel, InterpolatesDriftBetweenMeasurements) {
   EXPECT_EQ(model.ToReference(2'000'000'000), 2'000'001'500);
   EXPECT_EQ(model.ToReference(1'500'000'000), 1'500'001'000);
   EXPECT_DOUBLE_EQ(model.DriftPpm(), -1.0);
-  EXPECT_EQ(model.UncertaintyAt(1'100'000'000), 10) << "nearest measurement";
-  EXPECT_EQ(model.UncertaintyAt(2'900'000'000), 40);
+  // At a measurement, the floor of how well two clocks compare.
+  EXPECT_EQ(model.UncertaintyAt(1'000'000'000), base::kClockCompareFloorNs);
+  EXPECT_EQ(model.UncertaintyAt(3'000'000'000), base::kClockCompareFloorNs);
+  // Between two measurements a clock step could hide: what either side
+  // allows with the largest drift (1000 ppm), so the truth stays inside.
+  EXPECT_GE(model.UncertaintyAt(1'100'000'000), 100'000);
+}
+
+TEST(ClockModel, UncertaintyBetweenManyMeasurementsFollowsTheirDrift) {
+  // 20 ppm over ten measurements 100 ms apart, each within 5 us.
+  proto::ClockRecord record;
+  for (int i = 0; i < 10; ++i) {
+    proto::ClockOffset* o = record.add_offsets();
+    o->set_local_monotonic_ns(int64_t{i} * 100'000'000);
+    o->set_offset_ns(7'000 + 2'000 * int64_t{i});
+    o->set_uncertainty_ns(5'000);
+  }
+  const ClockModel model(record);
+  // Halfway between two measurements in the middle: about one
+  // measurement's uncertainty, not the drift bound's 50 us.
+  EXPECT_LE(model.UncertaintyAt(450'000'000), 12'000);
+  EXPECT_GE(model.UncertaintyAt(450'000'000), 5'000);
 }
 
 TEST(ClockModel, ExtrapolatesWithTheNearestSlope) {
@@ -120,12 +143,12 @@ TEST(ClockModel, OrderOfRecordsDoesNotMatterAndTheMostCertainWins) {
                             {1'000, 100, 2}}));
   EXPECT_EQ(model.ToReference(1'000), 1'100);
   EXPECT_EQ(model.ToReference(2'000), 2'200);
-  EXPECT_EQ(model.UncertaintyAt(1'000), 2);
+  EXPECT_EQ(model.UncertaintyAt(1'000), base::kClockCompareFloorNs);
 }
 
-TEST(ClockModel, NegativeUncertaintyReadsAsZero) {
+TEST(ClockModel, NegativeUncertaintyReadsAsTheFloor) {
   ClockModel model(Offsets({{0, 1, -5}}));
-  EXPECT_EQ(model.UncertaintyAt(0), 0);
+  EXPECT_EQ(model.UncertaintyAt(0), base::kClockCompareFloorNs);
 }
 
 TEST(ClockModel, RealtimeFromTheNearestSnapshot) {

@@ -117,7 +117,10 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
   for (const auto& offset : reader.clock().offsets()) {
     if (!p.has_clock_offsets) {
       p.clock_offset_ns = offset.offset_ns();
-      p.clock_uncertainty_ns = offset.uncertainty_ns();
+      // The model's bound, not the record's number: never below the floor
+      // of how well two clocks compare, whatever an older writer stored.
+      p.clock_uncertainty_ns = trace_format::ClockModel(reader.clock())
+                                   .UncertaintyAt(offset.local_monotonic_ns());
     }
     p.has_clock_offsets = true;
     if (p.reference_clock.empty()) p.reference_clock = offset.reference();

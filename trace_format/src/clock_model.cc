@@ -35,6 +35,11 @@ ClockModel::ClockModel(const proto::ClockRecord& record) {
                                return a.local_ns == b.local_ns;
                              }),
                  offsets_.end());
+  std::vector<base::ClockSample> samples;
+  for (const Point& p : offsets_) {
+    samples.push_back({p.local_ns, p.offset_ns, p.uncertainty_ns, 0});
+  }
+  fit_ = base::ClockFit(std::move(samples));
   if (offsets_.size() >= 2) {
     head_slope_ = ExtrapolationSlope(0, +1);
     tail_slope_ = ExtrapolationSlope(offsets_.size() - 1, -1);
@@ -99,14 +104,16 @@ double ClockModel::ExtrapolationSlope(size_t from, int step) const {
 
 int64_t ClockModel::UncertaintyAt(int64_t local_ns) const {
   if (offsets_.empty()) return 0;
-  const Point* nearest = &offsets_[0];
-  for (const Point& p : offsets_) {
-    if (AbsDifference(p.local_ns, local_ns) <
-        AbsDifference(nearest->local_ns, local_ns)) {
-      nearest = &p;
-    }
+  const base::ClockInterval i = fit_.At(local_ns);
+  // The interval around the offset ToReference applies here.
+  const __int128 applied = WrappingSub(ToReference(local_ns), local_ns);
+  const __int128 lo = __int128{i.offset_ns} - i.uncertainty_ns;
+  const __int128 hi = __int128{i.offset_ns} + i.uncertainty_ns;
+  const __int128 reach = std::max(applied - lo, hi - applied);
+  if (reach >= std::numeric_limits<int64_t>::max()) {
+    return std::numeric_limits<int64_t>::max();
   }
-  return nearest->uncertainty_ns;
+  return std::max(static_cast<int64_t>(reach), base::kClockCompareFloorNs);
 }
 
 double ClockModel::DriftPpm() const {

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/clock_fit.h"
 #include "podscope/profiler/clock.h"
 #include "src/clock_probe_wire.h"
 
@@ -113,88 +114,80 @@ std::optional<UdpProber::Times> UdpProber::ProbeTimes(int timeout_ms,
 std::optional<ClockEstimate> UdpProber::ProbeOnce(int timeout_ms) {
   const std::optional<Times> t = ProbeTimes(timeout_ms, false);
   if (!t) return std::nullopt;
-  ClockEstimate e;
-  e.round_trip_ns = std::max<int64_t>((t->t4 - t->t1) - (t->t3 - t->t2), 0);
-  e.local_ns = t->t2 + (t->t3 - t->t2) / 2;
-  // reference = local + offset, from the midpoints of both sides.
-  e.offset_ns = (t->t1 + (t->t4 - t->t1) / 2) - e.local_ns;
-  e.uncertainty_ns = std::max<int64_t>(e.round_trip_ns / 2, 1);
-  return e;
+  const base::ProbeTimes times{t->t1, t->t2, t->t3, t->t4};
+  if (base::CheckProbe(times) != base::ProbeFault::kNone) {
+    discarded_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  return EstimateOf(base::SamplePeerLocal(times));
 }
 
 absl::StatusOr<ClockEstimate> UdpProber::Probe(int probes) {
   std::optional<ClockEstimate> best;
   for (int i = 0; i < std::max(probes, 1); ++i) {
     auto e = ProbeOnce();
-    if (e && (!best || e->round_trip_ns < best->round_trip_ns)) best = e;
+    if (e && (!best || e->uncertainty_ns < best->uncertainty_ns)) best = e;
   }
   if (!best) {
-    return absl::UnavailableError("no clock probe was answered");
+    return absl::UnavailableError(
+        "no clock probe was answered with timestamps that can be trusted");
   }
   return *best;
 }
 
+ClockEstimate EstimateOf(const base::ClockSample& s) {
+  ClockEstimate e;
+  e.local_ns = s.local_ns;
+  e.offset_ns = s.offset_ns;
+  e.uncertainty_ns = std::max(s.half_width_ns, base::kClockCompareFloorNs);
+  e.round_trip_ns = s.round_trip_ns;
+  return e;
+}
+
 std::vector<ClockEstimate> FitClock(const std::vector<ClockEstimate>& probes) {
-  if (probes.size() <= 1) return probes;
-  int64_t min_rtt = std::numeric_limits<int64_t>::max();
-  for (const ClockEstimate& p : probes)
-    min_rtt = std::min(min_rtt, p.round_trip_ns);
-  // Probes delayed by the scheduler or the network say little; keep those
-  // near the fastest.
-  const int64_t keep_below = min_rtt + std::max<int64_t>(min_rtt / 2, 10'000);
-  std::vector<const ClockEstimate*> kept;
+  if (probes.empty()) return {};
+  std::vector<base::ClockSample> samples;
+  int64_t min_rtt = probes.front().round_trip_ns;
   for (const ClockEstimate& p : probes) {
-    if (p.round_trip_ns <= keep_below) kept.push_back(&p);
+    samples.push_back(
+        {p.local_ns, p.offset_ns, p.uncertainty_ns, p.round_trip_ns});
+    min_rtt = std::min(min_rtt, p.round_trip_ns);
   }
-  std::sort(kept.begin(), kept.end(),
-            [](auto* a, auto* b) { return a->local_ns < b->local_ns; });
-  const int64_t x0 = kept.front()->local_ns;
-  const int64_t y0 = kept.front()->offset_ns;
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const ClockEstimate* p : kept) {
-    const double x = static_cast<double>(p->local_ns - x0);
-    const double y = static_cast<double>(p->offset_ns - y0);
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
+  const base::ClockFit fit(std::move(samples));
+  // The fit at up to kFitPoints probe times, first and last included: a
+  // reader of the file interpolates between them and bounds the drift from
+  // them, so points in between keep its uncertainty tight. Delayed probes
+  // are left out (the fit is widest at them).
+  constexpr size_t kFitPoints = 64;
+  const std::vector<base::ClockSample>& kept = fit.samples();
+  int64_t narrowest = kept.front().half_width_ns;
+  for (const base::ClockSample& k : kept) {
+    narrowest = std::min(narrowest, k.half_width_ns);
   }
-  const double n = static_cast<double>(kept.size());
-  const double det = n * sxx - sx * sx;
-  double slope = 0;
-  double intercept = sy / n;
-  if (kept.size() >= 2 && det > 0) {
-    slope = (n * sxy - sx * sy) / det;
-    intercept = (sy - slope * sx) / n;
+  const int64_t keep_below = 2 * narrowest + 10'000;
+  std::vector<int64_t> candidates;
+  for (const base::ClockSample& k : kept) {
+    if (k.half_width_ns <= keep_below) candidates.push_back(k.local_ns);
   }
-  double worst = 0;
-  for (const ClockEstimate* p : kept) {
-    const double x = static_cast<double>(p->local_ns - x0);
-    const double y = static_cast<double>(p->offset_ns - y0);
-    worst = std::max(worst, std::abs(y - (intercept + slope * x)));
+  const size_t n = candidates.size();
+  const size_t step =
+      std::max<size_t>(1, (n + kFitPoints - 3) / (kFitPoints - 2));
+  std::vector<int64_t> at = {kept.front().local_ns};
+  for (size_t i = 0; i < n; i += step) {
+    if (candidates[i] > at.back()) at.push_back(candidates[i]);
   }
-  const int64_t uncertainty = std::max<int64_t>(
-      min_rtt / 2 + static_cast<int64_t>(std::ceil(worst)), 1);
-  auto at = [&](int64_t local) {
+  if (at.back() != kept.back().local_ns) at.push_back(kept.back().local_ns);
+  std::vector<ClockEstimate> out;
+  for (const int64_t local : at) {
+    const base::ClockInterval i = fit.At(local);
     ClockEstimate e;
     e.local_ns = local;
-    e.offset_ns =
-        y0 + static_cast<int64_t>(std::llround(
-                 intercept + slope * static_cast<double>(local - x0)));
-    e.uncertainty_ns = uncertainty;
+    e.offset_ns = i.offset_ns;
+    e.uncertainty_ns = i.uncertainty_ns;
     e.round_trip_ns = min_rtt;
-    return e;
-  };
-  const int64_t first =
-      std::min_element(probes.begin(), probes.end(), [](auto& a, auto& b) {
-        return a.local_ns < b.local_ns;
-      })->local_ns;
-  const int64_t last =
-      std::max_element(probes.begin(), probes.end(), [](auto& a, auto& b) {
-        return a.local_ns < b.local_ns;
-      })->local_ns;
-  if (last == first) return {at(first)};
-  return {at(first), at(last)};
+    out.push_back(e);
+  }
+  return out;
 }
 
 }  // namespace podscope::profiler::internal

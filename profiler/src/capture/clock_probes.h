@@ -6,6 +6,7 @@
 #ifndef PODSCOPE_PROFILER_SRC_CAPTURE_CLOCK_PROBES_H_
 #define PODSCOPE_PROFILER_SRC_CAPTURE_CLOCK_PROBES_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "podscope/base/clock_fit.h"
 #include "podscope/profiler/capture.h"
 
 namespace podscope::profiler::internal {
@@ -34,26 +36,34 @@ class UdpProber {
     int64_t t1 = 0, t2 = 0, t3 = 0, t4 = 0;
   };
   std::optional<Times> ProbeTimes(int timeout_ms, bool profiler_clock);
-  // One probe; nothing when no answer came within `timeout_ms`.
+  // One probe; nothing when no answer came within `timeout_ms` or its
+  // timestamps cannot be trusted (base::CheckProbe; counted).
   std::optional<ClockEstimate> ProbeOnce(int timeout_ms = 200);
-  // The probe with the smallest round trip of `probes`; Unavailable when
-  // none was answered.
+  // The probe with the smallest uncertainty of `probes`; Unavailable when
+  // none was answered with timestamps that can be trusted.
   absl::StatusOr<ClockEstimate> Probe(int probes);
+  // Answered probes discarded for their timestamps so far.
+  int64_t discarded() const {
+    return discarded_.load(std::memory_order_relaxed);
+  }
 
  private:
   explicit UdpProber(int fd, std::string key) : fd_(fd), key_(std::move(key)) {}
   const int fd_;
   const std::string key_;
+  std::atomic<int64_t> discarded_{0};
 };
 
 // The host part of "host:port" or "[v6]:port".
 std::string HostOfAddress(const std::string& address);
 
-// A line offset(local) = offset_at_first + slope * (local - first local)
-// fitted to `probes` (those within a little of the smallest round trip,
-// weighted alike), evaluated at the first and last probe: two estimates
-// whose uncertainty covers half the smallest round trip plus the largest
-// distance of a kept probe from the line. One probe gives itself.
+// The estimate of one trusted probe: its interval, never below
+// base::kClockCompareFloorNs.
+ClockEstimate EstimateOf(const base::ClockSample& s);
+
+// The clock of a capture from every probe of it (base::ClockFit, whose
+// uncertainty is a bound): the fit at up to 64 of the probes' times, the
+// first and the last included. One probe gives itself.
 std::vector<ClockEstimate> FitClock(const std::vector<ClockEstimate>& probes);
 
 }  // namespace podscope::profiler::internal

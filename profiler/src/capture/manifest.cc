@@ -59,6 +59,7 @@ std::string ManifestJson(const CaptureOptions& options,
     }
     j.EndArray()
         .Field("clock_probes", w.clock_probes)
+        .Field("clock_probes_discarded", w.clock_probes_discarded)
         .Field("drift_ppm", w.drift_ppm)
         .EndObject();
   }

@@ -327,6 +327,7 @@ void CaptureWorker(const CaptureOptions& options, const std::string& session,
   }
   result->clock = worker.lean_probes() ? FitClock(probes) : probes;
   result->clock_probes = static_cast<int>(probes.size());
+  result->clock_probes_discarded = worker.probes_discarded();
   const tf::proto::ClockRecord clock = ClockRecordOf(result->clock);
   result->drift_ppm = tf::ClockModel(clock).DriftPpm();
   if (!result->write_failed) {

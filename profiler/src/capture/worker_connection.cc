@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/clock_fit.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/grpc_credentials.h"
 #include "podscope/profiler/user_token.h"
@@ -107,34 +108,41 @@ absl::StatusOr<ClockEstimate> WorkerConnection::Probe(int probes) const {
 
 absl::StatusOr<ClockEstimate> WorkerConnection::ProbeThroughGrpc(
     int probes) const {
-  ClockEstimate best;
-  best.round_trip_ns = std::numeric_limits<int64_t>::max();
+  std::optional<ClockEstimate> best;
   grpc::Status last;
-  int ok = 0;
+  int answered = 0;
   for (int i = 0; i < std::max(probes, 1); ++i) {
     grpc::ClientContext ctx;
     Prepare(&ctx, 2000);
     pb::ClockProbeRequest req;
     pb::ClockProbeResponse resp;
-    const int64_t t0 = MonotonicNs();
-    req.set_client_send_ns(t0);
+    base::ProbeTimes t;
+    t.t1 = MonotonicNs();
+    req.set_client_send_ns(t.t1);
     last = stub_->ProbeClock(&ctx, req, &resp);
-    const int64_t t3 = MonotonicNs();
+    t.t4 = MonotonicNs();
     if (!last.ok()) continue;
-    ++ok;
-    const int64_t t1 = resp.server_receive_ns();
-    const int64_t t2 = resp.server_send_ns();
-    const int64_t rtt = (t3 - t0) - (t2 - t1);
-    if (rtt < best.round_trip_ns) {
-      best.round_trip_ns = rtt;
-      best.local_ns = t1 + (t2 - t1) / 2;
-      // reference = local + offset, from the midpoints of both sides.
-      best.offset_ns = (t0 + (t3 - t0) / 2) - best.local_ns;
-      best.uncertainty_ns = std::max<int64_t>(rtt / 2, 1);
+    ++answered;
+    t.t2 = resp.server_receive_ns();
+    t.t3 = resp.server_send_ns();
+    if (base::CheckProbe(t) != base::ProbeFault::kNone) {
+      grpc_discarded_.fetch_add(1, std::memory_order_relaxed);
+      continue;
     }
+    const ClockEstimate e = EstimateOf(base::SamplePeerLocal(t));
+    if (!best || e.uncertainty_ns < best->uncertainty_ns) best = e;
   }
-  if (ok == 0) return Error("ProbeClock", last);
-  return best;
+  if (answered == 0) return Error("ProbeClock", last);
+  if (!best) {
+    return absl::UnavailableError(absl::StrCat(
+        address_, ": no clock probe had timestamps that can be trusted"));
+  }
+  return *best;
+}
+
+int64_t WorkerConnection::probes_discarded() const {
+  return grpc_discarded_.load(std::memory_order_relaxed) +
+         (udp_ ? udp_->discarded() : 0);
 }
 
 grpc::Status WorkerConnection::Stop(const std::string& session_id) const {

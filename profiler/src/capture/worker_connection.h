@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,6 +37,10 @@ class WorkerConnection {
   // through gRPC.
   absl::StatusOr<ClockEstimate> Probe(int probes) const;
 
+  // Answered probes discarded for timestamps that cannot be trusted
+  // (base::CheckProbe), on either path.
+  int64_t probes_discarded() const;
+
   // Whether probes take the UDP path.
   bool lean_probes() const { return udp_ != nullptr; }
 
@@ -58,6 +63,7 @@ class WorkerConnection {
   std::unique_ptr<proto::ProfilerService::Stub> stub_;
   std::string token_;
   std::unique_ptr<UdpProber> udp_;
+  mutable std::atomic<int64_t> grpc_discarded_{0};
 };
 
 }  // namespace podscope::profiler::internal

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "distributed/job_topology.h"
+#include "podscope/base/clock_fit.h"
 #include "podscope/base/net.h"
 #include "podscope/base/time.h"
 #include "podscope/job/coordination.h"
@@ -46,8 +47,9 @@ using job::JobEnvironment;
 using job::KeyValueStore;
 using job::kPeerFailureExitCode;
 
-// Clock probes kept for the best estimate, and the probes of Init's burst.
-constexpr size_t kClockWindow = 3;
+// Recorded offsets the job clock's drift and uncertainty are fitted to,
+// and the probes of Init's burst through gRPC.
+constexpr size_t kClockFitWindow = 64;
 constexpr int kBurstProbes = 8;
 // On the lean path (rank 0's UDP clock-probe port): probes of Init's burst,
 // probes per heartbeat (the one with the smallest round trip counts), and
@@ -184,12 +186,11 @@ class JobImpl final : public Job {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;                // guarded by mu_
-  absl::Status health_;              // guarded by mu_
-  JobClock clock_;                   // guarded by mu_
-  std::deque<ClockProbe> window_;    // heartbeat thread only
-  int64_t last_recorded_t1_ = -1;    // heartbeat thread only
-  std::optional<ClockProbe> first_;  // heartbeat thread only
+  bool stop_ = false;    // guarded by mu_
+  absl::Status health_;  // guarded by mu_
+  JobClock clock_;       // guarded by mu_
+  // Heartbeat thread only: the offsets recorded (for the job clock's fit).
+  std::deque<base::ClockSample> recorded_;
 
   std::mutex shutdown_mu_;
   bool shut_down_ = false;
@@ -375,40 +376,37 @@ std::optional<ClockProbe> JobImpl::LeanProbe(int probes) {
 }
 
 void JobImpl::OnProbe(const ClockProbe& probe) {
-  if (env_.rank == 0) return;  // rank 0's clock is the reference
-  // The best of the last few probes: short enough that a new measurement
-  // is recorded every few heartbeats, so the offsets follow drift.
-  window_.push_back(probe);
-  if (window_.size() > kClockWindow) window_.pop_front();
-  const ClockProbe* best = &window_.front();
-  for (const ClockProbe& p : window_) {
-    if (p.round_trip_ns() < best->round_trip_ns()) best = &p;
+  if (env_.rank == 0) {
+    // The reference itself, exactly, at every beat: a reader then bounds
+    // rank 0's own timestamps by the floor alone, never by a drift bound.
+    profiler::RecordReferenceClockOffset(
+        {profiler::ProfilerNowNs(), 0, 0, "rank 0"});
+    return;
   }
-  if (best->t1 == last_recorded_t1_) return;
-  last_recorded_t1_ = best->t1;
-  const int64_t uncertainty = std::max<int64_t>(best->round_trip_ns() / 2, 1);
+  const base::ProbeTimes times{probe.t1, probe.t2, probe.t3, probe.t4};
+  // A heartbeat's probe whose timestamps cannot be trusted says nothing
+  // (the lean path's BestOf already leaves such probes out).
+  if (base::CheckProbe(times) != base::ProbeFault::kNone) return;
+  // Every beat's best probe is recorded, each as its own interval (a bound
+  // at its time): the trace's reader (base::ClockFit) bounds a time by the
+  // offsets on each side of it, so they must come often.
+  const base::ClockSample sample = base::SampleThisSideLocal(times);
+  const int64_t uncertainty =
+      std::max(sample.half_width_ns, base::kClockCompareFloorNs);
   profiler::RecordReferenceClockOffset(
-      {best->local_ns(), best->offset_ns(), uncertainty, "rank 0"});
-  if (!first_) first_ = *best;
+      {sample.local_ns, sample.offset_ns, uncertainty, "rank 0"});
+  recorded_.push_back(sample);
+  if (recorded_.size() > kClockFitWindow) recorded_.pop_front();
+  const base::ClockFit fit(
+      std::vector<base::ClockSample>(recorded_.begin(), recorded_.end()));
+  const base::ClockInterval now = fit.At(sample.local_ns);
   std::lock_guard<std::mutex> lock(mu_);
   clock_.valid = true;
-  clock_.local_ns = best->local_ns();
-  clock_.offset_ns = best->offset_ns();
-  clock_.uncertainty_ns = uncertainty;
+  clock_.local_ns = sample.local_ns;
+  clock_.offset_ns = now.offset_ns;
+  clock_.uncertainty_ns = now.uncertainty_ns;
   clock_.probes += 1;
-  const int64_t span = best->local_ns() - first_->local_ns();
-  if (span > 0) {
-    // A slope within its own uncertainty is noise (the first probes come
-    // in a burst microseconds apart): report no drift until the probes
-    // resolve one, as the trace's ClockModel does.
-    const double slope =
-        static_cast<double>(best->offset_ns() - first_->offset_ns()) /
-        static_cast<double>(span);
-    const double resolution =
-        static_cast<double>(uncertainty + first_->round_trip_ns() / 2) /
-        static_cast<double>(span);
-    clock_.drift_ppm = std::abs(slope) > resolution ? -1e6 * slope : 0;
-  }
+  clock_.drift_ppm = fit.DriftPpm();
 }
 
 void JobImpl::HeartbeatLoop() {

@@ -103,13 +103,18 @@ struct WorkerResult {
   // so, and the file holds the whole records written before it.
   bool write_failed = false;
   // The worker's clock against this one: with a worker that has a UDP
-  // probe port, a line fitted to every probe (before, every 100 ms through
-  // and after the capture) at the first and last probe; through gRPC, the
-  // best probe before and (when alive) after. What the file stores.
+  // probe port, base::ClockFit over every probe (before, every 100 ms
+  // through and after the capture) at up to 64 probe times, the first and
+  // last included; through gRPC, the best probe before and (when alive)
+  // after. Each uncertainty is a bound (docs/profiler-service.md). What the
+  // file stores.
   std::vector<ClockEstimate> clock;
   // The measurements behind `clock` (before, every 100 ms through and
   // after the capture, each the best of a few probes).
   int clock_probes = 0;
+  // Answered probes discarded for timestamps that cannot be trusted (out
+  // of order, a negative or implausibly small round trip).
+  int64_t clock_probes_discarded = 0;
   // How fast the worker's clock gains on this one, in parts per million:
   // trace_format::ClockModel's drift of the estimates in the file.
   double drift_ppm = 0;

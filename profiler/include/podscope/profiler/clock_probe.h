@@ -40,6 +40,7 @@ class ClockProbeServer {
 // t3 sent by the peer, each on its own profiler clock).
 struct PeerClockProbe {
   int64_t t1 = 0, t2 = 0, t3 = 0, t4 = 0;
+  // Meaningful only for a probe base::CheckProbe trusts.
   int64_t round_trip_ns() const { return (t4 - t1) - (t3 - t2); }
   // peer = local + offset, at the midpoint of this side's round trip.
   int64_t offset_ns() const { return ((t2 - t1) + (t3 - t4)) / 2; }
@@ -56,8 +57,14 @@ class ClockProbeClient {
   // Nothing when no answer came within `timeout_ms`.
   virtual std::optional<PeerClockProbe> ProbeOnce(int timeout_ms) = 0;
   // The probe with the smallest round trip of `probes` (each waiting at
-  // most `timeout_ms`); nothing when none was answered.
+  // most `timeout_ms`) whose timestamps can be trusted
+  // (base::CheckProbe); nothing when none was. Probes answered with
+  // timestamps that cannot be trusted are counted in discarded().
   std::optional<PeerClockProbe> BestOf(int probes, int timeout_ms);
+  int64_t discarded() const { return discarded_; }
+
+ private:
+  int64_t discarded_ = 0;
 };
 
 }  // namespace podscope::profiler

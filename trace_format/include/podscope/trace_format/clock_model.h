@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "podscope/base/clock_fit.h"
 #include "podscope/base/coding.h"
 #include "podscope/trace_format/trace.pb.h"
 
@@ -46,7 +47,11 @@ class ClockModel {
   // microseconds apart never predicts the offset seconds later). Without
   // offsets, the local time itself.
   int64_t ToReference(int64_t local_ns) const;
-  // The uncertainty of the nearest measurement (0 without offsets).
+  // How far ToReference(local_ns) may be from the truth: the interval
+  // base::ClockFit states from every measurement (each taken as a bound at
+  // its time, the drift bounded by the measurements themselves), widened
+  // to be centred on ToReference's interpolation; never below
+  // base::kClockCompareFloorNs (0 without offsets).
   int64_t UncertaintyAt(int64_t local_ns) const;
   // How fast the local clock runs against the reference, in parts per
   // million (positive: it gains): the slope used after the last
@@ -96,6 +101,7 @@ class ClockModel {
   }
 
   std::vector<Point> offsets_;  // by local time, one per instant
+  base::ClockFit fit_{{}};      // of offsets_
   double head_slope_ = 0;       // before the first measurement
   double tail_slope_ = 0;       // after the last
   std::vector<proto::ClockSnapshot> snapshots_;  // by monotonic time
