@@ -15,21 +15,30 @@ RecordScanner::RecordScanner(std::string_view file)
       pos_(kFileHeaderSize),
       budget_(2 * file.size() + (1 << 20)) {}
 
+namespace {
+
+// The CRC covers the length, type and encoding besides the payload.
+uint64_t CrcCost(uint32_t length) { return uint64_t{length} + 6; }
+
+}  // namespace
+
+inline bool RecordScanner::Unaffordable(uint32_t length) {
+  if (CrcCost(length) <= budget_) return false;
+  ++unchecked_;
+  return true;
+}
+
 RecordScanner::Crc RecordScanner::Verify(uint64_t offset, uint32_t length,
                                          RecordView* record) {
-  // The CRC covers the length, type and encoding besides the payload.
-  const uint64_t cost = uint64_t{length} + 6;
-  if (cost > budget_) {
-    ++unchecked_;
-    return Crc::kUnchecked;
-  }
+  const uint64_t cost = CrcCost(length);
+  if (Unaffordable(length)) return Crc::kUnchecked;
   crc_bytes_ += cost;
   if (CheckRecordCrc(file_, offset, length, record)) return Crc::kIntact;
   budget_ -= cost;
   return Crc::kDamaged;
 }
 
-bool RecordScanner::Plausible(uint64_t offset, uint32_t* length) const {
+inline bool RecordScanner::Plausible(uint64_t offset, uint32_t* length) const {
   const uint64_t left = file_.size() - offset;
   if (left < kRecordHeaderSize) return false;
   const char* p = file_.data() + offset;
@@ -41,7 +50,7 @@ bool RecordScanner::Plausible(uint64_t offset, uint32_t* length) const {
   return *length <= kMaxRecordPayload && *length <= left - kRecordHeaderSize;
 }
 
-bool RecordScanner::Anchored(uint64_t offset, uint32_t length) const {
+inline bool RecordScanner::Anchored(uint64_t offset, uint32_t length) const {
   const uint64_t end = offset + kRecordHeaderSize + length;
   if (file_.size() - end < kRecordHeaderSize) return true;
   const char* p = file_.data() + end;
@@ -93,7 +102,10 @@ bool RecordScanner::Resync(std::string reason, RecordView* record) {
     have_anchor_ = false;
     searched_to_ = size;
     for (uint64_t c = damage + 1; c + kRecordHeaderSize <= size; ++c) {
-      if (!Plausible(c, &length) || !Anchored(c, length)) continue;
+      if (!Plausible(c, &length) || Unaffordable(length) ||
+          !Anchored(c, length)) {
+        continue;
+      }
       if (Verify(c, length, &anchor_) == Crc::kIntact) {
         have_anchor_ = true;
         searched_to_ = c;
@@ -107,8 +119,8 @@ bool RecordScanner::Resync(std::string reason, RecordView* record) {
   const uint64_t limit = searched_to_;
   uint64_t found = size;
   for (uint64_t c = damage + 1; c + kRecordHeaderSize <= limit; ++c) {
-    if (!Plausible(c, &length) || Anchored(c, length) ||
-        c + kRecordHeaderSize + length > limit) {
+    if (!Plausible(c, &length) || c + kRecordHeaderSize + length > limit ||
+        Unaffordable(length) || Anchored(c, length)) {
       continue;
     }
     if (Verify(c, length, record) == Crc::kIntact) {

@@ -141,6 +141,10 @@ class RecordScanner {
 
  private:
   enum class Crc { kIntact, kDamaged, kUnchecked };
+  // True (and the candidate counted as unchecked) when the budget left
+  // cannot pay for the CRC of a record of `length` bytes. Checked before
+  // anything that reads elsewhere in the file.
+  bool Unaffordable(uint32_t length);
   // Checks the CRC of the record at `offset` if the budget allows.
   Crc Verify(uint64_t offset, uint32_t length, RecordView* record);
   // Whether `offset` holds a plausible record header (known type and
