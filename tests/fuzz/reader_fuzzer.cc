@@ -137,6 +137,12 @@ void Exercise(const std::string& bytes, bool verify_all) {
     }
     sum += r.bytes;
   }
+  // A scan's CRC work is linear in the file (docs/trace-format.md).
+  if (report.scan_crc_bytes > 3 * uint64_t{bytes.size()} + (1 << 20)) {
+    Fail("the scan's CRC work exceeds its bound",
+         std::to_string(report.scan_crc_bytes) + " bytes for a file of " +
+             std::to_string(bytes.size()));
+  }
   sum += Touch(report.index_problem) + report.skipped_bytes();
   // Keep the work from being optimised away.
   volatile size_t sink = sum;

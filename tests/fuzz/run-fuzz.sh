@@ -6,7 +6,11 @@
 # found a problem). Exits non-zero when the fuzzer finds a crash, leak,
 # timeout or sanitizer report; the input that caused it is kept in
 # BUILD_DIR/fuzz-artifacts/. NAME... (reader, xspace, chrome_json) picks
-# fuzzers, all by default; JOBS sets the build's parallelism.
+# fuzzers, all by default; JOBS sets the build's parallelism. The reader's
+# run is followed by as long again on hostile files of 1-64 MiB
+# (reader_large_inputs), each run once through the reader fuzzer, whose
+# timeout and memory limit then stand for linear work and bounded memory at
+# sizes -max_len cannot reach.
 #
 #   tests/fuzz/run-fuzz.sh build-fuzz 60
 #   JOBS=1 tests/fuzz/run-fuzz.sh build-fuzz 60 chrome_json
@@ -24,7 +28,8 @@ if [[ ${#names[@]} -eq 0 ]]; then names=(reader xspace chrome_json); fi
 targets=()
 for name in "${names[@]}"; do
   case "$name" in
-    reader | xspace | chrome_json) targets+=("${name}_fuzzer" "${name}_fuzz_seeds") ;;
+    reader) targets+=(reader_fuzzer reader_fuzz_seeds reader_large_inputs) ;;
+    xspace | chrome_json) targets+=("${name}_fuzzer" "${name}_fuzz_seeds") ;;
     *) echo "run-fuzz: unknown fuzzer '$name'" >&2; exit 2 ;;
   esac
 done
@@ -63,5 +68,34 @@ run_fuzzer() {
   fi
 }
 
-for name in "${names[@]}"; do run_fuzzer "$name"; done
+# run_large_inputs: hostile files of 1-64 MiB, three at a time, each run
+# once through the reader fuzzer, until $seconds have passed. Under the
+# sanitizers a 64 MiB file takes about a minute on a busy machine; the
+# timeout is a hang guard (quadratic resynchronisation took hours).
+run_large_inputs() {
+  local dir="$work/large" seed=1 status=0
+  local deadline=$((SECONDS + seconds))
+  mkdir -p "$dir"
+  while [[ $SECONDS -lt $deadline ]]; do
+    rm -f "$dir"/*
+    mapfile -t inputs < <("$fuzz_bin/reader_large_inputs" "$dir" "$seed" 3)
+    "$fuzz_bin/reader_fuzzer" -rss_limit_mb=2048 -timeout=300 \
+      -artifact_prefix="$artifacts/reader-large-" "${inputs[@]}" \
+      >"$work/large.log" 2>&1 || status=$?
+    if [[ $status -ne 0 ]] || grep -qE "ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error:|reader_fuzzer:" "$work/large.log"; then
+      tail -30 "$work/large.log" >&2
+      cp "${inputs[@]}" "$artifacts/" 2>/dev/null || true
+      echo "run-fuzz: the reader failed on a large input (exit $status); inputs in $artifacts" >&2
+      failed=1
+      return
+    fi
+    seed=$((seed + 1))
+  done
+  echo "run-fuzz: reader: $((3 * (seed - 1))) large inputs (1-64 MiB) read in ${seconds}s"
+}
+
+for name in "${names[@]}"; do
+  run_fuzzer "$name"
+  if [[ $name == reader ]]; then run_large_inputs; fi
+done
 exit $failed

@@ -147,6 +147,54 @@ TEST(StreamedFile, TheReceiverBuildsTheIndexOfAStreamThatHasNone) {
   }
 }
 
+// A chunk that arrives intact on the wire (its CRC matches) but does not
+// decode must not vanish from a file that then reads as whole.
+TEST(StreamedFile, ABuiltIndexDoesNotHideAChunkThatDoesNotDecode) {
+  std::string original = WriteSampleTrace();
+  uint64_t index_offset = 0;
+  for (int i = 7; i >= 0; --i) {
+    index_offset = (index_offset << 8) |
+                   static_cast<uint8_t>(original[original.size() - 8 + i]);
+  }
+  auto reference = OpenOrDie(original);
+  ASSERT_NE(reference, nullptr);
+  ASSERT_GT(reference->chunks().size(), 2u);
+  const ChunkInfo chunk = reference->chunks()[1];
+  // Garbage for the chunk's payload, framed again with a matching CRC.
+  auto record = ReadRecordAt(original, chunk.offset);
+  ASSERT_TRUE(record.ok()) << record.status();
+  std::string payload(record->payload);
+  for (size_t i = 4; i < payload.size(); ++i) payload[i] = '\x5a';
+  const std::string reframed =
+      EncodeRecord(RecordType::kChunk, record->encoding, payload);
+  ASSERT_EQ(reframed.size(), chunk.length);
+  original.replace(chunk.offset, chunk.length, reframed);
+
+  const std::string path = TempPath("undecodable-chunk.podtrace");
+  auto file = StreamedFile::Create(path);
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE(
+      (*file)->Append(std::string_view(original).substr(0, index_offset)).ok());
+  ASSERT_TRUE((*file)->AddRecord(RecordType::kClock, Offsets()).ok());
+  ASSERT_TRUE((*file)->Finish(/*build_index=*/true).ok());
+  ASSERT_EQ((*file)->damage().size(), 1u);
+  EXPECT_EQ((*file)->damage()[0].offset, chunk.offset);
+  EXPECT_FALSE((*file)->complete());
+
+  // Every reader sees the file as damaged, and where.
+  auto reader = OpenOrDie(ReadFile(path));
+  ASSERT_NE(reader, nullptr);
+  const size_t events = ReadAllFlat(*reader).size();
+  EXPECT_LT(events, ReadAllFlat(*reference).size());
+  const RecoveryReport report = reader->report();
+  EXPECT_FALSE(report.intact());
+  bool covered = false;
+  for (const SkippedRange& r : report.skipped) {
+    covered |= r.offset <= chunk.offset && chunk.offset < r.offset + r.bytes;
+  }
+  EXPECT_TRUE(covered) << report.Describe();
+}
+
 TEST(StreamedFile, AStreamCutAnywhereLeavesAReadableFile) {
   const std::string original = WriteSampleTrace();
   auto reference = OpenOrDie(original);

@@ -89,8 +89,7 @@ TraceReader::~TraceReader() {
 absl::Status TraceReader::Load(const ReaderOptions& options) {
   if (auto s = CheckFileHeader(data_, name_); !s.ok()) return s;
   report_.file_bytes = data_.size();
-  strings_.push_back("");
-  string_known_.push_back(true);
+  strings_.push_back({0, 0});
   metadata_.set_process_index(-1);
   std::string problem;
   if (!options.verify_all && LoadFromIndex(&problem)) {
@@ -100,6 +99,19 @@ absl::Status TraceReader::Load(const ReaderOptions& options) {
     report_.index_problem = problem;
     LoadByScanning();
   }
+  // By id, and for an id given more than once the last one given (the
+  // string placed last in string_bytes_).
+  std::sort(far_strings_.begin(), far_strings_.end(),
+            [](const FarString& a, const FarString& b) {
+              return a.id != b.id ? a.id > b.id : a.ref.offset > b.ref.offset;
+            });
+  far_strings_.erase(std::unique(far_strings_.begin(), far_strings_.end(),
+                                 [](const FarString& a, const FarString& b) {
+                                   return a.id == b.id;
+                                 }),
+                     far_strings_.end());
+  std::reverse(far_strings_.begin(), far_strings_.end());
+  far_strings_.shrink_to_fit();
   chunk_failed_.assign(chunks_.size(), false);
   learned_ranges_.resize(chunks_.size());
   ranges_learned_.assign(chunks_.size(), false);
@@ -144,8 +156,10 @@ bool TraceReader::LoadFromIndex(std::string* problem) {
     metadata_.set_process_index(-1);
     tracks_.clear();
     track_by_id_.clear();
-    strings_.assign(1, "");
-    string_known_.assign(1, true);
+    string_bytes_.clear();
+    strings_.assign(1, {0, 0});
+    far_strings_.clear();
+    strings_held_ = 0;
     clock_.Clear();
     frames_.clear();
     stacks_.clear();
@@ -201,6 +215,7 @@ void TraceReader::LoadByScanning() {
     }
   }
   for (const SkippedRange& r : scanner.skipped()) report_.skipped.push_back(r);
+  report_.scan_crc_bytes = scanner.crc_bytes();
   std::sort(report_.skipped.begin(), report_.skipped.end(),
             [](const SkippedRange& a, const SkippedRange& b) {
               return a.offset < b.offset;
@@ -222,24 +237,7 @@ absl::Status TraceReader::ApplyRecord(const RecordView& record) {
         return absl::DataLossError(absl::StrFormat(
             "strings record at offset %d starts at id 0", record.offset));
       }
-      const uint64_t end = uint64_t{table.first_id()} + table.strings_size();
-      // Every id was written in this file, and distinct strings cost more
-      // than a bit each even compressed: a larger id is damage, and must
-      // not make the reader allocate a table for it.
-      if (end > (1u << 31) || end > 8 * uint64_t{data_.size()} + 1024) {
-        return absl::DataLossError(absl::StrFormat(
-            "strings record at offset %d: ids up to %d are implausible",
-            record.offset, end));
-      }
-      if (strings_.size() < end) {
-        strings_.resize(end);
-        string_known_.resize(end, false);
-      }
-      for (int i = 0; i < table.strings_size(); ++i) {
-        strings_[table.first_id() + i] = table.strings(i);
-        string_known_[table.first_id() + i] = true;
-      }
-      return absl::OkStatus();
+      return AddStrings(record, table);
     }
     case RecordType::kTracks: {
       proto::TrackTable table;
@@ -288,14 +286,59 @@ absl::Status TraceReader::ApplyRecord(const RecordView& record) {
   }
 }
 
+absl::Status TraceReader::AddStrings(const RecordView& record,
+                                     const proto::StringTable& table) {
+  const uint64_t end = uint64_t{table.first_id()} + table.strings_size();
+  if (end > (uint64_t{1} << 32)) {
+    return absl::DataLossError(absl::StrFormat(
+        "strings record at offset %d: ids up to %d do not fit in 32 bits",
+        record.offset, end));
+  }
+  uint64_t bytes = string_bytes_.size();
+  for (const std::string& str : table.strings()) bytes += str.size();
+  if (bytes >= kUnknownString) {
+    return absl::DataLossError(absl::StrFormat(
+        "strings record at offset %d: the file's strings exceed 4 GiB",
+        record.offset));
+  }
+  strings_held_ += table.strings_size();
+  // The table grows to ids the file really holds strings for (gaps are
+  // strings of lost records); an id far beyond them must not make the
+  // reader allocate a slot for every id below it.
+  const bool dense = end <= strings_.size() || end <= 2 * strings_held_ + 1024;
+  if (dense && strings_.size() < end) strings_.resize(end);
+  for (int i = 0; i < table.strings_size(); ++i) {
+    const std::string& str = table.strings(i);
+    const StringRef ref{static_cast<uint32_t>(string_bytes_.size()),
+                        static_cast<uint32_t>(str.size())};
+    string_bytes_.append(str);
+    const uint32_t id = table.first_id() + static_cast<uint32_t>(i);
+    if (dense) {
+      strings_[id] = ref;
+    } else {
+      far_strings_.push_back({id, ref});
+    }
+  }
+  return absl::OkStatus();
+}
+
 const proto::Track* TraceReader::FindTrack(uint32_t id) const {
   auto it = track_by_id_.find(id);
   return it == track_by_id_.end() ? nullptr : &tracks_[it->second];
 }
 
 std::string_view TraceReader::GetString(uint32_t id) const {
-  if (id < strings_.size() && string_known_[id]) return strings_[id];
-  return "<lost string>";
+  const StringRef* ref = nullptr;
+  if (id < strings_.size() && strings_[id].length != kUnknownString) {
+    ref = &strings_[id];
+  } else if (!far_strings_.empty()) {
+    auto it = std::lower_bound(
+        far_strings_.begin(), far_strings_.end(), id,
+        [](const FarString& f, uint32_t id) { return f.id < id; });
+    if (it != far_strings_.end() && it->id == id) ref = &it->ref;
+  }
+  if (ref == nullptr) return "<lost string>";
+  return std::string_view(string_bytes_.data() + ref->offset, ref->length);
 }
 
 const proto::Frame* TraceReader::FindFrame(uint32_t id) const {

@@ -112,15 +112,15 @@ RecordFrame PeekRecordFrame(std::string_view header) {
   return frame;
 }
 
-std::string ValidateRecord(std::string_view file, uint64_t offset,
-                           RecordView* record) {
+std::string CheckRecordHeader(std::string_view file, uint64_t offset,
+                              uint32_t* length) {
   const uint64_t remaining = file.size() - offset;
   if (remaining < kRecordHeaderSize) {
     return absl::StrFormat("torn record header (%d of %d bytes present)",
                            remaining, kRecordHeaderSize);
   }
   const char* p = file.data() + offset;
-  const uint32_t length = base::DecodeFixed32(p);
+  *length = base::DecodeFixed32(p);
   const uint8_t type = static_cast<uint8_t>(p[8]);
   const uint8_t encoding = static_cast<uint8_t>(p[9]);
   if (type == 0 || type > kMaxRecordType) {
@@ -129,23 +129,40 @@ std::string ValidateRecord(std::string_view file, uint64_t offset,
   if (encoding > static_cast<uint8_t>(RecordEncoding::kZlib)) {
     return absl::StrFormat("unknown record encoding %d", encoding);
   }
-  if (length > kMaxRecordPayload) {
-    return absl::StrFormat("record length %d exceeds the %d-byte limit", length,
-                           kMaxRecordPayload);
+  if (*length > kMaxRecordPayload) {
+    return absl::StrFormat("record length %d exceeds the %d-byte limit",
+                           *length, kMaxRecordPayload);
   }
-  if (length > remaining - kRecordHeaderSize) {
+  if (*length > remaining - kRecordHeaderSize) {
     return absl::StrFormat(
-        "torn record: header says %d payload bytes, only %d remain", length,
+        "torn record: header says %d payload bytes, only %d remain", *length,
         remaining - kRecordHeaderSize);
   }
+  return {};
+}
+
+bool CheckRecordCrc(std::string_view file, uint64_t offset, uint32_t length,
+                    RecordView* record) {
+  const char* p = file.data() + offset;
+  const uint8_t type = static_cast<uint8_t>(p[8]);
+  const uint8_t encoding = static_cast<uint8_t>(p[9]);
   std::string_view payload(p + kRecordHeaderSize, length);
   if (RecordCrc(p, type, encoding, payload) != base::DecodeFixed32(p + 4)) {
-    return "CRC mismatch";
+    return false;
   }
   record->offset = offset;
   record->type = static_cast<RecordType>(type);
   record->encoding = static_cast<RecordEncoding>(encoding);
   record->payload = payload;
+  return true;
+}
+
+std::string ValidateRecord(std::string_view file, uint64_t offset,
+                           RecordView* record) {
+  uint32_t length = 0;
+  std::string reason = CheckRecordHeader(file, offset, &length);
+  if (!reason.empty()) return reason;
+  if (!CheckRecordCrc(file, offset, length, record)) return "CRC mismatch";
   return {};
 }
 

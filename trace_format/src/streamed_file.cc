@@ -123,7 +123,7 @@ absl::StatusOr<proto::Index> StreamedFile::BuildIndex() {
     uint64_t events = 0;
     for (size_t i = 0; i < r.chunks().size(); ++i) {
       auto decoded = r.DecodeChunk(i);
-      if (!decoded.ok()) continue;  // left out; readers would skip it too
+      if (!decoded.ok()) continue;  // reported below, with the scan's damage
       proto::ChunkEntry* entry = index.add_chunks();
       entry->set_offset(r.chunks()[i].offset);
       entry->set_length(r.chunks()[i].length);
@@ -151,6 +151,8 @@ absl::StatusOr<proto::Index> StreamedFile::BuildIndex() {
     }
     for (auto& [id, t] : totals) *index.add_tracks() = std::move(t);
     index.set_event_count(events);
+    // Decoding comes first: it is what finds damaged chunks.
+    damage_ = r.report().skipped;
   }
   for (const Added& a : streamed_) {
     proto::RecordEntry* e = index.add_records();
@@ -185,7 +187,9 @@ absl::Status StreamedFile::Finish(bool build_index, bool sync) {
     absl::StatusOr<proto::Index> built = BuildIndex();
     if (built.ok()) {
       index = *std::move(built);
-      have_index = true;
+      // An index over damaged records would have readers trust the file
+      // whole: without one they scan it and report what was lost.
+      have_index = damage_.empty();
     } else {
       s = built.status();
     }

@@ -55,6 +55,9 @@ struct RecoveryReport {
   // Byte ranges that held no intact record, and records or chunks that were
   // intact on disk but could not be decoded.
   std::vector<SkippedRange> skipped;
+  // Bytes the scan ran through the CRC (zero when the index was used): the
+  // work a damaged file cost, bounded by docs/trace-format.md "Recovery".
+  uint64_t scan_crc_bytes = 0;
   bool intact() const { return has_index && skipped.empty(); }
   uint64_t skipped_bytes() const;
   // What happened to the file, in the words every tool shows (`podscope
@@ -84,6 +87,9 @@ class TraceReader {
   // The string with id `id`; "<lost string>" when the string table that
   // held it was lost to damage (or the id is out of range).
   std::string_view GetString(uint32_t id) const;
+  // Ids below this are held in one table. A damaged or crafted file can
+  // also give strings ids far beyond the strings it holds: those are kept
+  // apart (GetString finds them) rather than making the table that large.
   size_t string_count() const { return strings_.size(); }
   const proto::ClockRecord& clock() const { return clock_; }
   const proto::Frame* FindFrame(uint32_t id) const;
@@ -139,8 +145,25 @@ class TraceReader {
   proto::Metadata metadata_;
   std::vector<proto::Track> tracks_;
   absl::flat_hash_map<uint32_t, size_t> track_by_id_;
-  std::vector<std::string> strings_;
-  std::vector<bool> string_known_;
+  // Every string's bytes in one buffer, and each id's place in it: a
+  // string costs its bytes and 8 more, however short.
+  struct StringRef {
+    uint32_t offset = 0;
+    uint32_t length = kUnknownString;
+  };
+  static constexpr uint32_t kUnknownString = ~0u;
+  absl::Status AddStrings(const RecordView& record,
+                          const proto::StringTable& table);
+  std::string string_bytes_;
+  std::vector<StringRef> strings_;
+  // Strings whose ids lie far beyond the strings held (see string_count),
+  // sorted by id once loaded.
+  struct FarString {
+    uint32_t id;
+    StringRef ref;
+  };
+  std::vector<FarString> far_strings_;
+  uint64_t strings_held_ = 0;
   proto::ClockRecord clock_;
   absl::flat_hash_map<uint32_t, proto::Frame> frames_;
   absl::flat_hash_map<uint32_t, proto::Stack> stacks_;

@@ -119,6 +119,13 @@ struct SkippedRange {
 // Walks the records of a file in order. When a record is damaged (torn,
 // bad CRC, impossible header), the damage is reported as a SkippedRange and
 // the scan resynchronises at the next intact record.
+//
+// Resynchronising costs work linear in the file's size, however hostile the
+// file (docs/trace-format.md "Recovery"): an offset is CRC-checked only
+// when its header is plausible, and the CRC work spent on records that turn
+// out damaged is bounded by twice the file's size plus 1 MiB. Past that
+// budget a candidate too long for what is left of it is not checked, and
+// the skipped range says so.
 class RecordScanner {
  public:
   // `file` is the whole file, header included; the header must have been
@@ -131,12 +138,42 @@ class RecordScanner {
   const std::vector<SkippedRange>& skipped() const { return skipped_; }
   // True when the file ended exactly after an intact record.
   bool clean_end() const { return clean_end_; }
+  // Bytes run through the CRC so far: the work the scan did. At most the
+  // file's size on intact records plus the budget on damaged ones.
+  uint64_t crc_bytes() const { return crc_bytes_; }
 
  private:
+  enum class Crc { kIntact, kDamaged, kUnchecked };
+  // True (and the candidate counted as unchecked) when the budget left
+  // cannot pay for the CRC of a record of `length` bytes. Checked before
+  // anything that reads elsewhere in the file.
+  bool Unaffordable(uint32_t length);
+  // Checks the CRC of the record at `offset` if the budget allows.
+  Crc Verify(uint64_t offset, uint32_t length, RecordView* record);
+  // Whether `offset` holds a plausible record header (known type and
+  // encoding, a length within the limit and the bytes left).
+  bool Plausible(uint64_t offset, uint32_t* length) const;
+  // Whether a record at `offset` of `length` bytes ends where a file or a
+  // record can: at the end, in a torn header, or at a header with a known
+  // type and encoding.
+  bool Anchored(uint64_t offset, uint32_t length) const;
+  // Finds the next intact record after damage at pos_.
+  bool Resync(std::string reason, RecordView* record);
+
   std::string_view file_;
   uint64_t pos_;
   std::vector<SkippedRange> skipped_;
   bool clean_end_ = true;
+  uint64_t crc_bytes_ = 0;
+  // CRC bytes still allowed on records that turn out damaged.
+  uint64_t budget_;
+  // Candidates left unchecked for want of budget.
+  uint64_t unchecked_ = 0;
+  // The last search for an anchored intact record covered the offsets
+  // before searched_to_; when one was found it is anchor_, at searched_to_.
+  uint64_t searched_to_ = 0;
+  bool have_anchor_ = false;
+  RecordView anchor_;
 };
 
 }  // namespace podscope::trace_format

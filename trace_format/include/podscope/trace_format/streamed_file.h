@@ -44,15 +44,21 @@ class StreamedFile {
   // (the sender died: readers scan it and report it as recovered), unless
   // `build_index`: the sender ended the stream on purpose before its own
   // file was closed (a process that goes on tracing itself), so the index
-  // is built here from the records received, and the file is complete.
-  // Bytes of a torn last record are dropped. With `sync`, the file's data
-  // is on disk (fdatasync) before it is closed, and a failure to get it
-  // there is the result. Idempotent.
+  // is built here from the records received, and the file is complete,
+  // unless some of them are damaged (a bad CRC, garbage between records, a
+  // chunk that does not decode): then no index is written, so that readers
+  // scan the file and report the damage, and damage() lists it. Bytes of a
+  // torn last record are dropped. With `sync`, the file's data is on disk
+  // (fdatasync) before it is closed, and a failure to get it there is the
+  // result. Idempotent.
   absl::Status Finish(bool build_index = false, bool sync = false);
 
   // True when the stream delivered its index (the sender closed the file),
   // or once Finish(true) has built one.
   bool complete() const { return !index_record_.empty() || index_built_; }
+  // What Finish(true) found damaged in the records received, as a reader
+  // reports it.
+  const std::vector<SkippedRange>& damage() const { return damage_; }
   uint64_t bytes_written() const { return offset_; }
   uint64_t bytes_received() const { return received_; }
 
@@ -83,6 +89,7 @@ class StreamedFile {
   // The stream's records other than chunks, index and trailer, as written.
   std::vector<Added> streamed_;
   bool index_built_ = false;
+  std::vector<SkippedRange> damage_;
 };
 
 }  // namespace podscope::trace_format
