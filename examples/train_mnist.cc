@@ -55,10 +55,10 @@
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
-#include "podscope/runtime/client.h"
 #include "podscope/runtime/collectives.h"
 #include "podscope/runtime/distributed.h"
 #include "podscope/runtime/file_store.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace {
 

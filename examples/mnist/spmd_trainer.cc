@@ -7,8 +7,8 @@
 #include "mnist/data.h"
 #include "mnist/trainer.h"
 #include "podscope/profiler/trace.h"
-#include "podscope/runtime/autodiff.h"
-#include "podscope/runtime/builder.h"
+#include "podscope/runtime/ir/autodiff.h"
+#include "podscope/runtime/ir/builder.h"
 
 namespace podscope::mnist {
 namespace {

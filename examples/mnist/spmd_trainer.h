@@ -27,8 +27,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "podscope/runtime/client.h"
 #include "podscope/runtime/collectives.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "podscope/runtime/spmd.h"
 
 namespace podscope::mnist {

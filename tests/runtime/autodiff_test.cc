@@ -1,6 +1,6 @@
 // Every differentiable op's gradient against central finite differences.
 
-#include "podscope/runtime/autodiff.h"
+#include "podscope/runtime/ir/autodiff.h"
 
 #include <algorithm>
 #include <functional>

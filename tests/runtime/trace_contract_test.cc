@@ -16,10 +16,10 @@
 
 #include "gtest/gtest.h"
 #include "podscope/profiler/session.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/client.h"
-#include "podscope/runtime/lazy.h"
-#include "podscope/runtime/scope.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/ir/scope.h"
+#include "podscope/runtime/lazy/lazy.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "test_util.h"
 #include "trace_file.h"
 

@@ -26,7 +26,7 @@
 #include "gloo/transport/tcp/device.h"
 #include "gloo/types.h"
 #include "podscope/base/net.h"
-#include "podscope/runtime/ir.h"
+#include "podscope/runtime/ir/ir.h"
 #include "profiler_observer.h"
 
 namespace podscope::runtime {

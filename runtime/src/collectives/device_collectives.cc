@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "buffer_access.h"
 #include "collectives/reduce.h"
 #include "collectives/state.h"
-#include "device_runtime.h"
 #include "gloo/broadcast.h"
-#include "lazy_internal.h"
+#include "lazy/lazy_internal.h"
+#include "pjrt/buffer_access.h"
+#include "pjrt/device_runtime.h"
 #include "profiler_observer.h"
 
 namespace podscope::runtime {

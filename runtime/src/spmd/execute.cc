@@ -11,7 +11,7 @@
 #include "collectives/reduce.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
-#include "podscope/runtime/executable.h"
+#include "podscope/runtime/pjrt/executable.h"
 #include "podscope/runtime/spmd.h"
 #include "spmd/plan.h"
 

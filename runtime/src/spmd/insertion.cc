@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "podscope/runtime/builder.h"
+#include "podscope/runtime/ir/builder.h"
 #include "spmd/plan.h"
 
 namespace podscope::runtime::spmd {

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "lazy_internal.h"
-#include "podscope/runtime/lazy.h"
+#include "lazy/lazy_internal.h"
+#include "podscope/runtime/lazy/lazy.h"
 #include "podscope/runtime/spmd.h"
 
 namespace podscope::runtime {

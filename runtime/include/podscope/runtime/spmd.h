@@ -43,13 +43,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "podscope/runtime/buffer.h"
-#include "podscope/runtime/client.h"
 #include "podscope/runtime/collectives.h"
-#include "podscope/runtime/ir.h"
-#include "podscope/runtime/lazy.h"
-#include "podscope/runtime/literal.h"
-#include "podscope/runtime/shape.h"
+#include "podscope/runtime/ir/ir.h"
+#include "podscope/runtime/ir/literal.h"
+#include "podscope/runtime/ir/shape.h"
+#include "podscope/runtime/lazy/lazy.h"
+#include "podscope/runtime/pjrt/buffer.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::runtime {
 
