@@ -54,7 +54,7 @@ struct ParallelLoader::State {
   absl::StatusOr<DeviceBatch> Prepare(int64_t index) {
     PODSCOPE_TRACE("loader_prepare", "batch", index);
     PODSCOPE_ASSIGN_OR_RETURN(Batch host, produce(index));
-    if (host->size() != devices.size()) {
+    if (host.size() != devices.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("ParallelLoader: batch ", index, " has arrays for ",
                        host.size(), " devices, not ", devices.size()));

@@ -55,7 +55,7 @@ absl::StatusOr<Literal> Tensor::ToLiteral() const {
 
 absl::StatusOr<float> Tensor::Item() const {
   PODSCOPE_ASSIGN_OR_RETURN(Literal literal, ToLiteral());
-  if (literal->shape() != F32Shape({})) {
+  if (literal.shape() != F32Shape({})) {
     return absl::InvalidArgumentError(
         absl::StrCat("Tensor::Item: expected an f32 scalar, got ",
                      literal.shape().ToString()));

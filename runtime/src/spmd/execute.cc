@@ -94,7 +94,7 @@ absl::StatusOr<std::shared_ptr<const SpmdProgram>> SpmdProgram::Partition(
   for (size_t id = 0; id < graph.nodes().size(); ++id) {
     absl::StrAppend(&listing, "%", id, " ", OpName(graph.node(id).op), " ",
                     graph.node(id).shape.ToString(), " ",
-                    spmd::StateString(plan->final_state(id), mesh), "\n");
+                    spmd::StateString(plan.final_state(id), mesh), "\n");
   }
   program->listing_ = std::move(listing);
   // The trace's file metadata: the mesh and every named parameter's spec.
