@@ -41,9 +41,9 @@
 #include "mnist/data.h"
 #include "mnist/trainer.h"
 #include "podscope/profiler/session.h"
-#include "podscope/runtime/client.h"
 #include "podscope/runtime/collectives.h"
 #include "podscope/runtime/file_store.h"
+#include "podscope/runtime/pjrt/client.h"
 
 extern char** environ;
 

@@ -34,7 +34,7 @@
 #include "mnist/data.h"
 #include "mnist/trainer.h"
 #include "podscope/profiler/session.h"
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::bench {
 namespace {

@@ -21,7 +21,7 @@
 #include "mnist/data.h"
 #include "mnist/spmd_trainer.h"
 #include "mnist/trainer.h"
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::bench {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "mnist/data.h"
 #include "podscope/profiler/trace.h"
-#include "podscope/runtime/scope.h"
+#include "podscope/runtime/ir/scope.h"
 
 namespace podscope::mnist {
 namespace {

@@ -27,9 +27,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "podscope/runtime/client.h"
 #include "podscope/runtime/collectives.h"
-#include "podscope/runtime/lazy.h"
+#include "podscope/runtime/lazy/lazy.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::mnist {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "podscope/runtime/device.h"
+#include "podscope/runtime/pjrt/device.h"
 
 namespace podscope::runtime::internal {
 

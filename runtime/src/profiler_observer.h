@@ -34,7 +34,7 @@
 
 #include "absl/types/span.h"
 #include "podscope/profiler/recorder.h"
-#include "podscope/runtime/device.h"
+#include "podscope/runtime/pjrt/device.h"
 
 namespace podscope::runtime::internal {
 

@@ -1,10 +1,10 @@
 // Shape inference and the errors users see for ill-shaped graphs.
 
-#include "podscope/runtime/builder.h"
+#include "podscope/runtime/ir/builder.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/scope.h"
+#include "podscope/runtime/ir/scope.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

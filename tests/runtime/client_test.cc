@@ -1,6 +1,6 @@
 // Platform and device selection, topology and memory accounting.
 
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/pjrt/client.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

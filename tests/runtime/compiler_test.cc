@@ -3,11 +3,11 @@
 
 #include <random>
 
-#include "buffer_plan.h"
+#include "compiler/buffer_plan.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

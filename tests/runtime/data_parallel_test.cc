@@ -5,7 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/lazy.h"
+#include "podscope/runtime/lazy/lazy.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

@@ -6,8 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/lazy.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/lazy/lazy.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/client.h"
-#include "podscope/runtime/scope.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/ir/scope.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

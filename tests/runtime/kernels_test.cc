@@ -7,7 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/builder.h"
+#include "podscope/runtime/ir/builder.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

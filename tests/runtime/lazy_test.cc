@@ -1,14 +1,14 @@
 // Lazy tensors: recording, step boundaries and executable reuse.
 
-#include "podscope/runtime/lazy.h"
+#include "podscope/runtime/lazy/lazy.h"
 
 #include <mutex>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "instrumentation.h"
+#include "podscope/runtime/ir/scope.h"
 #include "podscope/runtime/metrics.h"
-#include "podscope/runtime/scope.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

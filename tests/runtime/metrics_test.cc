@@ -4,8 +4,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "mnist/data.h"
 #include "mnist/trainer.h"
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "test_util.h"
 
 namespace podscope::mnist {

@@ -1,11 +1,11 @@
 // The cost of each IR op from its shapes (op_cost.h), against values worked
 // out by hand, and the per-kernel costs the compiler attaches to its steps.
 
-#include "op_cost.h"
+#include "compiler/op_cost.h"
 
-#include "compiler.h"
+#include "compiler/compiler.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/builder.h"
+#include "podscope/runtime/ir/builder.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

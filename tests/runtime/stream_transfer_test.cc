@@ -5,11 +5,11 @@
 #include <mutex>
 #include <thread>
 
-#include "device_runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/client.h"
+#include "pjrt/device_runtime.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

@@ -10,8 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/client.h"
-#include "podscope/runtime/literal.h"
+#include "podscope/runtime/ir/literal.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::runtime::testing {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "podscope/profiler/session.h"
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/pjrt/client.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

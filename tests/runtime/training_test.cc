@@ -5,10 +5,10 @@
 #include <random>
 
 #include "gtest/gtest.h"
-#include "podscope/runtime/autodiff.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/client.h"
-#include "podscope/runtime/lazy.h"
+#include "podscope/runtime/ir/autodiff.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/lazy/lazy.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "test_util.h"
 
 namespace podscope::runtime {

@@ -33,8 +33,8 @@
 #include "podscope/profiler/clock_sync.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
-#include "podscope/runtime/client.h"
 #include "podscope/runtime/distributed.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::runtime {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::runtime::internal {
 

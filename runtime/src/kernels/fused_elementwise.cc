@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fusion.h"
+#include "compiler/fusion.h"
 #include "parallel.h"
 
 namespace podscope::runtime::internal {

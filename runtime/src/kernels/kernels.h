@@ -6,8 +6,8 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "podscope/runtime/ir.h"
-#include "podscope/runtime/shape.h"
+#include "podscope/runtime/ir/ir.h"
+#include "podscope/runtime/ir/shape.h"
 
 namespace podscope::runtime::internal {
 

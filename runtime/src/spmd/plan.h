@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/ir.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/ir/ir.h"
 #include "podscope/runtime/spmd.h"
 
 namespace podscope::runtime::spmd {

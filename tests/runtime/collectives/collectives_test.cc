@@ -21,12 +21,12 @@
 #include "gtest/gtest.h"
 #include "multiprocess.h"
 #include "podscope/profiler/session.h"
-#include "podscope/runtime/autodiff.h"
-#include "podscope/runtime/builder.h"
-#include "podscope/runtime/client.h"
-#include "podscope/runtime/executable.h"
 #include "podscope/runtime/file_store.h"
-#include "podscope/runtime/lazy.h"
+#include "podscope/runtime/ir/autodiff.h"
+#include "podscope/runtime/ir/builder.h"
+#include "podscope/runtime/lazy/lazy.h"
+#include "podscope/runtime/pjrt/client.h"
+#include "podscope/runtime/pjrt/executable.h"
 #include "trace_file.h"
 
 namespace podscope::runtime {

@@ -12,7 +12,7 @@
 
 #include "gtest/gtest.h"
 #include "podscope/profiler/session.h"
-#include "podscope/runtime/client.h"
+#include "podscope/runtime/pjrt/client.h"
 #include "trace_file.h"
 
 namespace podscope::runtime {

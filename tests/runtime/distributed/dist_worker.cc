@@ -35,9 +35,9 @@
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
-#include "podscope/runtime/client.h"
 #include "podscope/runtime/collectives.h"
 #include "podscope/runtime/distributed.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace {
 

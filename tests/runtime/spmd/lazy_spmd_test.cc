@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "podscope/runtime/lazy.h"
+#include "podscope/runtime/lazy/lazy.h"
 #include "podscope/runtime/spmd.h"
 #include "test_util.h"
 

@@ -9,8 +9,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/autodiff.h"
-#include "podscope/runtime/builder.h"
+#include "podscope/runtime/ir/autodiff.h"
+#include "podscope/runtime/ir/builder.h"
 #include "podscope/runtime/spmd.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "podscope/runtime/builder.h"
+#include "podscope/runtime/ir/builder.h"
 #include "podscope/runtime/spmd.h"
 
 namespace podscope::runtime {

@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "podscope/profiler/session.h"
-#include "podscope/runtime/builder.h"
+#include "podscope/runtime/ir/builder.h"
 #include "podscope/runtime/spmd.h"
 #include "podscope/trace_format/reader.h"
 #include "test_util.h"

@@ -53,11 +53,11 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "podscope/job/key_value_store.h"
-#include "podscope/runtime/buffer.h"
-#include "podscope/runtime/device.h"
-#include "podscope/runtime/lazy.h"
+#include "podscope/runtime/ir/shape.h"
+#include "podscope/runtime/lazy/lazy.h"
+#include "podscope/runtime/pjrt/buffer.h"
+#include "podscope/runtime/pjrt/device.h"
 #include "podscope/runtime/reduce_op.h"
-#include "podscope/runtime/shape.h"
 
 namespace podscope::runtime {
 

@@ -29,9 +29,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "podscope/runtime/buffer.h"
-#include "podscope/runtime/client.h"
-#include "podscope/runtime/literal.h"
+#include "podscope/runtime/ir/literal.h"
+#include "podscope/runtime/pjrt/buffer.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::runtime {
 

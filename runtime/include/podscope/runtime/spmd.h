@@ -43,13 +43,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "podscope/runtime/buffer.h"
-#include "podscope/runtime/client.h"
 #include "podscope/runtime/collectives.h"
-#include "podscope/runtime/ir.h"
-#include "podscope/runtime/lazy.h"
-#include "podscope/runtime/literal.h"
-#include "podscope/runtime/shape.h"
+#include "podscope/runtime/ir/ir.h"
+#include "podscope/runtime/ir/literal.h"
+#include "podscope/runtime/ir/shape.h"
+#include "podscope/runtime/lazy/lazy.h"
+#include "podscope/runtime/pjrt/buffer.h"
+#include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::runtime {
 
@@ -236,7 +236,23 @@ class SpmdExecutor {
   int64_t collective_bytes() const { return collective_bytes_; }
 
  private:
+  // Each mesh position's values, by the device programs' slot numbers.
+  using Slots = std::vector<std::vector<BufferPtr>>;
+
   SpmdExecutor() = default;
+  // Execute's parts: the arguments bound to the parameter slots (resharded
+  // if needed), step `k` as a compute segment on every local device or as
+  // a collective exchanged on the host, and the outputs read from the
+  // slots.
+  absl::Status BindArguments(const SpmdProgram& program,
+                             absl::Span<const ShardedValue> arguments,
+                             Slots& slots);
+  absl::Status RunSegments(const SpmdProgram& program, size_t k, Slots& slots);
+  absl::Status RunCollective(const SpmdProgram& program, size_t k,
+                             Slots& slots);
+  std::vector<ShardedValue> Outputs(const SpmdProgram& program,
+                                    const Slots& slots) const;
+
   Client* client_ = nullptr;
   std::shared_ptr<const Mesh> mesh_;
   Communicator* communicator_ = nullptr;
