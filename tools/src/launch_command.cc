@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "command.h"
 #include "flags.h"
@@ -68,18 +69,17 @@ bool TakesValue(std::string_view name) {
          name == "grace_ms" || name == "failure_wait_ms" || name == "tls_ca";
 }
 
-int Run(std::span<const std::string> args, const CommandIo& io) {
-  // Launcher flags come first; everything from PROGRAM on is the program's.
-  std::vector<std::string> flag_args;
+// Launcher flags come first; everything from PROGRAM on is the program's.
+// Splits them: the launcher's flags, normalised to --name value pairs, and
+// the index of PROGRAM in `args`; or the usage error.
+absl::StatusOr<size_t> SplitLauncherFlags(std::span<const std::string> args,
+                                          std::vector<std::string>* flag_args) {
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
+    if (a == "--") return i + 1;
     if (a == "-h" || a == "--help") {
-      flag_args.push_back(a);
+      flag_args->push_back(a);
       continue;
     }
     if (a.rfind("--", 0) != 0) break;
@@ -93,21 +93,31 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     }
     for (char& c : name) c = c == '-' ? '_' : c;
     if (name == "insecure" && !inline_value) {
-      flag_args.push_back("--insecure");
+      flag_args->push_back("--insecure");
       continue;
     }
     if (!TakesValue(name)) {
-      return UsageError(io, "launch", "unknown flag '--" + name + "'");
+      return absl::InvalidArgumentError("unknown flag '--" + name + "'");
     }
-    flag_args.push_back("--" + name);
+    flag_args->push_back("--" + name);
     if (inline_value) {
-      flag_args.push_back(value);
+      flag_args->push_back(value);
     } else if (i + 1 < args.size()) {
-      flag_args.push_back(args[++i]);
+      flag_args->push_back(args[++i]);
     } else {
-      return UsageError(io, "launch", "--" + name + " needs a value");
+      return absl::InvalidArgumentError("--" + name + " needs a value");
     }
   }
+  return i;
+}
+
+int Run(std::span<const std::string> args, const CommandIo& io) {
+  std::vector<std::string> flag_args;
+  absl::StatusOr<size_t> program = SplitLauncherFlags(args, &flag_args);
+  if (!program.ok()) {
+    return UsageError(io, "launch", std::string(program.status().message()));
+  }
+  const size_t i = *program;
   int64_t nnodes = 1, node_rank = 0, nproc = 1, max_restarts = 0;
   int64_t grace_ms = 5000, failure_wait_ms = 10000;
   std::string rdzv, tls_ca;

@@ -35,6 +35,7 @@
 #include "podscope/profiler/session.h"
 #include "podscope/runtime/distributed.h"
 #include "podscope/runtime/pjrt/client.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {
@@ -154,6 +155,14 @@ class JobImpl final : public Job {
   }
 
  private:
+  // The steps of Start.
+  absl::Status Register();
+  void StartClockProbeServer();
+  absl::Status PublishDevices();
+  void StartProfilerServer();
+  absl::Status LearnJobDevices();
+  void FirstClockEstimate();
+
   void HeartbeatLoop();
   void OnProbe(const ClockProbe& probe);
   // The best of `probes` lean probes, if rank 0's port answers.
@@ -172,6 +181,11 @@ class JobImpl final : public Job {
   const JobEnvironment env_;
   const InitOptions options_;
   const uint64_t incarnation_;
+  const std::string host_ = base::HostName();
+  // Where the coordinator is (set by Register).
+  std::string coordinator_host_ = "127.0.0.1";
+  int coordinator_port_ = 0;
+  bool loopback_ = true;
   absl::Duration interval_;
   absl::Duration dead_after_;
   std::unique_ptr<Coordinator> coordinator_;
@@ -201,23 +215,39 @@ absl::Status JobImpl::Start() {
   interval_ =
       EnvMs("PODSCOPE_HEARTBEAT_INTERVAL_MS", options_.heartbeat_interval);
   dead_after_ = EnvMs("PODSCOPE_DEAD_AFTER_MS", options_.dead_after);
+  PODSCOPE_RETURN_IF_ERROR(Register());
+  if (env_.rank == 0 && env_.world_size > 1) StartClockProbeServer();
+  PODSCOPE_RETURN_IF_ERROR(PublishDevices());
+  const char* want_server = std::getenv("PODSCOPE_JOB_PROFILER");
+  if (options_.start_profiler_server &&
+      !(want_server != nullptr && std::string(want_server) == "0")) {
+    StartProfilerServer();
+  }
+  PODSCOPE_RETURN_IF_ERROR(
+      client_->Barrier(job::kInitBarrier, env_.rank, options_.init_timeout));
+  PODSCOPE_RETURN_IF_ERROR(LearnJobDevices());
+  profiler::SetProcessInfo(env_.rank, env_.world_size);
+  FirstClockEstimate();
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  return absl::OkStatus();
+}
+
+absl::Status JobImpl::Register() {
   std::string address = env_.coordinator_address;
-  std::string coordinator_host = "127.0.0.1";
-  int coordinator_port = 0;
   if (!address.empty()) {
     auto split = base::SplitHostPort(address, "coordinator address");
     if (!split.ok()) return split.status();
-    coordinator_host = split->first;
-    coordinator_port = split->second;
+    coordinator_host_ = split->first;
+    coordinator_port_ = split->second;
   } else if (env_.world_size > 1) {
     return absl::InvalidArgumentError(
         "Job::Init: a job of several processes needs a coordinator address");
   }
-  const bool loopback = base::IsLoopbackHost(coordinator_host);
+  loopback_ = base::IsLoopbackHost(coordinator_host_);
   if (env_.rank == 0) {
     CoordinatorOptions c;
-    c.bind_host = loopback ? "127.0.0.1" : "0.0.0.0";
-    c.port = coordinator_port;
+    c.bind_host = loopback_ ? "127.0.0.1" : "0.0.0.0";
+    c.port = coordinator_port_;
     c.world_size = env_.world_size;
     c.token = env_.job_token;
     c.tls = env_.tls;
@@ -235,92 +265,82 @@ absl::Status JobImpl::Start() {
   }
   auto client = CoordinationClient::Create(
       address, env_.job_token,
-      env_.rank == 0 ? job::LocalClientTls(env_.tls, coordinator_host)
+      env_.rank == 0 ? job::LocalClientTls(env_.tls, coordinator_host_)
                      : env_.tls);
   if (!client.ok()) return client.status();
   client_ = *std::move(client);
-
-  const std::string host = base::HostName();
   auto registered =
-      client_->Register(env_.rank, env_.world_size, host, getpid(),
+      client_->Register(env_.rank, env_.world_size, host_, getpid(),
                         incarnation_, options_.init_timeout);
   if (!registered.ok()) return registered.status();
   hosts_ = registered->hosts;
+  return absl::OkStatus();
+}
 
-  // Rank 0's clock is the job's reference: it answers clock probes on a
-  // UDP port of its own, published (with its key) in the store that only
-  // the job's token opens.
-  if (env_.rank == 0 && env_.world_size > 1) {
-    auto probes =
-        profiler::ClockProbeServer::Start(loopback ? "127.0.0.1" : "0.0.0.0");
-    if (probes.ok()) {
-      probe_server_ = *std::move(probes);
-      (void)client_->Set(
-          job::kClockProbeKey,
-          absl::StrCat(probe_server_->port(), " ", probe_server_->key_hex()));
-    } else {
-      std::fprintf(stderr,
-                   "podscope: rank 0: clock probes go through the "
-                   "coordinator: %s\n",
-                   std::string(probes.status().message()).c_str());
-    }
+// Rank 0's clock is the job's reference: it answers clock probes on a UDP
+// port of its own, published (with its key) in the store that only the
+// job's token opens.
+void JobImpl::StartClockProbeServer() {
+  auto probes =
+      profiler::ClockProbeServer::Start(loopback_ ? "127.0.0.1" : "0.0.0.0");
+  if (!probes.ok()) {
+    std::fprintf(stderr,
+                 "podscope: rank 0: clock probes go through the "
+                 "coordinator: %s\n",
+                 std::string(probes.status().message()).c_str());
+    return;
   }
+  probe_server_ = *std::move(probes);
+  (void)client_->Set(
+      job::kClockProbeKey,
+      absl::StrCat(probe_server_->port(), " ", probe_server_->key_hex()));
+}
 
-  // Devices of every process, for clients that span the job.
+// This process's devices, for clients that span the job.
+absl::Status JobImpl::PublishDevices() {
   auto client_options = ClientOptions::FromEnvironment();
   if (!client_options.ok()) return client_options.status();
   auto local = LocalTopology(*client_options);
   if (!local.ok()) return local.status();
-  const std::string rank_key = absl::StrCat(env_.rank);
-  if (absl::Status s =
-          client_->Set(absl::StrCat(job::kDevicesKeyPrefix, rank_key),
-                       absl::StrCat(local->devices.size()));
-      !s.ok()) {
-    return s;
-  }
+  return client_->Set(absl::StrCat(job::kDevicesKeyPrefix, env_.rank),
+                      absl::StrCat(local->devices.size()));
+}
 
-  // This rank's profiler server, for `podscope capture --job`.
-  const char* want_server = std::getenv("PODSCOPE_JOB_PROFILER");
-  if (options_.start_profiler_server &&
-      !(want_server != nullptr && std::string(want_server) == "0")) {
-    profiler::ServerOptions server_options;
-    const char* profiler_token = std::getenv("PODSCOPE_PROFILER_TOKEN");
-    const bool have_token =
-        profiler_token != nullptr && *profiler_token != '\0';
-    // The job's token opens every rank's server (`capture --job` sends
-    // it), on loopback too, unless the profiler has a token of its own.
-    if (!have_token && !env_.job_token.empty()) {
-      server_options.token = env_.job_token;
-    }
-    if (!loopback && (have_token || !env_.job_token.empty())) {
-      server_options.bind_address = "0.0.0.0";
-    }
-    auto server = profiler::StartServer(options_.profiler_port, server_options);
-    if (server.ok()) {
-      profiler_server_ = *std::move(server);
-      const std::string ip =
-          loopback ? "127.0.0.1"
-                   : LocalAddressToward(coordinator_host, coordinator_port);
-      const std::string published =
-          server_options.bind_address == "0.0.0.0"
-              ? absl::StrCat(ip, ":", profiler_server_->port())
-              : profiler_server_->address();
-      published_ = published;
-      (void)client_->Set(absl::StrCat(job::kProfilerKeyPrefix, rank_key),
-                         absl::StrCat(published, " ", host, " ", getpid()));
-    } else {
-      std::fprintf(stderr,
-                   "podscope: rank %d: no profiler server for capture --job: "
-                   "%s\n",
-                   env_.rank, std::string(server.status().message()).c_str());
-    }
+// This rank's profiler server, for `podscope capture --job`. One that
+// cannot start is reported, and the rank runs on without it.
+void JobImpl::StartProfilerServer() {
+  profiler::ServerOptions server_options;
+  const char* profiler_token = std::getenv("PODSCOPE_PROFILER_TOKEN");
+  const bool have_token = profiler_token != nullptr && *profiler_token != '\0';
+  // The job's token opens every rank's server (`capture --job` sends it),
+  // on loopback too, unless the profiler has a token of its own.
+  if (!have_token && !env_.job_token.empty()) {
+    server_options.token = env_.job_token;
   }
+  if (!loopback_ && (have_token || !env_.job_token.empty())) {
+    server_options.bind_address = "0.0.0.0";
+  }
+  auto server = profiler::StartServer(options_.profiler_port, server_options);
+  if (!server.ok()) {
+    std::fprintf(stderr,
+                 "podscope: rank %d: no profiler server for capture --job: "
+                 "%s\n",
+                 env_.rank, std::string(server.status().message()).c_str());
+    return;
+  }
+  profiler_server_ = *std::move(server);
+  const std::string ip =
+      loopback_ ? "127.0.0.1"
+                : LocalAddressToward(coordinator_host_, coordinator_port_);
+  published_ = server_options.bind_address == "0.0.0.0"
+                   ? absl::StrCat(ip, ":", profiler_server_->port())
+                   : profiler_server_->address();
+  (void)client_->Set(absl::StrCat(job::kProfilerKeyPrefix, env_.rank),
+                     absl::StrCat(published_, " ", host_, " ", getpid()));
+}
 
-  if (absl::Status s =
-          client_->Barrier(job::kInitBarrier, env_.rank, options_.init_timeout);
-      !s.ok()) {
-    return s;
-  }
+// Every rank's device count, once all have published theirs.
+absl::Status JobImpl::LearnJobDevices() {
   auto devices = client_->GetDirectory(job::kDevicesKeyPrefix);
   if (!devices.ok()) return devices.status();
   internal::JobDevices job_devices;
@@ -335,9 +355,11 @@ absl::Status JobImpl::Start() {
     }
   }
   internal::SetJobDevices(job_devices);
-  profiler::SetProcessInfo(env_.rank, env_.world_size);
+  return absl::OkStatus();
+}
 
-  // The first clock estimate: a quick burst of probes.
+// The first clock estimate: a quick burst of probes.
+void JobImpl::FirstClockEstimate() {
   if (env_.rank == 0) {
     profiler::RecordReferenceClockOffset(
         {profiler::ProfilerNowNs(), 0, 0, "rank 0"});
@@ -349,7 +371,7 @@ absl::Status JobImpl::Start() {
           absl::StrSplit(*published, ' ', absl::SkipEmpty());
       int port = 0;
       if (parts.size() == 2 && absl::SimpleAtoi(parts[0], &port)) {
-        auto prober = profiler::ClockProbeClient::Connect(coordinator_host,
+        auto prober = profiler::ClockProbeClient::Connect(coordinator_host_,
                                                           port, parts[1]);
         if (prober.ok()) prober_ = *std::move(prober);
       }
@@ -366,8 +388,6 @@ absl::Status JobImpl::Start() {
       }
     }
   }
-  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
-  return absl::OkStatus();
 }
 
 std::optional<ClockProbe> JobImpl::LeanProbe(int probes) {
