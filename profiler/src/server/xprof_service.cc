@@ -93,57 +93,97 @@ class XprofService final : public tf::ProfilerService::Service {
   Status Profile(ServerContext* ctx, const tf::ProfileRequest* request,
                  tf::ProfileResponse* response) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
-    // ProfileOptions of version 0 predate the levels: their defaults apply.
-    const tf::ProfileOptions& opts = request->opts();
-    const uint32_t host_level =
-        opts.version() == 0 ? 2 : opts.host_tracer_level();
-    const uint32_t device_level =
-        opts.version() == 0 ? 1 : opts.device_tracer_level();
-    if (host_level > 3) {
-      return Status(
-          StatusCode::INVALID_ARGUMENT,
-          absl::StrCat("host_tracer_level must be 0..3, not ", host_level));
+    ProfileSettings settings;
+    if (Status s = Settle(*request, &settings); !s.ok()) return s;
+    // Held until the answer is sent: the trace, then what is made of it.
+    ByteBudget::Holding holding(&budget_);
+    std::string trace, session;
+    if (Status s = Record(ctx, settings, &holding, &trace, &session); !s.ok()) {
+      return s;
     }
-    const uint64_t duration_ms =
-        opts.duration_ms() != 0 ? opts.duration_ms() : request->duration_ms();
-    if (duration_ms > static_cast<uint64_t>(options_.max_duration_ms)) {
+    return Answer(*request, settings, std::move(trace), session, response);
+  }
+
+  Status Terminate(ServerContext* ctx, const tf::TerminateRequest* request,
+                   tf::TerminateResponse*) override {
+    if (Status s = Authorize(ctx); !s.ok()) return s;
+    // Ends whichever capture runs: XProf's session ids are not the
+    // capture's own. Nothing running is not an error.
+    auto stopped = hub_->Stop("");
+    if (!stopped.ok() &&
+        stopped.status().code() != absl::StatusCode::kNotFound) {
+      return ToGrpc(stopped.status());
+    }
+    (void)request;
+    return Status::OK;
+  }
+
+ private:
+  // What a Profile request asks for, checked before anything is recorded.
+  struct ProfileSettings {
+    uint32_t host_level = 2;
+    uint32_t device_level = 1;
+    uint64_t duration_ms = 0;
+    fs::path repo_dir;  // empty: the answer carries the profile
+  };
+
+  Status Settle(const tf::ProfileRequest& request,
+                ProfileSettings* settings) const {
+    // ProfileOptions of version 0 predate the levels: their defaults apply.
+    const tf::ProfileOptions& opts = request.opts();
+    settings->host_level = opts.version() == 0 ? 2 : opts.host_tracer_level();
+    settings->device_level =
+        opts.version() == 0 ? 1 : opts.device_tracer_level();
+    if (settings->host_level > 3) {
       return Status(StatusCode::INVALID_ARGUMENT,
-                    absl::StrCat("duration_ms ", duration_ms,
+                    absl::StrCat("host_tracer_level must be 0..3, not ",
+                                 settings->host_level));
+    }
+    settings->duration_ms =
+        opts.duration_ms() != 0 ? opts.duration_ms() : request.duration_ms();
+    if (settings->duration_ms >
+        static_cast<uint64_t>(options_.max_duration_ms)) {
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    absl::StrCat("duration_ms ", settings->duration_ms,
                                  " exceeds this server's limit of ",
                                  options_.max_duration_ms, " ms"));
     }
     // Where the answer goes is settled before recording anything.
-    std::string repository = request->repository_root();
+    std::string repository = request.repository_root();
     if (repository.empty()) repository = opts.repository_path();
-    fs::path repo_dir;
-    if (!request->emit_xspace() && !repository.empty()) {
+    if (!request.emit_xspace() && !repository.empty()) {
       auto dir = ResolveRepository(root_, repository);
       if (!dir.ok()) return ToGrpc(dir.status());
-      repo_dir = *dir;
+      settings->repo_dir = *dir;
     }
+    return Status::OK;
+  }
 
+  // Joins (or starts) a capture and collects its bytes, each counted
+  // against the budget all XProf answers share.
+  Status Record(ServerContext* ctx, const ProfileSettings& settings,
+                ByteBudget::Holding* holding, std::string* trace,
+                std::string* session) {
     pb::CaptureRequest capture_request;
-    capture_request.set_duration_ms(static_cast<int64_t>(duration_ms));
+    capture_request.set_duration_ms(static_cast<int64_t>(settings.duration_ms));
     // The host level is the capture's level (XProf's 1..3 are ours); with
     // host tracing off, the capture records at the default level so that
     // device events (recorded at info level) are kept, and the host plane
     // is left out of the answer.
-    capture_request.set_level(
-        host_level == 0 ? 2 : static_cast<int32_t>(host_level));
+    capture_request.set_level(settings.host_level == 0
+                                  ? 2
+                                  : static_cast<int32_t>(settings.host_level));
     capture_request.set_client(
         absl::StrCat("XProf ProfilerService at ", ctx->peer()));
     capture_request.set_join_any_session(true);
     auto joined = hub_->Join(capture_request, ctx->peer());
     if (!joined.ok()) return ToGrpc(joined.status());
     std::shared_ptr<Capture> capture = *joined;
-    std::string trace;
     std::string bytes;
     size_t cursor = 0;
     absl::Status end;
     absl::Status refused;
     bool cancelled = false;
-    // Held until the answer is sent: the trace, then what is made of it.
-    ByteBudget::Holding holding(&budget_);
     while (true) {
       if (ctx->IsCancelled()) {
         cancelled = true;
@@ -153,30 +193,36 @@ class XprofService final : public tf::ProfilerService::Service {
       const bool done = capture->stream->Next(&cursor, &bytes, size_t{1} << 24,
                                               std::chrono::milliseconds(250),
                                               &progress, &end);
-      refused = holding.Take(static_cast<int64_t>(bytes.size()));
+      refused = holding->Take(static_cast<int64_t>(bytes.size()));
       if (!refused.ok()) break;
-      trace += bytes;
+      *trace += bytes;
       if (done) break;
     }
-    const std::string session = capture->session_id;
+    *session = capture->session_id;
     hub_->Leave(capture);
     if (cancelled) return Status(StatusCode::CANCELLED, "the client went away");
     if (!refused.ok()) {
       return Status(StatusCode::RESOURCE_EXHAUSTED,
                     absl::StrCat("XProf Profile: ", refused.message()));
     }
-    if (!end.ok()) return ToGrpc(end);
+    return end.ok() ? Status::OK : ToGrpc(end);
+  }
 
+  // The trace as XSpace: in the answer, or written to the repository.
+  Status Answer(const tf::ProfileRequest& request,
+                const ProfileSettings& settings, std::string trace,
+                const std::string& session, tf::ProfileResponse* response) {
     auto reader = trace_format::TraceReader::OpenBuffer(std::move(trace),
                                                         "capture " + session);
     if (!reader.ok()) return ToGrpc(reader.status());
     trace_format::XSpaceExportOptions export_options;
-    export_options.host_tracer_level = static_cast<int>(host_level);
-    export_options.device_tracer_level = static_cast<int>(device_level);
-    export_options.max_events = request->max_events();
+    export_options.host_tracer_level = static_cast<int>(settings.host_level);
+    export_options.device_tracer_level =
+        static_cast<int>(settings.device_level);
+    export_options.max_events = request.max_events();
     auto space = trace_format::ToXSpace(**reader, export_options);
     if (!space.ok()) return ToGrpc(space.status());
-    if (opts.python_tracer_level() > 0) {
+    if (request.opts().python_tracer_level() > 0) {
       space->add_warnings(
           "python_tracer_level: this process has no Python tracer");
     }
@@ -185,24 +231,24 @@ class XprofService final : public tf::ProfilerService::Service {
       for (const auto& line : plane.lines()) empty &= line.events().empty();
     }
     response->set_empty_trace(empty);
-    const std::string host = ComponentName(request->host_name().empty()
-                                               ? (*reader)->metadata().host()
-                                               : request->host_name(),
-                                           "host");
-    if (request->emit_xspace()) {
+    const std::string host =
+        ComponentName(request.host_name().empty() ? (*reader)->metadata().host()
+                                                  : request.host_name(),
+                      "host");
+    if (request.emit_xspace()) {
       *response->mutable_xspace() = std::move(*space);
       return Status::OK;
     }
     const std::string file = host + ".xplane.pb";
-    if (repo_dir.empty()) {
+    if (settings.repo_dir.empty()) {
       tf::ProfileToolData* data = response->add_tool_data();
       data->set_name(file);
       data->set_data(space->SerializeAsString());
       return Status::OK;
     }
     const fs::path dir =
-        repo_dir /
-        ComponentName(request->session_id(), ComponentName(session, "capture"));
+        settings.repo_dir /
+        ComponentName(request.session_id(), ComponentName(session, "capture"));
     std::string failed_part;
     if (std::error_code ec =
             base::MakeDirectories(dir.string(), &failed_part)) {
@@ -222,21 +268,6 @@ class XprofService final : public tf::ProfilerService::Service {
     return Status::OK;
   }
 
-  Status Terminate(ServerContext* ctx, const tf::TerminateRequest* request,
-                   tf::TerminateResponse*) override {
-    if (Status s = Authorize(ctx); !s.ok()) return s;
-    // Ends whichever capture runs: XProf's session ids are not the
-    // capture's own. Nothing running is not an error.
-    auto stopped = hub_->Stop("");
-    if (!stopped.ok() &&
-        stopped.status().code() != absl::StatusCode::kNotFound) {
-      return ToGrpc(stopped.status());
-    }
-    (void)request;
-    return Status::OK;
-  }
-
- private:
   // The native service's rule: `authorization: Bearer <token>` when the
   // server has a token.
   Status Authorize(ServerContext* ctx) const {
