@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/profiler/trace.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 
@@ -52,20 +53,19 @@ struct ParallelLoader::State {
 
   absl::StatusOr<DeviceBatch> Prepare(int64_t index) {
     PODSCOPE_TRACE("loader_prepare", "batch", index);
-    absl::StatusOr<Batch> host = produce(index);
-    if (!host.ok()) return host.status();
-    if (host->size() != devices.size()) {
+    PODSCOPE_ASSIGN_OR_RETURN(Batch host, produce(index));
+    if (host.size() != devices.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("ParallelLoader: batch ", index, " has arrays for ",
-                       host->size(), " devices, not ", devices.size()));
+                       host.size(), " devices, not ", devices.size()));
     }
     DeviceBatch out(devices.size());
     for (size_t d = 0; d < devices.size(); ++d) {
-      for (Literal& literal : (*host)[d]) {
-        absl::StatusOr<BufferPtr> buffer =
-            client->BufferFromLiteral(std::move(literal), devices[d]);
-        if (!buffer.ok()) return buffer.status();
-        out[d].push_back(*std::move(buffer));
+      for (Literal& literal : host[d]) {
+        PODSCOPE_ASSIGN_OR_RETURN(
+            BufferPtr buffer,
+            client->BufferFromLiteral(std::move(literal), devices[d]));
+        out[d].push_back(std::move(buffer));
       }
     }
     return out;

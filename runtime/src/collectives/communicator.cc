@@ -28,6 +28,7 @@
 #include "podscope/base/net.h"
 #include "podscope/runtime/ir/ir.h"
 #include "profiler_observer.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {
@@ -230,13 +231,13 @@ absl::Status Communicator::State::Run(
 absl::Status Communicator::State::AllReduceInPlace(ElementType type, void* data,
                                                    int64_t count, ReduceOp op,
                                                    uint32_t tag, int divisor) {
-  absl::StatusOr<internal::ReduceFn> fn = internal::ReduceFunction(type, op);
-  if (!fn.ok()) return fn.status();
+  PODSCOPE_ASSIGN_OR_RETURN(internal::ReduceFn fn,
+                            internal::ReduceFunction(type, op));
   if (count > 0 && world_size > 1) {
     gloo::AllreduceOptions opts(context);
     opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
     WithType(type, data, [&](auto* p) { opts.setOutput(p, count); });
-    opts.setReduceFunction(*fn);
+    opts.setReduceFunction(fn);
     opts.setTag(tag);
     opts.setTimeout(timeout());
     gloo::allreduce(opts);
@@ -325,10 +326,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
 
 absl::Status Communicator::AllReduce(ElementType type, void* data,
                                      int64_t count, ReduceOp op) {
-  if (absl::Status s = CheckCount("AllReduce", count, data); !s.ok()) return s;
-  if (auto fn = internal::ReduceFunction(type, op); !fn.ok()) {
-    return fn.status();
-  }
+  PODSCOPE_RETURN_IF_ERROR(CheckCount("AllReduce", count, data));
+  PODSCOPE_RETURN_IF_ERROR(internal::ReduceFunction(type, op).status());
   State::Call call{"AllReduce",        "ring",
                    ReduceOpName(op),   count * ElementSize(type),
                    state_->world_size, {}};
@@ -340,9 +339,7 @@ absl::Status Communicator::AllReduce(ElementType type, void* data,
 
 absl::Status Communicator::AllGather(ElementType type, const void* input,
                                      int64_t count, void* output) {
-  if (absl::Status s = CheckCount("AllGather", count, input); !s.ok()) {
-    return s;
-  }
+  PODSCOPE_RETURN_IF_ERROR(CheckCount("AllGather", count, input));
   if (count > 0 && output == nullptr) {
     return absl::InvalidArgumentError("AllGather: null output");
   }
@@ -378,11 +375,9 @@ std::pair<int64_t, int64_t> Communicator::ReduceScatterRange(int64_t count,
 absl::Status Communicator::ReduceScatter(ElementType type, const void* input,
                                          int64_t count, void* output,
                                          ReduceOp op) {
-  if (absl::Status s = CheckCount("ReduceScatter", count, input); !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<internal::ReduceFn> fn = internal::ReduceFunction(type, op);
-  if (!fn.ok()) return fn.status();
+  PODSCOPE_RETURN_IF_ERROR(CheckCount("ReduceScatter", count, input));
+  PODSCOPE_ASSIGN_OR_RETURN(internal::ReduceFn fn,
+                            internal::ReduceFunction(type, op));
   const int world = state_->world_size;
   const int rank = state_->rank;
   const int64_t esize = ElementSize(type);
@@ -432,7 +427,7 @@ absl::Status Communicator::ReduceScatter(ElementType type, const void* input,
               absl::StrCat("ReduceScatter: rank ", left, " did not send"));
         }
         char* dst = work.data() + recv_begin * esize;
-        (*fn)(dst, dst, incoming.data(), recv_end - recv_begin);
+        fn(dst, dst, incoming.data(), recv_end - recv_begin);
       }
       if (send_end > send_begin && !work_buf->waitSend(state_->timeout())) {
         return absl::DeadlineExceededError(
@@ -452,7 +447,7 @@ absl::Status Communicator::ReduceScatter(ElementType type, const void* input,
 
 absl::Status Communicator::Broadcast(ElementType type, void* data,
                                      int64_t count, int root) {
-  if (absl::Status s = CheckCount("Broadcast", count, data); !s.ok()) return s;
+  PODSCOPE_RETURN_IF_ERROR(CheckCount("Broadcast", count, data));
   if (root < 0 || root >= state_->world_size) {
     return absl::InvalidArgumentError(absl::StrCat("Broadcast: root ", root,
                                                    " is not in a world of ",
@@ -505,12 +500,9 @@ absl::StatusOr<std::vector<std::string>> Communicator::Rendezvous(
     const int64_t use = st.rendezvous_uses[std::string(tag)]++;
     const std::string dir =
         absl::StrCat(st.prefix, "/rdv/", tag, "/", use, "/");
-    if (absl::Status s =
-            st.store->Set(absl::StrCat(dir, st.rank),
-                          std::string_view(payload.data(), payload.size()));
-        !s.ok()) {
-      return s;
-    }
+    PODSCOPE_RETURN_IF_ERROR(
+        st.store->Set(absl::StrCat(dir, st.rank),
+                      std::string_view(payload.data(), payload.size())));
     const absl::Time deadline = absl::Now() + st.options.timeout;
     std::vector<int> missing;
     for (int r = 0; r < st.world_size; ++r) {

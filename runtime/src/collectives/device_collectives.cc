@@ -13,6 +13,7 @@
 #include "pjrt/buffer_access.h"
 #include "pjrt/device_runtime.h"
 #include "profiler_observer.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {
@@ -68,9 +69,9 @@ absl::StatusOr<std::vector<BufferPtr>> RunOnFirstStream(
       });
   std::vector<BufferPtr> results = {first};
   for (size_t i = 1; i < local.size(); ++i) {
-    absl::StatusOr<BufferPtr> copy = first->CopyToDevice(local[i]->device());
-    if (!copy.ok()) return copy.status();
-    results.push_back(*std::move(copy));
+    PODSCOPE_ASSIGN_OR_RETURN(BufferPtr copy,
+                              first->CopyToDevice(local[i]->device()));
+    results.push_back(std::move(copy));
   }
   return results;
 }
@@ -79,18 +80,17 @@ absl::StatusOr<std::vector<BufferPtr>> RunOnFirstStream(
 
 absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
     absl::Span<const BufferPtr> local, ReduceOp op) {
-  if (absl::Status s = CheckLocal("AllReduce", local); !s.ok()) return s;
+  PODSCOPE_RETURN_IF_ERROR(CheckLocal("AllReduce", local));
   const Shape shape = local[0]->shape();
-  absl::StatusOr<internal::ReduceFn> fn =
-      internal::ReduceFunction(shape.element_type(), op);
-  if (!fn.ok()) return fn.status();
+  PODSCOPE_ASSIGN_OR_RETURN(internal::ReduceFn fn,
+                            internal::ReduceFunction(shape.element_type(), op));
   std::shared_ptr<State> st = state_;
   std::vector<BufferPtr> inputs(local.begin(), local.end());
   const int participants = st->world_size * static_cast<int>(local.size());
   const profiler::TrackHandle track =
       internal::StreamTrackOf(*local[0]->device());
   const int64_t ticket = static_cast<int64_t>(st->TakeTicket());
-  return RunOnFirstStream(local, [st, inputs, shape, op, fn = *fn, participants,
+  return RunOnFirstStream(local, [st, inputs, shape, op, fn, participants,
                                   track, ticket](absl::Status in, void* out) {
     const int64_t count = shape.num_elements();
     const int64_t bytes = shape.byte_size();
@@ -99,7 +99,7 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
     return st->Run(
         call,
         [&](uint32_t tag) {
-          if (!in.ok()) return in;
+          PODSCOPE_RETURN_IF_ERROR(in);
           if (bytes > 0) {
             std::memcpy(out, BufferAccess::Data(*inputs[0]), bytes);
           }
@@ -115,7 +115,7 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
 
 absl::StatusOr<std::vector<BufferPtr>> Communicator::Broadcast(
     absl::Span<const BufferPtr> local, int root) {
-  if (absl::Status s = CheckLocal("Broadcast", local); !s.ok()) return s;
+  PODSCOPE_RETURN_IF_ERROR(CheckLocal("Broadcast", local));
   if (root < 0 || root >= world_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Broadcast: root ", root, " is not in a world of ", world_size()));
@@ -134,7 +134,7 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::Broadcast(
     return st->Run(
         call,
         [&](uint32_t tag) {
-          if (!in.ok()) return in;
+          PODSCOPE_RETURN_IF_ERROR(in);
           if (bytes > 0) std::memcpy(out, BufferAccess::Data(*source), bytes);
           if (bytes == 0 || st->world_size == 1) return absl::OkStatus();
           gloo::BroadcastOptions opts(st->context);
@@ -157,10 +157,10 @@ absl::StatusOr<BufferPtr> BufferOf(const Tensor& t, size_t index) {
     return absl::InvalidArgumentError(
         absl::StrCat("collectives: replica ", index, " is undefined"));
   }
-  if (!t.status().ok()) return t.status();
+  PODSCOPE_RETURN_IF_ERROR(t.status());
   if (t.is_pending()) {
-    if (absl::Status s = t.context()->Sync(); !s.ok()) return s;
-    if (!t.status().ok()) return t.status();
+    PODSCOPE_RETURN_IF_ERROR(t.context()->Sync());
+    PODSCOPE_RETURN_IF_ERROR(t.status());
   }
   if (t.impl()->buffer == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -176,15 +176,13 @@ absl::StatusOr<std::vector<Tensor>> AllReduce(Communicator& comm,
                                               ReduceOp op) {
   std::vector<BufferPtr> buffers;
   for (size_t i = 0; i < replicas.size(); ++i) {
-    absl::StatusOr<BufferPtr> b = BufferOf(replicas[i], i);
-    if (!b.ok()) return b.status();
-    buffers.push_back(*std::move(b));
+    PODSCOPE_ASSIGN_OR_RETURN(BufferPtr b, BufferOf(replicas[i], i));
+    buffers.push_back(std::move(b));
   }
-  auto results = comm.AllReduce(buffers, op);
-  if (!results.ok()) return results.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto results, comm.AllReduce(buffers, op));
   std::vector<Tensor> out;
   for (size_t i = 0; i < replicas.size(); ++i) {
-    out.push_back(replicas[i].context()->FromBuffer((*results)[i]));
+    out.push_back(replicas[i].context()->FromBuffer(results[i]));
   }
   return out;
 }
@@ -204,15 +202,14 @@ absl::Status BroadcastMasterParams(
   for (size_t p = 0; p < replicas[0]->size(); ++p) {
     std::vector<BufferPtr> buffers;
     for (size_t r = 0; r < replicas.size(); ++r) {
-      absl::StatusOr<BufferPtr> b = BufferOf((*replicas[r])[p], r);
-      if (!b.ok()) return b.status();
-      buffers.push_back(*std::move(b));
+      PODSCOPE_ASSIGN_OR_RETURN(BufferPtr b, BufferOf((*replicas[r])[p], r));
+      buffers.push_back(std::move(b));
     }
-    auto results = comm.Broadcast(buffers, /*root=*/0);
-    if (!results.ok()) return results.status();
+    PODSCOPE_ASSIGN_OR_RETURN(auto results,
+                              comm.Broadcast(buffers, /*root=*/0));
     for (size_t r = 0; r < replicas.size(); ++r) {
       Tensor& t = (*replicas[r])[p];
-      t = t.context()->FromBuffer((*results)[r]);
+      t = t.context()->FromBuffer(results[r]);
     }
   }
   return absl::OkStatus();

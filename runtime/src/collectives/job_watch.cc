@@ -24,6 +24,7 @@
 #include "gloo/transport/tcp/address.h"
 #include "podscope/base/time.h"
 #include "podscope/runtime/distributed.h"
+#include "status_macros.h"
 
 namespace podscope::runtime::internal {
 namespace {
@@ -189,7 +190,7 @@ absl::Status AwaitJobVerdict() {
   const auto deadline = std::chrono::steady_clock::now() +
                         absl::ToChronoMilliseconds(JobDetectionTime());
   while (true) {
-    if (absl::Status failure = job->health(); !failure.ok()) return failure;
+    PODSCOPE_RETURN_IF_ERROR(job->health());
     if (std::chrono::steady_clock::now() >= deadline) return absl::OkStatus();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

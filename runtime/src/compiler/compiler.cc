@@ -5,6 +5,7 @@
 #include "compiler/buffer_plan.h"
 #include "compiler/op_cost.h"
 #include "podscope/runtime/ir/builder.h"
+#include "status_macros.h"
 
 namespace podscope::runtime::internal {
 namespace {
@@ -77,8 +78,7 @@ absl::Status Verify(const Graph& graph) {
 
 absl::StatusOr<std::unique_ptr<CompiledProgram>> CompileGraph(
     const Graph& graph) {
-  absl::Status verified = Verify(graph);
-  if (!verified.ok()) return verified;
+  PODSCOPE_RETURN_IF_ERROR(Verify(graph));
 
   auto program = std::make_unique<CompiledProgram>();
   program->graph = graph;

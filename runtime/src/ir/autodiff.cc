@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {
@@ -235,7 +236,7 @@ class Rules {
 
 absl::StatusOr<std::vector<Value>> Grad(GraphBuilder& builder, Value loss,
                                         absl::Span<const Value> wrt) {
-  if (!builder.status().ok()) return builder.status();
+  PODSCOPE_RETURN_IF_ERROR(builder.status());
   if (!builder.Contains(loss)) {
     return absl::InvalidArgumentError("Grad: loss is not a value of the graph");
   }
@@ -269,15 +270,15 @@ absl::StatusOr<std::vector<Value>> Grad(GraphBuilder& builder, Value loss,
     // Copied: recording gradient nodes may reallocate the node list.
     const Node node = builder.node(Value{id});
     if (node.shape.element_type() != ElementType::kF32) continue;
-    auto grads = rules.Apply(node, Value{id}, adjoint[id]);
-    if (!grads.ok()) return grads.status();
-    for (const auto& [index, grad] : *grads) {
+    PODSCOPE_ASSIGN_OR_RETURN(auto grads,
+                              rules.Apply(node, Value{id}, adjoint[id]));
+    for (const auto& [index, grad] : grads) {
       const int operand = node.operands[index];
       if (!from_wrt[operand]) continue;
       adjoint[operand] =
           adjoint[operand].valid() ? builder.Add(adjoint[operand], grad) : grad;
     }
-    if (!builder.status().ok()) return builder.status();
+    PODSCOPE_RETURN_IF_ERROR(builder.status());
   }
   std::vector<Value> result;
   for (Value v : wrt) {
@@ -285,7 +286,7 @@ absl::StatusOr<std::vector<Value>> Grad(GraphBuilder& builder, Value loss,
                          ? adjoint[v.id]
                          : builder.ZerosLike(v));
   }
-  if (!builder.status().ok()) return builder.status();
+  PODSCOPE_RETURN_IF_ERROR(builder.status());
   return result;
 }
 

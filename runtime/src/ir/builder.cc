@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "podscope/runtime/ir/scope.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 
@@ -347,7 +348,7 @@ Value GraphBuilder::MaxPool2DGrad(Value input, Value grad_out, Hw window,
 
 absl::StatusOr<Graph> GraphBuilder::Build(
     absl::Span<const Value> outputs) const {
-  if (!status_.ok()) return status_;
+  PODSCOPE_RETURN_IF_ERROR(status_);
   if (outputs.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("Build(", name_, "): a graph needs at least one output"));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "podscope/runtime/ir/builder.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {
@@ -44,7 +45,7 @@ absl::StatusOr<Shape> InferElementwise(OpKind op, Operands operands,
                      op == OpKind::kLog || op == OpKind::kTanh ||
                      op == OpKind::kRelu || op == OpKind::kConvert;
   const size_t arity = unary ? 1 : op == OpKind::kSelect ? 3 : 2;
-  if (auto s = CheckArity(op, operands, arity); !s.ok()) return s;
+  PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, arity));
   if (op == OpKind::kConvert) {
     return Shape(attrs.element_type, operands[0]->dims());
   }
@@ -97,11 +98,11 @@ absl::Status CheckAxes(OpKind op, Operands operands,
 
 absl::StatusOr<Shape> InferReduce(OpKind op, Operands operands,
                                   const OpAttrs& attrs) {
-  if (auto s = CheckArity(op, operands, 1); !s.ok()) return s;
+  PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
   const Shape& x = *operands[0];
   const std::vector<int64_t> axes =
       op == OpKind::kArgMax ? std::vector<int64_t>{attrs.axis} : attrs.axes;
-  if (auto s = CheckAxes(op, operands, axes, x.rank()); !s.ok()) return s;
+  PODSCOPE_RETURN_IF_ERROR(CheckAxes(op, operands, axes, x.rank()));
   const bool float_only = op == OpKind::kReduceMean || op == OpKind::kArgMax;
   if (float_only ? x.element_type() != ElementType::kF32
                  : x.element_type() == ElementType::kPred) {
@@ -125,7 +126,7 @@ absl::StatusOr<Shape> InferReduce(OpKind op, Operands operands,
 absl::StatusOr<Shape> InferDataMovement(OpKind op, Operands operands,
                                         const OpAttrs& attrs) {
   if (op != OpKind::kConcat) {
-    if (auto s = CheckArity(op, operands, 1); !s.ok()) return s;
+    PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
   } else if (operands.empty()) {
     return ShapeError(op, operands, "needs at least one operand");
   }
@@ -237,7 +238,7 @@ absl::StatusOr<Shape> InferDataMovement(OpKind op, Operands operands,
 
 absl::StatusOr<Shape> InferDot(Operands operands) {
   const OpKind op = OpKind::kDot;
-  if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
+  PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
   const Shape& a = *operands[0];
   const Shape& b = *operands[1];
   if (a.element_type() != ElementType::kF32 ||
@@ -320,56 +321,56 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
   }
   switch (op) {
     case OpKind::kConv2D: {
-      if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
-      auto out = ConvOutput(op, operands, operands[0]->dims(),
-                            operands[1]->dims(), attrs);
-      if (!out.ok()) return out.status();
-      return F32Shape(*out);
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
+      PODSCOPE_ASSIGN_OR_RETURN(auto out,
+                                ConvOutput(op, operands, operands[0]->dims(),
+                                           operands[1]->dims(), attrs));
+      return F32Shape(out);
     }
     case OpKind::kConv2DBackpropInput: {  // (grad_out, weights)
-      if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
-      auto out =
-          ConvOutput(op, operands, attrs.dims, operands[1]->dims(), attrs);
-      if (!out.ok()) return out.status();
-      if (*out != operands[0]->dims()) {
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
+      PODSCOPE_ASSIGN_OR_RETURN(
+          auto out,
+          ConvOutput(op, operands, attrs.dims, operands[1]->dims(), attrs));
+      if (out != operands[0]->dims()) {
         return ShapeError(
             op, operands,
-            absl::StrCat("gradient does not match the output ", Dims(*out),
+            absl::StrCat("gradient does not match the output ", Dims(out),
                          " of input ", Dims(attrs.dims)));
       }
       return F32Shape(attrs.dims);
     }
     case OpKind::kConv2DBackpropFilter: {  // (input, grad_out)
-      if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
-      auto out =
-          ConvOutput(op, operands, operands[0]->dims(), attrs.dims, attrs);
-      if (!out.ok()) return out.status();
-      if (*out != operands[1]->dims()) {
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
+      PODSCOPE_ASSIGN_OR_RETURN(
+          auto out,
+          ConvOutput(op, operands, operands[0]->dims(), attrs.dims, attrs));
+      if (out != operands[1]->dims()) {
         return ShapeError(
             op, operands,
-            absl::StrCat("gradient does not match the output ", Dims(*out),
+            absl::StrCat("gradient does not match the output ", Dims(out),
                          " of weights ", Dims(attrs.dims)));
       }
       return F32Shape(attrs.dims);
     }
     case OpKind::kMaxPool2D: {
-      if (auto s = CheckArity(op, operands, 1); !s.ok()) return s;
-      auto out = PoolOutput(op, operands, *operands[0], attrs);
-      if (!out.ok()) return out.status();
-      return F32Shape(*out);
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
+      PODSCOPE_ASSIGN_OR_RETURN(auto out,
+                                PoolOutput(op, operands, *operands[0], attrs));
+      return F32Shape(out);
     }
     case OpKind::kMaxPool2DGrad: {  // (input, grad_out)
-      if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
-      auto out = PoolOutput(op, operands, *operands[0], attrs);
-      if (!out.ok()) return out.status();
-      if (*out != operands[1]->dims()) {
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
+      PODSCOPE_ASSIGN_OR_RETURN(auto out,
+                                PoolOutput(op, operands, *operands[0], attrs));
+      if (out != operands[1]->dims()) {
         return ShapeError(op, operands, "gradient does not match the output");
       }
       return *operands[0];
     }
     case OpKind::kSoftmax:
     case OpKind::kLogSoftmax: {
-      if (auto s = CheckArity(op, operands, 1); !s.ok()) return s;
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
       const Shape& x = *operands[0];
       if (x.element_type() != ElementType::kF32 || x.rank() == 0 ||
           attrs.axis < 0 || attrs.axis >= x.rank()) {
@@ -381,7 +382,7 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
       return x;
     }
     case OpKind::kOneHot: {
-      if (auto s = CheckArity(op, operands, 1); !s.ok()) return s;
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
       if (operands[0]->element_type() != ElementType::kI32 || attrs.axis <= 0) {
         return ShapeError(op, operands,
                           "expects i32 labels and a positive class count");
@@ -392,7 +393,7 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
     }
     case OpKind::kNllLoss:
     case OpKind::kCrossEntropyLoss: {
-      if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
       const Shape& x = *operands[0];
       const Shape& labels = *operands[1];
       if (x.element_type() != ElementType::kF32 || x.rank() != 2 ||
@@ -404,7 +405,7 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
       return F32Shape({});
     }
     case OpKind::kAllReduce: {
-      if (auto s = CheckArity(op, operands, 1); !s.ok()) return s;
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
       if (attrs.salt <= 0) {
         return ShapeError(op, operands,
                           absl::StrCat("communicator id ", attrs.salt,
@@ -423,7 +424,7 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
       return *operands[0];
     }
     case OpKind::kDropout: {  // (x, seed)
-      if (auto s = CheckArity(op, operands, 2); !s.ok()) return s;
+      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
       if (operands[0]->element_type() != ElementType::kF32 ||
           *operands[1] != I32Shape({})) {
         return ShapeError(op, operands,

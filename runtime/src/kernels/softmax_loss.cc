@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/kernels.h"
+#include "status_macros.h"
 
 namespace podscope::runtime::internal {
 namespace {
@@ -83,8 +84,7 @@ absl::Status RunSoftmaxAndLoss(const KernelArgs& args) {
       const int64_t classes = x_shape.dim(1);
       double total = 0;
       for (int64_t r = 0; r < rows; ++r) {
-        absl::Status status = CheckLabel(node, labels[r], r, classes);
-        if (!status.ok()) return status;
+        PODSCOPE_RETURN_IF_ERROR(CheckLabel(node, labels[r], r, classes));
         const float* row = scores + r * classes;
         if (node.op == OpKind::kNllLoss) {
           total -= row[labels[r]];

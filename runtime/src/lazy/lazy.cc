@@ -8,6 +8,7 @@
 #include "lazy/lazy_internal.h"
 #include "lazy/lazy_spmd.h"
 #include "metrics_internal.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 
@@ -40,13 +41,11 @@ LazyContext* Tensor::context() const {
 }
 
 absl::StatusOr<Literal> Tensor::ToLiteral() const {
-  absl::Status status = this->status();
-  if (!status.ok()) return status;
+  PODSCOPE_RETURN_IF_ERROR(this->status());
   if (!impl_->materialized()) {
     // Reading a value ends the step, as .item() does in PyTorch/XLA.
-    status = impl_->context->Sync();
-    if (!status.ok()) return status;
-    if (!impl_->status.ok()) return impl_->status;
+    PODSCOPE_RETURN_IF_ERROR(impl_->context->Sync());
+    PODSCOPE_RETURN_IF_ERROR(impl_->status);
   }
   if (impl_->sharded != nullptr) {
     return impl_->context->spmd_->executor->Gather(*impl_->sharded);
@@ -55,14 +54,13 @@ absl::StatusOr<Literal> Tensor::ToLiteral() const {
 }
 
 absl::StatusOr<float> Tensor::Item() const {
-  absl::StatusOr<Literal> literal = ToLiteral();
-  if (!literal.ok()) return literal.status();
-  if (literal->shape() != F32Shape({})) {
+  PODSCOPE_ASSIGN_OR_RETURN(Literal literal, ToLiteral());
+  if (literal.shape() != F32Shape({})) {
     return absl::InvalidArgumentError(
         absl::StrCat("Tensor::Item: expected an f32 scalar, got ",
-                     literal->shape().ToString()));
+                     literal.shape().ToString()));
   }
-  return literal->data<float>()[0];
+  return literal.data<float>()[0];
 }
 
 absl::StatusOr<std::shared_ptr<LazyContext>> LazyContext::Create(
@@ -172,7 +170,7 @@ absl::StatusOr<Value> LazyContext::Lower(const Tensor& tensor) {
                                 : impl.context->device()->ToString(),
         ", not on ", device_->ToString()));
   }
-  if (!impl.status.ok()) return impl.status;
+  PODSCOPE_RETURN_IF_ERROR(impl.status);
   if (!impl.materialized()) {
     if (impl.generation != generation_) {
       return absl::InternalError("lazy op: operand from an abandoned step");

@@ -8,6 +8,7 @@
 #include "podscope/runtime/collectives.h"
 #include "podscope/runtime/ir/autodiff.h"
 #include "podscope/runtime/lazy/lazy.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {
@@ -27,9 +28,8 @@ absl::StatusOr<std::vector<Value>> LowerAll(
   std::vector<Value> values;
   values.reserve(tensors.size());
   for (const Tensor* t : tensors) {
-    absl::StatusOr<Value> v = ctx.Lower(*t);
-    if (!v.ok()) return v.status();
-    values.push_back(*v);
+    PODSCOPE_ASSIGN_OR_RETURN(Value v, ctx.Lower(*t));
+    values.push_back(v);
   }
   return values;
 }
@@ -91,9 +91,9 @@ Tensor ApplyBinary(absl::string_view name, const Tensor& a, const Tensor& b,
   return RecordOp(
       {&a, &b},
       [&](GraphBuilder& g, absl::Span<const Value> v) -> absl::StatusOr<Value> {
-        auto dims = BroadcastDims(name, g.shape(v[0]), g.shape(v[1]));
-        if (!dims.ok()) return dims.status();
-        return op(g, g.BroadcastTo(v[0], *dims), g.BroadcastTo(v[1], *dims));
+        PODSCOPE_ASSIGN_OR_RETURN(
+            auto dims, BroadcastDims(name, g.shape(v[0]), g.shape(v[1])));
+        return op(g, g.BroadcastTo(v[0], dims), g.BroadcastTo(v[1], dims));
       });
 }
 
@@ -295,10 +295,10 @@ absl::StatusOr<std::vector<Tensor>> Grad(const Tensor& loss,
   }
   std::vector<const Tensor*> operands = {&loss};
   for (const Tensor& x : wrt) operands.push_back(&x);
-  absl::StatusOr<std::vector<Value>> values = LowerAll(*ctx, operands);
-  if (!values.ok()) return values.status();
+  PODSCOPE_ASSIGN_OR_RETURN(std::vector<Value> values,
+                            LowerAll(*ctx, operands));
   absl::StatusOr<std::vector<Value>> grads = Grad(
-      ctx->builder(), values->front(), absl::MakeConstSpan(*values).subspan(1));
+      ctx->builder(), values.front(), absl::MakeConstSpan(values).subspan(1));
   if (!grads.ok()) {
     ctx->builder().TakeStatus().IgnoreError();  // the step goes on
     return grads.status();

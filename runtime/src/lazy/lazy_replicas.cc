@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "lazy/lazy_internal.h"
 #include "podscope/runtime/lazy/lazy.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 
@@ -40,7 +41,7 @@ absl::StatusOr<std::vector<Tensor>> AllReduceMean(
       return absl::InvalidArgumentError(
           absl::StrCat("AllReduceMean: replica ", i, " is undefined"));
     }
-    if (!r.status().ok()) return r.status();
+    PODSCOPE_RETURN_IF_ERROR(r.status());
     if (r.shape() != replicas[0].shape()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "AllReduceMean: replica ", i, " has shape ", r.shape().ToString(),
@@ -52,9 +53,8 @@ absl::StatusOr<std::vector<Tensor>> AllReduceMean(
   // step that is only dispatched after it.
   for (const Tensor& r : replicas) {
     if (!r.is_pending()) continue;
-    absl::Status status = r.context()->Sync();
-    if (!status.ok()) return status;
-    if (!r.status().ok()) return r.status();
+    PODSCOPE_RETURN_IF_ERROR(r.context()->Sync());
+    PODSCOPE_RETURN_IF_ERROR(r.status());
   }
   const float scale = 1.0f / static_cast<float>(replicas.size());
   std::vector<Tensor> means;
@@ -65,7 +65,7 @@ absl::StatusOr<std::vector<Tensor>> AllReduceMean(
       sum = sum + ToDevice(replicas[j], ctx);
     }
     Tensor mean = sum * scale;
-    if (!mean.status().ok()) return mean.status();
+    PODSCOPE_RETURN_IF_ERROR(mean.status());
     means.push_back(std::move(mean));
   }
   return means;

@@ -7,16 +7,18 @@
 #include "instrumentation.h"
 #include "lazy/lazy_internal.h"
 #include "podscope/runtime/lazy/lazy.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace internal {
 
 absl::StatusOr<std::shared_ptr<ShardedValue>> SpmdFromLiteral(
     SpmdLazyState& state, const Literal& literal) {
-  absl::StatusOr<ShardedValue> value = state.executor->Shard(
-      literal, Sharding::Replicated(state.mesh, literal.shape().rank()));
-  if (!value.ok()) return value.status();
-  return std::make_shared<ShardedValue>(*std::move(value));
+  PODSCOPE_ASSIGN_OR_RETURN(
+      ShardedValue value,
+      state.executor->Shard(
+          literal, Sharding::Replicated(state.mesh, literal.shape().rank())));
+  return std::make_shared<ShardedValue>(std::move(value));
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<ShardedValue>>> SpmdRunStep(
@@ -46,11 +48,10 @@ absl::StatusOr<std::vector<std::shared_ptr<ShardedValue>>> SpmdRunStep(
   std::vector<ShardedValue> arguments;
   arguments.reserve(state.parameters.size());
   for (const auto& p : state.parameters) arguments.push_back(*p);
-  absl::StatusOr<std::vector<ShardedValue>> outputs =
-      state.executor->Execute(*program, arguments);
-  if (!outputs.ok()) return outputs.status();
+  PODSCOPE_ASSIGN_OR_RETURN(std::vector<ShardedValue> outputs,
+                            state.executor->Execute(*program, arguments));
   std::vector<std::shared_ptr<ShardedValue>> out;
-  for (ShardedValue& v : *outputs) {
+  for (ShardedValue& v : outputs) {
     out.push_back(std::make_shared<ShardedValue>(std::move(v)));
   }
   return out;
@@ -117,12 +118,12 @@ absl::StatusOr<std::shared_ptr<LazyContext>> LazyContext::CreateSpmd(
         absl::StrCat("LazyContext::CreateSpmd: no device of the mesh ",
                      mesh->ToString(), " is addressable by this process"));
   }
-  auto executor = SpmdExecutor::Create(client, mesh, communicator);
-  if (!executor.ok()) return executor.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto executor,
+                            SpmdExecutor::Create(client, mesh, communicator));
   std::shared_ptr<LazyContext> context(new LazyContext(client, first));
   context->spmd_ = std::make_unique<internal::SpmdLazyState>();
   context->spmd_->mesh = std::move(mesh);
-  context->spmd_->executor = *std::move(executor);
+  context->spmd_->executor = std::move(executor);
   return context;
 }
 

@@ -12,6 +12,7 @@
 #include "pjrt/device_runtime.h"
 #include "podscope/profiler/recorder.h"
 #include "podscope/profiler/trace.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 
@@ -64,12 +65,11 @@ absl::Status RunSteps(const CompiledProgram& program,
       shapes.push_back(&graph.node(input).shape);
     }
     const Node& node = graph.node(step.node);
-    absl::Status status =
+    PODSCOPE_RETURN_IF_ERROR(
         step.fusion >= 0 ? internal::RunFused(program.fusions[step.fusion],
                                               inputs, data[step.node], pool)
                          : internal::RunKernel(
-                               {node, shapes, inputs, data[step.node], pool});
-    if (!status.ok()) return status;
+                               {node, shapes, inputs, data[step.node], pool}));
     if (traced) {
       internal::Observer().OnOp(
           {device, graph.fingerprint(), step.op_name, node.scope, step.num_ops,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "podscope/runtime/pjrt/client.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {
@@ -48,8 +49,7 @@ absl::StatusOr<ClientOptions> ClientOptions::FromEnvironment() {
     options.platform = absl::AsciiStrToUpper(*pjrt);
     source = " (from PJRT_DEVICE)";
   }
-  absl::Status platform_ok = CheckPlatform(options.platform, source);
-  if (!platform_ok.ok()) return platform_ok;
+  PODSCOPE_RETURN_IF_ERROR(CheckPlatform(options.platform, source));
 
   if (auto count = GetEnv("CPU_NUM_DEVICES")) {
     int value = 0;
@@ -76,8 +76,7 @@ absl::StatusOr<ClientOptions> ClientOptions::FromEnvironment() {
 }
 
 absl::StatusOr<Topology> LocalTopology(const ClientOptions& options) {
-  absl::Status platform_ok = CheckPlatform(options.platform, "");
-  if (!platform_ok.ok()) return platform_ok;
+  PODSCOPE_RETURN_IF_ERROR(CheckPlatform(options.platform, ""));
   if (options.num_devices < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_devices (CPU_NUM_DEVICES) must be >= 1, got ",

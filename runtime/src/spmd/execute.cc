@@ -14,6 +14,7 @@
 #include "podscope/runtime/pjrt/executable.h"
 #include "podscope/runtime/spmd.h"
 #include "spmd/plan.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 
@@ -71,23 +72,21 @@ absl::StatusOr<std::shared_ptr<const SpmdProgram>> SpmdProgram::Partition(
           absl::StrCat("spmd: annotation of a node %", id, " that is not in ",
                        graph.name()));
     }
-    absl::StatusOr<Sharding> t = TranslateSharding(s, mesh);
-    if (!t.ok()) return t.status();
-    states[id] = spmd::FromSharding(*t);
+    PODSCOPE_ASSIGN_OR_RETURN(Sharding t, TranslateSharding(s, mesh));
+    states[id] = spmd::FromSharding(t);
   }
-  absl::StatusOr<spmd::Plan> plan =
-      spmd::Propagate(graph, *mesh, params, states);
-  if (!plan.ok()) return plan.status();
+  PODSCOPE_ASSIGN_OR_RETURN(spmd::Plan plan,
+                            spmd::Propagate(graph, *mesh, params, states));
   for (int p = 0; p < mesh->num_devices(); ++p) {
-    absl::StatusOr<spmd::DeviceProgram> dp =
-        spmd::BuildDeviceProgram(graph, *plan, mesh, p, program->names_,
-                                 p == 0 ? &program->collectives_ : nullptr);
-    if (!dp.ok()) return dp.status();
+    PODSCOPE_ASSIGN_OR_RETURN(
+        spmd::DeviceProgram dp,
+        spmd::BuildDeviceProgram(graph, plan, mesh, p, program->names_,
+                                 p == 0 ? &program->collectives_ : nullptr));
     program->programs_.push_back(
-        std::make_unique<spmd::DeviceProgram>(*std::move(dp)));
+        std::make_unique<spmd::DeviceProgram>(std::move(dp)));
   }
   for (int id : graph.outputs()) {
-    State s = plan->final_state(id);
+    State s = plan.final_state(id);
     s.partial.clear();
     program->outputs_.push_back(spmd::ToSharding(s, mesh));
   }
@@ -95,7 +94,7 @@ absl::StatusOr<std::shared_ptr<const SpmdProgram>> SpmdProgram::Partition(
   for (size_t id = 0; id < graph.nodes().size(); ++id) {
     absl::StrAppend(&listing, "%", id, " ", OpName(graph.node(id).op), " ",
                     graph.node(id).shape.ToString(), " ",
-                    spmd::StateString(plan->final_state(id), mesh), "\n");
+                    spmd::StateString(plan.final_state(id), mesh), "\n");
   }
   program->listing_ = std::move(listing);
   // The trace's file metadata: the mesh and every named parameter's spec.
@@ -176,10 +175,9 @@ absl::StatusOr<std::vector<Literal>> ExchangeAll(
   }
   std::vector<char> recv(send.size() * comm->world_size());
   if (!send.empty()) {
-    absl::Status s =
-        comm->AllGather(ElementType::kPred, send.data(),
-                        static_cast<int64_t>(send.size()), recv.data());
-    if (!s.ok()) return s;
+    PODSCOPE_RETURN_IF_ERROR(comm->AllGather(ElementType::kPred, send.data(),
+                                             static_cast<int64_t>(send.size()),
+                                             recv.data()));
   }
   *bytes += static_cast<int64_t>(recv.size() - send.size());
   std::vector<int64_t> offset(comm->world_size(), 0);
@@ -271,10 +269,11 @@ absl::StatusOr<ShardedValue> SpmdExecutor::Shard(const Literal& global,
   value.shards.resize(devices_.size());
   for (size_t p = 0; p < devices_.size(); ++p) {
     if (devices_[p] == nullptr) continue;
-    absl::StatusOr<BufferPtr> b = client_->BufferFromLiteral(
-        ExtractShard(global, sharding, static_cast<int>(p)), devices_[p]);
-    if (!b.ok()) return b.status();
-    value.shards[p] = *std::move(b);
+    PODSCOPE_ASSIGN_OR_RETURN(
+        BufferPtr b,
+        client_->BufferFromLiteral(
+            ExtractShard(global, sharding, static_cast<int>(p)), devices_[p]));
+    value.shards[p] = std::move(b);
   }
   return value;
 }
@@ -287,17 +286,15 @@ absl::StatusOr<Literal> SpmdExecutor::Gather(const ShardedValue& value) {
     if (value.shards[p] == nullptr) {
       return absl::InvalidArgumentError("SpmdExecutor::Gather: missing shard");
     }
-    absl::StatusOr<Literal> l = value.shards[p]->ToLiteral().Await();
-    if (!l.ok()) return l.status();
-    local[p] = *std::move(l);
+    PODSCOPE_ASSIGN_OR_RETURN(local[p], value.shards[p]->ToLiteral().Await());
   }
-  absl::StatusOr<std::vector<Literal>> all =
+  PODSCOPE_ASSIGN_OR_RETURN(
+      std::vector<Literal> all,
       ExchangeAll(communicator_, devices_, process_of_, std::move(local),
-                  shard_shape, &collective_bytes_);
-  if (!all.ok()) return all.status();
+                  shard_shape, &collective_bytes_));
   Literal full(value.global_shape);
   for (size_t p = 0; p < devices_.size(); ++p) {
-    InsertShard((*all)[p], value.sharding, static_cast<int>(p), full);
+    InsertShard(all[p], value.sharding, static_cast<int>(p), full);
   }
   return full;
 }
@@ -322,11 +319,8 @@ absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
     const ShardedValue* arg = &arguments[i];
     ShardedValue resharded;
     if (!(arg->sharding == want)) {
-      absl::StatusOr<Literal> full = Gather(*arg);
-      if (!full.ok()) return full.status();
-      absl::StatusOr<ShardedValue> s = Shard(*full, want);
-      if (!s.ok()) return s.status();
-      resharded = *std::move(s);
+      PODSCOPE_ASSIGN_OR_RETURN(Literal full, Gather(*arg));
+      PODSCOPE_ASSIGN_OR_RETURN(resharded, Shard(full, want));
       arg = &resharded;
     }
     for (int p = 0; p < n; ++p) {
@@ -344,16 +338,14 @@ absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
         PODSCOPE_TRACE("spmd_shard", "device", devices_[p]->id(),
                        "mesh_position", p, "program", seg.graph.name(),
                        "shard_shape", seg.shard_shapes);
-        absl::StatusOr<std::shared_ptr<Executable>> exe =
-            client_->Compile(seg.graph);
-        if (!exe.ok()) return exe.status();
+        PODSCOPE_ASSIGN_OR_RETURN(std::shared_ptr<Executable> exe,
+                                  client_->Compile(seg.graph));
         std::vector<BufferPtr> args;
         for (int slot : seg.inputs) args.push_back(env[p][slot]);
-        absl::StatusOr<std::vector<BufferPtr>> out =
-            (*exe)->Execute(args, devices_[p]);
-        if (!out.ok()) return out.status();
+        PODSCOPE_ASSIGN_OR_RETURN(std::vector<BufferPtr> out,
+                                  exe->Execute(args, devices_[p]));
         for (size_t j = 0; j < seg.outputs.size(); ++j) {
-          env[p][seg.outputs[j]] = (*out)[j];
+          env[p][seg.outputs[j]] = out[j];
         }
       }
       continue;
@@ -368,14 +360,12 @@ absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
     std::vector<Literal> local(n);
     for (int p = 0; p < n; ++p) {
       if (devices_[p] == nullptr) continue;
-      absl::StatusOr<Literal> l = env[p][c.input]->ToLiteral().Await();
-      if (!l.ok()) return l.status();
-      local[p] = *std::move(l);
+      PODSCOPE_ASSIGN_OR_RETURN(local[p], env[p][c.input]->ToLiteral().Await());
     }
-    absl::StatusOr<std::vector<Literal>> all =
+    PODSCOPE_ASSIGN_OR_RETURN(
+        std::vector<Literal> all,
         ExchangeAll(communicator_, devices_, process_of_, std::move(local),
-                    shard_shape, &collective_bytes_);
-    if (!all.ok()) return all.status();
+                    shard_shape, &collective_bytes_));
     // Devices of one group see the same global value: assembled once.
     std::map<std::vector<int>, Literal> assembled;
     const Sharding to = spmd::ToSharding(c.to, mesh_);
@@ -385,13 +375,13 @@ absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
       auto it = assembled.find(group);
       if (it == assembled.end()) {
         it = assembled
-                 .emplace(group, Assemble(mesh_, *all, c.from, c.global, group))
+                 .emplace(group, Assemble(mesh_, all, c.from, c.global, group))
                  .first;
       }
-      absl::StatusOr<BufferPtr> b = client_->BufferFromLiteral(
-          ExtractShard(it->second, to, p), devices_[p]);
-      if (!b.ok()) return b.status();
-      env[p][c.output] = *std::move(b);
+      PODSCOPE_ASSIGN_OR_RETURN(
+          BufferPtr b, client_->BufferFromLiteral(
+                           ExtractShard(it->second, to, p), devices_[p]));
+      env[p][c.output] = std::move(b);
     }
   }
   std::vector<ShardedValue> results;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "podscope/runtime/ir/builder.h"
 #include "spmd/plan.h"
+#include "status_macros.h"
 
 namespace podscope::runtime::spmd {
 
@@ -395,10 +396,10 @@ absl::StatusOr<DeviceProgram> Builder::Build() {
       std::vector<Value> operands;
       for (size_t k = 0; k < node.operands.size(); ++k) {
         const int src = slot_of_node_[node.operands[k]];
-        absl::StatusOr<int> s =
-            Reshard(src, np.operands[k], absl::StrCat("for ", OpName(node.op)));
-        if (!s.ok()) return s.status();
-        operand_slots.push_back(*s);
+        PODSCOPE_ASSIGN_OR_RETURN(
+            int s, Reshard(src, np.operands[k],
+                           absl::StrCat("for ", OpName(node.op))));
+        operand_slots.push_back(s);
       }
       for (int s : operand_slots) operands.push_back(Get(s));
       const Shape local_out = ToSharding(np.out, mesh_).ShardShape(node.shape);
@@ -417,9 +418,9 @@ absl::StatusOr<DeviceProgram> Builder::Build() {
     }
     name_slot(slot, static_cast<int>(id));
     if (np.annotation) {
-      absl::StatusOr<int> s = Reshard(slot, *np.annotation, "for MarkSharding");
-      if (!s.ok()) return s.status();
-      slot = *s;
+      PODSCOPE_ASSIGN_OR_RETURN(
+          int s, Reshard(slot, *np.annotation, "for MarkSharding"));
+      slot = s;
       name_slot(slot, static_cast<int>(id));
     }
     slot_of_node_[id] = slot;
@@ -430,9 +431,7 @@ absl::StatusOr<DeviceProgram> Builder::Build() {
     if (slots_[slot].state.has_partial()) {
       State whole;
       whole.dims = slots_[slot].state.dims;
-      absl::StatusOr<int> s = Reshard(slot, whole, "for the output");
-      if (!s.ok()) return s.status();
-      slot = *s;
+      PODSCOPE_ASSIGN_OR_RETURN(slot, Reshard(slot, whole, "for the output"));
     }
     Export(slot);
     program.output_slots.push_back(slot);

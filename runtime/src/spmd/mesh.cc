@@ -11,6 +11,7 @@
 #include "lazy/lazy_internal.h"
 #include "podscope/runtime/lazy/lazy.h"
 #include "podscope/runtime/spmd.h"
+#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {
@@ -356,7 +357,7 @@ absl::Status MarkSharding(const Tensor& tensor, const Mesh& mesh,
   if (!tensor.defined()) {
     return absl::InvalidArgumentError("MarkSharding: undefined tensor");
   }
-  if (absl::Status s = tensor.status(); !s.ok()) return s;
+  PODSCOPE_RETURN_IF_ERROR(tensor.status());
   absl::StatusOr<Sharding> sharding = Sharding::Create(
       std::make_shared<const Mesh>(mesh), spec, tensor.shape().rank());
   if (!sharding.ok()) {
