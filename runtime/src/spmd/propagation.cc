@@ -132,6 +132,306 @@ void PlanElementwise(const Node& node, const std::vector<State>& x,
   np.out = target;
 }
 
+namespace {
+
+// The fallback: every operand gathered, the op run on the full values.
+void PlanReplicated(const Graph& graph, const Node& node, NodePlan& np) {
+  np.rule = Rule::kReplicated;
+  np.operands.clear();
+  for (int operand : node.operands) {
+    np.operands.push_back(Replicated(graph.node(operand).shape.rank()));
+  }
+  np.out = Replicated(node.shape.rank());
+}
+
+// A parameter is sharded as the caller gave it, else replicated.
+void PlanParameter(const Node& node, const std::vector<State>& parameters,
+                   NodePlan& np) {
+  np.rule = Rule::kParameter;
+  const int index = static_cast<int>(node.attrs.parameter_index);
+  np.out = index >= 0 && index < static_cast<int>(parameters.size())
+               ? parameters[index]
+               : Replicated(node.shape.rank());
+}
+
+// Broadcast: a tiled dimension carries over unless it is the one expanded.
+void PlanBroadcast(const Shape& in, const Node& node, const State& x,
+                   NodePlan& np) {
+  State req = Whole(x);
+  State out = Replicated(node.shape.rank());
+  for (int d = 0; d < in.rank(); ++d) {
+    const int od = static_cast<int>(node.attrs.axes[d]);
+    if (in.dim(d) == node.shape.dim(od)) {
+      out.dims[od] = req.dims[d];
+    } else {
+      req.dims[d].clear();
+    }
+  }
+  np.rule = Rule::kLocal;
+  np.operands = {req};
+  np.out = out;
+}
+
+void PlanTranspose(const Node& node, const State& x, NodePlan& np) {
+  const int rank = node.shape.rank();
+  State out = Replicated(rank);
+  for (int d = 0; d < rank; ++d) out.dims[d] = x.dims[node.attrs.axes[d]];
+  np.rule = Rule::kLocal;
+  np.operands = {Whole(x)};
+  np.out = out;
+}
+
+// Sum, mean and max: a reduced tiled dimension leaves a partial result
+// (and its padding masked, as it is a contraction).
+void PlanReduce(int in_rank, const Node& node, const State& x, NodePlan& np) {
+  const OpAttrs& a = node.attrs;
+  std::set<int> reduced;
+  for (int64_t ax : a.axes) reduced.insert(ax < 0 ? ax + in_rank : ax);
+  State out;
+  for (int d = 0; d < in_rank; ++d) {
+    if (!reduced.count(d)) {
+      out.dims.push_back(x.dims[d]);
+    } else {
+      if (a.keep_dims) out.dims.push_back({});
+      for (int ax : x.dims[d]) out.partial.push_back(ax);
+      if (!x.dims[d].empty()) np.masked_dims[0].push_back(d);
+    }
+  }
+  std::sort(out.partial.begin(), out.partial.end());
+  out.partial_max = node.op == OpKind::kReduceMax;
+  np.rule = Rule::kReduce;
+  np.operands = {Whole(x)};
+  np.out = out;
+}
+
+// ArgMax needs its axis whole; the other dimensions stay tiled.
+void PlanArgMax(const Node& node, const State& x, NodePlan& np) {
+  const int64_t axis = node.attrs.axis;
+  State req = Whole(x);
+  req.dims[axis].clear();
+  State out;
+  for (int d = 0; d < static_cast<int>(req.dims.size()); ++d) {
+    if (d != axis || node.attrs.keep_dims) out.dims.push_back(req.dims[d]);
+  }
+  np.rule = Rule::kLocal;
+  np.operands = {req};
+  np.out = out;
+}
+
+// Softmax and LogSoftmax need their axis whole.
+void PlanSoftmax(const Node& node, const State& x, NodePlan& np) {
+  State req = Whole(x);
+  req.dims[node.attrs.axis].clear();
+  np.rule = Rule::kLocal;
+  np.operands = {req};
+  np.out = req;
+}
+
+// OneHot keeps the batch tiling; the classes are whole.
+void PlanOneHot(const State& x, NodePlan& np) {
+  np.rule = Rule::kLocal;
+  np.operands = {Whole(x)};
+  np.out = Tiles({x.dims[0], {}});
+}
+
+// Dot (and batched dot): batch, rows and columns keep disjoint mesh axes;
+// a tiled contraction leaves a partial result.
+void PlanDot(const Node& node, const std::vector<State>& x, NodePlan& np) {
+  const int off = node.shape.rank() - 2;
+  std::set<int> used;
+  Axes batch;
+  if (off == 1) {
+    batch = !x[0].dims[0].empty() ? x[0].dims[0] : x[1].dims[0];
+    Use(batch, used);
+  }
+  Axes m = x[0].dims[off];
+  if (!Disjoint(m, used)) m.clear();
+  Use(m, used);
+  Axes n = x[1].dims[off + 1];
+  if (!Disjoint(n, used)) n.clear();
+  Use(n, used);
+  Axes k = x[0].dims[off + 1];
+  if (k.empty() || !Disjoint(k, used)) k = x[1].dims[off];
+  if (!Disjoint(k, used)) k.clear();
+  State ra;
+  State rb;
+  State out;
+  if (off == 1) {
+    ra.dims.push_back(batch);
+    rb.dims.push_back(batch);
+    out.dims.push_back(batch);
+  }
+  ra.dims.push_back(m);
+  ra.dims.push_back(k);
+  rb.dims.push_back(k);
+  rb.dims.push_back(n);
+  out.dims.push_back(m);
+  out.dims.push_back(n);
+  out.partial = k;
+  std::sort(out.partial.begin(), out.partial.end());
+  if (!k.empty()) np.masked_dims = {{off + 1}, {off}};
+  np.rule = Rule::kDot;
+  np.operands = {ra, rb};
+  np.out = out;
+}
+
+// The convolutions: (batch-like, feature, contraction) per op, spatial
+// dimensions replicated; a tiled contraction leaves a partial result.
+void PlanConv(const Node& node, const std::vector<State>& x, NodePlan& np) {
+  std::set<int> used;
+  State r0 = Replicated(4);
+  State r1 = Replicated(4);
+  State out = Replicated(4);
+  Axes k;
+  if (node.op == OpKind::kConv2D) {
+    // input [N,C,H,W], weights [O,C,kh,kw] -> [N,O,H',W'].
+    Axes batch = x[0].dims[0];
+    Use(batch, used);
+    Axes o = x[1].dims[0];
+    if (!Disjoint(o, used)) o.clear();
+    Use(o, used);
+    k = !x[0].dims[1].empty() ? x[0].dims[1] : x[1].dims[1];
+    if (!Disjoint(k, used)) k.clear();
+    r0.dims = {batch, k, {}, {}};
+    r1.dims = {o, k, {}, {}};
+    out.dims = {batch, o, {}, {}};
+    if (!k.empty()) np.masked_dims = {{1}, {1}};
+  } else if (node.op == OpKind::kConv2DBackpropInput) {
+    // grad [N,O,H',W'], weights [O,C,kh,kw] -> [N,C,H,W].
+    Axes batch = x[0].dims[0];
+    Use(batch, used);
+    Axes c = x[1].dims[1];
+    if (!Disjoint(c, used)) c.clear();
+    Use(c, used);
+    k = !x[0].dims[1].empty() ? x[0].dims[1] : x[1].dims[0];
+    if (!Disjoint(k, used)) k.clear();
+    r0.dims = {batch, k, {}, {}};
+    r1.dims = {k, c, {}, {}};
+    out.dims = {batch, c, {}, {}};
+    if (!k.empty()) np.masked_dims = {{1}, {0}};
+  } else {
+    // input [N,C,H,W], grad [N,O,H',W'] -> [O,C,kh,kw].
+    // The more finely tiled batch (the gradient's is usually larger
+    // than the input's, so the input is the one to reshard).
+    k = x[1].dims[0].size() > x[0].dims[0].size() ? x[1].dims[0] : x[0].dims[0];
+    Use(k, used);
+    Axes o = x[1].dims[1];
+    if (!Disjoint(o, used)) o.clear();
+    Use(o, used);
+    Axes c = x[0].dims[1];
+    if (!Disjoint(c, used)) c.clear();
+    r0.dims = {k, c, {}, {}};
+    r1.dims = {k, o, {}, {}};
+    out.dims = {o, c, {}, {}};
+    if (!k.empty()) np.masked_dims = {{0}, {0}};
+  }
+  out.partial = k;
+  std::sort(out.partial.begin(), out.partial.end());
+  np.rule = Rule::kDot;
+  np.operands = {r0, r1};
+  np.out = out;
+}
+
+// Pooling keeps batch and channel tiling; the windows' dimensions are
+// whole.
+void PlanMaxPool(const State& x, NodePlan& np) {
+  State req = Tiles({x.dims[0], x.dims[1], {}, {}});
+  np.rule = Rule::kLocal;
+  np.operands = {req};
+  np.out = req;
+}
+
+// The pooling gradient: the input and the gradient tiled alike.
+void PlanMaxPoolGrad(const State& x, NodePlan& np) {
+  std::set<int> used;
+  Axes n = x.dims[0];
+  Use(n, used);
+  Axes c = x.dims[1];
+  if (!Disjoint(c, used)) c.clear();
+  State req = Tiles({n, c, {}, {}});
+  np.rule = Rule::kLocal;
+  np.operands = {req, req};
+  np.out = req;
+}
+
+// NLL loss over a tiled batch: each device's sum is partial.
+void PlanNllLoss(const std::vector<State>& x, NodePlan& np) {
+  Axes k = !x[0].dims[0].empty() ? x[0].dims[0] : x[1].dims[0];
+  np.rule = Rule::kNllLoss;
+  np.operands = {Tiles({k, {}}), Tiles({k})};
+  np.out = Replicated(0);
+  np.out.partial = k;
+  std::sort(np.out.partial.begin(), np.out.partial.end());
+  if (!k.empty()) np.masked_dims = {{0}, {}};
+}
+
+// The rule of `node`'s op family, given its operands' states `x`.
+void PlanNode(const Graph& graph, const Node& node, const Mesh& mesh,
+              const std::vector<State>& parameters, const std::vector<State>& x,
+              NodePlan& np) {
+  if (IsElementwise(node.op)) {
+    PlanElementwise(node, x, mesh, np);
+    return;
+  }
+  switch (node.op) {
+    case OpKind::kParameter:
+      PlanParameter(node, parameters, np);
+      break;
+    case OpKind::kConstant:
+      np.rule = Rule::kLocal;
+      np.out = Replicated(node.shape.rank());
+      break;
+    case OpKind::kBroadcast:
+      PlanBroadcast(graph.node(node.operands[0]).shape, node, x[0], np);
+      break;
+    case OpKind::kReshape:
+      np.rule = Rule::kLocal;
+      PlanReshape(graph.node(node.operands[0]).shape, node.shape, x[0], np,
+                  mesh);
+      break;
+    case OpKind::kTranspose:
+      PlanTranspose(node, x[0], np);
+      break;
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
+      PlanReduce(graph.node(node.operands[0]).shape.rank(), node, x[0], np);
+      break;
+    case OpKind::kArgMax:
+      PlanArgMax(node, x[0], np);
+      break;
+    case OpKind::kSoftmax:
+    case OpKind::kLogSoftmax:
+      PlanSoftmax(node, x[0], np);
+      break;
+    case OpKind::kOneHot:
+      PlanOneHot(x[0], np);
+      break;
+    case OpKind::kDot:
+      PlanDot(node, x, np);
+      break;
+    case OpKind::kConv2D:
+    case OpKind::kConv2DBackpropInput:
+    case OpKind::kConv2DBackpropFilter:
+      PlanConv(node, x, np);
+      break;
+    case OpKind::kMaxPool2D:
+      PlanMaxPool(x[0], np);
+      break;
+    case OpKind::kMaxPool2DGrad:
+      PlanMaxPoolGrad(x[0], np);
+      break;
+    case OpKind::kNllLoss:
+      PlanNllLoss(x, np);
+      break;
+    default:
+      PlanReplicated(graph, node, np);
+      break;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Plan> Propagate(const Graph& graph, const Mesh& mesh,
                                const std::vector<State>& parameters,
                                const std::map<int, State>& annotations) {
@@ -144,244 +444,7 @@ absl::StatusOr<Plan> Propagate(const Graph& graph, const Mesh& mesh,
     std::vector<State> x;
     for (int operand : node.operands) x.push_back(plan.final_state(operand));
     np.masked_dims.assign(node.operands.size(), {});
-    auto replicate_all = [&] {
-      np.rule = Rule::kReplicated;
-      np.operands.clear();
-      for (int operand : node.operands) {
-        np.operands.push_back(Replicated(graph.node(operand).shape.rank()));
-      }
-      np.out = Replicated(rank);
-    };
-    const OpAttrs& a = node.attrs;
-    if (IsElementwise(node.op)) {
-      PlanElementwise(node, x, mesh, np);
-    } else {
-      switch (node.op) {
-        case OpKind::kParameter: {
-          np.rule = Rule::kParameter;
-          const int index = static_cast<int>(a.parameter_index);
-          np.out = index >= 0 && index < static_cast<int>(parameters.size())
-                       ? parameters[index]
-                       : Replicated(rank);
-          break;
-        }
-        case OpKind::kConstant:
-          np.rule = Rule::kLocal;
-          np.out = Replicated(rank);
-          break;
-        case OpKind::kBroadcast: {
-          const Shape& in = graph.node(node.operands[0]).shape;
-          State req = Whole(x[0]);
-          State out = Replicated(rank);
-          for (int d = 0; d < in.rank(); ++d) {
-            const int od = static_cast<int>(a.axes[d]);
-            if (in.dim(d) == node.shape.dim(od)) {
-              out.dims[od] = req.dims[d];
-            } else {
-              req.dims[d].clear();
-            }
-          }
-          np.rule = Rule::kLocal;
-          np.operands = {req};
-          np.out = out;
-          break;
-        }
-        case OpKind::kReshape:
-          np.rule = Rule::kLocal;
-          PlanReshape(graph.node(node.operands[0]).shape, node.shape, x[0], np,
-                      mesh);
-          break;
-        case OpKind::kTranspose: {
-          State out = Replicated(rank);
-          for (int d = 0; d < rank; ++d) out.dims[d] = x[0].dims[a.axes[d]];
-          np.rule = Rule::kLocal;
-          np.operands = {Whole(x[0])};
-          np.out = out;
-          break;
-        }
-        case OpKind::kReduceSum:
-        case OpKind::kReduceMean:
-        case OpKind::kReduceMax: {
-          const int in_rank = graph.node(node.operands[0]).shape.rank();
-          std::set<int> reduced;
-          for (int64_t ax : a.axes) reduced.insert(ax < 0 ? ax + in_rank : ax);
-          State out;
-          for (int d = 0; d < in_rank; ++d) {
-            if (!reduced.count(d)) {
-              out.dims.push_back(x[0].dims[d]);
-            } else {
-              if (a.keep_dims) out.dims.push_back({});
-              for (int ax : x[0].dims[d]) out.partial.push_back(ax);
-              if (!x[0].dims[d].empty()) np.masked_dims[0].push_back(d);
-            }
-          }
-          std::sort(out.partial.begin(), out.partial.end());
-          out.partial_max = node.op == OpKind::kReduceMax;
-          np.rule = Rule::kReduce;
-          np.operands = {Whole(x[0])};
-          np.out = out;
-          break;
-        }
-        case OpKind::kArgMax: {
-          const int64_t axis = a.axis;
-          State req = Whole(x[0]);
-          req.dims[axis].clear();
-          State out;
-          for (int d = 0; d < static_cast<int>(req.dims.size()); ++d) {
-            if (d != axis || a.keep_dims) out.dims.push_back(req.dims[d]);
-          }
-          np.rule = Rule::kLocal;
-          np.operands = {req};
-          np.out = out;
-          break;
-        }
-        case OpKind::kSoftmax:
-        case OpKind::kLogSoftmax: {
-          State req = Whole(x[0]);
-          req.dims[a.axis].clear();
-          np.rule = Rule::kLocal;
-          np.operands = {req};
-          np.out = req;
-          break;
-        }
-        case OpKind::kOneHot: {
-          np.rule = Rule::kLocal;
-          np.operands = {Whole(x[0])};
-          np.out = Tiles({x[0].dims[0], {}});
-          break;
-        }
-        case OpKind::kDot: {
-          const int off = rank - 2;
-          std::set<int> used;
-          Axes batch;
-          if (off == 1) {
-            batch = !x[0].dims[0].empty() ? x[0].dims[0] : x[1].dims[0];
-            Use(batch, used);
-          }
-          Axes m = x[0].dims[off];
-          if (!Disjoint(m, used)) m.clear();
-          Use(m, used);
-          Axes n = x[1].dims[off + 1];
-          if (!Disjoint(n, used)) n.clear();
-          Use(n, used);
-          Axes k = x[0].dims[off + 1];
-          if (k.empty() || !Disjoint(k, used)) k = x[1].dims[off];
-          if (!Disjoint(k, used)) k.clear();
-          State ra;
-          State rb;
-          State out;
-          if (off == 1) {
-            ra.dims.push_back(batch);
-            rb.dims.push_back(batch);
-            out.dims.push_back(batch);
-          }
-          ra.dims.push_back(m);
-          ra.dims.push_back(k);
-          rb.dims.push_back(k);
-          rb.dims.push_back(n);
-          out.dims.push_back(m);
-          out.dims.push_back(n);
-          out.partial = k;
-          std::sort(out.partial.begin(), out.partial.end());
-          if (!k.empty()) np.masked_dims = {{off + 1}, {off}};
-          np.rule = Rule::kDot;
-          np.operands = {ra, rb};
-          np.out = out;
-          break;
-        }
-        case OpKind::kConv2D:
-        case OpKind::kConv2DBackpropInput:
-        case OpKind::kConv2DBackpropFilter: {
-          // (batch-like, feature, contraction) per op; spatial replicated.
-          std::set<int> used;
-          State r0 = Replicated(4);
-          State r1 = Replicated(4);
-          State out = Replicated(4);
-          Axes k;
-          if (node.op == OpKind::kConv2D) {
-            // input [N,C,H,W], weights [O,C,kh,kw] -> [N,O,H',W'].
-            Axes batch = x[0].dims[0];
-            Use(batch, used);
-            Axes o = x[1].dims[0];
-            if (!Disjoint(o, used)) o.clear();
-            Use(o, used);
-            k = !x[0].dims[1].empty() ? x[0].dims[1] : x[1].dims[1];
-            if (!Disjoint(k, used)) k.clear();
-            r0.dims = {batch, k, {}, {}};
-            r1.dims = {o, k, {}, {}};
-            out.dims = {batch, o, {}, {}};
-            if (!k.empty()) np.masked_dims = {{1}, {1}};
-          } else if (node.op == OpKind::kConv2DBackpropInput) {
-            // grad [N,O,H',W'], weights [O,C,kh,kw] -> [N,C,H,W].
-            Axes batch = x[0].dims[0];
-            Use(batch, used);
-            Axes c = x[1].dims[1];
-            if (!Disjoint(c, used)) c.clear();
-            Use(c, used);
-            k = !x[0].dims[1].empty() ? x[0].dims[1] : x[1].dims[0];
-            if (!Disjoint(k, used)) k.clear();
-            r0.dims = {batch, k, {}, {}};
-            r1.dims = {k, c, {}, {}};
-            out.dims = {batch, c, {}, {}};
-            if (!k.empty()) np.masked_dims = {{1}, {0}};
-          } else {
-            // input [N,C,H,W], grad [N,O,H',W'] -> [O,C,kh,kw].
-            // The more finely tiled batch (the gradient's is usually larger
-            // than the input's, so the input is the one to reshard).
-            k = x[1].dims[0].size() > x[0].dims[0].size() ? x[1].dims[0]
-                                                          : x[0].dims[0];
-            Use(k, used);
-            Axes o = x[1].dims[1];
-            if (!Disjoint(o, used)) o.clear();
-            Use(o, used);
-            Axes c = x[0].dims[1];
-            if (!Disjoint(c, used)) c.clear();
-            r0.dims = {k, c, {}, {}};
-            r1.dims = {k, o, {}, {}};
-            out.dims = {o, c, {}, {}};
-            if (!k.empty()) np.masked_dims = {{0}, {0}};
-          }
-          out.partial = k;
-          std::sort(out.partial.begin(), out.partial.end());
-          np.rule = Rule::kDot;
-          np.operands = {r0, r1};
-          np.out = out;
-          break;
-        }
-        case OpKind::kMaxPool2D: {
-          State req = Tiles({x[0].dims[0], x[0].dims[1], {}, {}});
-          np.rule = Rule::kLocal;
-          np.operands = {req};
-          np.out = req;
-          break;
-        }
-        case OpKind::kMaxPool2DGrad: {
-          std::set<int> used;
-          Axes n = x[0].dims[0];
-          Use(n, used);
-          Axes c = x[0].dims[1];
-          if (!Disjoint(c, used)) c.clear();
-          State req = Tiles({n, c, {}, {}});
-          np.rule = Rule::kLocal;
-          np.operands = {req, req};
-          np.out = req;
-          break;
-        }
-        case OpKind::kNllLoss: {
-          Axes k = !x[0].dims[0].empty() ? x[0].dims[0] : x[1].dims[0];
-          np.rule = Rule::kNllLoss;
-          np.operands = {Tiles({k, {}}), Tiles({k})};
-          np.out = Replicated(0);
-          np.out.partial = k;
-          std::sort(np.out.partial.begin(), np.out.partial.end());
-          if (!k.empty()) np.masked_dims = {{0}, {}};
-          break;
-        }
-        default:
-          replicate_all();
-          break;
-      }
-    }
+    PlanNode(graph, node, mesh, parameters, x, np);
     if (auto it = annotations.find(static_cast<int>(id));
         it != annotations.end()) {
       if (static_cast<int>(it->second.dims.size()) != rank) {
