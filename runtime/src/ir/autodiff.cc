@@ -48,9 +48,6 @@ class Rules {
   // Gradient contributions (operand index, gradient) of node `y` given its
   // adjoint `g`, or an error for an op without a gradient rule.
   absl::StatusOr<Grads> Apply(const Node& node, Value y, Value g) {
-    auto x = [&](int i) { return Value{node.operands[i]}; };
-    auto zeros = [&] { return b_.ZerosLike(g); };
-    const OpAttrs& a = node.attrs;
     switch (node.op) {
       case OpKind::kParameter:
       case OpKind::kConstant:
@@ -58,6 +55,80 @@ class Rules {
       case OpKind::kArgMax:
       case OpKind::kOneHot:
         return Grads{};
+      case OpKind::kAdd:
+      case OpKind::kSub:
+      case OpKind::kMul:
+      case OpKind::kDiv:
+      case OpKind::kMax:
+      case OpKind::kNeg:
+      case OpKind::kExp:
+      case OpKind::kLog:
+      case OpKind::kTanh:
+      case OpKind::kRelu:
+      case OpKind::kSelect:
+      case OpKind::kConvert:
+        return Elementwise(node, y, g);
+      case OpKind::kBroadcast:
+      case OpKind::kReshape:
+      case OpKind::kTranspose:
+      case OpKind::kSlice:
+      case OpKind::kPad:
+      case OpKind::kConcat:
+        return DataMovement(node, g);
+      case OpKind::kReduceSum:
+      case OpKind::kReduceMean:
+      case OpKind::kReduceMax:
+        return Reduction(node, y, g);
+      case OpKind::kDot:
+      case OpKind::kConv2D:
+      case OpKind::kMaxPool2D:
+        return Contraction(node, g);
+      case OpKind::kSoftmax:
+      case OpKind::kLogSoftmax:
+      case OpKind::kNllLoss:
+      case OpKind::kCrossEntropyLoss:
+        return SoftmaxAndLoss(node, y, g);
+      case OpKind::kAllReduce:
+        // y = reduce over ranks of x: for sum (and mean) every rank's x
+        // reaches every rank's y, so the adjoint is the same all-reduce of
+        // the adjoints.
+        if (node.attrs.axis == static_cast<int64_t>(ReduceOp::kSum) ||
+            node.attrs.axis == static_cast<int64_t>(ReduceOp::kMean)) {
+          return Grads{
+              {0, b_.AllReduce(g, node.attrs.salt,
+                               static_cast<ReduceOp>(node.attrs.axis))}};
+        }
+        return absl::UnimplementedError(
+            "Grad: no gradient for all_reduce max or min");
+      case OpKind::kDropout:
+        // The same mask (seed, salt) applied to the adjoint; no gradient
+        // reaches the integer seed.
+        return Grads{{0, b_.Dropout(g, Operand(node, 1), node.attrs.rate,
+                                    node.attrs.salt)}};
+      case OpKind::kConv2DBackpropInput:
+      case OpKind::kConv2DBackpropFilter:
+      case OpKind::kMaxPool2DGrad:
+        return absl::UnimplementedError(
+            absl::StrCat("Grad: no gradient for ", OpName(node.op),
+                         " (second-order gradients are not supported)"));
+    }
+    return NoGradient(node);
+  }
+
+ private:
+  static Value Operand(const Node& node, int i) {
+    return Value{node.operands[i]};
+  }
+
+  static absl::Status NoGradient(const Node& node) {
+    return absl::UnimplementedError(
+        absl::StrCat("Grad: no gradient for ", OpName(node.op)));
+  }
+
+  // The arithmetic ops, one element at a time.
+  absl::StatusOr<Grads> Elementwise(const Node& node, Value y, Value g) {
+    auto x = [&](int i) { return Operand(node, i); };
+    switch (node.op) {
       case OpKind::kAdd:
         return Grads{{0, g}, {1, g}};
       case OpKind::kSub:
@@ -70,7 +141,7 @@ class Rules {
       case OpKind::kMax: {
         // Ties send the gradient to the first operand.
         Value first = b_.Compare(x(0), x(1), CompareDirection::kGe);
-        Value z = zeros();
+        Value z = b_.ZerosLike(g);
         return Grads{{0, b_.Select(first, g, z)}, {1, b_.Select(first, z, g)}};
       }
       case OpKind::kNeg:
@@ -84,19 +155,30 @@ class Rules {
         return Grads{{0, b_.Mul(g, b_.Sub(one, b_.Mul(y, y)))}};
       }
       case OpKind::kRelu: {
-        Value z = zeros();
+        Value z = b_.ZerosLike(g);
         return Grads{
             {0, b_.Select(b_.Compare(x(0), z, CompareDirection::kGt), g, z)}};
       }
       case OpKind::kSelect: {
-        Value z = zeros();
+        Value z = b_.ZerosLike(g);
         return Grads{{1, b_.Select(x(0), g, z)}, {2, b_.Select(x(0), z, g)}};
       }
       case OpKind::kConvert:
         if (b_.shape(x(0)).element_type() != ElementType::kF32) return Grads{};
         return Grads{{0, g}};
+      default:
+        return NoGradient(node);
+    }
+  }
+
+  // Broadcast, reshape, transpose, slice, pad and concat: the adjoint moved
+  // back to where each element came from (summed where it was repeated).
+  absl::StatusOr<Grads> DataMovement(const Node& node, Value g) {
+    const Value x0 = Operand(node, 0);
+    const OpAttrs& a = node.attrs;
+    switch (node.op) {
       case OpKind::kBroadcast: {
-        const Shape in = b_.shape(x(0));
+        const Shape in = b_.shape(x0);
         std::vector<int64_t> sum_axes;
         std::vector<bool> mapped(node.shape.rank(), false);
         for (int i = 0; i < in.rank(); ++i) {
@@ -113,14 +195,14 @@ class Rules {
         return Grads{{0, r}};
       }
       case OpKind::kReshape:
-        return Grads{{0, b_.Reshape(g, b_.shape(x(0)).dims())}};
+        return Grads{{0, b_.Reshape(g, b_.shape(x0).dims())}};
       case OpKind::kTranspose: {
         std::vector<int64_t> inverse(a.axes.size());
         for (size_t j = 0; j < a.axes.size(); ++j) inverse[a.axes[j]] = j;
         return Grads{{0, b_.Transpose(g, inverse)}};
       }
       case OpKind::kSlice: {
-        const std::vector<int64_t> dims = b_.shape(x(0)).dims();
+        const std::vector<int64_t> dims = b_.shape(x0).dims();
         std::vector<int64_t> high(dims.size());
         for (size_t i = 0; i < dims.size(); ++i)
           high[i] = dims[i] - a.limits[i];
@@ -128,7 +210,7 @@ class Rules {
       }
       case OpKind::kPad: {
         std::vector<int64_t> limits = a.starts;
-        const std::vector<int64_t> dims = b_.shape(x(0)).dims();
+        const std::vector<int64_t> dims = b_.shape(x0).dims();
         for (size_t i = 0; i < dims.size(); ++i) limits[i] += dims[i];
         return Grads{{0, b_.Slice(g, a.starts, limits)}};
       }
@@ -136,7 +218,7 @@ class Rules {
         Grads grads;
         int64_t offset = 0;
         for (size_t i = 0; i < node.operands.size(); ++i) {
-          const std::vector<int64_t> dims = b_.shape(x(i)).dims();
+          const std::vector<int64_t> dims = b_.shape(Operand(node, i)).dims();
           std::vector<int64_t> starts(dims.size(), 0);
           std::vector<int64_t> limits = node.shape.dims();
           starts[a.axis] = offset;
@@ -146,27 +228,40 @@ class Rules {
         }
         return grads;
       }
-      case OpKind::kReduceSum:
-      case OpKind::kReduceMean: {
-        const std::vector<int64_t> dims = b_.shape(x(0)).dims();
-        Value r = Expand(KeepDims(g, dims, a.axes, a.keep_dims), dims);
-        if (node.op == OpKind::kReduceMean) {
-          int64_t count = 1;
-          for (int64_t axis : a.axes) count *= dims[axis];
-          r = Scale(r, 1.0f / static_cast<float>(count == 0 ? 1 : count));
-        }
-        return Grads{{0, r}};
-      }
-      case OpKind::kReduceMax: {
-        // The gradient is shared equally among tied maxima.
-        const std::vector<int64_t> dims = b_.shape(x(0)).dims();
-        Value y_full = Expand(KeepDims(y, dims, a.axes, a.keep_dims), dims);
-        Value mask = b_.Convert(b_.Compare(x(0), y_full, CompareDirection::kEq),
-                                ElementType::kF32);
-        Value count = Expand(b_.ReduceSum(mask, a.axes, true), dims);
-        Value g_full = Expand(KeepDims(g, dims, a.axes, a.keep_dims), dims);
-        return Grads{{0, b_.Div(b_.Mul(g_full, mask), count)}};
-      }
+      default:
+        return NoGradient(node);
+    }
+  }
+
+  // Sum and mean spread the adjoint over the reduced axes; max gives it to
+  // the maxima.
+  absl::StatusOr<Grads> Reduction(const Node& node, Value y, Value g) {
+    const Value x0 = Operand(node, 0);
+    const OpAttrs& a = node.attrs;
+    const std::vector<int64_t> dims = b_.shape(x0).dims();
+    if (node.op == OpKind::kReduceMax) {
+      // The gradient is shared equally among tied maxima.
+      Value y_full = Expand(KeepDims(y, dims, a.axes, a.keep_dims), dims);
+      Value mask = b_.Convert(b_.Compare(x0, y_full, CompareDirection::kEq),
+                              ElementType::kF32);
+      Value count = Expand(b_.ReduceSum(mask, a.axes, true), dims);
+      Value g_full = Expand(KeepDims(g, dims, a.axes, a.keep_dims), dims);
+      return Grads{{0, b_.Div(b_.Mul(g_full, mask), count)}};
+    }
+    Value r = Expand(KeepDims(g, dims, a.axes, a.keep_dims), dims);
+    if (node.op == OpKind::kReduceMean) {
+      int64_t count = 1;
+      for (int64_t axis : a.axes) count *= dims[axis];
+      r = Scale(r, 1.0f / static_cast<float>(count == 0 ? 1 : count));
+    }
+    return Grads{{0, r}};
+  }
+
+  // Dot, convolution and pooling: their backward ops.
+  absl::StatusOr<Grads> Contraction(const Node& node, Value g) {
+    auto x = [&](int i) { return Operand(node, i); };
+    const OpAttrs& a = node.attrs;
+    switch (node.op) {
       case OpKind::kDot: {
         const std::vector<int64_t> swap = node.shape.rank() == 3
                                               ? std::vector<int64_t>{0, 2, 1}
@@ -182,6 +277,16 @@ class Rules {
       case OpKind::kMaxPool2D:
         return Grads{
             {0, b_.MaxPool2DGrad(x(0), g, a.window, a.stride, a.padding)}};
+      default:
+        return NoGradient(node);
+    }
+  }
+
+  // Softmax, log-softmax and the losses over class scores.
+  absl::StatusOr<Grads> SoftmaxAndLoss(const Node& node, Value y, Value g) {
+    auto x = [&](int i) { return Operand(node, i); };
+    const OpAttrs& a = node.attrs;
+    switch (node.op) {
       case OpKind::kSoftmax: {
         Value s = b_.ReduceSum(b_.Mul(g, y), {a.axis}, true);
         return Grads{{0, b_.Mul(y, b_.Sub(g, Expand(s, node.shape.dims())))}};
@@ -202,33 +307,11 @@ class Rules {
         Value probs = b_.Softmax(x(0), 1);
         return Grads{{0, b_.Mul(b_.Sub(probs, one_hot), scale)}};
       }
-      case OpKind::kAllReduce:
-        // y = reduce over ranks of x: for sum (and mean) every rank's x
-        // reaches every rank's y, so the adjoint is the same all-reduce of
-        // the adjoints.
-        if (a.axis == static_cast<int64_t>(ReduceOp::kSum) ||
-            a.axis == static_cast<int64_t>(ReduceOp::kMean)) {
-          return Grads{
-              {0, b_.AllReduce(g, a.salt, static_cast<ReduceOp>(a.axis))}};
-        }
-        return absl::UnimplementedError(
-            "Grad: no gradient for all_reduce max or min");
-      case OpKind::kDropout:
-        // The same mask (seed, salt) applied to the adjoint; no gradient
-        // reaches the integer seed.
-        return Grads{{0, b_.Dropout(g, x(1), a.rate, a.salt)}};
-      case OpKind::kConv2DBackpropInput:
-      case OpKind::kConv2DBackpropFilter:
-      case OpKind::kMaxPool2DGrad:
-        return absl::UnimplementedError(
-            absl::StrCat("Grad: no gradient for ", OpName(node.op),
-                         " (second-order gradients are not supported)"));
+      default:
+        return NoGradient(node);
     }
-    return absl::UnimplementedError(
-        absl::StrCat("Grad: no gradient for ", OpName(node.op)));
   }
 
- private:
   GraphBuilder& b_;
 };
 
