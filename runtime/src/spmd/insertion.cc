@@ -104,11 +104,32 @@ class Builder {
   void CloseSegment();
   absl::StatusOr<int> Reshard(int slot, const State& to,
                               const std::string& why);
+  // Reshard's two ways: slicing the tile the device already holds, or a
+  // collective step between two segments.
+  absl::StatusOr<int> SliceLocally(int slot, const State& to);
+  int InsertCollective(int slot, const State& to, const std::string& why);
+  // Whether the `to` tile of a broadcast's slot is the same broadcast of
+  // its operand, to the tile's shape.
+  bool CanRebroadcast(int slot, const State& to) const;
+  InsertedCollective Describe(int slot, const State& from, const State& to,
+                              const std::string& why) const;
   // Bytes of its `to` tile that a device's `from` tile lacks (the most
   // over the devices).
   int64_t MissingBytes(const State& from, const State& to,
                        const Shape& global) const;
   Value Mask(Value v, int slot, const std::vector<int>& dims, float fill);
+  // Build's steps: a node's value on this device (its slot), the outputs'
+  // slots, and the closed segments interleaved with the collectives.
+  absl::StatusOr<int> PlaceNode(int id, DeviceProgram& program);
+  absl::StatusOr<int> EmitNode(int id);
+  absl::Status PlaceOutputs(DeviceProgram& program);
+  absl::Status AssembleSteps(DeviceProgram& program);
+  void NameSlot(int slot, int id) {
+    if (static_cast<int>(slot_name_.size()) <= slot) {
+      slot_name_.resize(slot + 1, -1);
+    }
+    if (slot_name_[slot] < 0) slot_name_[slot] = id;
+  }
   absl::StatusOr<Value> EmitOp(const Node& node, std::vector<Value> operands,
                                const Shape& local_out, const NodePlan& np,
                                const std::vector<int>& operand_slots);
@@ -187,71 +208,85 @@ void Builder::CloseSegment() {
 
 absl::StatusOr<int> Builder::Reshard(int slot, const State& to,
                                      const std::string& why) {
-  const State from = slots_[slot].state;  // slots_ grows below
+  const State& from = slots_[slot].state;
   if (from == to) return slot;
-  const Shape global = slots_[slot].global;
   bool local = !from.has_partial() && !to.has_partial();
   for (size_t d = 0; local && d < from.dims.size(); ++d) {
     if (!from.dims[d].empty() && from.dims[d] != to.dims[d]) local = false;
   }
-  if (local) {
-    // The device holds everything it needs: slice its tile (zero padding).
-    const Sharding target = ToSharding(to, mesh_);
-    const Shape out_local = target.ShardShape(global);
-    const std::vector<int64_t> start = target.TileStart(global, position_);
-    const Shape in_local = Local(slot);
-    std::vector<int64_t> starts(global.rank(), 0);
-    std::vector<int64_t> limits = in_local.dims();
-    std::vector<int64_t> low(global.rank(), 0);
-    std::vector<int64_t> high(global.rank(), 0);
-    bool empty = false;
-    for (int d = 0; d < global.rank(); ++d) {
-      if (!from.dims[d].empty() || to.dims[d].empty()) continue;
-      const int64_t len = std::min(out_local.dim(d), global.dim(d) - start[d]);
-      if (len <= 0) empty = true;
-      starts[d] = start[d];
-      limits[d] = start[d] + std::max<int64_t>(len, 0);
-      high[d] = out_local.dim(d) - std::max<int64_t>(len, 0);
-    }
-    // A tile of a broadcast along its new dimensions is the same broadcast
-    // to the tile's shape: no full-size intermediate.
-    bool rebroadcast = slots_[slot].broadcast_operand >= 0;
-    if (rebroadcast) {
-      const Slot& src = slots_[slots_[slot].broadcast_operand];
-      std::vector<bool> mapped(global.rank(), false);
-      for (size_t i = 0; i < slots_[slot].broadcast_dims.size(); ++i) {
-        const int od = static_cast<int>(slots_[slot].broadcast_dims[i]);
-        if (src.global.dim(static_cast<int>(i)) == global.dim(od)) {
-          mapped[od] = true;
-        }
-      }
-      for (int d = 0; d < global.rank(); ++d) {
-        if (from.dims[d].empty() && !to.dims[d].empty() && mapped[d]) {
-          rebroadcast = false;
-        }
-      }
-    }
-    Value v;
-    if (rebroadcast) {
-      const int operand = slots_[slot].broadcast_operand;
-      const std::vector<int64_t> bdims = slots_[slot].broadcast_dims;
-      Get(slot);  // keeps the segments alike on every device
-      v = b().Broadcast(Get(operand), out_local.dims(), bdims);
-    } else if (empty) {
-      Get(slot);  // keeps the segments alike on every device
-      v = b().Constant(Literal(out_local));
-    } else {
-      v = b().Slice(Get(slot), starts, limits);
-      bool pad = false;
-      for (int64_t h : high) pad |= h > 0;
-      if (pad) v = b().Pad(v, low, high);
-    }
-    if (!v.valid()) return b().TakeStatus();
-    const int sliced = Define(v, to, global);
-    Inherit(sliced, slot);
-    return sliced;
+  if (local) return SliceLocally(slot, to);
+  return InsertCollective(slot, to, why);
+}
+
+absl::StatusOr<int> Builder::SliceLocally(int slot, const State& to) {
+  // The device holds everything it needs: slice its tile (zero padding).
+  const State from = slots_[slot].state;  // slots_ grows below
+  const Shape global = slots_[slot].global;
+  const Sharding target = ToSharding(to, mesh_);
+  const Shape out_local = target.ShardShape(global);
+  const std::vector<int64_t> start = target.TileStart(global, position_);
+  const Shape in_local = Local(slot);
+  std::vector<int64_t> starts(global.rank(), 0);
+  std::vector<int64_t> limits = in_local.dims();
+  std::vector<int64_t> low(global.rank(), 0);
+  std::vector<int64_t> high(global.rank(), 0);
+  bool empty = false;
+  for (int d = 0; d < global.rank(); ++d) {
+    if (!from.dims[d].empty() || to.dims[d].empty()) continue;
+    const int64_t len = std::min(out_local.dim(d), global.dim(d) - start[d]);
+    if (len <= 0) empty = true;
+    starts[d] = start[d];
+    limits[d] = start[d] + std::max<int64_t>(len, 0);
+    high[d] = out_local.dim(d) - std::max<int64_t>(len, 0);
   }
+  Value v;
+  if (CanRebroadcast(slot, to)) {
+    const int operand = slots_[slot].broadcast_operand;
+    const std::vector<int64_t> bdims = slots_[slot].broadcast_dims;
+    Get(slot);  // keeps the segments alike on every device
+    v = b().Broadcast(Get(operand), out_local.dims(), bdims);
+  } else if (empty) {
+    Get(slot);  // keeps the segments alike on every device
+    v = b().Constant(Literal(out_local));
+  } else {
+    v = b().Slice(Get(slot), starts, limits);
+    bool pad = false;
+    for (int64_t h : high) pad |= h > 0;
+    if (pad) v = b().Pad(v, low, high);
+  }
+  if (!v.valid()) return b().TakeStatus();
+  const int sliced = Define(v, to, global);
+  Inherit(sliced, slot);
+  return sliced;
+}
+
+bool Builder::CanRebroadcast(int slot, const State& to) const {
+  // A tile of a broadcast along its new dimensions is the same broadcast
+  // to the tile's shape: no full-size intermediate.
+  const Slot& s = slots_[slot];
+  if (s.broadcast_operand < 0) return false;
+  const Slot& src = slots_[s.broadcast_operand];
+  const Shape& global = s.global;
+  std::vector<bool> mapped(global.rank(), false);
+  for (size_t i = 0; i < s.broadcast_dims.size(); ++i) {
+    const int od = static_cast<int>(s.broadcast_dims[i]);
+    if (src.global.dim(static_cast<int>(i)) == global.dim(od)) {
+      mapped[od] = true;
+    }
+  }
+  for (int d = 0; d < global.rank(); ++d) {
+    if (s.state.dims[d].empty() && !to.dims[d].empty() && mapped[d]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int Builder::InsertCollective(int slot, const State& to,
+                              const std::string& why) {
   // A collective: the value leaves this segment.
+  const State from = slots_[slot].state;  // slots_ grows below
+  const Shape global = slots_[slot].global;
   Export(slot);
   CloseSegment();
   const int out = NewSlot(to, global, -1);
@@ -266,58 +301,64 @@ absl::StatusOr<int> Builder::Reshard(int slot, const State& to,
   steps_.back().collective = true;
   steps_.back().exchange = c;
   if (collectives_ != nullptr) {
-    InsertedCollective ic;
-    std::vector<int> gathered;  // tiled in `from`, not at the same dim in `to`
-    for (size_t d = 0; d < from.dims.size(); ++d) {
-      if (from.dims[d] != to.dims[d]) {
-        gathered.insert(gathered.end(), from.dims[d].begin(),
-                        from.dims[d].end());
-      }
-    }
-    const int64_t shard_bytes =
-        ToSharding(from, mesh_).ShardShape(global).byte_size();
-    const int64_t reduce_group = Product(from.partial, *mesh_);
-    bool scatter = false;
-    for (int a : from.partial) {
-      for (const auto& d : to.dims) {
-        if (std::find(d.begin(), d.end(), a) != d.end()) scatter = true;
-      }
-    }
-    const int64_t gather_group = Product(gathered, *mesh_);
-    int64_t bytes = 0;
-    int64_t min_bytes = 0;
-    if (from.has_partial()) {
-      const int64_t g = reduce_group;
-      ic.kind = scatter ? "reduce_scatter" : "all_reduce";
-      // A ring all-reduce moves 2(g-1)/g of the value; a reduce-scatter
-      // (g-1)/g, which is also the least a reduction over g devices moves.
-      bytes = (scatter ? 1 : 2) * (g - 1) * shard_bytes / g;
-      min_bytes = (g - 1) * shard_bytes / g;
-      if (!scatter) {
-        // Replicated results: a reduce-scatter then an all-gather.
-        min_bytes = 2 * (g - 1) * shard_bytes / g;
-      }
-      ic.group_size = static_cast<int>(g);
-    } else {
-      ic.kind = "all_gather";
-      bytes = (gather_group - 1) * shard_bytes;
-      // Only the part of the target tile this device lacks must arrive.
-      min_bytes = MissingBytes(from, to, global);
-      ic.group_size = static_cast<int>(gather_group);
-    }
-    ic.bytes = bytes;
-    ic.min_bytes = std::min(min_bytes, bytes);
-    ic.tensor =
-        slot < static_cast<int>(slot_name_.size()) && slot_name_[slot] >= 0
-            ? NameOf(slot_name_[slot])
-            : absl::StrCat("slot ", slot);
-    ic.shape = global;
-    ic.from = StateString(from, mesh_);
-    ic.to = StateString(to, mesh_);
-    ic.reason = absl::StrCat(ic.tensor, ": ", ic.from, " -> ", ic.to, " ", why);
-    collectives_->push_back(std::move(ic));
+    collectives_->push_back(Describe(slot, from, to, why));
   }
   return out;
+}
+
+InsertedCollective Builder::Describe(int slot, const State& from,
+                                     const State& to,
+                                     const std::string& why) const {
+  const Shape& global = slots_[slot].global;
+  InsertedCollective ic;
+  std::vector<int> gathered;  // tiled in `from`, not at the same dim in `to`
+  for (size_t d = 0; d < from.dims.size(); ++d) {
+    if (from.dims[d] != to.dims[d]) {
+      gathered.insert(gathered.end(), from.dims[d].begin(), from.dims[d].end());
+    }
+  }
+  const int64_t shard_bytes =
+      ToSharding(from, mesh_).ShardShape(global).byte_size();
+  const int64_t reduce_group = Product(from.partial, *mesh_);
+  bool scatter = false;
+  for (int a : from.partial) {
+    for (const auto& d : to.dims) {
+      if (std::find(d.begin(), d.end(), a) != d.end()) scatter = true;
+    }
+  }
+  const int64_t gather_group = Product(gathered, *mesh_);
+  int64_t bytes = 0;
+  int64_t min_bytes = 0;
+  if (from.has_partial()) {
+    const int64_t g = reduce_group;
+    ic.kind = scatter ? "reduce_scatter" : "all_reduce";
+    // A ring all-reduce moves 2(g-1)/g of the value; a reduce-scatter
+    // (g-1)/g, which is also the least a reduction over g devices moves.
+    bytes = (scatter ? 1 : 2) * (g - 1) * shard_bytes / g;
+    min_bytes = (g - 1) * shard_bytes / g;
+    if (!scatter) {
+      // Replicated results: a reduce-scatter then an all-gather.
+      min_bytes = 2 * (g - 1) * shard_bytes / g;
+    }
+    ic.group_size = static_cast<int>(g);
+  } else {
+    ic.kind = "all_gather";
+    bytes = (gather_group - 1) * shard_bytes;
+    // Only the part of the target tile this device lacks must arrive.
+    min_bytes = MissingBytes(from, to, global);
+    ic.group_size = static_cast<int>(gather_group);
+  }
+  ic.bytes = bytes;
+  ic.min_bytes = std::min(min_bytes, bytes);
+  ic.tensor =
+      slot < static_cast<int>(slot_name_.size()) && slot_name_[slot] >= 0
+          ? NameOf(slot_name_[slot])
+          : absl::StrCat("slot ", slot);
+  ic.shape = global;
+  ic.from = StateString(from, mesh_);
+  ic.to = StateString(to, mesh_);
+  ic.reason = absl::StrCat(ic.tensor, ": ", ic.from, " -> ", ic.to, " ", why);
+  return ic;
 }
 
 int64_t Builder::MissingBytes(const State& from, const State& to,
@@ -378,54 +419,67 @@ absl::StatusOr<DeviceProgram> Builder::Build() {
       absl::StrCat(graph_.name(), ".spmd", position_, ".0"));
   DeviceProgram program;
   slot_of_node_.assign(graph_.nodes().size(), -1);
-  auto name_slot = [&](int slot, int id) {
-    if (static_cast<int>(slot_name_.size()) <= slot) {
-      slot_name_.resize(slot + 1, -1);
-    }
-    if (slot_name_[slot] < 0) slot_name_[slot] = id;
-  };
   for (size_t id = 0; id < graph_.nodes().size(); ++id) {
-    const Node& node = graph_.node(id);
-    const NodePlan& np = plan_.nodes[id];
-    int slot;
-    if (np.rule == Rule::kParameter) {
-      slot = NewSlot(np.out, node.shape, -1);
-      program.parameter_slots.push_back(slot);
-    } else {
-      std::vector<int> operand_slots;
-      std::vector<Value> operands;
-      for (size_t k = 0; k < node.operands.size(); ++k) {
-        const int src = slot_of_node_[node.operands[k]];
-        PODSCOPE_ASSIGN_OR_RETURN(
-            int s, Reshard(src, np.operands[k],
-                           absl::StrCat("for ", OpName(node.op))));
-        operand_slots.push_back(s);
-      }
-      for (int s : operand_slots) operands.push_back(Get(s));
-      const Shape local_out = ToSharding(np.out, mesh_).ShardShape(node.shape);
-      absl::StatusOr<Value> v =
-          EmitOp(node, std::move(operands), local_out, np, operand_slots);
-      if (!v.ok()) {
-        return absl::InternalError(absl::StrCat(
-            "spmd: device program of mesh position ", position_, ", node %", id,
-            " ", OpName(node.op), ": ", v.status().message()));
-      }
-      slot = Define(*v, np.out, node.shape);
-      if (node.op == OpKind::kBroadcast) {
-        slots_[slot].broadcast_operand = operand_slots[0];
-        slots_[slot].broadcast_dims = node.attrs.axes;
-      }
-    }
-    name_slot(slot, static_cast<int>(id));
-    if (np.annotation) {
-      PODSCOPE_ASSIGN_OR_RETURN(
-          int s, Reshard(slot, *np.annotation, "for MarkSharding"));
-      slot = s;
-      name_slot(slot, static_cast<int>(id));
-    }
-    slot_of_node_[id] = slot;
+    PODSCOPE_ASSIGN_OR_RETURN(slot_of_node_[id],
+                              PlaceNode(static_cast<int>(id), program));
   }
-  // Outputs: partial results are reduced.
+  PODSCOPE_RETURN_IF_ERROR(PlaceOutputs(program));
+  closed_.push_back(std::move(open_));
+  exports_.resize(closed_.size());
+  PODSCOPE_RETURN_IF_ERROR(AssembleSteps(program));
+  program.num_slots = static_cast<int>(slots_.size());
+  return program;
+}
+
+absl::StatusOr<int> Builder::PlaceNode(int id, DeviceProgram& program) {
+  const NodePlan& np = plan_.nodes[id];
+  int slot;
+  if (np.rule == Rule::kParameter) {
+    slot = NewSlot(np.out, graph_.node(id).shape, -1);
+    program.parameter_slots.push_back(slot);
+  } else {
+    PODSCOPE_ASSIGN_OR_RETURN(slot, EmitNode(id));
+  }
+  NameSlot(slot, id);
+  if (np.annotation) {
+    PODSCOPE_ASSIGN_OR_RETURN(
+        slot, Reshard(slot, *np.annotation, "for MarkSharding"));
+    NameSlot(slot, id);
+  }
+  return slot;
+}
+
+absl::StatusOr<int> Builder::EmitNode(int id) {
+  const Node& node = graph_.node(id);
+  const NodePlan& np = plan_.nodes[id];
+  std::vector<int> operand_slots;
+  std::vector<Value> operands;
+  for (size_t k = 0; k < node.operands.size(); ++k) {
+    const int src = slot_of_node_[node.operands[k]];
+    PODSCOPE_ASSIGN_OR_RETURN(
+        int s,
+        Reshard(src, np.operands[k], absl::StrCat("for ", OpName(node.op))));
+    operand_slots.push_back(s);
+  }
+  for (int s : operand_slots) operands.push_back(Get(s));
+  const Shape local_out = ToSharding(np.out, mesh_).ShardShape(node.shape);
+  absl::StatusOr<Value> v =
+      EmitOp(node, std::move(operands), local_out, np, operand_slots);
+  if (!v.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "spmd: device program of mesh position ", position_, ", node %", id,
+        " ", OpName(node.op), ": ", v.status().message()));
+  }
+  const int slot = Define(*v, np.out, node.shape);
+  if (node.op == OpKind::kBroadcast) {
+    slots_[slot].broadcast_operand = operand_slots[0];
+    slots_[slot].broadcast_dims = node.attrs.axes;
+  }
+  return slot;
+}
+
+absl::Status Builder::PlaceOutputs(DeviceProgram& program) {
+  // Partial results are reduced.
   for (int id : graph_.outputs()) {
     int slot = slot_of_node_[id];
     if (slots_[slot].state.has_partial()) {
@@ -436,8 +490,25 @@ absl::StatusOr<DeviceProgram> Builder::Build() {
     Export(slot);
     program.output_slots.push_back(slot);
   }
-  closed_.push_back(std::move(open_));
-  exports_.resize(closed_.size());
+  return absl::OkStatus();
+}
+
+// The shard work of a segment, for traces: each op with its local shape.
+std::string ShardWork(const Graph& graph) {
+  std::string work;
+  for (const Node& n : graph.nodes()) {
+    if (n.op == OpKind::kParameter || n.op == OpKind::kConstant) continue;
+    if (work.size() > 400) {
+      absl::StrAppend(&work, " ...");
+      break;
+    }
+    absl::StrAppend(&work, work.empty() ? "" : "; ", OpName(n.op), " ",
+                    n.shape.ToString());
+  }
+  return work;
+}
+
+absl::Status Builder::AssembleSteps(DeviceProgram& program) {
   // Interleave: segment 0, collective 0, segment 1, ...
   for (size_t seg = 0; seg < closed_.size(); ++seg) {
     Open& o = closed_[seg];
@@ -458,24 +529,12 @@ absl::StatusOr<DeviceProgram> Builder::Build() {
       step.segment.graph = *std::move(g);
       step.segment.inputs = o.inputs;
       step.segment.outputs = exports_[seg];
-      // The shard work: each op with its local shape.
-      std::string work;
-      for (const Node& n : step.segment.graph.nodes()) {
-        if (n.op == OpKind::kParameter || n.op == OpKind::kConstant) continue;
-        if (work.size() > 400) {
-          absl::StrAppend(&work, " ...");
-          break;
-        }
-        absl::StrAppend(&work, work.empty() ? "" : "; ", OpName(n.op), " ",
-                        n.shape.ToString());
-      }
-      step.segment.shard_shapes = std::move(work);
+      step.segment.shard_shapes = ShardWork(step.segment.graph);
       program.steps.push_back(std::move(step));
     }
     if (seg < steps_.size()) program.steps.push_back(steps_[seg]);
   }
-  program.num_slots = static_cast<int>(slots_.size());
-  return program;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Value> Builder::EmitOp(const Node& node, std::vector<Value> x,
