@@ -123,6 +123,121 @@ absl::StatusOr<Shape> InferReduce(OpKind op, Operands operands,
   return Shape(x.element_type(), std::move(dims));
 }
 
+absl::StatusOr<Shape> InferBroadcast(OpKind op, Operands operands,
+                                     const OpAttrs& attrs) {
+  const Shape& x = *operands[0];
+  const auto& out = attrs.dims;
+  const auto& map = attrs.axes;
+  if (static_cast<int>(map.size()) != x.rank()) {
+    return ShapeError(op, operands,
+                      absl::StrCat("broadcast dimensions ", Dims(map),
+                                   " must map each operand dimension"));
+  }
+  for (int i = 0; i < x.rank(); ++i) {
+    if (map[i] < 0 || map[i] >= static_cast<int64_t>(out.size()) ||
+        (i > 0 && map[i] <= map[i - 1]) ||
+        (x.dim(i) != 1 && x.dim(i) != out[map[i]])) {
+      return ShapeError(op, operands,
+                        absl::StrCat("cannot broadcast to ", Dims(out),
+                                     " with broadcast dimensions ", Dims(map)));
+    }
+  }
+  return Shape(x.element_type(), out);
+}
+
+absl::StatusOr<Shape> InferReshape(OpKind op, Operands operands,
+                                   const OpAttrs& attrs) {
+  const Shape& x = *operands[0];
+  int64_t n = 1;
+  for (int64_t d : attrs.dims) n = d < 0 ? -1 : n * d;
+  if (n != x.num_elements()) {
+    return ShapeError(op, operands,
+                      absl::StrCat("cannot reshape ", x.num_elements(),
+                                   " elements to ", Dims(attrs.dims)));
+  }
+  return Shape(x.element_type(), attrs.dims);
+}
+
+absl::StatusOr<Shape> InferTranspose(OpKind op, Operands operands,
+                                     const OpAttrs& attrs) {
+  const Shape& x = *operands[0];
+  if (static_cast<int>(attrs.axes.size()) != x.rank() ||
+      !CheckAxes(op, operands, attrs.axes, x.rank()).ok()) {
+    return ShapeError(op, operands,
+                      absl::StrCat(Dims(attrs.axes),
+                                   " is not a permutation of the "
+                                   "operand's dimensions"));
+  }
+  std::vector<int64_t> dims;
+  for (int64_t axis : attrs.axes) dims.push_back(x.dim(axis));
+  return Shape(x.element_type(), std::move(dims));
+}
+
+absl::StatusOr<Shape> InferSlice(OpKind op, Operands operands,
+                                 const OpAttrs& attrs) {
+  const Shape& x = *operands[0];
+  const auto& lo = attrs.starts;
+  const auto& hi = attrs.limits;
+  bool ok = static_cast<int>(lo.size()) == x.rank() &&
+            static_cast<int>(hi.size()) == x.rank();
+  std::vector<int64_t> dims;
+  for (int i = 0; ok && i < x.rank(); ++i) {
+    ok = lo[i] >= 0 && lo[i] <= hi[i] && hi[i] <= x.dim(i);
+    dims.push_back(hi[i] - lo[i]);
+  }
+  if (!ok) {
+    return ShapeError(op, operands,
+                      absl::StrCat("slice ", Dims(lo), " to ", Dims(hi),
+                                   " is out of bounds"));
+  }
+  return Shape(x.element_type(), std::move(dims));
+}
+
+absl::StatusOr<Shape> InferPad(OpKind op, Operands operands,
+                               const OpAttrs& attrs) {
+  const Shape& x = *operands[0];
+  const auto& lo = attrs.starts;
+  const auto& hi = attrs.limits;
+  bool ok = static_cast<int>(lo.size()) == x.rank() &&
+            static_cast<int>(hi.size()) == x.rank();
+  std::vector<int64_t> dims;
+  for (int i = 0; ok && i < x.rank(); ++i) {
+    ok = lo[i] >= 0 && hi[i] >= 0;
+    dims.push_back(x.dim(i) + lo[i] + hi[i]);
+  }
+  if (!ok) {
+    return ShapeError(
+        op, operands,
+        absl::StrCat("invalid padding ", Dims(lo), " and ", Dims(hi)));
+  }
+  return Shape(x.element_type(), std::move(dims));
+}
+
+absl::StatusOr<Shape> InferConcat(OpKind op, Operands operands,
+                                  const OpAttrs& attrs) {
+  const Shape& x = *operands[0];
+  if (attrs.axis < 0 || attrs.axis >= x.rank()) {
+    return ShapeError(op, operands,
+                      absl::StrCat("axis ", attrs.axis, " is out of range"));
+  }
+  std::vector<int64_t> dims = x.dims();
+  dims[attrs.axis] = 0;
+  for (const Shape* shape : operands) {
+    bool ok =
+        shape->rank() == x.rank() && shape->element_type() == x.element_type();
+    for (int i = 0; ok && i < x.rank(); ++i) {
+      ok = i == attrs.axis || shape->dim(i) == x.dim(i);
+    }
+    if (!ok) {
+      return ShapeError(
+          op, operands,
+          absl::StrCat("operands differ outside axis ", attrs.axis));
+    }
+    dims[attrs.axis] += shape->dim(attrs.axis);
+  }
+  return Shape(x.element_type(), std::move(dims));
+}
+
 absl::StatusOr<Shape> InferDataMovement(OpKind op, Operands operands,
                                         const OpAttrs& attrs) {
   if (op != OpKind::kConcat) {
@@ -130,107 +245,19 @@ absl::StatusOr<Shape> InferDataMovement(OpKind op, Operands operands,
   } else if (operands.empty()) {
     return ShapeError(op, operands, "needs at least one operand");
   }
-  const Shape& x = *operands[0];
   switch (op) {
-    case OpKind::kBroadcast: {
-      const auto& out = attrs.dims;
-      const auto& map = attrs.axes;
-      if (static_cast<int>(map.size()) != x.rank()) {
-        return ShapeError(op, operands,
-                          absl::StrCat("broadcast dimensions ", Dims(map),
-                                       " must map each operand dimension"));
-      }
-      for (int i = 0; i < x.rank(); ++i) {
-        if (map[i] < 0 || map[i] >= static_cast<int64_t>(out.size()) ||
-            (i > 0 && map[i] <= map[i - 1]) ||
-            (x.dim(i) != 1 && x.dim(i) != out[map[i]])) {
-          return ShapeError(
-              op, operands,
-              absl::StrCat("cannot broadcast to ", Dims(out),
-                           " with broadcast dimensions ", Dims(map)));
-        }
-      }
-      return Shape(x.element_type(), out);
-    }
-    case OpKind::kReshape: {
-      int64_t n = 1;
-      for (int64_t d : attrs.dims) n = d < 0 ? -1 : n * d;
-      if (n != x.num_elements()) {
-        return ShapeError(op, operands,
-                          absl::StrCat("cannot reshape ", x.num_elements(),
-                                       " elements to ", Dims(attrs.dims)));
-      }
-      return Shape(x.element_type(), attrs.dims);
-    }
-    case OpKind::kTranspose: {
-      if (static_cast<int>(attrs.axes.size()) != x.rank() ||
-          !CheckAxes(op, operands, attrs.axes, x.rank()).ok()) {
-        return ShapeError(op, operands,
-                          absl::StrCat(Dims(attrs.axes),
-                                       " is not a permutation of the "
-                                       "operand's dimensions"));
-      }
-      std::vector<int64_t> dims;
-      for (int64_t axis : attrs.axes) dims.push_back(x.dim(axis));
-      return Shape(x.element_type(), std::move(dims));
-    }
-    case OpKind::kSlice: {
-      const auto& lo = attrs.starts;
-      const auto& hi = attrs.limits;
-      bool ok = static_cast<int>(lo.size()) == x.rank() &&
-                static_cast<int>(hi.size()) == x.rank();
-      std::vector<int64_t> dims;
-      for (int i = 0; ok && i < x.rank(); ++i) {
-        ok = lo[i] >= 0 && lo[i] <= hi[i] && hi[i] <= x.dim(i);
-        dims.push_back(hi[i] - lo[i]);
-      }
-      if (!ok) {
-        return ShapeError(op, operands,
-                          absl::StrCat("slice ", Dims(lo), " to ", Dims(hi),
-                                       " is out of bounds"));
-      }
-      return Shape(x.element_type(), std::move(dims));
-    }
-    case OpKind::kPad: {
-      const auto& lo = attrs.starts;
-      const auto& hi = attrs.limits;
-      bool ok = static_cast<int>(lo.size()) == x.rank() &&
-                static_cast<int>(hi.size()) == x.rank();
-      std::vector<int64_t> dims;
-      for (int i = 0; ok && i < x.rank(); ++i) {
-        ok = lo[i] >= 0 && hi[i] >= 0;
-        dims.push_back(x.dim(i) + lo[i] + hi[i]);
-      }
-      if (!ok) {
-        return ShapeError(
-            op, operands,
-            absl::StrCat("invalid padding ", Dims(lo), " and ", Dims(hi)));
-      }
-      return Shape(x.element_type(), std::move(dims));
-    }
-    case OpKind::kConcat: {
-      if (attrs.axis < 0 || attrs.axis >= x.rank()) {
-        return ShapeError(
-            op, operands,
-            absl::StrCat("axis ", attrs.axis, " is out of range"));
-      }
-      std::vector<int64_t> dims = x.dims();
-      dims[attrs.axis] = 0;
-      for (const Shape* shape : operands) {
-        bool ok = shape->rank() == x.rank() &&
-                  shape->element_type() == x.element_type();
-        for (int i = 0; ok && i < x.rank(); ++i) {
-          ok = i == attrs.axis || shape->dim(i) == x.dim(i);
-        }
-        if (!ok) {
-          return ShapeError(
-              op, operands,
-              absl::StrCat("operands differ outside axis ", attrs.axis));
-        }
-        dims[attrs.axis] += shape->dim(attrs.axis);
-      }
-      return Shape(x.element_type(), std::move(dims));
-    }
+    case OpKind::kBroadcast:
+      return InferBroadcast(op, operands, attrs);
+    case OpKind::kReshape:
+      return InferReshape(op, operands, attrs);
+    case OpKind::kTranspose:
+      return InferTranspose(op, operands, attrs);
+    case OpKind::kSlice:
+      return InferSlice(op, operands, attrs);
+    case OpKind::kPad:
+      return InferPad(op, operands, attrs);
+    case OpKind::kConcat:
+      return InferConcat(op, operands, attrs);
     default:
       return ShapeError(op, operands, "not a data movement op");
   }
@@ -312,6 +339,122 @@ absl::StatusOr<std::vector<int64_t>> PoolOutput(OpKind op, Operands operands,
   return out;
 }
 
+// Conv2D and its two gradients: (input, weights), (grad_out, weights) and
+// (input, grad_out).
+absl::StatusOr<Shape> InferConvolution(OpKind op, Operands operands,
+                                       const OpAttrs& attrs) {
+  PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
+  if (op == OpKind::kConv2D) {
+    PODSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> out,
+                              ConvOutput(op, operands, operands[0]->dims(),
+                                         operands[1]->dims(), attrs));
+    return F32Shape(std::move(out));
+  }
+  const bool input = op == OpKind::kConv2DBackpropInput;
+  PODSCOPE_ASSIGN_OR_RETURN(
+      std::vector<int64_t> out,
+      input ? ConvOutput(op, operands, attrs.dims, operands[1]->dims(), attrs)
+            : ConvOutput(op, operands, operands[0]->dims(), attrs.dims, attrs));
+  if (out != operands[input ? 0 : 1]->dims()) {
+    return ShapeError(
+        op, operands,
+        absl::StrCat("gradient does not match the output ", Dims(out), " of ",
+                     input ? "input " : "weights ", Dims(attrs.dims)));
+  }
+  return F32Shape(attrs.dims);
+}
+
+// MaxPool2D (input) and its gradient (input, grad_out).
+absl::StatusOr<Shape> InferPooling(OpKind op, Operands operands,
+                                   const OpAttrs& attrs) {
+  const bool grad = op == OpKind::kMaxPool2DGrad;
+  PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, grad ? 2 : 1));
+  PODSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> out,
+                            PoolOutput(op, operands, *operands[0], attrs));
+  if (!grad) return F32Shape(std::move(out));
+  if (out != operands[1]->dims()) {
+    return ShapeError(op, operands, "gradient does not match the output");
+  }
+  return *operands[0];
+}
+
+// Softmax, log-softmax, one-hot labels and the losses over class scores.
+absl::StatusOr<Shape> InferSoftmaxAndLoss(OpKind op, Operands operands,
+                                          const OpAttrs& attrs) {
+  if (op == OpKind::kSoftmax || op == OpKind::kLogSoftmax) {
+    PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
+    const Shape& x = *operands[0];
+    if (x.element_type() != ElementType::kF32 || x.rank() == 0 ||
+        attrs.axis < 0 || attrs.axis >= x.rank()) {
+      return ShapeError(op, operands,
+                        absl::StrCat("expects an f32 operand of rank >= 1 "
+                                     "and a valid axis, got axis ",
+                                     attrs.axis));
+    }
+    return x;
+  }
+  if (op == OpKind::kOneHot) {
+    PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
+    if (operands[0]->element_type() != ElementType::kI32 || attrs.axis <= 0) {
+      return ShapeError(op, operands,
+                        "expects i32 labels and a positive class count");
+    }
+    std::vector<int64_t> dims = operands[0]->dims();
+    dims.push_back(attrs.axis);
+    return F32Shape(std::move(dims));
+  }
+  // kNllLoss, kCrossEntropyLoss.
+  PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
+  const Shape& x = *operands[0];
+  const Shape& labels = *operands[1];
+  if (x.element_type() != ElementType::kF32 || x.rank() != 2 ||
+      labels.element_type() != ElementType::kI32 || labels.rank() != 1 ||
+      labels.dim(0) != x.dim(0)) {
+    return ShapeError(op, operands,
+                      "expects f32[n,classes] scores and i32[n] labels");
+  }
+  return F32Shape({});
+}
+
+absl::StatusOr<Shape> InferAllReduce(OpKind op, Operands operands,
+                                     const OpAttrs& attrs) {
+  PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
+  if (attrs.salt <= 0) {
+    return ShapeError(op, operands,
+                      absl::StrCat("communicator id ", attrs.salt,
+                                   " is not a Communicator::id()"));
+  }
+  if (attrs.axis < 0 || attrs.axis > static_cast<int64_t>(ReduceOp::kMean)) {
+    return ShapeError(op, operands,
+                      absl::StrCat("reduction ", attrs.axis, " is unknown"));
+  }
+  if (operands[0]->element_type() == ElementType::kPred &&
+      attrs.axis == static_cast<int64_t>(ReduceOp::kMean)) {
+    return ShapeError(op, operands, "mean is not defined on pred");
+  }
+  return *operands[0];
+}
+
+absl::StatusOr<Shape> InferDropout(OpKind op, Operands operands,
+                                   const OpAttrs& attrs) {
+  // (x, seed)
+  PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
+  if (operands[0]->element_type() != ElementType::kF32 ||
+      *operands[1] != I32Shape({})) {
+    return ShapeError(op, operands,
+                      "expects an f32 operand and an i32 scalar seed");
+  }
+  // Written to reject NaN too.
+  if (!(attrs.rate >= 0.0f && attrs.rate <= 1.0f)) {
+    return ShapeError(op, operands,
+                      absl::StrCat("rate ", attrs.rate, " is outside [0, 1]"));
+  }
+  if (attrs.salt < 0) {
+    return ShapeError(op, operands, absl::StrCat("negative salt ", attrs.salt));
+  }
+  return *operands[0];
+}
+
 absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
                                      const OpAttrs& attrs) {
   for (const Shape* shape : operands) {
@@ -320,128 +463,23 @@ absl::StatusOr<Shape> InferNeuralNet(OpKind op, Operands operands,
     }
   }
   switch (op) {
-    case OpKind::kConv2D: {
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
-      PODSCOPE_ASSIGN_OR_RETURN(auto out,
-                                ConvOutput(op, operands, operands[0]->dims(),
-                                           operands[1]->dims(), attrs));
-      return F32Shape(out);
-    }
-    case OpKind::kConv2DBackpropInput: {  // (grad_out, weights)
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
-      PODSCOPE_ASSIGN_OR_RETURN(
-          auto out,
-          ConvOutput(op, operands, attrs.dims, operands[1]->dims(), attrs));
-      if (out != operands[0]->dims()) {
-        return ShapeError(
-            op, operands,
-            absl::StrCat("gradient does not match the output ", Dims(out),
-                         " of input ", Dims(attrs.dims)));
-      }
-      return F32Shape(attrs.dims);
-    }
-    case OpKind::kConv2DBackpropFilter: {  // (input, grad_out)
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
-      PODSCOPE_ASSIGN_OR_RETURN(
-          auto out,
-          ConvOutput(op, operands, operands[0]->dims(), attrs.dims, attrs));
-      if (out != operands[1]->dims()) {
-        return ShapeError(
-            op, operands,
-            absl::StrCat("gradient does not match the output ", Dims(out),
-                         " of weights ", Dims(attrs.dims)));
-      }
-      return F32Shape(attrs.dims);
-    }
-    case OpKind::kMaxPool2D: {
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
-      PODSCOPE_ASSIGN_OR_RETURN(auto out,
-                                PoolOutput(op, operands, *operands[0], attrs));
-      return F32Shape(out);
-    }
-    case OpKind::kMaxPool2DGrad: {  // (input, grad_out)
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
-      PODSCOPE_ASSIGN_OR_RETURN(auto out,
-                                PoolOutput(op, operands, *operands[0], attrs));
-      if (out != operands[1]->dims()) {
-        return ShapeError(op, operands, "gradient does not match the output");
-      }
-      return *operands[0];
-    }
+    case OpKind::kConv2D:
+    case OpKind::kConv2DBackpropInput:
+    case OpKind::kConv2DBackpropFilter:
+      return InferConvolution(op, operands, attrs);
+    case OpKind::kMaxPool2D:
+    case OpKind::kMaxPool2DGrad:
+      return InferPooling(op, operands, attrs);
     case OpKind::kSoftmax:
-    case OpKind::kLogSoftmax: {
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
-      const Shape& x = *operands[0];
-      if (x.element_type() != ElementType::kF32 || x.rank() == 0 ||
-          attrs.axis < 0 || attrs.axis >= x.rank()) {
-        return ShapeError(op, operands,
-                          absl::StrCat("expects an f32 operand of rank >= 1 "
-                                       "and a valid axis, got axis ",
-                                       attrs.axis));
-      }
-      return x;
-    }
-    case OpKind::kOneHot: {
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
-      if (operands[0]->element_type() != ElementType::kI32 || attrs.axis <= 0) {
-        return ShapeError(op, operands,
-                          "expects i32 labels and a positive class count");
-      }
-      std::vector<int64_t> dims = operands[0]->dims();
-      dims.push_back(attrs.axis);
-      return F32Shape(std::move(dims));
-    }
+    case OpKind::kLogSoftmax:
+    case OpKind::kOneHot:
     case OpKind::kNllLoss:
-    case OpKind::kCrossEntropyLoss: {
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
-      const Shape& x = *operands[0];
-      const Shape& labels = *operands[1];
-      if (x.element_type() != ElementType::kF32 || x.rank() != 2 ||
-          labels.element_type() != ElementType::kI32 || labels.rank() != 1 ||
-          labels.dim(0) != x.dim(0)) {
-        return ShapeError(op, operands,
-                          "expects f32[n,classes] scores and i32[n] labels");
-      }
-      return F32Shape({});
-    }
-    case OpKind::kAllReduce: {
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 1));
-      if (attrs.salt <= 0) {
-        return ShapeError(op, operands,
-                          absl::StrCat("communicator id ", attrs.salt,
-                                       " is not a Communicator::id()"));
-      }
-      if (attrs.axis < 0 ||
-          attrs.axis > static_cast<int64_t>(ReduceOp::kMean)) {
-        return ShapeError(
-            op, operands,
-            absl::StrCat("reduction ", attrs.axis, " is unknown"));
-      }
-      if (operands[0]->element_type() == ElementType::kPred &&
-          attrs.axis == static_cast<int64_t>(ReduceOp::kMean)) {
-        return ShapeError(op, operands, "mean is not defined on pred");
-      }
-      return *operands[0];
-    }
-    case OpKind::kDropout: {  // (x, seed)
-      PODSCOPE_RETURN_IF_ERROR(CheckArity(op, operands, 2));
-      if (operands[0]->element_type() != ElementType::kF32 ||
-          *operands[1] != I32Shape({})) {
-        return ShapeError(op, operands,
-                          "expects an f32 operand and an i32 scalar seed");
-      }
-      // Written to reject NaN too.
-      if (!(attrs.rate >= 0.0f && attrs.rate <= 1.0f)) {
-        return ShapeError(
-            op, operands,
-            absl::StrCat("rate ", attrs.rate, " is outside [0, 1]"));
-      }
-      if (attrs.salt < 0) {
-        return ShapeError(op, operands,
-                          absl::StrCat("negative salt ", attrs.salt));
-      }
-      return *operands[0];
-    }
+    case OpKind::kCrossEntropyLoss:
+      return InferSoftmaxAndLoss(op, operands, attrs);
+    case OpKind::kAllReduce:
+      return InferAllReduce(op, operands, attrs);
+    case OpKind::kDropout:
+      return InferDropout(op, operands, attrs);
     default:
       return ShapeError(op, operands, "not a neural-network op");
   }
