@@ -301,7 +301,6 @@ absl::StatusOr<Literal> SpmdExecutor::Gather(const ShardedValue& value) {
 
 absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
     const SpmdProgram& program, absl::Span<const ShardedValue> arguments) {
-  const int n = static_cast<int>(devices_.size());
   if (!(*program.mesh() == *mesh_)) {
     return absl::InvalidArgumentError(
         "SpmdExecutor::Execute: the program is partitioned for another mesh");
@@ -312,8 +311,22 @@ absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
         "SpmdExecutor::Execute: ", arguments.size(), " arguments for ",
         first.parameter_slots.size(), " parameters"));
   }
-  std::vector<std::vector<BufferPtr>> env(
-      n, std::vector<BufferPtr>(first.num_slots));
+  Slots slots(devices_.size(), std::vector<BufferPtr>(first.num_slots));
+  PODSCOPE_RETURN_IF_ERROR(BindArguments(program, arguments, slots));
+  for (size_t k = 0; k < first.steps.size(); ++k) {
+    if (first.steps[k].collective) {
+      PODSCOPE_RETURN_IF_ERROR(RunCollective(program, k, slots));
+    } else {
+      PODSCOPE_RETURN_IF_ERROR(RunSegments(program, k, slots));
+    }
+  }
+  return Outputs(program, slots);
+}
+
+absl::Status SpmdExecutor::BindArguments(
+    const SpmdProgram& program, absl::Span<const ShardedValue> arguments,
+    Slots& slots) {
+  const spmd::DeviceProgram& first = program.device_program(0);
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Sharding& want = program.parameter_sharding(static_cast<int>(i));
     const ShardedValue* arg = &arguments[i];
@@ -323,68 +336,81 @@ absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
       PODSCOPE_ASSIGN_OR_RETURN(resharded, Shard(full, want));
       arg = &resharded;
     }
-    for (int p = 0; p < n; ++p) {
+    for (size_t p = 0; p < devices_.size(); ++p) {
       if (devices_[p] != nullptr) {
-        env[p][first.parameter_slots[i]] = arg->shards[p];
+        slots[p][first.parameter_slots[i]] = arg->shards[p];
       }
     }
   }
-  for (size_t k = 0; k < first.steps.size(); ++k) {
-    if (!first.steps[k].collective) {
-      for (int p = 0; p < n; ++p) {
-        if (devices_[p] == nullptr) continue;
-        const spmd::Step& step = program.device_program(p).steps[k];
-        const spmd::Segment& seg = step.segment;
-        PODSCOPE_TRACE("spmd_shard", "device", devices_[p]->id(),
-                       "mesh_position", p, "program", seg.graph.name(),
-                       "shard_shape", seg.shard_shapes);
-        PODSCOPE_ASSIGN_OR_RETURN(std::shared_ptr<Executable> exe,
-                                  client_->Compile(seg.graph));
-        std::vector<BufferPtr> args;
-        for (int slot : seg.inputs) args.push_back(env[p][slot]);
-        PODSCOPE_ASSIGN_OR_RETURN(std::vector<BufferPtr> out,
-                                  exe->Execute(args, devices_[p]));
-        for (size_t j = 0; j < seg.outputs.size(); ++j) {
-          env[p][seg.outputs[j]] = out[j];
-        }
-      }
-      continue;
+  return absl::OkStatus();
+}
+
+absl::Status SpmdExecutor::RunSegments(const SpmdProgram& program, size_t k,
+                                       Slots& slots) {
+  for (size_t p = 0; p < devices_.size(); ++p) {
+    if (devices_[p] == nullptr) continue;
+    const spmd::Step& step =
+        program.device_program(static_cast<int>(p)).steps[k];
+    const spmd::Segment& seg = step.segment;
+    PODSCOPE_TRACE("spmd_shard", "device", devices_[p]->id(), "mesh_position",
+                   static_cast<int>(p), "program", seg.graph.name(),
+                   "shard_shape", seg.shard_shapes);
+    PODSCOPE_ASSIGN_OR_RETURN(std::shared_ptr<Executable> exe,
+                              client_->Compile(seg.graph));
+    std::vector<BufferPtr> args;
+    for (int slot : seg.inputs) args.push_back(slots[p][slot]);
+    PODSCOPE_ASSIGN_OR_RETURN(std::vector<BufferPtr> out,
+                              exe->Execute(args, devices_[p]));
+    for (size_t j = 0; j < seg.outputs.size(); ++j) {
+      slots[p][seg.outputs[j]] = out[j];
     }
-    const spmd::CollectiveStep& c = first.steps[k].exchange;
-    const InsertedCollective& info = program.collectives()[c.index];
-    PODSCOPE_TRACE("spmd_collective", "kind", info.kind, "reason", info.reason,
-                   "bytes", info.bytes, "min_bytes", info.min_bytes,
-                   "group_size", info.group_size);
-    const Shape shard_shape =
-        spmd::ToSharding(c.from, mesh_).ShardShape(c.global);
-    std::vector<Literal> local(n);
-    for (int p = 0; p < n; ++p) {
-      if (devices_[p] == nullptr) continue;
-      PODSCOPE_ASSIGN_OR_RETURN(local[p], env[p][c.input]->ToLiteral().Await());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SpmdExecutor::RunCollective(const SpmdProgram& program, size_t k,
+                                         Slots& slots) {
+  const int n = static_cast<int>(devices_.size());
+  const spmd::CollectiveStep& c = program.device_program(0).steps[k].exchange;
+  const InsertedCollective& info = program.collectives()[c.index];
+  PODSCOPE_TRACE("spmd_collective", "kind", info.kind, "reason", info.reason,
+                 "bytes", info.bytes, "min_bytes", info.min_bytes, "group_size",
+                 info.group_size);
+  const Shape shard_shape =
+      spmd::ToSharding(c.from, mesh_).ShardShape(c.global);
+  std::vector<Literal> local(n);
+  for (int p = 0; p < n; ++p) {
+    if (devices_[p] == nullptr) continue;
+    PODSCOPE_ASSIGN_OR_RETURN(local[p], slots[p][c.input]->ToLiteral().Await());
+  }
+  PODSCOPE_ASSIGN_OR_RETURN(
+      std::vector<Literal> all,
+      ExchangeAll(communicator_, devices_, process_of_, std::move(local),
+                  shard_shape, &collective_bytes_));
+  // Devices of one group see the same global value: assembled once.
+  std::map<std::vector<int>, Literal> assembled;
+  const Sharding to = spmd::ToSharding(c.to, mesh_);
+  for (int p = 0; p < n; ++p) {
+    if (devices_[p] == nullptr) continue;
+    const std::vector<int> group = GroupOf(*mesh_, c.from, p);
+    auto it = assembled.find(group);
+    if (it == assembled.end()) {
+      it = assembled
+               .emplace(group, Assemble(mesh_, all, c.from, c.global, group))
+               .first;
     }
     PODSCOPE_ASSIGN_OR_RETURN(
-        std::vector<Literal> all,
-        ExchangeAll(communicator_, devices_, process_of_, std::move(local),
-                    shard_shape, &collective_bytes_));
-    // Devices of one group see the same global value: assembled once.
-    std::map<std::vector<int>, Literal> assembled;
-    const Sharding to = spmd::ToSharding(c.to, mesh_);
-    for (int p = 0; p < n; ++p) {
-      if (devices_[p] == nullptr) continue;
-      const std::vector<int> group = GroupOf(*mesh_, c.from, p);
-      auto it = assembled.find(group);
-      if (it == assembled.end()) {
-        it = assembled
-                 .emplace(group, Assemble(mesh_, all, c.from, c.global, group))
-                 .first;
-      }
-      PODSCOPE_ASSIGN_OR_RETURN(
-          BufferPtr b, client_->BufferFromLiteral(
-                           ExtractShard(it->second, to, p), devices_[p]));
-      env[p][c.output] = std::move(b);
-    }
+        slots[p][c.output], client_->BufferFromLiteral(
+                                ExtractShard(it->second, to, p), devices_[p]));
   }
+  return absl::OkStatus();
+}
+
+std::vector<ShardedValue> SpmdExecutor::Outputs(const SpmdProgram& program,
+                                                const Slots& slots) const {
   std::vector<ShardedValue> results;
+  const int n = static_cast<int>(devices_.size());
+  const spmd::DeviceProgram& first = program.device_program(0);
   for (size_t i = 0; i < first.output_slots.size(); ++i) {
     ShardedValue v;
     v.global_shape = program.graph().node(program.graph().outputs()[i]).shape;
@@ -392,7 +418,7 @@ absl::StatusOr<std::vector<ShardedValue>> SpmdExecutor::Execute(
     v.shards.resize(n);
     for (int p = 0; p < n; ++p) {
       if (devices_[p] == nullptr) continue;
-      v.shards[p] = env[p][program.device_program(p).output_slots[i]];
+      v.shards[p] = slots[p][program.device_program(p).output_slots[i]];
     }
     results.push_back(std::move(v));
   }

@@ -236,7 +236,23 @@ class SpmdExecutor {
   int64_t collective_bytes() const { return collective_bytes_; }
 
  private:
+  // Each mesh position's values, by the device programs' slot numbers.
+  using Slots = std::vector<std::vector<BufferPtr>>;
+
   SpmdExecutor() = default;
+  // Execute's parts: the arguments bound to the parameter slots (resharded
+  // if needed), step `k` as a compute segment on every local device or as
+  // a collective exchanged on the host, and the outputs read from the
+  // slots.
+  absl::Status BindArguments(const SpmdProgram& program,
+                             absl::Span<const ShardedValue> arguments,
+                             Slots& slots);
+  absl::Status RunSegments(const SpmdProgram& program, size_t k, Slots& slots);
+  absl::Status RunCollective(const SpmdProgram& program, size_t k,
+                             Slots& slots);
+  std::vector<ShardedValue> Outputs(const SpmdProgram& program,
+                                    const Slots& slots) const;
+
   Client* client_ = nullptr;
   std::shared_ptr<const Mesh> mesh_;
   Communicator* communicator_ = nullptr;
