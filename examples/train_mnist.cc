@@ -259,69 +259,66 @@ absl::Status TrainSpmd(const Flags& flags, rt::Client* client,
   return absl::OkStatus();
 }
 
-int Run(const Flags& flags) {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  prof::SetThreadName("main");
-  const JobEnv job = ReadJobEnv();
-  if (job.world_size < 1 || job.rank < 0 || job.rank >= job.world_size) {
-    return Fail(absl::InvalidArgumentError("RANK " + std::to_string(job.rank) +
-                                           " is not in WORLD_SIZE " +
-                                           std::to_string(job.world_size)));
-  }
-
-  // The seed's start_server(9012): the job can be inspected (GetInfo, clock
-  // probes) and, when it is not recording itself, captured remotely with
-  // `podscope capture --service_addr localhost:9012`. A port in use is
-  // reported and training goes on without the server.
-  // Joining the job comes first: the client then spans every rank's
-  // devices. Without --store_dir the job's coordinator is the store.
-  std::string store_dir = flags.store_dir;
-  if (store_dir.empty()) {
-    const char* env = std::getenv("PODSCOPE_STORE_DIR");
-    if (env != nullptr) store_dir = env;
-  }
-  std::shared_ptr<rt::Job> job_membership;
-  if (job.world_size > 1 && store_dir.empty()) {
-    PODSCOPE_TRACE("job_init");
-    rt::InitOptions init;
-    // The job serves this rank's profiler and publishes it, so that
-    // `podscope capture --job MASTER_ADDR:MASTER_PORT` finds every rank
-    // (reachable from other hosts, with the job's token, when the job
-    // spans hosts).
-    init.start_profiler_server = flags.profiler_port >= 0;
-    init.profiler_port =
-        flags.profiler_port <= 0 ? 0 : flags.profiler_port + job.local_rank;
-    auto joined = rt::Job::Init(init);
-    if (!joined.ok()) return Fail(joined.status());
-    job_membership = *std::move(joined);
-    if (const std::string a = job_membership->profiler_address(); !a.empty()) {
-      std::printf("profiler server on %s\n", a.c_str());
-    }
-  }
-
+// What a rank holds while it trains: its membership of the job (none
+// without a coordinator), its own profiler server when it has no
+// membership, the client, and with several processes the store and the
+// communicator. Members are destroyed in reverse order, the communicator
+// first.
+struct Rank {
+  JobEnv job;
+  std::shared_ptr<rt::Job> membership;
   std::unique_ptr<prof::ProfilerServer> server;
-  if (flags.profiler_port >= 0 && job_membership == nullptr) {
-    auto started = prof::StartServer(
-        flags.profiler_port == 0 ? 0 : flags.profiler_port + job.local_rank);
-    if (started.ok()) {
-      server = *std::move(started);
-      std::printf("profiler server on %s\n", server->address().c_str());
-    } else {
-      std::fprintf(stderr, "train_mnist: no profiler server: %s\n",
-                   std::string(started.status().message()).c_str());
-    }
-  }
+  std::unique_ptr<rt::Client> client;
+  std::unique_ptr<podscope::job::KeyValueStore> file_store;
+  podscope::job::KeyValueStore* store = nullptr;
+  std::unique_ptr<rt::Communicator> communicator;
+  std::string prefix;  // of the job's keys
+};
 
-  prof::TraceOptions options;
-  options.sampling_hz = 997;
-  options.session_id = job.session;
-  if (absl::Status s = prof::StartTrace(flags.logdir, options); !s.ok()) {
-    return Fail(s);
+// Joins the job when there is one and no --store_dir: the client then
+// spans every rank's devices, and the job's coordinator is the store.
+absl::Status JoinJob(const Flags& flags, const std::string& store_dir,
+                     Rank& rank) {
+  if (rank.job.world_size <= 1 || !store_dir.empty()) return absl::OkStatus();
+  PODSCOPE_TRACE("job_init");
+  rt::InitOptions init;
+  // The job serves this rank's profiler and publishes it, so that
+  // `podscope capture --job MASTER_ADDR:MASTER_PORT` finds every rank
+  // (reachable from other hosts, with the job's token, when the job
+  // spans hosts).
+  init.start_profiler_server = flags.profiler_port >= 0;
+  init.profiler_port =
+      flags.profiler_port <= 0 ? 0 : flags.profiler_port + rank.job.local_rank;
+  auto joined = rt::Job::Init(init);
+  if (!joined.ok()) return joined.status();
+  rank.membership = *std::move(joined);
+  if (const std::string a = rank.membership->profiler_address(); !a.empty()) {
+    std::printf("profiler server on %s\n", a.c_str());
   }
+  return absl::OkStatus();
+}
 
+// The seed's start_server(9012) for a rank outside a job's membership: the
+// job can be inspected (GetInfo, clock probes) and, when it is not
+// recording itself, captured remotely with `podscope capture
+// --service_addr localhost:9012`. A port in use is reported and training
+// goes on without the server.
+void StartProfilerServer(const Flags& flags, Rank& rank) {
+  if (flags.profiler_port < 0 || rank.membership != nullptr) return;
+  auto started = prof::StartServer(
+      flags.profiler_port == 0 ? 0 : flags.profiler_port + rank.job.local_rank);
+  if (started.ok()) {
+    rank.server = *std::move(started);
+    std::printf("profiler server on %s\n", rank.server->address().c_str());
+  } else {
+    std::fprintf(stderr, "train_mnist: no profiler server: %s\n",
+                 std::string(started.status().message()).c_str());
+  }
+}
+
+absl::Status LoadData(const Flags& flags, mnist::Dataset& train,
+                      mnist::Dataset& test) {
   const int n = flags.batch_size;
-  mnist::Dataset train, test;
   if (flags.fake_data) {
     PODSCOPE_TRACE("make_fake_data");
     train = mnist::FakeData(std::max(n * 8, 2048), 1);
@@ -330,21 +327,27 @@ int Run(const Flags& flags) {
   } else {
     const std::string dir = mnist::DefaultDataDir();
     auto tr = mnist::LoadIdx(dir, "train");
-    if (!tr.ok()) return Fail(tr.status());
+    if (!tr.ok()) return tr.status();
     auto te = mnist::LoadIdx(dir, "t10k");
-    if (!te.ok()) return Fail(te.status());
+    if (!te.ok()) return te.status();
     train = *std::move(tr);
     test = *std::move(te);
   }
   std::printf("data: %d train / %d test examples%s\n", train.size(),
               test.size(), flags.fake_data ? " (fake)" : "");
+  return absl::OkStatus();
+}
 
+// The client over the job's devices: from the membership, or (ranks that
+// meet through a FileStore) a topology where every process has the same
+// devices and global ids go process by process.
+absl::Status CreateClient(Rank& rank) {
   auto client_options = rt::ClientOptions::FromEnvironment();
-  if (!client_options.ok()) return Fail(client_options.status());
+  if (!client_options.ok()) return client_options.status();
   auto topology = rt::LocalTopology(*client_options);
-  if (!topology.ok()) return Fail(topology.status());
-  if (job.world_size > 1 && job_membership == nullptr) {
-    // Every process has the same devices; global ids go process by process.
+  if (!topology.ok()) return topology.status();
+  const JobEnv& job = rank.job;
+  if (job.world_size > 1 && rank.membership == nullptr) {
     const std::vector<rt::DeviceDescription> local = topology->devices;
     topology->process_index = job.rank;
     topology->process_count = job.world_size;
@@ -358,86 +361,118 @@ int Run(const Flags& flags) {
       }
     }
   }
-  auto client = job_membership != nullptr
+  auto client = rank.membership != nullptr
                     ? rt::CreateClient(*client_options)
                     : rt::Client::Create(*client_options, *topology);
-  if (!client.ok()) return Fail(client.status());
-  const absl::Span<rt::Device* const> devices =
-      (*client)->addressable_devices();
-  const size_t replicas = devices.size() * job.world_size;
-  if (n % replicas != 0) {
-    return Fail(absl::InvalidArgumentError(
-        "--batch_size " + std::to_string(n) + " does not split evenly over " +
-        std::to_string(replicas) + " devices (CPU_NUM_DEVICES x WORLD_SIZE)"));
-  }
-  const int shard = n / job.world_size;
+  if (!client.ok()) return client.status();
+  rank.client = *std::move(client);
+  return absl::OkStatus();
+}
 
-  std::unique_ptr<podscope::job::KeyValueStore> file_store;
-  podscope::job::KeyValueStore* store = nullptr;
-  std::unique_ptr<rt::Communicator> communicator;
-  const std::string prefix = "train_mnist/" + job.session;
-  if (job.world_size > 1) {
-    PODSCOPE_TRACE("connect");
-    if (job_membership != nullptr) {
-      store = &job_membership->store();
-    } else {
-      auto opened = rt::OpenFileStore(store_dir);
-      if (!opened.ok()) return Fail(opened.status());
-      file_store = *std::move(opened);
-      store = file_store.get();
-    }
-    rt::CommunicatorOptions comm_options;
-    comm_options.trace_device = devices[0];
-    auto comm = rt::Communicator::Create(*store, job.rank, job.world_size,
-                                         prefix, comm_options);
-    if (!comm.ok()) return Fail(comm.status());
-    communicator = *std::move(comm);
-    std::printf("rank %d of %d connected (%s)\n", job.rank, job.world_size,
-                job_membership != nullptr ? "job coordinator"
-                                          : ("store " + store_dir).c_str());
+// With several processes: the store (the job's, or a FileStore in
+// `store_dir`) and a communicator over it.
+absl::Status Connect(const std::string& store_dir, Rank& rank) {
+  const JobEnv& job = rank.job;
+  rank.prefix = "train_mnist/" + job.session;
+  if (job.world_size <= 1) return absl::OkStatus();
+  PODSCOPE_TRACE("connect");
+  if (rank.membership != nullptr) {
+    rank.store = &rank.membership->store();
+  } else {
+    auto opened = rt::OpenFileStore(store_dir);
+    if (!opened.ok()) return opened.status();
+    rank.file_store = *std::move(opened);
+    rank.store = rank.file_store.get();
   }
-  if (flags.spmd) {
-    if (flags.dropout) {
-      return Fail(absl::InvalidArgumentError(
-          "--spmd trains without dropout (drop --dropout)"));
+  rt::CommunicatorOptions comm_options;
+  comm_options.trace_device = rank.client->addressable_devices()[0];
+  auto comm = rt::Communicator::Create(*rank.store, job.rank, job.world_size,
+                                       rank.prefix, comm_options);
+  if (!comm.ok()) return comm.status();
+  rank.communicator = *std::move(comm);
+  std::printf("rank %d of %d connected (%s)\n", job.rank, job.world_size,
+              rank.membership != nullptr ? "job coordinator"
+                                         : ("store " + store_dir).c_str());
+  return absl::OkStatus();
+}
+
+// The end of a run: every rank past the last step (rank 0 then deletes
+// the job's keys), the trace written, the membership left.
+absl::StatusOr<std::string> Finish(Rank& rank, bool delete_keys) {
+  if (rank.communicator != nullptr) {
+    if (absl::Status s = rank.communicator->Barrier(); !s.ok()) return s;
+    if (delete_keys && rank.job.rank == 0) {
+      // Everyone is past the rendezvous: the job's keys can go.
+      auto keys = rank.store->GetDirectory(rank.prefix + "/");
+      if (keys.ok()) {
+        for (const auto& [key, value] : *keys) (void)rank.store->Delete(key);
+      }
     }
-    std::printf("devices: %d in the job (%d here); batch %d, %d steps, spmd\n",
-                (*client)->device_count(),
-                (*client)->addressable_device_count(), n, flags.steps);
-    if (absl::Status s =
-            TrainSpmd(flags, client->get(), communicator.get(), train);
-        !s.ok()) {
-      return Fail(s);
-    }
-    if (communicator != nullptr) {
-      if (absl::Status s = communicator->Barrier(); !s.ok()) return Fail(s);
-    }
-    auto path = prof::StopTrace();
-    if (!path.ok()) return Fail(path.status());
-    if (job_membership != nullptr) {
-      if (absl::Status s = job_membership->Shutdown(); !s.ok()) return Fail(s);
-    }
-    std::printf("Trace: %s\n", path->c_str());
-    return 0;
   }
-  mnist::TrainerOptions trainer_options;
-  trainer_options.communicator = communicator.get();
+  auto path = prof::StopTrace();
+  if (!path.ok()) return path.status();
+  if (rank.membership != nullptr) {
+    if (absl::Status s = rank.membership->Shutdown(); !s.ok()) return s;
+  }
+  return *path;
+}
+
+absl::Status RunSpmd(const Flags& flags, Rank& rank,
+                     const mnist::Dataset& train) {
   if (flags.dropout) {
-    trainer_options.conv_dropout = 0.25f;
-    trainer_options.fc_dropout = 0.5f;
+    return absl::InvalidArgumentError(
+        "--spmd trains without dropout (drop --dropout)");
   }
-  auto trainer_or =
-      mnist::Trainer::Create(client->get(), devices, trainer_options);
-  if (!trainer_or.ok()) return Fail(trainer_or.status());
-  mnist::Trainer& trainer = **trainer_or;
-  std::string device_names;
-  for (const rt::Device* device : devices) {
-    device_names += (device_names.empty() ? "" : ", ") + device->ToString();
+  std::printf("devices: %d in the job (%d here); batch %d, %d steps, spmd\n",
+              rank.client->device_count(),
+              rank.client->addressable_device_count(), flags.batch_size,
+              flags.steps);
+  if (absl::Status s =
+          TrainSpmd(flags, rank.client.get(), rank.communicator.get(), train);
+      !s.ok()) {
+    return s;
   }
-  std::printf("devices: %s; batch %d (%zu per device), %d steps%s\n",
-              device_names.c_str(), n, n / replicas, flags.steps,
-              flags.dropout ? ", dropout" : "");
+  auto path = Finish(rank, /*delete_keys=*/false);
+  if (!path.ok()) return path.status();
+  std::printf("Trace: %s\n", path->c_str());
+  return absl::OkStatus();
+}
 
+// Test accuracy over --test_batches batches: {correct, seen}.
+absl::StatusOr<std::pair<int, int>> Evaluate(const Flags& flags,
+                                             mnist::Trainer& trainer,
+                                             const mnist::Dataset& test) {
+  int correct = 0, seen = 0;
+  if (flags.test_batches <= 0) return std::make_pair(correct, seen);
+  PODSCOPE_TRACE("test");
+  const int n = flags.batch_size;
+  std::vector<int> test_order(test.size());
+  std::iota(test_order.begin(), test_order.end(), 0);
+  const int batches =
+      std::min(flags.test_batches, std::max(test.size() / n, 1));
+  std::vector<float> batch_images;
+  std::vector<int32_t> batch_labels;
+  for (int b = 0; b < batches; ++b) {
+    PODSCOPE_TRACE("test_batch", "batch", b);
+    mnist::Gather(test, test_order, b * n, n, &batch_images, &batch_labels);
+    auto predicted = trainer.Predict(batch_images);
+    if (!predicted.ok()) return predicted.status();
+    for (int i = 0; i < n; ++i) {
+      correct += (*predicted)[i] == batch_labels[i];
+      ++seen;
+    }
+  }
+  return std::make_pair(correct, seen);
+}
+
+// Trains flags.steps steps on this rank's shard of every global batch;
+// returns the seconds they took.
+absl::StatusOr<double> TrainSteps(const Flags& flags, const JobEnv& job,
+                                  mnist::Trainer& trainer,
+                                  const mnist::Dataset& train) {
+  using Clock = std::chrono::steady_clock;
+  const int n = flags.batch_size;
+  const int shard = n / job.world_size;
   std::vector<int> order(train.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 shuffle_rng(12);
@@ -455,73 +490,120 @@ int Run(const Flags& flags) {
                     &batch_images, &batch_labels);
     }
     if (absl::Status s = trainer.Step(batch_images, batch_labels); !s.ok()) {
-      return Fail(s);
+      return s;
     }
     if (step % flags.log_every == 0 || step + 1 == flags.steps) {
       PODSCOPE_TRACE("read_loss");
       auto loss = trainer.LastLoss();
-      if (!loss.ok()) return Fail(loss.status());
+      if (!loss.ok()) return loss.status();
       const double secs =
           std::chrono::duration<double>(Clock::now() - train_start).count();
       std::printf("step %4d  loss %.4f  (%.1f s)\n", step, *loss, secs);
       std::fflush(stdout);
     }
   }
-  if (absl::Status s = trainer.WaitUntilIdle(); !s.ok()) return Fail(s);
-  const double train_secs =
-      std::chrono::duration<double>(Clock::now() - train_start).count();
+  if (absl::Status s = trainer.WaitUntilIdle(); !s.ok()) return s;
+  return std::chrono::duration<double>(Clock::now() - train_start).count();
+}
 
-  int correct = 0, seen = 0;
-  if (flags.test_batches > 0) {
-    PODSCOPE_TRACE("test");
-    std::vector<int> test_order(test.size());
-    std::iota(test_order.begin(), test_order.end(), 0);
-    const int batches =
-        std::min(flags.test_batches, std::max(test.size() / n, 1));
-    for (int b = 0; b < batches; ++b) {
-      PODSCOPE_TRACE("test_batch", "batch", b);
-      mnist::Gather(test, test_order, b * n, n, &batch_images, &batch_labels);
-      auto predicted = trainer.Predict(batch_images);
-      if (!predicted.ok()) return Fail(predicted.status());
-      for (int i = 0; i < n; ++i) {
-        correct += (*predicted)[i] == batch_labels[i];
-        ++seen;
-      }
-    }
+// Data-parallel training (mnist/trainer.h) over this process's devices
+// and, with several processes, the communicator; then the test accuracy.
+absl::Status RunDataParallel(const Flags& flags, Rank& rank,
+                             const mnist::Dataset& train,
+                             const mnist::Dataset& test,
+                             std::chrono::steady_clock::time_point t0) {
+  const int n = flags.batch_size;
+  const absl::Span<rt::Device* const> devices =
+      rank.client->addressable_devices();
+  const size_t replicas = devices.size() * rank.job.world_size;
+  mnist::TrainerOptions trainer_options;
+  trainer_options.communicator = rank.communicator.get();
+  if (flags.dropout) {
+    trainer_options.conv_dropout = 0.25f;
+    trainer_options.fc_dropout = 0.5f;
   }
+  auto trainer_or =
+      mnist::Trainer::Create(rank.client.get(), devices, trainer_options);
+  if (!trainer_or.ok()) return trainer_or.status();
+  mnist::Trainer& trainer = **trainer_or;
+  std::string device_names;
+  for (const rt::Device* device : devices) {
+    device_names += (device_names.empty() ? "" : ", ") + device->ToString();
+  }
+  std::printf("devices: %s; batch %d (%zu per device), %d steps%s\n",
+              device_names.c_str(), n, n / replicas, flags.steps,
+              flags.dropout ? ", dropout" : "");
+
+  auto train_secs = TrainSteps(flags, rank.job, trainer, train);
+  if (!train_secs.ok()) return train_secs.status();
+  auto accuracy = Evaluate(flags, trainer, test);
+  if (!accuracy.ok()) return accuracy.status();
+  const auto [correct, seen] = *accuracy;
 
   auto hash = ParamsHash(trainer);
-  if (!hash.ok()) return Fail(hash.status());
+  if (!hash.ok()) return hash.status();
   std::printf("params %016llx\n", static_cast<unsigned long long>(*hash));
-  if (communicator != nullptr) {
-    if (absl::Status s = communicator->Barrier(); !s.ok()) return Fail(s);
-    if (job.rank == 0) {
-      // Everyone is past the rendezvous: the job's keys can go.
-      auto keys = store->GetDirectory(prefix + "/");
-      if (keys.ok()) {
-        for (const auto& [key, value] : *keys) (void)store->Delete(key);
-      }
-    }
-  }
-  auto path = prof::StopTrace();
-  if (!path.ok()) return Fail(path.status());
-  if (job_membership != nullptr) {
-    if (absl::Status s = job_membership->Shutdown(); !s.ok()) return Fail(s);
-  }
-  const rt::CompileCacheStats cache = (*client)->compile_cache_stats();
+  auto path = Finish(rank, /*delete_keys=*/true);
+  if (!path.ok()) return path.status();
+  const rt::CompileCacheStats cache = rank.client->compile_cache_stats();
   std::printf(
       "trained %d steps in %.1f s (%.2f s/step); compiles: %lld "
       "miss, %lld hit\n",
-      flags.steps, train_secs, train_secs / flags.steps,
+      flags.steps, *train_secs, *train_secs / flags.steps,
       static_cast<long long>(cache.misses), static_cast<long long>(cache.hits));
   if (seen > 0) {
     std::printf("test accuracy: %.2f%% (%d/%d)\n", 100.0 * correct / seen,
                 correct, seen);
   }
-  std::printf("total %.1f s\nTrace: %s\n",
-              std::chrono::duration<double>(Clock::now() - t0).count(),
-              path->c_str());
-  return 0;
+  std::printf(
+      "total %.1f s\nTrace: %s\n",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count(),
+      path->c_str());
+  return absl::OkStatus();
+}
+
+int Run(const Flags& flags) {
+  const auto t0 = std::chrono::steady_clock::now();
+  prof::SetThreadName("main");
+  Rank rank;
+  rank.job = ReadJobEnv();
+  const JobEnv& job = rank.job;
+  if (job.world_size < 1 || job.rank < 0 || job.rank >= job.world_size) {
+    return Fail(absl::InvalidArgumentError("RANK " + std::to_string(job.rank) +
+                                           " is not in WORLD_SIZE " +
+                                           std::to_string(job.world_size)));
+  }
+  std::string store_dir = flags.store_dir;
+  if (store_dir.empty()) {
+    const char* env = std::getenv("PODSCOPE_STORE_DIR");
+    if (env != nullptr) store_dir = env;
+  }
+  if (absl::Status s = JoinJob(flags, store_dir, rank); !s.ok()) return Fail(s);
+  StartProfilerServer(flags, rank);
+
+  prof::TraceOptions options;
+  options.sampling_hz = 997;
+  options.session_id = job.session;
+  if (absl::Status s = prof::StartTrace(flags.logdir, options); !s.ok()) {
+    return Fail(s);
+  }
+  mnist::Dataset train, test;
+  if (absl::Status s = LoadData(flags, train, test); !s.ok()) return Fail(s);
+  if (absl::Status s = CreateClient(rank); !s.ok()) return Fail(s);
+  const int n = flags.batch_size;
+  const size_t replicas =
+      rank.client->addressable_devices().size() * job.world_size;
+  if (n % replicas != 0) {
+    return Fail(absl::InvalidArgumentError(
+        "--batch_size " + std::to_string(n) + " does not split evenly over " +
+        std::to_string(replicas) + " devices (CPU_NUM_DEVICES x WORLD_SIZE)"));
+  }
+  if (absl::Status s = Connect(store_dir, rank); !s.ok()) return Fail(s);
+  const absl::Status trained =
+      flags.spmd ? RunSpmd(flags, rank, train)
+                 : RunDataParallel(flags, rank, train, test, t0);
+  return trained.ok() ? 0 : Fail(trained);
 }
 
 }  // namespace
