@@ -17,6 +17,45 @@ namespace rt = podscope::runtime;
 
 constexpr int kNumParams = 8;
 
+// The step program: the seed's forward pass and loss, its gradients, and
+// SGD with momentum. Parameters: input, labels, the weights, their
+// momentum; outputs: loss, new weights, new momentum.
+absl::StatusOr<rt::Graph> BuildStepGraph(
+    int64_t b, const std::vector<rt::Literal>& initial,
+    const SpmdTrainerOptions& options) {
+  rt::GraphBuilder g("mnist_spmd_step");
+  rt::Value x = g.Parameter(rt::F32Shape({b, 1, kRows, kCols}));
+  rt::Value labels = g.Parameter(rt::I32Shape({b}));
+  std::vector<rt::Value> w, v;
+  for (const rt::Literal& l : initial) w.push_back(g.Parameter(l.shape()));
+  for (const rt::Literal& l : initial) v.push_back(g.Parameter(l.shape()));
+  rt::Value h;
+  {
+    rt::Value c = g.Conv2D(x, w[0]);
+    h = g.Relu(g.Add(c, g.Broadcast(w[1], g.shape(c).dims(), {1})));
+    c = g.Conv2D(h, w[2]);
+    h = g.Relu(g.Add(c, g.Broadcast(w[3], g.shape(c).dims(), {1})));
+    h = g.Reshape(g.MaxPool2D(h, {2, 2}), {b, 9216});
+    rt::Value f = g.Dot(h, w[4]);
+    h = g.Relu(g.Add(f, g.Broadcast(w[5], g.shape(f).dims(), {1})));
+    f = g.Dot(h, w[6]);
+    h = g.LogSoftmax(g.Add(f, g.Broadcast(w[7], g.shape(f).dims(), {1})), 1);
+  }
+  rt::Value loss = g.NllLoss(h, labels);
+  auto grads = rt::Grad(g, loss, w);
+  if (!grads.ok()) return grads.status();
+  std::vector<rt::Value> outputs = {loss};
+  std::vector<rt::Value> new_v;
+  for (int i = 0; i < kNumParams; ++i) {
+    const rt::Shape s = g.shape(w[i]);
+    rt::Value vi = g.Add(g.Mul(v[i], g.Full(s, options.momentum)), (*grads)[i]);
+    new_v.push_back(vi);
+    outputs.push_back(g.Sub(w[i], g.Mul(vi, g.Full(s, options.learning_rate))));
+  }
+  for (rt::Value vi : new_v) outputs.push_back(vi);
+  return g.Build(outputs);
+}
+
 }  // namespace
 
 const std::vector<std::string>& SpmdTrainer::ParameterNames() {
@@ -52,78 +91,10 @@ absl::StatusOr<std::unique_ptr<SpmdTrainer>> SpmdTrainer::Create(
   t->conv_mesh_ = std::make_shared<const rt::Mesh>(*std::move(conv));
   t->linear_mesh_ = std::make_shared<const rt::Mesh>(*std::move(linear));
 
-  // The step program.
-  const int64_t b = batch_size;
-  rt::GraphBuilder g("mnist_spmd_step");
-  rt::Value x = g.Parameter(rt::F32Shape({b, 1, kRows, kCols}));
-  rt::Value labels = g.Parameter(rt::I32Shape({b}));
   const std::vector<rt::Literal> initial = InitialParameters(options.seed);
-  std::vector<rt::Value> w, v;
-  for (const rt::Literal& l : initial) w.push_back(g.Parameter(l.shape()));
-  for (const rt::Literal& l : initial) v.push_back(g.Parameter(l.shape()));
-  rt::Value h;
-  {
-    rt::Value c = g.Conv2D(x, w[0]);
-    h = g.Relu(g.Add(c, g.Broadcast(w[1], g.shape(c).dims(), {1})));
-    c = g.Conv2D(h, w[2]);
-    h = g.Relu(g.Add(c, g.Broadcast(w[3], g.shape(c).dims(), {1})));
-    h = g.Reshape(g.MaxPool2D(h, {2, 2}), {b, 9216});
-    rt::Value f = g.Dot(h, w[4]);
-    h = g.Relu(g.Add(f, g.Broadcast(w[5], g.shape(f).dims(), {1})));
-    f = g.Dot(h, w[6]);
-    h = g.LogSoftmax(g.Add(f, g.Broadcast(w[7], g.shape(f).dims(), {1})), 1);
-  }
-  rt::Value loss = g.NllLoss(h, labels);
-  auto grads = rt::Grad(g, loss, w);
-  if (!grads.ok()) return grads.status();
-  std::vector<rt::Value> outputs = {loss};
-  std::vector<rt::Value> new_v;
-  for (int i = 0; i < kNumParams; ++i) {
-    const rt::Shape s = g.shape(w[i]);
-    rt::Value vi = g.Add(g.Mul(v[i], g.Full(s, options.momentum)), (*grads)[i]);
-    new_v.push_back(vi);
-    outputs.push_back(g.Sub(w[i], g.Mul(vi, g.Full(s, options.learning_rate))));
-  }
-  for (rt::Value vi : new_v) outputs.push_back(vi);
-  auto graph = g.Build(outputs);
+  auto graph = BuildStepGraph(batch_size, initial, options);
   if (!graph.ok()) return graph.status();
-
-  // The seed's shardings.
-  auto on = [](const std::shared_ptr<const rt::Mesh>& mesh,
-               const rt::PartitionSpec& spec) {
-    return rt::Sharding::Create(mesh, spec, static_cast<int>(spec.size()));
-  };
-  std::vector<absl::StatusOr<rt::Sharding>> specs = {
-      on(t->conv_mesh_, {{"data"}, {}, {}, {}}),  on(t->conv_mesh_, {{}}),
-      on(t->conv_mesh_, {{"data"}, {}, {}, {}}),  on(t->conv_mesh_, {{}}),
-      on(t->linear_mesh_, {{}, {"data"}}),        on(t->linear_mesh_, {{}}),
-      on(t->linear_mesh_, {{"model"}, {"data"}}), on(t->linear_mesh_, {{}})};
-  auto input = on(t->conv_mesh_, {{"data"}, {"dim1"}, {}, {}});
-  if (!input.ok()) return input.status();
-  t->input_sharding_ = *input;
-  t->label_sharding_ = rt::Sharding::Replicated(t->conv_mesh_, 1);
-  std::vector<std::optional<rt::Sharding>> shardings = {t->input_sharding_,
-                                                        t->label_sharding_};
-  std::map<int, rt::Sharding> annotations;
-  for (int rep = 0; rep < 2; ++rep) {
-    for (int i = 0; i < kNumParams; ++i) {
-      if (!specs[i].ok()) return specs[i].status();
-      shardings.push_back(*specs[i]);
-      // The updated weights and momentum keep their weights' shardings.
-      // (Build renumbers nodes: the outputs' ids are the graph's.)
-      annotations.emplace(graph->outputs()[1 + rep * kNumParams + i],
-                          *specs[i]);
-    }
-  }
-  std::vector<std::string> names = {"input", "target"};
-  for (const std::string& name : ParameterNames()) names.push_back(name);
-  for (const std::string& name : ParameterNames()) {
-    names.push_back(name + ".momentum");
-  }
-  auto program = rt::SpmdProgram::Partition(*graph, t->conv_mesh_, shardings,
-                                            annotations, names);
-  if (!program.ok()) return program.status();
-  t->program_ = *std::move(program);
+  if (absl::Status s = t->PartitionStep(*graph); !s.ok()) return s;
   auto executor =
       rt::SpmdExecutor::Create(client, t->conv_mesh_, options.communicator);
   if (!executor.ok()) return executor.status();
@@ -139,6 +110,45 @@ absl::StatusOr<std::unique_ptr<SpmdTrainer>> SpmdTrainer::Create(
     t->velocity_.push_back(*std::move(zero));
   }
   return t;
+}
+
+absl::Status SpmdTrainer::PartitionStep(const rt::Graph& graph) {
+  // The seed's shardings.
+  auto on = [](const std::shared_ptr<const rt::Mesh>& mesh,
+               const rt::PartitionSpec& spec) {
+    return rt::Sharding::Create(mesh, spec, static_cast<int>(spec.size()));
+  };
+  std::vector<absl::StatusOr<rt::Sharding>> specs = {
+      on(conv_mesh_, {{"data"}, {}, {}, {}}),  on(conv_mesh_, {{}}),
+      on(conv_mesh_, {{"data"}, {}, {}, {}}),  on(conv_mesh_, {{}}),
+      on(linear_mesh_, {{}, {"data"}}),        on(linear_mesh_, {{}}),
+      on(linear_mesh_, {{"model"}, {"data"}}), on(linear_mesh_, {{}})};
+  auto input = on(conv_mesh_, {{"data"}, {"dim1"}, {}, {}});
+  if (!input.ok()) return input.status();
+  input_sharding_ = *input;
+  label_sharding_ = rt::Sharding::Replicated(conv_mesh_, 1);
+  std::vector<std::optional<rt::Sharding>> shardings = {input_sharding_,
+                                                        label_sharding_};
+  std::map<int, rt::Sharding> annotations;
+  for (int rep = 0; rep < 2; ++rep) {
+    for (int i = 0; i < kNumParams; ++i) {
+      if (!specs[i].ok()) return specs[i].status();
+      shardings.push_back(*specs[i]);
+      // The updated weights and momentum keep their weights' shardings.
+      // (Build renumbers nodes: the outputs' ids are the graph's.)
+      annotations.emplace(graph.outputs()[1 + rep * kNumParams + i], *specs[i]);
+    }
+  }
+  std::vector<std::string> names = {"input", "target"};
+  for (const std::string& name : ParameterNames()) names.push_back(name);
+  for (const std::string& name : ParameterNames()) {
+    names.push_back(name + ".momentum");
+  }
+  auto program = rt::SpmdProgram::Partition(graph, conv_mesh_, shardings,
+                                            annotations, names);
+  if (!program.ok()) return program.status();
+  program_ = *std::move(program);
+  return absl::OkStatus();
 }
 
 absl::Status SpmdTrainer::Step(absl::Span<const float> images,

@@ -68,6 +68,9 @@ class SpmdTrainer {
 
  private:
   SpmdTrainer() = default;
+  // Shards the step program (the seed's shardings of input, labels and
+  // weights) over the meshes, which must exist.
+  absl::Status PartitionStep(const runtime::Graph& graph);
   runtime::Client* client_ = nullptr;
   int batch_size_ = 0;
   std::shared_ptr<const runtime::Mesh> conv_mesh_;
