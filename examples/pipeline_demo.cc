@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -68,15 +69,95 @@ struct Task {
   uint64_t flow;
 };
 
-}  // namespace
+// Tasks dispatched by the main thread and run by the workers, with a flow
+// from each dispatch to its task.
+class Pipeline {
+ public:
+  void StartWorkers(int workers) {
+    for (int w = 0; w < workers; ++w) {
+      threads_.emplace_back([this, w] { Work(w); });
+    }
+  }
 
-int main(int argc, char** argv) {
+  // One step: `count` tasks dispatched, then waits until the workers took
+  // them all.
+  void Step(int count) {
+    namespace prof = podscope::profiler;
+    for (int t = 0; t < count; ++t) {
+      prof::Trace dispatch("dispatch");
+      const uint64_t flow = prof::NewFlowId();
+      dispatch.FlowOut(flow);
+      dispatch.AddArg("kind", t % 3);
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back({t % 3, flow});
+      PODSCOPE_COUNTER("task queue depth", queue_.size());
+      cv_.notify_one();
+    }
+    PODSCOPE_TRACE("wait_for_workers");
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (queue_.empty()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  // Lets the workers finish the queue and joins them; the sum of the
+  // tasks' results.
+  double Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    return checksum_;
+  }
+
+ private:
+  void Work(int w) {
+    namespace prof = podscope::profiler;
+    prof::SetThreadName("worker " + std::to_string(w));
+    std::mt19937 rng(w + 1);
+    while (true) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = queue_.front();
+        queue_.pop_front();
+        PODSCOPE_COUNTER("task queue depth", queue_.size());
+      }
+      static const char* kNames[] = {"task_matmul", "task_sieve", "task_sort"};
+      prof::Trace t(kNames[task.kind]);
+      t.FlowIn(task.flow);
+      double r = 0;
+      if (task.kind == 0) r = MatMul(96, rng);
+      if (task.kind == 1) r = static_cast<double>(Sieve(400000));
+      if (task.kind == 2) r = static_cast<double>(SortBatch(60000, rng));
+      std::lock_guard<std::mutex> lock(mu_);
+      checksum_ += r;
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool done_ = false;
+  double checksum_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+// Reads --steps and --workers after DIR; an exit code when the program
+// should stop (usage shown).
+std::optional<int> ParseArgs(int argc, char** argv, int& steps, int& workers) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
     std::fprintf(stderr,
                  "usage: pipeline_demo DIR [--steps N] [--workers N]\n");
     return argc < 2 ? 2 : 0;
   }
-  int steps = 20, workers = 3;
   for (int i = 2; i < argc; i += 2) {
     if (i + 1 >= argc) {
       std::fprintf(stderr, "pipeline_demo: %s needs a value\n", argv[i]);
@@ -95,6 +176,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pipeline_demo: --steps and --workers must be > 0\n");
     return 2;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int steps = 20, workers = 3;
+  if (std::optional<int> code = ParseArgs(argc, argv, steps, workers)) {
+    return *code;
+  }
   namespace prof = podscope::profiler;
   prof::TraceOptions options;
   options.sampling_hz = 997;  // CPU stack samples for flame graphs
@@ -105,67 +196,13 @@ int main(int argc, char** argv) {
   }
   prof::SetThreadName("main");
 
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Task> queue;
-  bool done = false;
-  double checksum = 0;
-  std::vector<std::thread> threads;
-  for (int w = 0; w < workers; ++w) {
-    threads.emplace_back([&, w] {
-      prof::SetThreadName("worker " + std::to_string(w));
-      std::mt19937 rng(w + 1);
-      while (true) {
-        Task task;
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          cv.wait(lock, [&] { return done || !queue.empty(); });
-          if (queue.empty()) return;
-          task = queue.front();
-          queue.pop_front();
-          PODSCOPE_COUNTER("task queue depth", queue.size());
-        }
-        static const char* kNames[] = {"task_matmul", "task_sieve",
-                                       "task_sort"};
-        prof::Trace t(kNames[task.kind]);
-        t.FlowIn(task.flow);
-        double r = 0;
-        if (task.kind == 0) r = MatMul(96, rng);
-        if (task.kind == 1) r = static_cast<double>(Sieve(400000));
-        if (task.kind == 2) r = static_cast<double>(SortBatch(60000, rng));
-        std::lock_guard<std::mutex> lock(mu);
-        checksum += r;
-      }
-    });
-  }
-
+  Pipeline pipeline;
+  pipeline.StartWorkers(workers);
   for (int step = 0; step < steps; ++step) {
     PODSCOPE_TRACE("train_step", "step", step);
-    for (int t = 0; t < workers * 2; ++t) {
-      prof::Trace dispatch("dispatch");
-      const uint64_t flow = prof::NewFlowId();
-      dispatch.FlowOut(flow);
-      dispatch.AddArg("kind", t % 3);
-      std::lock_guard<std::mutex> lock(mu);
-      queue.push_back({t % 3, flow});
-      PODSCOPE_COUNTER("task queue depth", queue.size());
-      cv.notify_one();
-    }
-    PODSCOPE_TRACE("wait_for_workers");
-    while (true) {
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (queue.empty()) break;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
+    pipeline.Step(workers * 2);
   }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  for (auto& t : threads) t.join();
+  const double checksum = pipeline.Stop();
   auto path = prof::StopTrace();
   if (!path.ok()) {
     std::fprintf(stderr, "pipeline_demo: %s\n",
