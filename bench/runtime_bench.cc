@@ -432,94 +432,22 @@ StepProfile ProfileOf(const std::string& path) {
   return profile;
 }
 
-// examples/train_mnist's step (batch 256, one device, synthetic images)
-// without a capture, with a default capture (host scopes, device ops and
-// transfers, runtime and process counters; what `podscope capture` records
-// unless asked for samples) and with stack sampling added at 997 Hz, as
-// train_mnist records. Rounds of the three kinds take turns, in a rotating
-// order so that drift affects all kinds alike.
-void BM_TrainStep(benchmark::State& state) {
-  constexpr int kBatch = 256;
-  constexpr int kStepsPerRound = 2;
-  constexpr int kTurns = 9;
-  auto client = rt::CreateClient(rt::ClientOptions());
-  if (!client.ok()) {
-    state.SkipWithError(client.status().ToString().c_str());
-    return;
-  }
-  auto trainer = mnist::Trainer::Create(client->get(),
-                                        {(*client)->addressable_devices()[0]});
-  if (!trainer.ok()) {
-    state.SkipWithError(trainer.status().ToString().c_str());
-    return;
-  }
-  const mnist::Dataset data = mnist::FakeData(kBatch * 4, 7);
-  std::vector<int> order(data.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::vector<float> images;
-  std::vector<int32_t> labels;
-  int step = 0;
-  bool ok = true;
-  const std::string dir = TempDir("train");
-  profiler::TraceOptions sampling;
-  sampling.sampling_hz = 997;
-  // kind 0: no capture; 1: default capture; 2: capture with sampling.
-  double cpu[3] = {0, 0, 0};  // CPU seconds per kind, over all rounds
-  auto round = [&](int kind) {
-    if (kind > 0) {
-      ok = ok && profiler::StartTrace(
-                     dir, kind == 2 ? sampling : profiler::TraceOptions())
-                     .ok();
-    }
-    const double cpu_start = ProcessCpuSeconds();
-    const double seconds =
-        Seconds([&] {
-          for (int i = 0; i < kStepsPerRound; ++i, ++step) {
-            mnist::Gather(data, order, step * kBatch, kBatch, &images, &labels);
-            ok = ok && (*trainer)->Step(images, labels).ok();
-          }
-          ok = ok && (*trainer)->LastLoss().ok();
-        }) /
-        kStepsPerRound;
-    cpu[kind] += ProcessCpuSeconds() - cpu_start;
-    if (kind > 0) ok = ok && profiler::StopTrace().ok();
-    return seconds;
-  };
+// The step times (seconds) of every round and the CPU seconds over all
+// rounds, by kind: 0 without a capture, 1 with a default capture, 2 with
+// stack sampling added.
+struct TrainRounds {
   std::vector<double> plain, traced, sampled;
-  GemmReference gemm;
-  StepProfile profile;
-  for (auto _ : state) {
-    round(0);  // compiles the step's graphs
-    cpu[0] = 0;
-    // One traced step: the kernels' flops (op_cost.h) from the trace.
-    const std::string profile_dir = TempDir("train-flops");
-    ok = ok && profiler::StartTrace(profile_dir).ok();
-    mnist::Gather(data, order, step * kBatch, kBatch, &images, &labels);
-    ++step;
-    ok = ok && (*trainer)->Step(images, labels).ok();
-    ok = ok && (*trainer)->LastLoss().ok();
-    auto path = profiler::StopTrace();
-    ok = ok && path.ok();
-    if (path.ok()) profile = ProfileOf(*path);
-    std::filesystem::remove_all(profile_dir);
-    for (int turn = 0; turn < kTurns; ++turn) {
-      double seconds[3];
-      for (int k = 0; k < 3; ++k) {
-        const int kind = (turn + k) % 3;
-        seconds[kind] = round(kind);
-      }
-      gemm.Round();
-      plain.push_back(seconds[0]);
-      traced.push_back(seconds[1]);
-      sampled.push_back(seconds[2]);
-    }
-  }
-  std::filesystem::remove_all(dir);
-  if (profile.flops <= 0) ok = false;
-  if (!ok) {
-    state.SkipWithError("a training step or the capture failed");
-    return;
-  }
+  double cpu[3] = {0, 0, 0};
+};
+
+// BM_TrainStep's counters from its rounds, the traced step's profile and
+// the GEMM reference.
+void ReportTrainStep(const TrainRounds& rounds, const StepProfile& profile,
+                     const GemmReference& gemm, benchmark::State& state) {
+  const std::vector<double>& plain = rounds.plain;
+  const std::vector<double>& traced = rounds.traced;
+  const std::vector<double>& sampled = rounds.sampled;
+  const double* cpu = rounds.cpu;
   // Headlines from the best round of each kind, the least disturbed by the
   // machine's other work (as the other figures here); the medians of the
   // per-turn ratios are kept beside them to show the spread.
@@ -569,6 +497,95 @@ void BM_TrainStep(benchmark::State& state) {
   // machine.
   state.counters["cpu_overhead_pct"] = (cpu[1] / cpu[0] - 1.0) * 100.0;
   state.counters["cpu_overhead_sampling_pct"] = (cpu[2] / cpu[0] - 1.0) * 100.0;
+}
+
+// examples/train_mnist's step (batch 256, one device, synthetic images)
+// without a capture, with a default capture (host scopes, device ops and
+// transfers, runtime and process counters; what `podscope capture` records
+// unless asked for samples) and with stack sampling added at 997 Hz, as
+// train_mnist records. Rounds of the three kinds take turns, in a rotating
+// order so that drift affects all kinds alike.
+void BM_TrainStep(benchmark::State& state) {
+  constexpr int kBatch = 256;
+  constexpr int kStepsPerRound = 2;
+  constexpr int kTurns = 9;
+  auto client = rt::CreateClient(rt::ClientOptions());
+  if (!client.ok()) {
+    state.SkipWithError(client.status().ToString().c_str());
+    return;
+  }
+  auto trainer = mnist::Trainer::Create(client->get(),
+                                        {(*client)->addressable_devices()[0]});
+  if (!trainer.ok()) {
+    state.SkipWithError(trainer.status().ToString().c_str());
+    return;
+  }
+  const mnist::Dataset data = mnist::FakeData(kBatch * 4, 7);
+  std::vector<int> order(data.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+  int step = 0;
+  bool ok = true;
+  const std::string dir = TempDir("train");
+  profiler::TraceOptions sampling;
+  sampling.sampling_hz = 997;
+  TrainRounds rounds;
+  auto round = [&](int kind) {
+    if (kind > 0) {
+      ok = ok && profiler::StartTrace(
+                     dir, kind == 2 ? sampling : profiler::TraceOptions())
+                     .ok();
+    }
+    const double cpu_start = ProcessCpuSeconds();
+    const double seconds =
+        Seconds([&] {
+          for (int i = 0; i < kStepsPerRound; ++i, ++step) {
+            mnist::Gather(data, order, step * kBatch, kBatch, &images, &labels);
+            ok = ok && (*trainer)->Step(images, labels).ok();
+          }
+          ok = ok && (*trainer)->LastLoss().ok();
+        }) /
+        kStepsPerRound;
+    rounds.cpu[kind] += ProcessCpuSeconds() - cpu_start;
+    if (kind > 0) ok = ok && profiler::StopTrace().ok();
+    return seconds;
+  };
+  GemmReference gemm;
+  StepProfile profile;
+  for (auto _ : state) {
+    round(0);  // compiles the step's graphs
+    rounds.cpu[0] = 0;
+    // One traced step: the kernels' flops (op_cost.h) from the trace.
+    const std::string profile_dir = TempDir("train-flops");
+    ok = ok && profiler::StartTrace(profile_dir).ok();
+    mnist::Gather(data, order, step * kBatch, kBatch, &images, &labels);
+    ++step;
+    ok = ok && (*trainer)->Step(images, labels).ok();
+    ok = ok && (*trainer)->LastLoss().ok();
+    auto path = profiler::StopTrace();
+    ok = ok && path.ok();
+    if (path.ok()) profile = ProfileOf(*path);
+    std::filesystem::remove_all(profile_dir);
+    for (int turn = 0; turn < kTurns; ++turn) {
+      double seconds[3];
+      for (int k = 0; k < 3; ++k) {
+        const int kind = (turn + k) % 3;
+        seconds[kind] = round(kind);
+      }
+      gemm.Round();
+      rounds.plain.push_back(seconds[0]);
+      rounds.traced.push_back(seconds[1]);
+      rounds.sampled.push_back(seconds[2]);
+    }
+  }
+  std::filesystem::remove_all(dir);
+  if (profile.flops <= 0) ok = false;
+  if (!ok) {
+    state.SkipWithError("a training step or the capture failed");
+    return;
+  }
+  ReportTrainStep(rounds, profile, gemm, state);
 }
 BENCHMARK(BM_TrainStep)->Iterations(1)->Unit(benchmark::kSecond);
 

@@ -103,8 +103,8 @@ void CheckGradient(Client& client, const GradCase& c, std::mt19937& rng) {
   }
 }
 
-std::vector<GradCase> Cases() {
-  std::mt19937 rng(7);
+// The cases draw their inputs from one generator, in this order.
+std::vector<GradCase> ElementwiseCases(std::mt19937& rng) {
   auto r = [&](std::vector<int64_t> dims) { return RandomF32(dims, rng); };
   auto pos = [&](std::vector<int64_t> dims) {
     return RandomF32(dims, rng, 0.5f, 2.0f);
@@ -113,7 +113,7 @@ std::vector<GradCase> Cases() {
   Literal y = x;
   for (float& v : y.mutable_data<float>()) v += 0.3f;  // max: y always wins
   for (int i = 0; i < 3; ++i) y.mutable_data<float>()[i] -= 0.6f;  // x wins
-  std::vector<GradCase> cases = {
+  return {
       {"add",
        {r({2, 3}), r({2, 3})},
        {0, 1},
@@ -167,6 +167,12 @@ std::vector<GradCase> Cases() {
        [](GraphBuilder& b, auto p) {
          return b.Convert(p[0], ElementType::kF32);
        }},
+  };
+}
+
+std::vector<GradCase> DataMovementCases(std::mt19937& rng) {
+  auto r = [&](std::vector<int64_t> dims) { return RandomF32(dims, rng); };
+  return {
       {"broadcast",
        {r({3})},
        {0},
@@ -215,6 +221,12 @@ std::vector<GradCase> Cases() {
        [](GraphBuilder& b, auto p) {
          return b.Concat({p[0], p[1]}, 1);
        }},
+  };
+}
+
+std::vector<GradCase> ReductionAndNeuralNetCases(std::mt19937& rng) {
+  auto r = [&](std::vector<int64_t> dims) { return RandomF32(dims, rng); };
+  return {
       {"reduce_sum",
        {r({2, 3, 2})},
        {0},
@@ -291,6 +303,15 @@ std::vector<GradCase> Cases() {
          return b.CrossEntropyLoss(b.Dot(h, p[3]), p[4]);
        }},
   };
+}
+
+std::vector<GradCase> Cases() {
+  std::mt19937 rng(7);
+  std::vector<GradCase> cases = ElementwiseCases(rng);
+  for (auto* more : {DataMovementCases, ReductionAndNeuralNetCases}) {
+    std::vector<GradCase> next = more(rng);
+    cases.insert(cases.end(), next.begin(), next.end());
+  }
   return cases;
 }
 

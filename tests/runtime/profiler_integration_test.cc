@@ -39,50 +39,30 @@ File ReadFile(const std::string& path) {
   return f;
 }
 
-TEST(ProfilerIntegration, DeviceOpsTransfersCompilesAndFlows) {
-  auto client = testing::MakeClient();
-  ASSERT_NE(client, nullptr);
-  Device* device = client->addressable_devices()[0];
-
-  GraphBuilder b("model");
-  Value x = b.Parameter(F32Shape({2, 3}));
-  Value w = b.Parameter(F32Shape({3, 4}));
-  Value out;
-  {
-    ScopedName forward("forward");
-    out = b.Relu(b.Dot(x, w));
-  }
-  PODSCOPE_ASSERT_OK_AND_ASSIGN(Graph graph, b.Build({out}));
-
-  const std::string dir = FreshDir("device_ops");
-  ASSERT_TRUE(profiler::StartTrace(dir).ok());
-  for (int run = 0; run < 2; ++run) {  // a cache miss, then a hit
-    PODSCOPE_ASSERT_OK_AND_ASSIGN(auto executable, client->Compile(graph));
+// Compiles and runs `graph` twice (a cache miss, then a hit) on `device`.
+void RunTwice(Client& client, Device* device, const Graph& graph) {
+  for (int run = 0; run < 2; ++run) {
+    PODSCOPE_ASSERT_OK_AND_ASSIGN(auto executable, client.Compile(graph));
     PODSCOPE_ASSERT_OK_AND_ASSIGN(
-        BufferPtr xb, client->BufferFromLiteral(
+        BufferPtr xb, client.BufferFromLiteral(
                           testing::F32({2, 3}, {1, 2, 3, 4, 5, 6}), device));
     PODSCOPE_ASSERT_OK_AND_ASSIGN(
         BufferPtr wb,
-        client->BufferFromLiteral(Literal(F32Shape({3, 4})), device));
+        client.BufferFromLiteral(Literal(F32Shape({3, 4})), device));
     PODSCOPE_ASSERT_OK_AND_ASSIGN(auto outputs,
                                   executable->Execute({xb, wb}, device));
     ASSERT_EQ(outputs.size(), 1u);
     auto literal = outputs[0]->ToLiteral().Await();
     ASSERT_TRUE(literal.ok()) << literal.status();
   }
-  ASSERT_TRUE(device->WaitUntilIdle().ok());
-  PODSCOPE_ASSERT_OK_AND_ASSIGN(const MemoryStats memory,
-                                device->GetMemoryStats());
-  auto path = profiler::StopTrace();
-  ASSERT_TRUE(path.ok()) << path.status();
+}
 
-  const File file = ReadFile(*path);
-  ASSERT_NE(file.reader, nullptr);
-
+void ExpectMemoryCounter(const File& file, const Device& device,
+                         const MemoryStats& memory) {
   // Device memory after every allocation and release: the device's whole
   // life was captured, so the trace's peak is its peak.
   const TrackView* in_use =
-      file.Track("device " + std::to_string(device->id()) + " memory in use");
+      file.Track("device " + std::to_string(device.id()) + " memory in use");
   ASSERT_NE(in_use, nullptr);
   EXPECT_EQ(in_use->track.kind(), tf::proto::TRACK_KIND_COUNTER);
   EXPECT_EQ(in_use->track.unit(), "bytes");
@@ -95,29 +75,12 @@ TEST(ProfilerIntegration, DeviceOpsTransfersCompilesAndFlows) {
   EXPECT_GE(peak, (6 + 12 + 8) * 4);  // x, w and the output at once
   EXPECT_EQ(peak, memory.peak_bytes_in_use);
   EXPECT_EQ(in_use->events.counters.back().value, memory.bytes_in_use);
+}
 
-  // The device is described in the metadata, with its tracks.
-  ASSERT_GE(file.reader->metadata().devices_size(), 1);
-  EXPECT_EQ(file.reader->metadata().devices(0).global_id(), device->id());
-
-  // Kernels on the stream track, named after the user scope.
-  const std::string id = std::to_string(device->id());
-  const TrackView* stream = file.Track("device " + id + " (CPU) stream");
-  ASSERT_NE(stream, nullptr);
-  EXPECT_EQ(stream->track.kind(), tf::proto::TRACK_KIND_DEVICE_STREAM);
-  EXPECT_EQ(stream->track.device_id(), device->id());
-  EXPECT_EQ(stream->track.stream_id(), 0);
-  std::map<std::string, int> op_counts;
-  for (uint32_t i = 0; i < stream->events.slices.size(); ++i) {
-    const tf::Slice& s = stream->events.slices[i];
-    ++op_counts[file.Name(s.name)];
-    EXPECT_EQ(file.IntArg(*stream, i, "graph_hash"),
-              static_cast<int64_t>(graph.fingerprint()));
-    EXPECT_GE(file.IntArg(*stream, i, "fused_ops"), 1);
-  }
-  EXPECT_EQ(op_counts["forward/dot"], 2) << ::testing::PrintToString(op_counts);
-
-  // Compile: a miss, then a hit.
+// Compile scopes (a miss, then a hit) and each Execute launch's flow to the
+// first kernel of its execution on `stream`.
+void ExpectCompilesAndFlows(const File& file, const TrackView& stream,
+                            const Graph& graph) {
   std::vector<int64_t> cache_hits;
   std::vector<uint64_t> execute_flows;
   for (const TrackView& t : file.tracks) {
@@ -143,18 +106,20 @@ TEST(ProfilerIntegration, DeviceOpsTransfersCompilesAndFlows) {
   ASSERT_EQ(execute_flows.size(), 2u);
   for (uint64_t flow_id : execute_flows) {
     int ends = 0;
-    for (const tf::FlowLink& flow : stream->events.flows) {
+    for (const tf::FlowLink& flow : stream.events.flows) {
       if (flow.flow_id != flow_id) continue;
       EXPECT_EQ(flow.phase, tf::FlowPhase::kEnd);
-      ASSERT_LT(flow.index, stream->events.slices.size());
-      EXPECT_EQ(file.Name(stream->events.slices[flow.index].name),
+      ASSERT_LT(flow.index, stream.events.slices.size());
+      EXPECT_EQ(file.Name(stream.events.slices[flow.index].name),
                 "forward/dot");
       ++ends;
     }
     EXPECT_EQ(ends, 1) << flow_id;
   }
+}
 
-  // Transfers with their sizes.
+// Transfers with their sizes.
+void ExpectTransfers(const File& file, const std::string& id) {
   const TrackView* transfers = file.Track("device " + id + " transfers");
   ASSERT_NE(transfers, nullptr);
   EXPECT_EQ(transfers->track.stream_id(), 1);
@@ -166,6 +131,60 @@ TEST(ProfilerIntegration, DeviceOpsTransfersCompilesAndFlows) {
   EXPECT_EQ(bytes["TransferToDevice"],
             (std::vector<int64_t>{6 * 4, 12 * 4, 6 * 4, 12 * 4}));
   EXPECT_EQ(bytes["TransferFromDevice"], (std::vector<int64_t>{8 * 4, 8 * 4}));
+}
+
+TEST(ProfilerIntegration, DeviceOpsTransfersCompilesAndFlows) {
+  auto client = testing::MakeClient();
+  ASSERT_NE(client, nullptr);
+  Device* device = client->addressable_devices()[0];
+
+  GraphBuilder b("model");
+  Value x = b.Parameter(F32Shape({2, 3}));
+  Value w = b.Parameter(F32Shape({3, 4}));
+  Value out;
+  {
+    ScopedName forward("forward");
+    out = b.Relu(b.Dot(x, w));
+  }
+  PODSCOPE_ASSERT_OK_AND_ASSIGN(Graph graph, b.Build({out}));
+
+  const std::string dir = FreshDir("device_ops");
+  ASSERT_TRUE(profiler::StartTrace(dir).ok());
+  ASSERT_NO_FATAL_FAILURE(RunTwice(*client, device, graph));
+  ASSERT_TRUE(device->WaitUntilIdle().ok());
+  PODSCOPE_ASSERT_OK_AND_ASSIGN(const MemoryStats memory,
+                                device->GetMemoryStats());
+  auto path = profiler::StopTrace();
+  ASSERT_TRUE(path.ok()) << path.status();
+
+  const File file = ReadFile(*path);
+  ASSERT_NE(file.reader, nullptr);
+
+  ASSERT_NO_FATAL_FAILURE(ExpectMemoryCounter(file, *device, memory));
+
+  // The device is described in the metadata, with its tracks.
+  ASSERT_GE(file.reader->metadata().devices_size(), 1);
+  EXPECT_EQ(file.reader->metadata().devices(0).global_id(), device->id());
+
+  // Kernels on the stream track, named after the user scope.
+  const std::string id = std::to_string(device->id());
+  const TrackView* stream = file.Track("device " + id + " (CPU) stream");
+  ASSERT_NE(stream, nullptr);
+  EXPECT_EQ(stream->track.kind(), tf::proto::TRACK_KIND_DEVICE_STREAM);
+  EXPECT_EQ(stream->track.device_id(), device->id());
+  EXPECT_EQ(stream->track.stream_id(), 0);
+  std::map<std::string, int> op_counts;
+  for (uint32_t i = 0; i < stream->events.slices.size(); ++i) {
+    const tf::Slice& s = stream->events.slices[i];
+    ++op_counts[file.Name(s.name)];
+    EXPECT_EQ(file.IntArg(*stream, i, "graph_hash"),
+              static_cast<int64_t>(graph.fingerprint()));
+    EXPECT_GE(file.IntArg(*stream, i, "fused_ops"), 1);
+  }
+  EXPECT_EQ(op_counts["forward/dot"], 2) << ::testing::PrintToString(op_counts);
+
+  ExpectCompilesAndFlows(file, *stream, graph);
+  ExpectTransfers(file, id);
 }
 
 TEST(ProfilerIntegration, LazyStepsAndUnscopedOps) {

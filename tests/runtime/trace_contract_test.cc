@@ -166,6 +166,33 @@ struct Instant {
   Args args;
 };
 
+// The device lists its stream, transfer and allocation tracks, by the
+// file's track ids.
+void ExpectDeviceListsItsTracks(const File& file, const std::string& id) {
+  const auto& devices = file.reader->metadata().devices();
+  ASSERT_FALSE(devices.empty());
+  ASSERT_EQ(devices[0].stream_track_ids_size(), 3);
+  const std::string names[] = {"device " + id + " (CPU) stream",
+                               "device " + id + " transfers",
+                               "device " + id + " allocations"};
+  for (int i = 0; i < 3; ++i) {
+    const tf::proto::Track* listed =
+        file.reader->FindTrack(devices[0].stream_track_ids(i));
+    ASSERT_NE(listed, nullptr) << i;
+    EXPECT_EQ(listed->name(), names[i]);
+  }
+}
+
+std::vector<Instant> InstantsOf(const File& file, const TrackView& track) {
+  std::vector<Instant> events;
+  for (uint32_t i = 0; i < track.events.instants.size(); ++i) {
+    events.push_back({file.Name(track.events.instants[i].name),
+                      track.events.instants[i].ts_ns,
+                      ArgsOf(file, track, tf::EventKind::kInstant, i)});
+  }
+  return events;
+}
+
 TEST(TraceContract, AllocationsPairUpAndMatchTheDevicesAccounting) {
   const std::string dir = FreshDir("contract_memory");
   // The client is created inside the session: its device's whole life is
@@ -205,27 +232,9 @@ TEST(TraceContract, AllocationsPairUpAndMatchTheDevicesAccounting) {
   EXPECT_EQ(track->track.kind(), tf::proto::TRACK_KIND_DEVICE_STREAM);
   EXPECT_EQ(track->track.device_id(), device->id());
   EXPECT_EQ(track->track.stream_id(), 2);
-  const auto& devices = file.reader->metadata().devices();
-  ASSERT_FALSE(devices.empty());
-  // The device lists its stream, transfer and allocation tracks.
-  ASSERT_EQ(devices[0].stream_track_ids_size(), 3);
-  // ... by the file's track ids.
-  const std::string names[] = {"device " + id + " (CPU) stream",
-                               "device " + id + " transfers",
-                               "device " + id + " allocations"};
-  for (int i = 0; i < 3; ++i) {
-    const tf::proto::Track* listed =
-        file.reader->FindTrack(devices[0].stream_track_ids(i));
-    ASSERT_NE(listed, nullptr) << i;
-    EXPECT_EQ(listed->name(), names[i]);
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectDeviceListsItsTracks(file, id));
 
-  std::vector<Instant> events;
-  for (uint32_t i = 0; i < track->events.instants.size(); ++i) {
-    events.push_back({file.Name(track->events.instants[i].name),
-                      track->events.instants[i].ts_ns,
-                      ArgsOf(file, *track, tf::EventKind::kInstant, i)});
-  }
+  const std::vector<Instant> events = InstantsOf(file, *track);
   ASSERT_FALSE(events.empty());
   std::map<int64_t, Instant> live;  // by buffer_id
   int allocations = 0, frees = 0;
