@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace podscope::bench {
@@ -14,8 +16,10 @@ std::map<std::string, std::string>& Units() {
   return *units;
 }
 
-// Keeps the last value of every headline counter while the console
-// reporter prints as usual.
+// Keeps every headline counter's value while the console reporter prints
+// as usual: the median of the repetitions when there are several (never
+// their mean, standard deviation or coefficient of variation), else the
+// last run's.
 class HeadlineReporter : public benchmark::ConsoleReporter {
  public:
   HeadlineReporter() : ConsoleReporter(OO_Tabular) {}
@@ -23,8 +27,14 @@ class HeadlineReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
       if (run.error_occurred) continue;
+      const bool aggregate = run.run_type == Run::RT_Aggregate;
+      const bool median = aggregate && run.aggregate_name == "median";
+      if (aggregate && !median) continue;
       for (const auto& [name, counter] : run.counters) {
-        if (Units().count(name)) values_[name] = counter.value;
+        if (!Units().count(name)) continue;
+        if (!median && from_median_.count(name)) continue;
+        values_[name] = counter.value;
+        if (median) from_median_.insert(name);
       }
     }
   }
@@ -32,6 +42,7 @@ class HeadlineReporter : public benchmark::ConsoleReporter {
 
  private:
   std::map<std::string, double> values_;
+  std::set<std::string> from_median_;
 };
 
 }  // namespace

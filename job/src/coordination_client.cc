@@ -14,6 +14,7 @@
 #include "podscope/base/net.h"
 #include "podscope/job/coordination.h"
 #include "podscope/job/coordination_service.grpc.pb.h"
+#include "podscope/profiler/grpc_credentials.h"
 #include "src/rank_credential.h"
 
 namespace podscope::job {
@@ -39,17 +40,17 @@ int64_t Ms(absl::Duration d) {
 
 class CoordinationClient::Impl {
  public:
-  Impl(std::string address, std::string token)
+  Impl(std::string address, std::string token,
+       std::shared_ptr<grpc::ChannelCredentials> creds,
+       grpc::ChannelArguments args)
       : address_(std::move(address)), token_(std::move(token)) {
-    grpc::ChannelArguments args;
     // Rank 0 may come up after the others: retry the connection quickly.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     // The largest answer is a directory page (4 MiB) or a value (1 MiB).
     args.SetMaxReceiveMessageSize(16 << 20);
-    channel_ = grpc::CreateCustomChannel(
-        address_, grpc::InsecureChannelCredentials(), args);
+    channel_ = grpc::CreateCustomChannel(address_, creds, args);
     stub_ = pb::CoordinationService::NewStub(channel_);
   }
 
@@ -136,11 +137,16 @@ CoordinationClient::CoordinationClient(std::string address,
 CoordinationClient::~CoordinationClient() = default;
 
 absl::StatusOr<std::unique_ptr<CoordinationClient>> CoordinationClient::Create(
-    const std::string& address, const std::string& token) {
+    const std::string& address, const std::string& token, const JobTls& tls) {
   auto split = base::SplitHostPort(address, "coordinator address");
   if (!split.ok()) return split.status();
-  return std::unique_ptr<CoordinationClient>(
-      new CoordinationClient(address, std::make_unique<Impl>(address, token)));
+  grpc::ChannelArguments args;
+  auto creds = profiler::ChannelCredentialsFromFiles(tls.ca_file,
+                                                     tls.server_name, &args);
+  if (!creds.ok()) return creds.status();
+  return std::unique_ptr<CoordinationClient>(new CoordinationClient(
+      address, std::make_unique<Impl>(address, token, *std::move(creds),
+                                      std::move(args))));
 }
 
 void CoordinationClient::Abort(const absl::Status& status) {

@@ -28,6 +28,7 @@
 #include "podscope/job/keys.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
+#include "podscope/profiler/grpc_credentials.h"
 #include "src/key_rules.h"
 #include "src/rank_credential.h"
 
@@ -120,6 +121,11 @@ class Service final : public pb::CoordinationService::Service {
   absl::Status job_status() const {
     std::lock_guard<std::mutex> lock(mu_);
     return job_error_;
+  }
+
+  int registered() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return registered_;
   }
 
   Status Register(ServerContext* ctx, const pb::RegisterRequest* req,
@@ -523,6 +529,7 @@ class CoordinatorImpl final : public Coordinator {
     return absl::StrCat("127.0.0.1:", port_);
   }
   absl::Status job_status() const override { return service_->job_status(); }
+  int registered_ranks() const override { return service_->registered(); }
   void Stop() override {
     std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return;
@@ -559,12 +566,29 @@ absl::StatusOr<std::unique_ptr<Coordinator>> StartCoordinator(
                      " lets other hosts join the job; it needs a job token "
                      "(PODSCOPE_JOB_TOKEN; `podscope launch` makes one)"));
   }
+  const bool tls = !options.tls.cert_file.empty();
+  if (!base::IsLoopbackHost(options.bind_host) && !tls &&
+      !options.tls.insecure) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "coordinator: listening on ", options.bind_host,
+        " without TLS would send the job token in clear; give it a "
+        "certificate (PODSCOPE_JOB_TLS_CERT and PODSCOPE_JOB_TLS_KEY; clients "
+        "trust it with PODSCOPE_JOB_TLS_CA), or on a trusted network say so "
+        "(PODSCOPE_JOB_INSECURE=1, `podscope launch --insecure`)"));
+  }
+  auto creds = profiler::ServerCredentialsFromFiles(options.tls.cert_file,
+                                                    options.tls.key_file);
+  if (!creds.ok()) {
+    return absl::Status(
+        creds.status().code(),
+        absl::StrCat("coordinator: ", creds.status().message()));
+  }
   const std::string listen =
       base::JoinHostPort(options.bind_host, options.port);
   auto service = std::make_unique<Service>(options);
   grpc::ServerBuilder builder;
   int bound = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
+  builder.AddListeningPort(listen, *creds, &bound);
   builder.RegisterService(service.get());
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // A request is at most a key and a value.

@@ -183,6 +183,7 @@ absl::StatusOr<JobEnvironment> DiscoverJobEnvironment(const EnvLookup& lookup) {
   Env env(lookup);
   JobEnvironment e;
   if (auto token = env.Get("PODSCOPE_JOB_TOKEN")) e.job_token = *token;
+  e.tls = DiscoverJobTls(lookup);
 
   if (env.Has("RANK") || env.Has("WORLD_SIZE")) {
     // podscope launch and torchrun (env:// initialization).
@@ -266,13 +267,40 @@ absl::StatusOr<JobEnvironment> DiscoverJobEnvironment(const EnvLookup& lookup) {
   return e;
 }
 
+namespace {
+
+std::optional<std::string> ProcessEnv(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace
+
 absl::StatusOr<JobEnvironment> DiscoverJobEnvironment() {
-  return DiscoverJobEnvironment(
-      [](const char* name) -> std::optional<std::string> {
-        const char* v = std::getenv(name);
-        if (v == nullptr) return std::nullopt;
-        return std::string(v);
-      });
+  return DiscoverJobEnvironment(ProcessEnv);
+}
+
+JobTls DiscoverJobTls(const EnvLookup& env) {
+  JobTls tls;
+  tls.cert_file = env("PODSCOPE_JOB_TLS_CERT").value_or("");
+  tls.key_file = env("PODSCOPE_JOB_TLS_KEY").value_or("");
+  tls.ca_file = env("PODSCOPE_JOB_TLS_CA").value_or("");
+  tls.server_name = env("PODSCOPE_JOB_TLS_NAME").value_or("");
+  const std::string insecure = env("PODSCOPE_JOB_INSECURE").value_or("");
+  tls.insecure = !insecure.empty() && insecure != "0";
+  return tls;
+}
+
+JobTls DiscoverJobTls() { return DiscoverJobTls(ProcessEnv); }
+
+JobTls LocalClientTls(const JobTls& tls, const std::string& public_host) {
+  JobTls local = tls;
+  if (local.ca_file.empty()) local.ca_file = local.cert_file;
+  if (local.server_name.empty() && !local.ca_file.empty()) {
+    local.server_name = public_host;
+  }
+  return local;
 }
 
 }  // namespace podscope::job

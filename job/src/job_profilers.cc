@@ -13,8 +13,9 @@
 namespace podscope::job {
 
 absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
-    const std::string& coordinator, const std::string& token) {
-  auto client = CoordinationClient::Create(coordinator, token);
+    const std::string& coordinator, const std::string& token,
+    const JobTls& tls) {
+  auto client = CoordinationClient::Create(coordinator, token, tls);
   if (!client.ok()) return client.status();
   auto entries = (*client)->GetDirectory(kProfilerKeyPrefix);
   if (!entries.ok()) return entries.status();
@@ -27,7 +28,8 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
       int port = 0;
       if (host.ok() && absl::SimpleAtoi(*master, &port) &&
           port != host->second) {
-        return ListJobProfilers(base::JoinHostPort(host->first, port), token);
+        return ListJobProfilers(base::JoinHostPort(host->first, port), token,
+                                tls);
       }
     }
   }
@@ -66,7 +68,12 @@ absl::Status ResolveJobWorkers(const std::string& coordinator,
       options->connect.token = t;
     }
   }
-  auto ranks = ListJobProfilers(coordinator, options->connect.token);
+  JobTls tls = DiscoverJobTls();
+  if (!options->connect.tls_ca_file.empty()) {
+    tls.ca_file = options->connect.tls_ca_file;
+    tls.server_name = options->connect.tls_server_name;
+  }
+  auto ranks = ListJobProfilers(coordinator, options->connect.token, tls);
   if (!ranks.ok()) return ranks.status();
   options->job = coordinator;
   options->workers.clear();

@@ -51,6 +51,7 @@ struct Placement {
   std::string master_addr;
   int master_port = 0;
   std::string token;
+  JobTls tls;
 };
 
 // Joins the launchers of every node at the rendezvous; node 0's hosts it.
@@ -77,13 +78,18 @@ absl::StatusOr<Placement> Rendezvous(
         ") needs the same secret PODSCOPE_JOB_TOKEN in every node's "
         "environment"));
   }
+  p.tls = DiscoverJobTls();
+  if (!o.tls_ca_file.empty()) p.tls.ca_file = o.tls_ca_file;
+  if (o.insecure) p.tls.insecure = true;
   std::string dial = o.rdzv_endpoint;
+  JobTls client_tls = p.tls;
   if (o.node_rank == 0) {
     CoordinatorOptions c;
     c.bind_host = loopback ? "127.0.0.1" : "0.0.0.0";
     c.port = port;
     c.world_size = o.nnodes;
     c.token = p.token;
+    c.tls = p.tls;
     // Launchers do not heartbeat: they only meet here once.
     c.dead_after = absl::Hours(24 * 365);
     auto server = StartCoordinator(c);
@@ -95,8 +101,9 @@ absl::StatusOr<Placement> Rendezvous(
     }
     *rdzv_server = *std::move(server);
     dial = (*rdzv_server)->address();
+    client_tls = LocalClientTls(p.tls, host);
   }
-  auto client = CoordinationClient::Create(dial, p.token);
+  auto client = CoordinationClient::Create(dial, p.token, client_tls);
   if (!client.ok()) return client.status();
   CoordinationClient& c = **client;
   auto reg = c.Register(o.node_rank, o.nnodes, base::HostName(), getpid(),
@@ -222,6 +229,10 @@ absl::StatusOr<LaunchResult> RunLauncher(const LaunchOptions& o) {
     if (!placement->token.empty()) {
       extra.push_back(absl::StrCat("PODSCOPE_JOB_TOKEN=", placement->token));
     }
+    if (!o.tls_ca_file.empty()) {
+      extra.push_back(absl::StrCat("PODSCOPE_JOB_TLS_CA=", o.tls_ca_file));
+    }
+    if (o.insecure) extra.push_back("PODSCOPE_JOB_INSECURE=1");
     specs.push_back({rank, o.command, BaseEnvironment(extra)});
   }
   internal::SuperviseOptions s;

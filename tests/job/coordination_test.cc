@@ -160,7 +160,14 @@ TEST(Coordination, RegistrationRefusesBadRanks) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("rank(s) 0"));
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The second claim comes once the first is in.
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (c->registered_ranks() < 1 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(c->registered_ranks(), 1);
   auto twice = b->Register(1, 2, "second-host", 22, 222, absl::Seconds(1));
   first.join();
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kAlreadyExists);

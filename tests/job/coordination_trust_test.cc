@@ -3,8 +3,10 @@
 // the store's limits (real gRPC on loopback).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +24,33 @@ using ::testing::HasSubstr;
 
 constexpr auto kDenied = absl::StatusCode::kPermissionDenied;
 constexpr auto kExhausted = absl::StatusCode::kResourceExhausted;
+
+TEST(CoordinationTrust, TokenIsCheckedOnEveryCall) {
+  auto c = Start(1, "s3cret");
+  for (const std::string token : {"", "guess"}) {
+    auto client = Connect(*c, token);
+    const auto unauthenticated = absl::StatusCode::kUnauthenticated;
+    EXPECT_EQ(
+        client->Register(0, 1, "h", 1, 1, absl::Seconds(2)).status().code(),
+        unauthenticated)
+        << token;
+    EXPECT_EQ(
+        client->Heartbeat(0, 1, absl::Seconds(2), &profiler::ProfilerNowNs)
+            .status()
+            .code(),
+        unauthenticated);
+    EXPECT_EQ(client->Set("k", "v").code(), unauthenticated);
+    EXPECT_EQ(client->Get("k").status().code(), unauthenticated);
+    EXPECT_EQ(client->BlockingGet("k", absl::Seconds(1)).status().code(),
+              unauthenticated);
+    EXPECT_EQ(client->GetDirectory("").status().code(), unauthenticated);
+    EXPECT_EQ(client->Delete("k").code(), unauthenticated);
+    EXPECT_EQ(client->Barrier("b", 0, absl::Seconds(1)).code(),
+              unauthenticated);
+    EXPECT_EQ(client->Shutdown(0, absl::Seconds(1)).code(), unauthenticated);
+  }
+  EXPECT_EQ(c->registered_ranks(), 0);
+}
 
 TEST(CoordinationTrust, ObserversReadButCannotChangeTheJob) {
   auto c = Start(1);
@@ -181,6 +210,58 @@ TEST(CoordinationTrust, OpenBarriersAreBoundedAndFinishedOnesForgotten) {
         clients[0]->Barrier(absl::StrCat("step", i), 0, absl::Seconds(5)).ok());
     other.join();
   }
+}
+
+TEST(CoordinationTrust, BeyondLoopbackWithoutTlsIsRefusedUnlessInsecure) {
+  CoordinatorOptions o;
+  o.bind_host = "0.0.0.0";
+  o.token = "job-token";
+  auto refused = StartCoordinator(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("PODSCOPE_JOB_TLS_CERT"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("--insecure"));
+  o.tls.insecure = true;
+  auto trusted_network = StartCoordinator(o);
+  EXPECT_TRUE(trusted_network.ok()) << trusted_network.status();
+}
+
+TEST(CoordinationTrust, ATlsCoordinatorAnswersOnlyClientsThatTrustIt) {
+  const std::string dir =
+      ::testing::TempDir() + "/coordination-tls-" + std::to_string(::getpid());
+  const std::string cmd =
+      "mkdir -p " + dir +
+      " && openssl req -x509 -newkey rsa:2048 -nodes -days 2 "
+      "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 "
+      "-keyout " +
+      dir + "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl is needed: " << cmd;
+  CoordinatorOptions o;
+  o.bind_host = "0.0.0.0";
+  o.token = "job-token";
+  o.tls.cert_file = dir + "/cert.pem";
+  o.tls.key_file = dir + "/key.pem";
+  auto c = Start(o);
+  ASSERT_NE(c, nullptr);
+  // A plaintext client does not get through.
+  auto plain = Connect(*c, "job-token");
+  auto refused = plain->Register(0, 1, "h", 1, 1, absl::Seconds(2));
+  EXPECT_FALSE(refused.ok());
+  JobTls trust;
+  trust.ca_file = dir + "/cert.pem";
+  auto client = CoordinationClient::Create(c->address(), "job-token", trust);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto registered = (*client)->Register(0, 1, "h", 1, 1, absl::Seconds(10));
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  EXPECT_TRUE((*client)->Set("k", "over TLS").ok());
+  EXPECT_EQ(*(*client)->Get("k"), "over TLS");
+  // A CA file that is not there is named.
+  JobTls missing;
+  missing.ca_file = dir + "/nope.pem";
+  auto bad = CoordinationClient::Create(c->address(), "job-token", missing);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("nope.pem"));
 }
 
 }  // namespace

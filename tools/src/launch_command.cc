@@ -16,7 +16,7 @@ constexpr std::string_view kHelp =
     R"(Usage: podscope launch [--nnodes N] [--node_rank R] [--nproc_per_node P]
                        [--rdzv_endpoint HOST:PORT] [--max_restarts 0]
                        [--failure_wait_ms MS] [--grace_ms MS]
-                       PROGRAM [ARGS...]
+                       [--tls_ca FILE | --insecure] PROGRAM [ARGS...]
 
 Starts P copies of PROGRAM on this node, as torchrun does, each with
   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
@@ -29,7 +29,12 @@ Several nodes: run one launcher per node with the same --nnodes and
 --rdzv_endpoint (node 0's address as the others reach it, and a free port);
 node 0's launcher hosts the rendezvous there. Ranks are numbered node by
 node. Across hosts every launcher needs the same secret in
-PODSCOPE_JOB_TOKEN.
+PODSCOPE_JOB_TOKEN, and the rendezvous and the job's coordinator speak TLS:
+node 0's launcher and rank 0 serve the certificate in
+PODSCOPE_JOB_TLS_CERT / PODSCOPE_JOB_TLS_KEY, every node trusts the CA
+given by --tls_ca (or PODSCOPE_JOB_TLS_CA; PODSCOPE_JOB_TLS_NAME is the
+name checked). --insecure runs them without TLS, for trusted networks only:
+the job token then crosses the network in clear.
 
 Each output line of a worker is prefixed "[rank N] ". SIGINT and SIGTERM
 are forwarded to the workers. When a worker fails, the others have
@@ -49,6 +54,10 @@ Flags:
   --failure_wait_ms MS  After a failure, time the others have to end by
                         themselves before SIGTERM (default 10000)
   --grace_ms MS         Time between SIGTERM and SIGKILL (default 5000)
+  --tls_ca FILE         CA certificate(s) the job's TLS is checked against
+                        (passed to the workers as PODSCOPE_JOB_TLS_CA)
+  --insecure            Across hosts without TLS (trusted networks only;
+                        passed to the workers as PODSCOPE_JOB_INSECURE=1)
   -h, --help            Show this help
 Dashes may replace underscores (--nproc-per-node), as torchrun allows.
 )";
@@ -56,7 +65,7 @@ Dashes may replace underscores (--nproc-per-node), as torchrun allows.
 bool TakesValue(std::string_view name) {
   return name == "nnodes" || name == "node_rank" || name == "nproc_per_node" ||
          name == "rdzv_endpoint" || name == "max_restarts" ||
-         name == "grace_ms" || name == "failure_wait_ms";
+         name == "grace_ms" || name == "failure_wait_ms" || name == "tls_ca";
 }
 
 int Run(std::span<const std::string> args, const CommandIo& io) {
@@ -83,6 +92,10 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
       name.resize(eq);
     }
     for (char& c : name) c = c == '-' ? '_' : c;
+    if (name == "insecure" && !inline_value) {
+      flag_args.push_back("--insecure");
+      continue;
+    }
     if (!TakesValue(name)) {
       return UsageError(io, "launch", "unknown flag '--" + name + "'");
     }
@@ -97,7 +110,8 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   }
   int64_t nnodes = 1, node_rank = 0, nproc = 1, max_restarts = 0;
   int64_t grace_ms = 5000, failure_wait_ms = 10000;
-  std::string rdzv;
+  std::string rdzv, tls_ca;
+  bool insecure = false;
   FlagParser flags;
   flags.AddInt("nnodes", &nnodes, 1, 100000);
   flags.AddInt("node_rank", &node_rank, 0, 99999);
@@ -106,6 +120,8 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   flags.AddInt("grace_ms", &grace_ms, 0, 3'600'000);
   flags.AddInt("failure_wait_ms", &failure_wait_ms, 0, 3'600'000);
   flags.AddString("rdzv_endpoint", &rdzv);
+  flags.AddString("tls_ca", &tls_ca);
+  flags.AddBool("insecure", &insecure);
   std::vector<std::string> positional;
   bool help = false;
   if (absl::Status s = flags.Parse(flag_args, &positional, &help); !s.ok()) {
@@ -134,6 +150,8 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   o.node_rank = static_cast<int>(node_rank);
   o.nproc_per_node = static_cast<int>(nproc);
   o.rdzv_endpoint = rdzv;
+  o.tls_ca_file = tls_ca;
+  o.insecure = insecure;
   o.grace_period = absl::Milliseconds(grace_ms);
   o.failure_wait = absl::Milliseconds(failure_wait_ms);
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "podscope/base/coding.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/import.h"
 
@@ -52,12 +53,12 @@ bool LooksLikeXSpace(std::string_view head, uint64_t file_size) {
   const auto tag = static_cast<unsigned char>(head[0]);
   if (tag != 0x0a && tag != 0x12 && tag != 0x1a && tag != 0x22) return false;
   uint64_t length = 0;
-  for (size_t i = 1, shift = 0; i < head.size() && i <= 10; ++i, shift += 7) {
-    const auto b = static_cast<unsigned char>(head[i]);
-    length |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return length + i + 1 <= file_size;
-  }
-  return false;
+  const char* begin = head.data() + 1;
+  const char* end =
+      base::DecodeVarint64(begin, head.data() + head.size(), &length);
+  if (end == nullptr) return false;
+  const uint64_t header = 1 + static_cast<uint64_t>(end - begin);
+  return length <= file_size && header <= file_size - length;
 }
 
 std::string_view SkipJsonSpace(std::string_view s) {

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/base/coding.h"
 #include "podscope/base/utf8.h"
 #include "podscope/trace_format/clock_model.h"
 #include "podscope/trace_format/perfetto_trace.pb.h"
@@ -32,12 +33,7 @@ class PacketOut {
     scratch_.clear();
     packet.AppendToString(&scratch_);
     buffer_.push_back('\x0a');  // field 1, length-delimited
-    uint64_t n = scratch_.size();
-    while (n >= 0x80) {
-      buffer_.push_back(static_cast<char>(n | 0x80));
-      n >>= 7;
-    }
-    buffer_.push_back(static_cast<char>(n));
+    base::PutVarint64(&buffer_, scratch_.size());
     buffer_.append(scratch_);
     ++packets_;
     return buffer_.size() >= (1u << 20) ? Drain() : absl::OkStatus();

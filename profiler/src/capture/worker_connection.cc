@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/profiler/clock.h"
+#include "podscope/profiler/grpc_credentials.h"
 
 namespace podscope::profiler::internal {
 namespace {
@@ -38,37 +39,16 @@ std::string Describe(const grpc::Status& s) {
   return absl::StrCat(name, ": ", s.error_message());
 }
 
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read the TLS CA file '", path, "'"));
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
     const std::string& address, const ConnectOptions& options) {
-  std::shared_ptr<grpc::ChannelCredentials> creds;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
-  if (!options.tls_ca_file.empty()) {
-    auto ca = ReadText(options.tls_ca_file);
-    if (!ca.ok()) return ca.status();
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = *ca;
-    creds = grpc::SslCredentials(ssl);
-    if (!options.tls_server_name.empty()) {
-      args.SetSslTargetNameOverride(options.tls_server_name);
-    }
-  } else {
-    creds = grpc::InsecureChannelCredentials();
-  }
-  auto channel = grpc::CreateCustomChannel(address, creds, args);
+  auto creds = ChannelCredentialsFromFiles(options.tls_ca_file,
+                                           options.tls_server_name, &args);
+  if (!creds.ok()) return creds.status();
+  auto channel = grpc::CreateCustomChannel(address, *creds, args);
   const auto deadline = std::chrono::system_clock::now() +
                         std::chrono::milliseconds(options.connect_timeout_ms);
   if (!channel->WaitForConnected(deadline)) {

@@ -21,6 +21,7 @@
 #include "podscope/base/time.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
+#include "podscope/profiler/grpc_credentials.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
 #include "src/server/capture_hub.h"
@@ -41,18 +42,6 @@ std::string EnvOr(const std::string& value, const char* env) {
   if (!value.empty()) return value;
   const char* v = std::getenv(env);
   return v != nullptr ? v : "";
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read the TLS ", what, " file '", path, "'"));
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 using base::RealtimeNs;
@@ -258,21 +247,11 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
       EnvOr(options.tls_cert_file, "PODSCOPE_PROFILER_TLS_CERT");
   const std::string key =
       EnvOr(options.tls_key_file, "PODSCOPE_PROFILER_TLS_KEY");
-  std::shared_ptr<grpc::ServerCredentials> creds;
-  if (cert.empty() != key.empty()) {
-    return absl::InvalidArgumentError(
-        "StartServer: TLS needs both a certificate and a key file");
-  }
-  if (!cert.empty()) {
-    auto cert_pem = ReadFile(cert, "certificate");
-    if (!cert_pem.ok()) return cert_pem.status();
-    auto key_pem = ReadFile(key, "key");
-    if (!key_pem.ok()) return key_pem.status();
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({*key_pem, *cert_pem});
-    creds = grpc::SslServerCredentials(ssl);
-  } else {
-    creds = grpc::InsecureServerCredentials();
+  auto creds = ServerCredentialsFromFiles(cert, key);
+  if (!creds.ok()) {
+    return absl::Status(
+        creds.status().code(),
+        absl::StrCat("StartServer: ", creds.status().message()));
   }
   const std::string listen = base::JoinHostPort(host, port);
 
@@ -281,7 +260,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
       options, token, probes.ok() ? *std::move(probes) : nullptr);
   grpc::ServerBuilder builder;
   int bound = 0;
-  builder.AddListeningPort(listen, creds, &bound);
+  builder.AddListeningPort(listen, *creds, &bound);
   builder.RegisterService(service.get());
   builder.RegisterService(service->xprof());
   // A second server on a port in use must fail, not share it.

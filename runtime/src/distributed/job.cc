@@ -219,6 +219,7 @@ absl::Status JobImpl::Start() {
     c.port = coordinator_port;
     c.world_size = env_.world_size;
     c.token = env_.job_token;
+    c.tls = env_.tls;
     c.heartbeat_interval = interval_;
     c.dead_after = dead_after_;
     auto coordinator = job::StartCoordinator(c);
@@ -231,7 +232,10 @@ absl::Status JobImpl::Start() {
     coordinator_ = *std::move(coordinator);
     address = coordinator_->address();
   }
-  auto client = CoordinationClient::Create(address, env_.job_token);
+  auto client = CoordinationClient::Create(
+      address, env_.job_token,
+      env_.rank == 0 ? job::LocalClientTls(env_.tls, coordinator_host)
+                     : env_.tls);
   if (!client.ok()) return client.status();
   client_ = *std::move(client);
 
@@ -282,9 +286,13 @@ absl::Status JobImpl::Start() {
     const char* profiler_token = std::getenv("PODSCOPE_PROFILER_TOKEN");
     const bool have_token =
         profiler_token != nullptr && *profiler_token != '\0';
+    // The job's token opens every rank's server (`capture --job` sends
+    // it), on loopback too, unless the profiler has a token of its own.
+    if (!have_token && !env_.job_token.empty()) {
+      server_options.token = env_.job_token;
+    }
     if (!loopback && (have_token || !env_.job_token.empty())) {
       server_options.bind_address = "0.0.0.0";
-      if (!have_token) server_options.token = env_.job_token;
     }
     auto server = profiler::StartServer(options_.profiler_port, server_options);
     if (server.ok()) {

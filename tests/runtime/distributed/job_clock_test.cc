@@ -226,6 +226,8 @@ TEST(JobClock, ThreeHostsOneJobCapturedByName) {
                                  hosts.name(i),
                                  kPodscope,
                                  "launch",
+                                 // A test network: no certificate.
+                                 "--insecure",
                                  "--nnodes",
                                  "3",
                                  "--node_rank",

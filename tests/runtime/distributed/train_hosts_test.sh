@@ -32,6 +32,15 @@ netns_hosts_make 3 th 150
 
 rdzv=$(netns_host_ip 0):$(( 20000 + $$ % 10000 ))
 token=train-hosts-token
+# The rendezvous and the job's coordinator (both on host 0) speak TLS with
+# a certificate for host 0's address; every host and the capture trust it.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=podscope-job \
+  -addext "subjectAltName=IP:$(netns_host_ip 0)" -keyout "$out/job-key.pem" \
+  -out "$out/job-cert.pem" > "$out/openssl.log" 2>&1 || {
+  echo "openssl could not make a certificate:"; cat "$out/openssl.log"; exit 1; }
+export PODSCOPE_JOB_TLS_CERT="$out/job-cert.pem"
+export PODSCOPE_JOB_TLS_KEY="$out/job-key.pem"
+export PODSCOPE_JOB_TLS_CA="$out/job-cert.pem"
 for i in 0 1 2; do
   # Host i's clock is i * 1.7 s ahead of host 0's and gains 30 ppm.
   ip netns exec "$(netns_host_ns $i)" env PODSCOPE_SESSION=self \

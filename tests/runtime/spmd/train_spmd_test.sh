@@ -77,7 +77,7 @@ pids=""
 for i in 0 1 2; do
   ip netns exec "$(netns_host_ns $i)" env CPU_NUM_DEVICES=2 PODSCOPE_SESSION=hosts3 \
     PODSCOPE_JOB_TOKEN=spmd-test-token GLOO_SOCKET_IFNAME="$(netns_host_if $i)" \
-    "$podscope" launch --nnodes 3 --node_rank $i --nproc_per_node 1 \
+    "$podscope" launch --insecure --nnodes 3 --node_rank $i --nproc_per_node 1 \
     --rdzv_endpoint $rdzv "$train" --spmd --fake_data --steps 2 --log_every 1 \
     --batch_size 12 --test_batches 0 --profiler_port -1 --logdir "$out/hosts3" \
     > "$out/host$i.log" 2>&1 &

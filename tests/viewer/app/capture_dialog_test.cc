@@ -17,6 +17,7 @@
 
 #include "main_window.h"
 #include "podscope/job/coordination.h"
+#include "podscope/job/keys.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/trace.h"
 

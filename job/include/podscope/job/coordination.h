@@ -4,7 +4,8 @@
 // job's KeyValueStore.
 //
 // Contract:
-// - A service reachable beyond loopback requires a token; with a token,
+// - A service reachable beyond loopback requires a token, and TLS unless
+//   told it is on a trusted network (JobTls::insecure); with a token,
 //   every call without `authorization: Bearer <token>` is refused with
 //   UNAUTHENTICATED.
 // - Register: world size checked against the service's, a rank out of
@@ -40,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "podscope/job/environment.h"
 #include "podscope/job/key_value_store.h"
 #include "podscope/profiler/clock_probe.h"
 
@@ -63,6 +65,8 @@ struct CoordinatorOptions {
   int port = 0;  // 0: any free port
   int world_size = 1;
   std::string token;
+  // cert_file / key_file: TLS; beyond loopback required unless insecure.
+  JobTls tls;
   // Told to clients at registration; a registered rank silent for
   // dead_after fails the job.
   absl::Duration heartbeat_interval = absl::Seconds(1);
@@ -78,13 +82,16 @@ class Coordinator {
   virtual std::string address() const = 0;
   // OK, or the job's failure (a dead rank).
   virtual absl::Status job_status() const = 0;
+  // How many ranks have registered so far.
+  virtual int registered_ranks() const = 0;
   // Wakes every waiting call with UNAVAILABLE and stops serving.
   // Idempotent; the destructor calls it.
   virtual void Stop() = 0;
 };
 
-// Fails naming the problem: a non-loopback bind without a token, a port
-// in use, a world size below 1.
+// Fails naming the problem: a non-loopback bind without a token, or
+// without TLS and not insecure; a port in use, a world size below 1, a TLS
+// file that cannot be read.
 absl::StatusOr<std::unique_ptr<Coordinator>> StartCoordinator(
     const CoordinatorOptions& options);
 
@@ -108,8 +115,11 @@ class CoordinationClient : public KeyValueStore {
  public:
   // `token` empty: none sent. The connection is made lazily; calls wait
   // for an unreachable coordinator only in Register.
+  // `tls.ca_file` set: TLS, trusting that CA (and checking
+  // tls.server_name when set).
   static absl::StatusOr<std::unique_ptr<CoordinationClient>> Create(
-      const std::string& address, const std::string& token);
+      const std::string& address, const std::string& token,
+      const JobTls& tls = {});
 
   ~CoordinationClient() override;
 

@@ -20,6 +20,17 @@
 
 namespace podscope::job {
 
+// TLS of a job's coordinator and its clients. Beyond loopback a
+// coordinator speaks TLS unless `insecure` (trusted networks only): the
+// job token would otherwise cross the network in clear.
+struct JobTls {
+  std::string cert_file;    // $PODSCOPE_JOB_TLS_CERT: the coordinator's
+  std::string key_file;     // $PODSCOPE_JOB_TLS_KEY
+  std::string ca_file;      // $PODSCOPE_JOB_TLS_CA: what clients trust
+  std::string server_name;  // $PODSCOPE_JOB_TLS_NAME: the name they check
+  bool insecure = false;    // $PODSCOPE_JOB_INSECURE=1
+};
+
 struct JobEnvironment {
   int rank = 0;
   int world_size = 1;
@@ -33,6 +44,7 @@ struct JobEnvironment {
   // Required by a coordinator reachable from other hosts
   // ($PODSCOPE_JOB_TOKEN).
   std::string job_token;
+  JobTls tls;
 };
 
 // The job this process belongs to, from the environment:
@@ -44,13 +56,24 @@ struct JobEnvironment {
 //   Open MPI: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
 //     OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE,
 //     OMPI_COMM_WORLD_NODE_RANK; coordinator MASTER_ADDR:MASTER_PORT
-//   PODSCOPE_JOB_TOKEN: the job token.
+//   PODSCOPE_JOB_TOKEN: the job token; PODSCOPE_JOB_TLS_*,
+//     PODSCOPE_JOB_INSECURE: its coordinator's TLS (JobTls).
 // InvalidArgument names the variable that is malformed or inconsistent.
 absl::StatusOr<JobEnvironment> DiscoverJobEnvironment();
 
 // The same from an explicit lookup (tests; embedding).
 using EnvLookup = std::function<std::optional<std::string>(const char*)>;
 absl::StatusOr<JobEnvironment> DiscoverJobEnvironment(const EnvLookup& env);
+
+// JobTls from the same variables (launchers, `capture --job`).
+JobTls DiscoverJobTls(const EnvLookup& env);
+JobTls DiscoverJobTls();
+
+// What a client beside the coordinator (rank 0, node 0's launcher, which
+// dial it through loopback) uses: the coordinator's own certificate as
+// the CA when none is given, and `public_host` as the name checked unless
+// one is given.
+JobTls LocalClientTls(const JobTls& tls, const std::string& public_host);
 
 // SLURM host lists: "node[01-04,07],gpu3" -> node01 node02 node03 node04
 // node07 gpu3. InvalidArgument for unbalanced brackets or bad ranges.

@@ -7,6 +7,8 @@
 //   GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and
 //   PODSCOPE_LAUNCHER=podscope (plus PODSCOPE_JOB_TOKEN when the job is
 //   reachable beyond loopback), so Job::Init() needs no arguments.
+// - Across hosts the rendezvous (node 0's launcher) and the job's
+//   coordinator (rank 0) speak TLS (JobTls) unless `insecure`.
 // - Several nodes: every node's launcher joins the rendezvous at
 //   rdzv_endpoint (node 0's launcher hosts it there); ranks are global,
 //   numbered node by node. Beyond loopback the launchers need the same
@@ -36,6 +38,10 @@ struct LaunchOptions {
   int nproc_per_node = 1;
   // HOST:PORT of the rendezvous; required with nnodes > 1.
   std::string rdzv_endpoint;
+  // Over $PODSCOPE_JOB_TLS_CA and $PODSCOPE_JOB_INSECURE (JobTls), and
+  // handed to the workers in those variables.
+  std::string tls_ca_file;
+  bool insecure = false;
   // Restarts of a failed job; only 0 is supported.
   int max_restarts = 0;
   std::vector<std::string> command;  // the program and its arguments

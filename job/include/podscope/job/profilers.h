@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "podscope/job/environment.h"
 #include "podscope/profiler/capture.h"
 
 namespace podscope::job {
@@ -33,13 +34,16 @@ struct JobProfiler {
 // Every rank of the job at `coordinator` that published a profiler server,
 // sorted by rank.
 absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
-    const std::string& coordinator, const std::string& token);
+    const std::string& coordinator, const std::string& token,
+    const JobTls& tls = {});
 
 // Makes the ranks of the job at `coordinator` the workers of `options`
 // (workers, ranks and job, for the manifest). The token is
 // options->connect.token, else $PODSCOPE_JOB_TOKEN (which then also
 // authenticates the capture: ranks serve their profiler with the job's
-// token). Errors are ListJobProfilers'.
+// token). The coordinator is dialled with TLS when
+// options->connect.tls_ca_file, else $PODSCOPE_JOB_TLS_CA, names a CA.
+// Errors are ListJobProfilers'.
 absl::Status ResolveJobWorkers(const std::string& coordinator,
                                profiler::CaptureOptions* options);
 

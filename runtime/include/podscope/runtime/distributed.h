@@ -59,8 +59,9 @@ struct InitOptions {
   // Start a profiler server and publish its address, so that `podscope
   // capture --job` finds this rank. $PODSCOPE_JOB_PROFILER=0 turns it off.
   // It listens on loopback in a job on one machine, else on every
-  // interface with the job's token (unless $PODSCOPE_PROFILER_TOKEN sets
-  // another).
+  // interface. Its token is $PODSCOPE_PROFILER_TOKEN, else the job's
+  // token, else the profiler server's default (the user's token on
+  // loopback).
   bool start_profiler_server = true;
   // Its port: 0 any free one (the seed's 9012 + LOCAL_RANK is what
   // examples/train_mnist asks for). A port in use is reported on stderr
