@@ -344,6 +344,46 @@ class Importer {
 
   // ---------------------------------------------------------- foreign
   void RunForeign() {
+    proto::Metadata m = ForeignMetadata();
+    int64_t t0 = std::numeric_limits<int64_t>::max();
+    std::map<std::pair<std::string, int32_t>, int> device_of_plane;
+    int32_t next_device = 0;
+    for (const PlaneView& pv : planes_) {
+      const xp::XPlane& p = *pv.plane;
+      AddPlaneStats(pv, &m);
+      if (p.lines().empty()) continue;
+      proto::Device* device = nullptr;
+      if (StartsWith(p.name(), kDevicePlanePrefix)) {
+        device = AddForeignDevice(pv, &m, &device_of_plane, &next_device);
+      }
+      std::map<int64_t, uint32_t> line_tracks;  // same id, same timeline
+      for (const xp::XLine& line : p.lines()) {
+        uint32_t& track = line_tracks[line.id()];
+        if (track == 0) {
+          track = AddForeignTrack(pv, line, device,
+                                  static_cast<int32_t>(line_tracks.size()));
+        }
+        if (!line.events().empty()) t0 = std::min(t0, line.timestamp_ns());
+        AddEvents(pv, line, track, 0, /*podscope=*/false);
+      }
+    }
+    if (t0 == std::numeric_limits<int64_t>::max()) t0 = 0;
+    m.set_start_monotonic_ns(t0);
+    m.set_start_realtime_ns(t0);
+    w_.SetMetadata(m);
+    // XSpace times are each host's Unix epoch clock: hosts line up through
+    // it, as XProf lines them up.
+    w_.AddClockSnapshot(t0, t0);
+    proto::ClockOffset offset;
+    offset.set_local_monotonic_ns(t0);
+    offset.set_offset_ns(0);
+    offset.set_reference("realtime (XSpace)");
+    w_.AddClockOffset(offset);
+  }
+
+  // The file's metadata: the space's first host name, the import's facts,
+  // and the space's errors and warnings as attributes.
+  proto::Metadata ForeignMetadata() {
     proto::Metadata m;
     const std::string host =
         !space_.hostnames().empty() && !space_.hostnames(0).empty()
@@ -367,123 +407,115 @@ class Importer {
           space_.warnings(i);
     }
     stats_.host = host;
+    return m;
+  }
 
-    int64_t t0 = std::numeric_limits<int64_t>::max();
-    std::map<std::pair<std::string, int32_t>, int> device_of_plane;
-    int32_t next_device = 0;
-    for (const PlaneView& pv : planes_) {
-      const xp::XPlane& p = *pv.plane;
-      for (const xp::XStat& s : p.stats()) {
-        std::string value;
-        if (s.value_case() == xp::XStat::kInt64Value)
-          value = absl::StrCat(s.int64_value());
-        if (s.value_case() == xp::XStat::kUint64Value)
-          value = absl::StrCat(s.uint64_value());
-        if (s.value_case() == xp::XStat::kDoubleValue)
-          value = absl::StrCat(s.double_value());
-        if (s.value_case() == xp::XStat::kStrValue) value = s.str_value();
-        if (!value.empty()) {
-          (*m.mutable_attributes())[absl::StrCat(
-              p.name(), " ", std::string(pv.StatName(s)))] = value;
-        }
-      }
-      if (p.lines().empty()) continue;
-      const bool is_host = p.name() == kHostPlaneName;
-      const bool is_device = StartsWith(p.name(), kDevicePlanePrefix);
-      proto::Device* device = nullptr;
-      if (is_device) {
-        // "/device:GPU:0" -> kind GPU, ordinal 0.
-        std::string_view rest =
-            std::string_view(p.name()).substr(kDevicePlanePrefix.size());
-        const size_t colon = rest.find(':');
-        std::string kind(rest.substr(0, colon));
-        if (kind == kCustomKind) {
-          // Podscope writes every device other than GPU and TPU as a custom
-          // plane with its real kind in a stat.
-          for (const xp::XStat& s : p.stats()) {
-            if (pv.StatName(s) == kDeviceTypeStat &&
-                s.value_case() == xp::XStat::kStrValue &&
-                !s.str_value().empty()) {
-              kind = s.str_value();
-            }
-          }
-        }
-        int32_t ordinal = -1;
-        if (colon != std::string_view::npos) {
-          int32_t n = 0;
-          size_t i = colon + 1;
-          for (;
-               i < rest.size() &&
-               std::isdigit(static_cast<unsigned char>(rest[i])) && n < 1000000;
-               ++i) {
-            n = n * 10 + (rest[i] - '0');
-          }
-          if (i > colon + 1 && i == rest.size()) ordinal = n;
-        }
-        device = m.add_devices();
-        int32_t id = ordinal >= 0 && !device_of_plane.count({kind, ordinal})
-                         ? ordinal
-                         : -1;
-        for (const auto& d : m.devices()) {
-          if (&d != device && d.global_id() == id) id = -1;
-        }
-        if (id < 0) id = std::max(next_device, 1000);
-        device_of_plane[{kind, id}] = 1;
-        next_device = std::max(next_device, id + 1);
-        device->set_global_id(id);
-        device->set_local_hardware_id(ordinal >= 0 ? ordinal : id);
-        device->set_process_index(facts_.process_index);
-        device->set_kind(kind);
-        std::string platform = kind;
-        for (char& c : platform) c = static_cast<char>(std::tolower(c));
-        device->set_platform(platform);
-      }
-      std::map<int64_t, uint32_t> line_tracks;  // same id, same timeline
-      for (const xp::XLine& line : p.lines()) {
-        uint32_t& track = line_tracks[line.id()];
-        if (track == 0) {
-          proto::Track t;
-          const std::string& line_name =
-              !line.display_name().empty() ? line.display_name() : line.name();
-          std::string name =
-              line_name.empty() ? absl::StrCat("line ", line.id()) : line_name;
-          if (device != nullptr) {
-            t.set_kind(proto::TRACK_KIND_DEVICE_STREAM);
-            t.set_device_id(device->global_id());
-            if (IsStepsLineId(line.id())) {
-              // XProf's step markers, whichever id form they came with.
-              if (line_name.empty()) name = std::string(kStepsLineName);
-              t.set_stream_id(static_cast<int32_t>(kStepsLineId));
-            } else {
-              t.set_stream_id(static_cast<int32_t>(line.id()));
-            }
-          } else {
-            t.set_kind(proto::TRACK_KIND_THREAD);
-            t.set_tid(line.id());
-            if (!is_host) name = absl::StrCat(p.name(), ": ", name);
-          }
-          t.set_name(name);
-          t.set_sort_index(static_cast<int32_t>(line_tracks.size()));
-          track = w_.AddTrack(t);
-          if (device != nullptr) device->add_stream_track_ids(track);
-          ++stats_.tracks;
-        }
-        if (!line.events().empty()) t0 = std::min(t0, line.timestamp_ns());
-        AddEvents(pv, line, track, 0, /*podscope=*/false);
+  // A plane's own stats become attributes "<plane> <stat>".
+  static void AddPlaneStats(const PlaneView& pv, proto::Metadata* m) {
+    const xp::XPlane& p = *pv.plane;
+    for (const xp::XStat& s : p.stats()) {
+      std::string value;
+      if (s.value_case() == xp::XStat::kInt64Value)
+        value = absl::StrCat(s.int64_value());
+      if (s.value_case() == xp::XStat::kUint64Value)
+        value = absl::StrCat(s.uint64_value());
+      if (s.value_case() == xp::XStat::kDoubleValue)
+        value = absl::StrCat(s.double_value());
+      if (s.value_case() == xp::XStat::kStrValue) value = s.str_value();
+      if (!value.empty()) {
+        (*m->mutable_attributes())[absl::StrCat(
+            p.name(), " ", std::string(pv.StatName(s)))] = value;
       }
     }
-    if (t0 == std::numeric_limits<int64_t>::max()) t0 = 0;
-    m.set_start_monotonic_ns(t0);
-    m.set_start_realtime_ns(t0);
-    w_.SetMetadata(m);
-    // XSpace times are each host's Unix epoch clock: hosts line up through
-    // it, as XProf lines them up.
-    w_.AddClockSnapshot(t0, t0);
-    proto::ClockOffset offset;
-    offset.set_local_monotonic_ns(t0);
-    offset.set_offset_ns(0);
-    offset.set_reference("realtime (XSpace)");
-    w_.AddClockOffset(offset);
+  }
+
+  // A device plane's device: its kind and ordinal from the plane's name, a
+  // global id unique in the file.
+  proto::Device* AddForeignDevice(
+      const PlaneView& pv, proto::Metadata* mp,
+      std::map<std::pair<std::string, int32_t>, int>* device_of_plane_p,
+      int32_t* next_device_p) {
+    const xp::XPlane& p = *pv.plane;
+    proto::Metadata& m = *mp;
+    auto& device_of_plane = *device_of_plane_p;
+    int32_t& next_device = *next_device_p;
+    proto::Device* device = nullptr;
+    // "/device:GPU:0" -> kind GPU, ordinal 0.
+    std::string_view rest =
+        std::string_view(p.name()).substr(kDevicePlanePrefix.size());
+    const size_t colon = rest.find(':');
+    std::string kind(rest.substr(0, colon));
+    if (kind == kCustomKind) {
+      // Podscope writes every device other than GPU and TPU as a custom
+      // plane with its real kind in a stat.
+      for (const xp::XStat& s : p.stats()) {
+        if (pv.StatName(s) == kDeviceTypeStat &&
+            s.value_case() == xp::XStat::kStrValue && !s.str_value().empty()) {
+          kind = s.str_value();
+        }
+      }
+    }
+    int32_t ordinal = -1;
+    if (colon != std::string_view::npos) {
+      int32_t n = 0;
+      size_t i = colon + 1;
+      for (; i < rest.size() &&
+             std::isdigit(static_cast<unsigned char>(rest[i])) && n < 1000000;
+           ++i) {
+        n = n * 10 + (rest[i] - '0');
+      }
+      if (i > colon + 1 && i == rest.size()) ordinal = n;
+    }
+    device = m.add_devices();
+    int32_t id =
+        ordinal >= 0 && !device_of_plane.count({kind, ordinal}) ? ordinal : -1;
+    for (const auto& d : m.devices()) {
+      if (&d != device && d.global_id() == id) id = -1;
+    }
+    if (id < 0) id = std::max(next_device, 1000);
+    device_of_plane[{kind, id}] = 1;
+    next_device = std::max(next_device, id + 1);
+    device->set_global_id(id);
+    device->set_local_hardware_id(ordinal >= 0 ? ordinal : id);
+    device->set_process_index(facts_.process_index);
+    device->set_kind(kind);
+    std::string platform = kind;
+    for (char& c : platform) c = static_cast<char>(std::tolower(c));
+    device->set_platform(platform);
+    return device;
+  }
+
+  // The track of a line: a device stream on a device plane, else a thread.
+  uint32_t AddForeignTrack(const PlaneView& pv, const xp::XLine& line,
+                           proto::Device* device, int32_t sort_index) {
+    const xp::XPlane& p = *pv.plane;
+    const bool is_host = p.name() == kHostPlaneName;
+    proto::Track t;
+    const std::string& line_name =
+        !line.display_name().empty() ? line.display_name() : line.name();
+    std::string name =
+        line_name.empty() ? absl::StrCat("line ", line.id()) : line_name;
+    if (device != nullptr) {
+      t.set_kind(proto::TRACK_KIND_DEVICE_STREAM);
+      t.set_device_id(device->global_id());
+      if (IsStepsLineId(line.id())) {
+        // XProf's step markers, whichever id form they came with.
+        if (line_name.empty()) name = std::string(kStepsLineName);
+        t.set_stream_id(static_cast<int32_t>(kStepsLineId));
+      } else {
+        t.set_stream_id(static_cast<int32_t>(line.id()));
+      }
+    } else {
+      t.set_kind(proto::TRACK_KIND_THREAD);
+      t.set_tid(line.id());
+      if (!is_host) name = absl::StrCat(p.name(), ": ", name);
+    }
+    t.set_name(name);
+    t.set_sort_index(sort_index);
+    const uint32_t track = w_.AddTrack(t);
+    if (device != nullptr) device->add_stream_track_ids(track);
+    ++stats_.tracks;
+    return track;
   }
 
   const xp::XSpace& space_;
