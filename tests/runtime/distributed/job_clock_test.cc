@@ -227,34 +227,14 @@ TEST(JobClock, ThreeHostsOneJobCapturedByName) {
   std::vector<std::unique_ptr<Process>> launchers;
   for (int i = 0; i < 3; ++i) {
     launchers.push_back(std::make_unique<Process>(
-        std::vector<std::string>{"ip",
-                                 "netns",
-                                 "exec",
-                                 hosts.name(i),
-                                 kPodscope,
-                                 "launch",
-                                 // A test network: no certificate.
-                                 "--insecure",
-                                 "--nnodes",
-                                 "3",
-                                 "--node_rank",
-                                 std::to_string(i),
-                                 "--nproc_per_node",
-                                 "1",
-                                 "--rdzv_endpoint",
-                                 rdzv,
-                                 kWorker,
-                                 "job",
-                                 "--logdir",
-                                 logdir,
-                                 "--marks",
-                                 "3",
-                                 "--skew_ns",
-                                 std::to_string(kSkew),
-                                 "--trace_marks_only",
-                                 "1",
-                                 "--run_ms",
-                                 "6000"},
+        std::vector<std::string>{
+            "ip", "netns", "exec", hosts.name(i), kPodscope, "launch",
+            // A test network: no certificate.
+            "--insecure", "--nnodes", "3", "--node_rank", std::to_string(i),
+            "--nproc_per_node", "1", "--rdzv_endpoint", rdzv, kWorker, "job",
+            "--logdir", logdir, "--marks", "3", "--skew_ns",
+            std::to_string(kSkew), "--trace_marks_only", "1", "--run_ms",
+            "6000"},
         env));
   }
   // Every rank is running (and has stopped its own trace) once it says so.
