@@ -399,8 +399,11 @@ void JobImpl::OnProbe(const ClockProbe& probe) {
   if (env_.rank == 0) {
     // The reference itself, exactly, at every beat: a reader then bounds
     // rank 0's own timestamps by the floor alone, never by a drift bound.
-    profiler::RecordReferenceClockOffset(
-        {profiler::ProfilerNowNs(), 0, 0, "rank 0"});
+    const int64_t now = profiler::ProfilerNowNs();
+    profiler::RecordReferenceClockOffset({now, 0, 0, "rank 0"});
+    std::lock_guard<std::mutex> lock(mu_);
+    clock_.local_ns = now;
+    clock_.probes += 1;
     return;
   }
   const base::ProbeTimes times{probe.t1, probe.t2, probe.t3, probe.t4};

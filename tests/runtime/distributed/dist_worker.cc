@@ -175,6 +175,16 @@ int RunJob(int argc, char** argv) {
   // rest of the run can be captured remotely (one session at a time).
   bool tracing = !logdir.empty();
   if (tracing && Flag(argc, argv, "trace_marks_only", "0") == "1") {
+    // A trace's clock is bounded where its recorded offsets enclose a time;
+    // past the last one the stated uncertainty grows with the drift bound.
+    // So the trace ends once the job clock has been probed after the marks.
+    const int64_t marked = prof::ProfilerNowNs();
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((*job)->clock().local_ns <= marked &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     auto path = prof::StopTrace();
     if (!path.ok()) return Die(path.status());
     tracing = false;
