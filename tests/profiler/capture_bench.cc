@@ -129,25 +129,19 @@ void BM_StreamRate(benchmark::State& state) {
 }
 BENCHMARK(BM_StreamRate)->Iterations(1)->Unit(benchmark::kSecond);
 
-void BM_AlignError(benchmark::State& state) {
-  const bool netns = testing::CanMakeNamespaces();
-  std::unique_ptr<testing::NetworkHosts> hosts;
-  if (netns) {
-    hosts = std::make_unique<testing::NetworkHosts>(3, "cb");
-    if (!hosts->ok()) {
-      state.SkipWithError("cannot set up network namespaces");
-      return;
-    }
-  }
+// Three workers with skewed, drifting clocks, in `hosts` when given (on
+// port 9012 with a token), else on loopback; their addresses in `addrs`.
+// False when one does not start.
+bool StartSkewedWorkers(const testing::NetworkHosts* hosts,
+                        std::vector<std::unique_ptr<ChildProcess>>* workers,
+                        std::vector<std::string>* addrs) {
   const int64_t offsets[] = {3'000'000'000, -7'500'000'000, 12'250'000'000};
   const double drifts[] = {100, -100, 60};
-  std::vector<std::unique_ptr<ChildProcess>> workers;
-  std::vector<std::string> addrs;
   for (int i = 0; i < 3; ++i) {
     std::vector<std::string> prefix;
     std::vector<std::string> args = {"--port", "0"};
     std::string host = "127.0.0.1";
-    if (netns) {
+    if (hosts != nullptr) {
       prefix = {"ip", "netns", "exec", hosts->name(i)};
       host = hosts->address(i);
       args = {"--port", "9012", "--bind", host, "--token", "bench"};
@@ -158,12 +152,28 @@ void BM_AlignError(benchmark::State& state) {
         {"PODSCOPE_TEST_CLOCK_OFFSET_NS=" + std::to_string(offsets[i]),
          "PODSCOPE_TEST_CLOCK_DRIFT_PPM=" + std::to_string(drifts[i])},
         &port);
-    if (w == nullptr) {
-      state.SkipWithError("a worker did not start");
+    if (w == nullptr) return false;
+    workers->push_back(std::move(w));
+    addrs->push_back(host + ":" + std::to_string(port));
+  }
+  return true;
+}
+
+void BM_AlignError(benchmark::State& state) {
+  const bool netns = testing::CanMakeNamespaces();
+  std::unique_ptr<testing::NetworkHosts> hosts;
+  if (netns) {
+    hosts = std::make_unique<testing::NetworkHosts>(3, "cb");
+    if (!hosts->ok()) {
+      state.SkipWithError("cannot set up network namespaces");
       return;
     }
-    workers.push_back(std::move(w));
-    addrs.push_back(host + ":" + std::to_string(port));
+  }
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  std::vector<std::string> addrs;
+  if (!StartSkewedWorkers(hosts.get(), &workers, &addrs)) {
+    state.SkipWithError("a worker did not start");
+    return;
   }
   double worst_us = 0;
   for (auto _ : state) {
@@ -258,31 +268,11 @@ struct Honesty {
 // loopback) marking 20 instants; adds what the files state to `h`.
 bool MeasureHonesty(const testing::NetworkHosts* hosts, bool loaded, Honesty* h,
                     std::string* why) {
-  const int64_t offsets[] = {3'000'000'000, -7'500'000'000, 12'250'000'000};
-  const double drifts[] = {100, -100, 60};
   std::vector<std::unique_ptr<ChildProcess>> workers;
   std::vector<std::string> addrs;
-  for (int i = 0; i < 3; ++i) {
-    std::vector<std::string> prefix;
-    std::vector<std::string> args = {"--port", "0"};
-    std::string host = "127.0.0.1";
-    if (hosts != nullptr) {
-      prefix = {"ip", "netns", "exec", hosts->name(i)};
-      host = hosts->address(i);
-      args = {"--port", "9012", "--bind", host, "--token", "bench"};
-    }
-    int port = 0;
-    auto w = StartWorker(
-        prefix, args,
-        {"PODSCOPE_TEST_CLOCK_OFFSET_NS=" + std::to_string(offsets[i]),
-         "PODSCOPE_TEST_CLOCK_DRIFT_PPM=" + std::to_string(drifts[i])},
-        &port);
-    if (w == nullptr) {
-      *why = "a worker did not start";
-      return false;
-    }
-    workers.push_back(std::move(w));
-    addrs.push_back(host + ":" + std::to_string(port));
+  if (!StartSkewedWorkers(hosts, &workers, &addrs)) {
+    *why = "a worker did not start";
+    return false;
   }
   CaptureOptions o;
   o.workers = addrs;
