@@ -18,6 +18,8 @@
 #include <cstring>
 #include <string>
 
+#include "podscope/base/coding.h"
+#include "podscope/base/time.h"
 #include "podscope/profiler/clock.h"
 
 namespace podscope::profiler::internal {
@@ -29,28 +31,19 @@ inline constexpr char kProbeReplyMagic[8] = {'P', 'S', 'P', 'R',
 inline constexpr size_t kProbeKeyBytes = 16;
 inline constexpr size_t kProbePacketBytes = 40;
 
+// Times travel as little-endian two's complement (base/coding.h).
 inline void PutI64(char* p, int64_t v) {
-  for (int i = 0; i < 8; ++i)
-    p[i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+  base::EncodeFixed64(p, static_cast<uint64_t>(v));
 }
 inline int64_t GetI64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i)
-    v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  return static_cast<int64_t>(v);
-}
-
-inline int64_t RealtimeNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+  return static_cast<int64_t>(base::DecodeFixed64(p));
 }
 
 // The two clocks a kernel receive time is converted between; a seam for
 // tests, which simulate a thread descheduled between the reads.
 struct ClockReads {
   int64_t (*monotonic)() = &MonotonicNs;
-  int64_t (*realtime)() = &RealtimeNowNs;
+  int64_t (*realtime)() = &base::RealtimeNs;
 };
 
 // The CLOCK_MONOTONIC time of kernel receive timestamp `kernel_real`
