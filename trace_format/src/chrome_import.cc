@@ -122,6 +122,48 @@ bool LooksLikeJson(std::string_view head) {
   return !head.empty() && (head.front() == '{' || head.front() == '[');
 }
 
+namespace {
+
+// The files' sizes together (a missing file fails when it is opened).
+uint64_t TotalBytes(const std::vector<std::string>& files) {
+  uint64_t total = 0;
+  for (const std::string& f : files) {
+    std::error_code ec;
+    const auto size = fs::file_size(f, ec);
+    if (!ec) total += size;
+  }
+  return total;
+}
+
+// The same files, in any order, make the same session.
+std::string SessionOfFiles(const std::vector<std::string>& files) {
+  std::vector<std::string> names;
+  for (const std::string& f : files) names.push_back(FileStem(f));
+  std::sort(names.begin(), names.end());
+  return absl::StrFormat("import-%016x",
+                         std::hash<std::string>()(absl::StrJoin(names, "\n")));
+}
+
+// File `index` of `count` in `session`: a file that named no process of
+// its own becomes process `index`, its devices numbered apart.
+void PlaceInSession(const std::string& session, size_t index, size_t count,
+                    proto::Metadata* m) {
+  m->set_session_id(session);
+  if (m->process_index() < 0) {
+    m->set_process_index(static_cast<int32_t>(index));
+    for (proto::Device& d : *m->mutable_devices()) {
+      d.set_process_index(static_cast<int32_t>(index));
+      d.set_global_id(static_cast<int32_t>(index * 1000) +
+                      d.local_hardware_id());
+    }
+  }
+  if (m->process_count() <= 0) {
+    m->set_process_count(static_cast<int32_t>(count));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     const std::vector<std::string>& files, const std::string& out_dir,
     const ChromeImportOptions& options) {
@@ -139,19 +181,10 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     return absl::InternalError(
         absl::StrCat("cannot open ", out_dir, ": ", ec.message()));
   }
-  uint64_t total = 0, done_before = 0;
-  for (const std::string& f : files) {
-    const auto size = fs::file_size(f, ec);
-    if (!ec) total += size;  // a missing file fails when it is opened
-  }
-  std::string session = options.session_id;
-  if (session.empty()) {
-    std::vector<std::string> names;
-    for (const std::string& f : files) names.push_back(FileStem(f));
-    std::sort(names.begin(), names.end());
-    session = absl::StrFormat(
-        "import-%016x", std::hash<std::string>()(absl::StrJoin(names, "\n")));
-  }
+  const uint64_t total = TotalBytes(files);
+  uint64_t done_before = 0;
+  const std::string session =
+      options.session_id.empty() ? SessionOfFiles(files) : options.session_id;
 
   ChromeImportResult result;
   std::vector<std::string> temps;
@@ -196,20 +229,8 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     absl::Status s = Convert(in->get(), writer->get(), tick, &converted,
                              files[i], static_cast<uint32_t>(i));
     if (s.ok()) {
-      proto::Metadata& m = converted.metadata;
-      m.set_session_id(session);
-      if (m.process_index() < 0) {
-        m.set_process_index(static_cast<int32_t>(i));
-        for (proto::Device& d : *m.mutable_devices()) {
-          d.set_process_index(static_cast<int32_t>(i));
-          d.set_global_id(static_cast<int32_t>(i * 1000) +
-                          d.local_hardware_id());
-        }
-      }
-      if (m.process_count() <= 0) {
-        m.set_process_count(static_cast<int32_t>(files.size()));
-      }
-      (*writer)->SetMetadata(m);
+      PlaceInSession(session, i, files.size(), &converted.metadata);
+      (*writer)->SetMetadata(converted.metadata);
       s = (*writer)->Close();
     }
     writer->reset();
