@@ -2,12 +2,14 @@
 // collectives over Gloo (allreduce ring, allgather ring, broadcast, barrier
 // from Gloo; reduce-scatter as a ring over Gloo's point-to-point buffers).
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -257,9 +259,28 @@ int Communicator::world_size() const { return state_->world_size; }
 const std::string& Communicator::prefix() const { return state_->prefix; }
 int64_t Communicator::id() const { return state_->id; }
 
+namespace {
+
+// Gloo writes to its peers' sockets without MSG_NOSIGNAL: a peer that died
+// would kill this process with SIGPIPE instead of failing the collective
+// with an error that names it. A handler the program installed is kept.
+void IgnoreSigpipeUnlessHandled() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 &&
+        current.sa_handler == SIG_DFL) {
+      signal(SIGPIPE, SIG_IGN);
+    }
+  });
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
     job::KeyValueStore& store, int rank, int world_size, std::string prefix,
     const CommunicatorOptions& options) {
+  IgnoreSigpipeUnlessHandled();
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Communicator: rank ", rank, " is not in a world of ", world_size));
