@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "../common/scoped_env.h"
 #include "absl/strings/str_cat.h"
 #include "job_test_util.h"
 #include "podscope/job/coordination.h"
@@ -20,29 +21,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Restores an environment variable when the test ends.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value == nullptr) {
-      unsetenv(name);
-    } else {
-      setenv(name, value, 1);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_.empty()) {
-      unsetenv(name_);
-    } else {
-      setenv(name_, old_.c_str(), 1);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-};
+using ::podscope::testing::ScopedEnv;
 
 TEST(JobProfilers, ListsPublishedRanksInRankOrderAndSkipsJunk) {
   auto job = Start(3);
@@ -106,7 +85,7 @@ TEST(JobProfilers, ResolveMakesTheRanksTheWorkersWithTheJobTokenFromEnv) {
           ->Set(absl::StrCat(kProfilerKeyPrefix, 0), "127.0.0.1:9200 h0 10")
           .ok());
   {
-    ScopedEnv unset("PODSCOPE_JOB_TOKEN", nullptr);
+    ScopedEnv unset("PODSCOPE_JOB_TOKEN", std::nullopt);
     profiler::CaptureOptions o;
     absl::Status s = ResolveJobWorkers(job->address(), &o);
     EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;

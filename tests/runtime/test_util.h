@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/scoped_env.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "podscope/runtime/ir/literal.h"
@@ -23,29 +24,7 @@ namespace podscope::runtime::testing {
 #define PODSCOPE_TEST_CONCAT_INNER(a, b) a##b
 #define PODSCOPE_TEST_CONCAT(a, b) PODSCOPE_TEST_CONCAT_INNER(a, b)
 
-// Sets (or unsets, with nullopt) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value->c_str(), 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using ::podscope::testing::ScopedEnv;
 
 inline std::unique_ptr<Client> MakeClient(int num_devices = 1) {
   ClientOptions options;
