@@ -79,16 +79,6 @@ std::string NewSecret() {
   return secret;
 }
 
-// Equal without an early exit that would time the first difference.
-bool SameSecret(std::string_view a, std::string_view b) {
-  if (a.size() != b.size() || a.empty()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  }
-  return diff == 0;
-}
-
 std::string_view Metadata(const ServerContext& ctx, std::string_view name) {
   const auto& md = ctx.client_metadata();
   auto it = md.find(grpc::string_ref(name.data(), name.size()));
@@ -445,8 +435,8 @@ class Service final : public pb::CoordinationService::Service {
     if (rank_text.empty() || rank_text.size() > 9 ||
         !absl::SimpleAtoi(std::string(rank_text), &rank) || rank < 0 ||
         rank >= options_.world_size || !members_[rank] ||
-        !SameSecret(Metadata(ctx, internal::kSecretMetadata),
-                    members_[rank]->secret)) {
+        !profiler::SameSecret(Metadata(ctx, internal::kSecretMetadata),
+                              members_[rank]->secret)) {
       return -1;
     }
     return rank;

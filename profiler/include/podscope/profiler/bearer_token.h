@@ -12,6 +12,10 @@
 
 namespace podscope::profiler {
 
+// True when `given` equals `expected` (never for an empty `expected`), in
+// time that depends on `given`'s length only, not on where they differ.
+bool SameSecret(std::string_view given, std::string_view expected);
+
 // OK, or UNAUTHENTICATED with `missing` (no authorization metadata) or
 // `wrong` (a different token) as the message.
 grpc::Status CheckBearerToken(const grpc::ServerContext& ctx,
