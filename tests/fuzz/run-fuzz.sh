@@ -82,7 +82,9 @@ run_large_inputs() {
     "$fuzz_bin/reader_fuzzer" -rss_limit_mb=2048 -timeout=300 \
       -artifact_prefix="$artifacts/reader-large-" "${inputs[@]}" \
       >"$work/large.log" 2>&1 || status=$?
-    if [[ $status -ne 0 ]] || grep -qE "ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error:|reader_fuzzer:" "$work/large.log"; then
+    # The harness's own complaints start its lines with `reader_fuzzer: `;
+    # libFuzzer's "<path>/reader_fuzzer: Running N inputs" is not one.
+    if [[ $status -ne 0 ]] || grep -qE "ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error:|^reader_fuzzer: " "$work/large.log"; then
       tail -30 "$work/large.log" >&2
       cp "${inputs[@]}" "$artifacts/" 2>/dev/null || true
       echo "run-fuzz: the reader failed on a large input (exit $status); inputs in $artifacts" >&2
