@@ -265,92 +265,105 @@ absl::Status ChromeConverter::HandleEvent(const JsonItem& item) {
     if (auto err = field.value().get(v)) {
       return AsStatus(*in_, off, err, "event");
     }
-    auto get_string = [&](std::string_view* out) -> absl::Status {
-      if (v.get_string().get(*out)) {
-        return in_->Error(
-            off, absl::StrCat("event: \"", A(key), "\" is not a string"));
-      }
-      return absl::OkStatus();
-    };
-    auto get_time = [&](std::optional<int64_t>* out) -> absl::Status {
-      std::string_view raw;
-      od::json_type type;
-      if (!v.type().get(type) &&
-          (type == od::json_type::number || type == od::json_type::string) &&
-          !(raw = v.raw_json_token()).empty()) {
-        *out = MicrosToNs(raw);
-        if (out->has_value()) return absl::OkStatus();
-      }
-      return in_->Error(off, absl::StrCat("event: \"", A(key),
-                                          "\" is not a number of "
-                                          "microseconds"));
-    };
-    absl::Status s;
-    if (key == "ph") {
-      std::string_view ph;
-      s = get_string(&ph);
-      if (s.ok() && ph.size() != 1) {
-        s = in_->Error(off,
-                       absl::StrCat("event: unknown phase \"", A(ph), "\""));
-      }
-      if (s.ok()) e.ph = ph[0];
-    } else if (key == "name") {
-      od::json_type type;
-      if (!v.type().get(type) && type != od::json_type::string) {
-        // A number as a name: keep its text.
-        e.name = Trim(v.raw_json_token());
-      } else {
-        s = get_string(&e.name);
-      }
-    } else if (key == "cat") {
-      s = get_string(&e.cat);
-    } else if (key == "ts") {
-      s = get_time(&e.ts);
-    } else if (key == "dur") {
-      s = get_time(&e.dur);
-    } else if (key == "pid") {
-      s = ParseId(v, off, "pid", &e.pid);
-    } else if (key == "tid") {
-      s = ParseId(v, off, "tid", &e.tid);
-    } else if (key == "args") {
-      od::object args;
-      if (v.get_object().get(args)) {
-        s = in_->Error(off, "event: \"args\" is not an object");
-      } else if (e.ph == 'X' || e.ph == 'B' || e.ph == 'E' || e.ph == 'i' ||
-                 e.ph == 'I') {
-        // The usual order ("ph" first): convert in this pass.
-        args_.clear();
-        e.args_converted = true;
-        s = ConvertArgObject(args, off, &args_, &e.correlation);
-      } else if (args.raw_json().get(e.args)) {
-        s = in_->Error(off, "event: \"args\" is not an object");
-      } else {
-        e.args_capacity = item.capacity - (e.args.data() - item.value.data());
-      }
-    } else if (key == "s") {
-      s = get_string(&e.scope);
-    } else if (key == "bp") {
-      s = get_string(&e.bp);
-    } else if (key == "id" || key == "id2" || key == "bind_id") {
-      std::string_view raw;
-      od::json_type type;
-      if (!v.type().get(type) && type == od::json_type::object) {
-        od::object o;
-        if (v.get_object().get(o) || o.raw_json().get(raw)) {
-          return in_->Error(off, "event: malformed \"id2\"");
-        }
-      } else {
-        raw = v.raw_json_token();
-      }
-      e.id = Trim(raw);
-    }
-    if (!s.ok()) return s;
+    if (auto s = ReadEventField(item, key, v, &e); !s.ok()) return s;
   }
   if (e.ph == 0) {
     ++skipped_phases_["(none)"];
     return absl::OkStatus();
   }
   return Dispatch(e);
+}
+
+absl::Status ChromeConverter::ReadEventField(const JsonItem& item,
+                                             std::string_view key, od::value v,
+                                             Event* e) {
+  const uint64_t off = item.offset;
+  auto get_string = [&](std::string_view* out) -> absl::Status {
+    if (v.get_string().get(*out)) {
+      return in_->Error(
+          off, absl::StrCat("event: \"", A(key), "\" is not a string"));
+    }
+    return absl::OkStatus();
+  };
+  auto get_time = [&](std::optional<int64_t>* out) -> absl::Status {
+    std::string_view raw;
+    od::json_type type;
+    if (!v.type().get(type) &&
+        (type == od::json_type::number || type == od::json_type::string) &&
+        !(raw = v.raw_json_token()).empty()) {
+      *out = MicrosToNs(raw);
+      if (out->has_value()) return absl::OkStatus();
+    }
+    return in_->Error(off, absl::StrCat("event: \"", A(key),
+                                        "\" is not a number of "
+                                        "microseconds"));
+  };
+  if (key == "ph") {
+    std::string_view ph;
+    if (auto s = get_string(&ph); !s.ok()) return s;
+    if (ph.size() != 1) {
+      return in_->Error(off,
+                        absl::StrCat("event: unknown phase \"", A(ph), "\""));
+    }
+    e->ph = ph[0];
+  } else if (key == "name") {
+    od::json_type type;
+    if (!v.type().get(type) && type != od::json_type::string) {
+      // A number as a name: keep its text.
+      e->name = Trim(v.raw_json_token());
+    } else {
+      return get_string(&e->name);
+    }
+  } else if (key == "cat") {
+    return get_string(&e->cat);
+  } else if (key == "ts") {
+    return get_time(&e->ts);
+  } else if (key == "dur") {
+    return get_time(&e->dur);
+  } else if (key == "pid") {
+    return ParseId(v, off, "pid", &e->pid);
+  } else if (key == "tid") {
+    return ParseId(v, off, "tid", &e->tid);
+  } else if (key == "args") {
+    return ReadEventArgs(item, v, e);
+  } else if (key == "s") {
+    return get_string(&e->scope);
+  } else if (key == "bp") {
+    return get_string(&e->bp);
+  } else if (key == "id" || key == "id2" || key == "bind_id") {
+    std::string_view raw;
+    od::json_type type;
+    if (!v.type().get(type) && type == od::json_type::object) {
+      od::object o;
+      if (v.get_object().get(o) || o.raw_json().get(raw)) {
+        return in_->Error(off, "event: malformed \"id2\"");
+      }
+    } else {
+      raw = v.raw_json_token();
+    }
+    e->id = Trim(raw);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChromeConverter::ReadEventArgs(const JsonItem& item, od::value v,
+                                            Event* e) {
+  od::object args;
+  if (v.get_object().get(args)) {
+    return in_->Error(item.offset, "event: \"args\" is not an object");
+  }
+  if (e->ph == 'X' || e->ph == 'B' || e->ph == 'E' || e->ph == 'i' ||
+      e->ph == 'I') {
+    // The usual order ("ph" first): convert in this pass.
+    args_.clear();
+    e->args_converted = true;
+    return ConvertArgObject(args, item.offset, &args_, &e->correlation);
+  }
+  if (args.raw_json().get(e->args)) {
+    return in_->Error(item.offset, "event: \"args\" is not an object");
+  }
+  e->args_capacity = item.capacity - (e->args.data() - item.value.data());
+  return absl::OkStatus();
 }
 
 absl::Status ChromeConverter::Dispatch(Event& e) {
@@ -378,28 +391,7 @@ absl::Status ChromeConverter::Dispatch(Event& e) {
   Thread* t = nullptr;
   uint32_t instant_track = 0;
   if ((ph == 'i' || ph == 'I') && (e.scope == "g" || e.scope == "p")) {
-    if (e.scope == "g") {
-      if (global_track_ == 0) {
-        proto::Track desc;
-        desc.set_kind(proto::TRACK_KIND_THREAD);
-        desc.set_name("global instants");
-        global_track_ = w_->AddTrack(desc);
-      }
-      instant_track = global_track_;
-    } else {
-      uint32_t& track = process_tracks_[e.pid];
-      if (track == 0) {
-        proto::Track desc;
-        desc.set_kind(proto::TRACK_KIND_THREAD);
-        auto it = id_names_.find(e.pid);
-        desc.set_name(absl::StrCat(
-            "process ",
-            it != id_names_.end() ? it->second : absl::StrCat(e.pid),
-            " instants"));
-        track = w_->AddTrack(desc);
-      }
-      instant_track = track;
-    }
+    instant_track = SharedInstantTrack(e);
   } else {
     t = &GetThread(e.pid, e.tid, gpu);
   }
@@ -416,49 +408,80 @@ absl::Status ChromeConverter::Dispatch(Event& e) {
     args.push_back({k_category_, StringId{w_->InternString(e.cat)}});
   }
   const uint32_t name = w_->InternString(e.name);
-  if (ph == 'X' || ph == 'B') {
-    if (ph == 'B') {
-      t->begins.push_back({ts, name, args, gpu});
-      return absl::OkStatus();
-    }
-    int64_t dur = e.dur.value_or(0);
-    if (dur < 0) dur = 0;
-    int64_t end;
-    if (__builtin_add_overflow(ts, dur, &end)) end = INT64_MAX;
-    max_ts_ = std::max(max_ts_, end);
-    const EventRef ref = AddSlice(*t, ts, end, name, args);
-    if (correlation > 0) {
-      const auto id = static_cast<uint64_t>(correlation);
-      if (gpu && corr_end_.insert(id).second) {
-        w_->AddFlow(ref, FlowId(id), FlowPhase::kEnd);
-      } else if (IsLaunchCategory(e.cat) && corr_begin_.insert(id).second) {
-        w_->AddFlow(ref, FlowId(id), FlowPhase::kBegin);
-      }
-    }
-    return absl::OkStatus();
+  if (ph == 'X') {
+    AddComplete(e, *t, name, args, correlation, gpu);
+  } else if (ph == 'B') {
+    t->begins.push_back({ts, name, args, gpu});
+  } else if (ph == 'E') {
+    AddEnd(*t, ts, name, args);
+  } else {
+    // An instant.
+    Count();
+    const EventRef ref = w_->AddInstant(
+        t != nullptr ? t->lanes[0].track : instant_track, ts, name, args);
+    if (t != nullptr) AttachPending(*t, ref);
   }
-  if (ph == 'E') {
-    if (t->begins.empty()) {
-      // Kept as an instant, so that nothing in the file is lost.
-      ++unmatched_ends_;
-      args.push_back({k_unclosed_, int64_t{1}});
-      Count();
-      const EventRef ref = w_->AddInstant(t->lanes[0].track, ts, name, args);
-      AttachPending(*t, ref);
-      return absl::OkStatus();
-    }
-    Begin b = std::move(t->begins.back());
-    t->begins.pop_back();
-    b.args.insert(b.args.end(), args.begin(), args.end());
-    AddSlice(*t, b.ts, std::max(ts, b.ts), b.name, b.args);
-    return absl::OkStatus();
-  }
-  // An instant.
-  Count();
-  const EventRef ref = w_->AddInstant(
-      t != nullptr ? t->lanes[0].track : instant_track, ts, name, args);
-  if (t != nullptr) AttachPending(*t, ref);
   return absl::OkStatus();
+}
+
+uint32_t ChromeConverter::SharedInstantTrack(const Event& e) {
+  if (e.scope == "g") {
+    if (global_track_ == 0) {
+      proto::Track desc;
+      desc.set_kind(proto::TRACK_KIND_THREAD);
+      desc.set_name("global instants");
+      global_track_ = w_->AddTrack(desc);
+    }
+    return global_track_;
+  }
+  uint32_t& track = process_tracks_[e.pid];
+  if (track == 0) {
+    proto::Track desc;
+    desc.set_kind(proto::TRACK_KIND_THREAD);
+    auto it = id_names_.find(e.pid);
+    desc.set_name(absl::StrCat(
+        "process ", it != id_names_.end() ? it->second : absl::StrCat(e.pid),
+        " instants"));
+    track = w_->AddTrack(desc);
+  }
+  return track;
+}
+
+void ChromeConverter::AddComplete(const Event& e, Thread& t, uint32_t name,
+                                  std::span<const Arg> args,
+                                  int64_t correlation, bool gpu) {
+  const int64_t ts = *e.ts;
+  int64_t dur = e.dur.value_or(0);
+  if (dur < 0) dur = 0;
+  int64_t end;
+  if (__builtin_add_overflow(ts, dur, &end)) end = INT64_MAX;
+  max_ts_ = std::max(max_ts_, end);
+  const EventRef ref = AddSlice(t, ts, end, name, args);
+  if (correlation > 0) {
+    const auto id = static_cast<uint64_t>(correlation);
+    if (gpu && corr_end_.insert(id).second) {
+      w_->AddFlow(ref, FlowId(id), FlowPhase::kEnd);
+    } else if (IsLaunchCategory(e.cat) && corr_begin_.insert(id).second) {
+      w_->AddFlow(ref, FlowId(id), FlowPhase::kBegin);
+    }
+  }
+}
+
+void ChromeConverter::AddEnd(Thread& t, int64_t ts, uint32_t name,
+                             std::vector<Arg>& args) {
+  if (t.begins.empty()) {
+    // Kept as an instant, so that nothing in the file is lost.
+    ++unmatched_ends_;
+    args.push_back({k_unclosed_, int64_t{1}});
+    Count();
+    const EventRef ref = w_->AddInstant(t.lanes[0].track, ts, name, args);
+    AttachPending(t, ref);
+    return;
+  }
+  Begin b = std::move(t.begins.back());
+  t.begins.pop_back();
+  b.args.insert(b.args.end(), args.begin(), args.end());
+  AddSlice(t, b.ts, std::max(ts, b.ts), b.name, b.args);
 }
 
 absl::Status ChromeConverter::ConvertArgs(const Event& e, std::vector<Arg>* out,

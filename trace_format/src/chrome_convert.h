@@ -107,7 +107,20 @@ class ChromeConverter {
 
   absl::Status HandleMember(const JsonItem& item);
   absl::Status HandleEvent(const JsonItem& item);
+  // Reads one member of an event object into e.
+  absl::Status ReadEventField(const JsonItem& item, std::string_view key,
+                              simdjson::ondemand::value v, Event* e);
+  absl::Status ReadEventArgs(const JsonItem& item, simdjson::ondemand::value v,
+                             Event* e);
   absl::Status Dispatch(Event& e);
+  // The track of a global ("g") or process ("p") instant, made on first use.
+  uint32_t SharedInstantTrack(const Event& e);
+  // A complete ('X') slice, with Kineto's correlation as a flow end.
+  void AddComplete(const Event& e, Thread& t, uint32_t name,
+                   std::span<const Arg> args, int64_t correlation, bool gpu);
+  // An 'E' closes the thread's last 'B'; one with none is kept as an
+  // instant marked unclosed.
+  void AddEnd(Thread& t, int64_t ts, uint32_t name, std::vector<Arg>& args);
   absl::Status ParseId(simdjson::ondemand::value v, uint64_t offset,
                        std::string_view what, int64_t* out);
   // Converts an args object; picks out Kineto's "correlation" on the way.

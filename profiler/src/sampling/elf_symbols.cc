@@ -116,6 +116,34 @@ absl::StatusOr<std::vector<ElfSymbolTable::LoadSegment>> ReadLoadSegments(
   return segments;
 }
 
+// The functions of a symbol section (`section`, entries of Elf64_Sym size)
+// with a non-empty name in `strtab` (the section's string table copied with
+// a NUL after it; `strtab_size` bytes of it are the file's).
+absl::StatusOr<std::vector<Candidate>> FunctionSymbols(
+    std::string_view data, const Elf64_Shdr& section, uint64_t strtab_size,
+    const std::string& strtab, const char* kind, const std::string& name) {
+  const uint64_t count = section.sh_size / sizeof(Elf64_Sym);
+  std::vector<Candidate> candidates;
+  for (uint64_t i = 0; i < count; ++i) {
+    Elf64_Sym sym;
+    ReadAt(data, section.sh_offset + i * sizeof(Elf64_Sym), &sym);
+    const unsigned char type = ELF64_ST_TYPE(sym.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+    if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+    if (sym.st_name >= strtab_size) {
+      return Corrupt(
+          name, absl::StrCat("symbol ", i, " of ", kind, " has name offset ",
+                             sym.st_name, " past the string table (",
+                             strtab_size, " bytes)"));
+    }
+    const std::string_view symbol_name(strtab.c_str() + sym.st_name);
+    if (symbol_name.empty()) continue;
+    candidates.push_back({sym.st_value, sym.st_size, sym.st_name,
+                          AliasRank(ELF64_ST_BIND(sym.st_info), symbol_name)});
+  }
+  return candidates;
+}
+
 }  // namespace
 
 std::optional<size_t> ElfSymbolTable::Find(uint64_t vaddr) const {
@@ -224,33 +252,17 @@ absl::StatusOr<ElfSymbolTable> ParseElfSymbolsFromBuffer(
   table.strtab_.assign(data.data() + strtab.sh_offset, strtab.sh_size);
   table.strtab_.push_back('\0');
 
-  const uint64_t count = chosen->sh_size / entsize;
-  std::vector<Candidate> candidates;
-  for (uint64_t i = 0; i < count; ++i) {
-    Elf64_Sym sym;
-    ReadAt(data, chosen->sh_offset + i * entsize, &sym);
-    const unsigned char type = ELF64_ST_TYPE(sym.st_info);
-    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
-    if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
-    if (sym.st_name >= strtab.sh_size) {
-      return Corrupt(
-          name, absl::StrCat("symbol ", i, " of ", kind, " has name offset ",
-                             sym.st_name, " past the string table (",
-                             strtab.sh_size, " bytes)"));
-    }
-    const std::string_view symbol_name(table.strtab_.c_str() + sym.st_name);
-    if (symbol_name.empty()) continue;
-    candidates.push_back({sym.st_value, sym.st_size, sym.st_name,
-                          AliasRank(ELF64_ST_BIND(sym.st_info), symbol_name)});
-  }
+  auto candidates =
+      FunctionSymbols(data, *chosen, strtab.sh_size, table.strtab_, kind, name);
+  if (!candidates.ok()) return candidates.status();
   // Sort by address, best alias first, then keep one symbol per address.
-  std::sort(candidates.begin(), candidates.end(),
+  std::sort(candidates->begin(), candidates->end(),
             [&](const Candidate& a, const Candidate& b) {
               return std::tie(a.address, a.rank, a.name_offset) <
                      std::tie(b.address, b.rank, b.name_offset);
             });
-  table.symbols_.reserve(candidates.size());
-  for (const Candidate& c : candidates) {
+  table.symbols_.reserve(candidates->size());
+  for (const Candidate& c : *candidates) {
     if (!table.symbols_.empty() && table.symbols_.back().address == c.address) {
       // An alias with a size is better than the chosen one without.
       if (table.symbols_.back().size == 0) table.symbols_.back().size = c.size;
