@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "podscope/base/net.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/job/coordination.h"
 #include "podscope/job/coordination_service.grpc.pb.h"
 #include "podscope/profiler/grpc_credentials.h"
@@ -138,14 +139,14 @@ CoordinationClient::~CoordinationClient() = default;
 
 absl::StatusOr<std::unique_ptr<CoordinationClient>> CoordinationClient::Create(
     const std::string& address, const std::string& token, const JobTls& tls) {
-  auto split = base::SplitHostPort(address, "coordinator address");
-  if (!split.ok()) return split.status();
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto split, base::SplitHostPort(address, "coordinator address"));
   grpc::ChannelArguments args;
-  auto creds = profiler::ChannelCredentialsFromFiles(tls.ca_file,
-                                                     tls.server_name, &args);
-  if (!creds.ok()) return creds.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto creds,
+                            profiler::ChannelCredentialsFromFiles(
+                                tls.ca_file, tls.server_name, &args));
   return std::unique_ptr<CoordinationClient>(new CoordinationClient(
-      address, std::make_unique<Impl>(address, token, *std::move(creds),
+      address, std::make_unique<Impl>(address, token, std::move(creds),
                                       std::move(args))));
 }
 

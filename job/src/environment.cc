@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::job {
 namespace {
@@ -141,10 +142,10 @@ absl::StatusOr<std::vector<std::string>> ExpandSlurmNodeList(
     std::vector<std::string> tails{""};
     if (close + 1 < item.size()) {
       const absl::string_view rest_text = item.substr(close + 1);
-      auto rest = ExpandSlurmNodeList(
-          std::string_view(rest_text.data(), rest_text.size()));
-      if (!rest.ok()) return rest.status();
-      tails = *std::move(rest);
+      PODSCOPE_ASSIGN_OR_RETURN(
+          auto rest, ExpandSlurmNodeList(
+                         std::string_view(rest_text.data(), rest_text.size())));
+      tails = std::move(rest);
     }
     size_t pos = 0;
     while (pos <= ranges.size()) {
@@ -199,11 +200,11 @@ absl::StatusOr<JobEnvironment> DiscoverJobEnvironment(const EnvLookup& lookup) {
     PODSCOPE_ENV_INT(e.local_world_size, env, "LOCAL_WORLD_SIZE", e.world_size,
                      1);
     PODSCOPE_ENV_INT(e.group_rank, env, "GROUP_RANK", 0, 0);
-    auto master =
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto master,
         Master(env, e.world_size == 1 ? std::optional<std::string>("127.0.0.1")
-                                      : std::nullopt);
-    if (!master.ok()) return master.status();
-    e.coordinator_address = *master;
+                                      : std::nullopt));
+    e.coordinator_address = master;
     if (absl::Status s = Check(e, "RANK", "WORLD_SIZE"); !s.ok()) return s;
     return e;
   }
@@ -224,13 +225,11 @@ absl::StatusOr<JobEnvironment> DiscoverJobEnvironment(const EnvLookup& lookup) {
     std::optional<std::string> list = env.Get("SLURM_JOB_NODELIST");
     if (!list) list = env.Get("SLURM_NODELIST");
     if (list) {
-      auto hosts = ExpandSlurmNodeList(*list);
-      if (!hosts.ok()) return hosts.status();
-      if (!hosts->empty()) first_host = hosts->front();
+      PODSCOPE_ASSIGN_OR_RETURN(auto hosts, ExpandSlurmNodeList(*list));
+      if (!hosts.empty()) first_host = hosts.front();
     }
-    auto master = Master(env, first_host);
-    if (!master.ok()) return master.status();
-    e.coordinator_address = *master;
+    PODSCOPE_ASSIGN_OR_RETURN(auto master, Master(env, first_host));
+    e.coordinator_address = master;
     if (absl::Status s = Check(e, "SLURM_PROCID", "SLURM_NTASKS"); !s.ok()) {
       return s;
     }
@@ -247,10 +246,11 @@ absl::StatusOr<JobEnvironment> DiscoverJobEnvironment(const EnvLookup& lookup) {
     PODSCOPE_ENV_INT(e.group_rank, env, "OMPI_COMM_WORLD_NODE_RANK", 0, 0);
     // Every rank on this machine: rank 0 is here too.
     const bool one_node = e.local_world_size == e.world_size;
-    auto master = Master(
-        env, one_node ? std::optional<std::string>("127.0.0.1") : std::nullopt);
-    if (!master.ok()) return master.status();
-    e.coordinator_address = *master;
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto master,
+        Master(env, one_node ? std::optional<std::string>("127.0.0.1")
+                             : std::nullopt));
+    e.coordinator_address = master;
     if (absl::Status s =
             Check(e, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE");
         !s.ok()) {
@@ -261,9 +261,8 @@ absl::StatusOr<JobEnvironment> DiscoverJobEnvironment(const EnvLookup& lookup) {
 
   // A single process.
   e.launcher = "none";
-  auto master = Master(env, std::nullopt);
-  if (!master.ok()) return master.status();
-  e.coordinator_address = *master;
+  PODSCOPE_ASSIGN_OR_RETURN(auto master, Master(env, std::nullopt));
+  e.coordinator_address = master;
   return e;
 }
 

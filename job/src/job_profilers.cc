@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "podscope/base/net.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/job/coordination.h"
 #include "podscope/job/keys.h"
 #include "podscope/job/profilers.h"
@@ -15,15 +16,15 @@ namespace podscope::job {
 absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
     const std::string& coordinator, const std::string& token,
     const JobTls& tls) {
-  auto client = CoordinationClient::Create(coordinator, token, tls);
-  if (!client.ok()) return client.status();
-  auto entries = (*client)->GetDirectory(kProfilerKeyPrefix);
-  if (!entries.ok()) return entries.status();
-  if (entries->empty()) {
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto client, CoordinationClient::Create(coordinator, token, tls));
+  PODSCOPE_ASSIGN_OR_RETURN(auto entries,
+                            client->GetDirectory(kProfilerKeyPrefix));
+  if (entries.empty()) {
     // The rendezvous of `podscope launch --rdzv_endpoint` (node 0's
     // launcher) rather than the job's coordinator: it knows the job's
     // MASTER_PORT, on the same host.
-    if (auto master = (*client)->Get(kLaunchMasterPortKey); master.ok()) {
+    if (auto master = client->Get(kLaunchMasterPortKey); master.ok()) {
       auto host = base::SplitHostPort(coordinator, "coordinator address");
       int port = 0;
       if (host.ok() && absl::SimpleAtoi(*master, &port) &&
@@ -34,7 +35,7 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
     }
   }
   std::vector<JobProfiler> ranks;
-  for (const auto& [key, value] : *entries) {
+  for (const auto& [key, value] : entries) {
     JobProfiler p;
     std::vector<std::string> parts =
         absl::StrSplit(value, ' ', absl::SkipEmpty());
@@ -73,12 +74,12 @@ absl::Status ResolveJobWorkers(const std::string& coordinator,
     tls.ca_file = options->connect.tls_ca_file;
     tls.server_name = options->connect.tls_server_name;
   }
-  auto ranks = ListJobProfilers(coordinator, options->connect.token, tls);
-  if (!ranks.ok()) return ranks.status();
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto ranks, ListJobProfilers(coordinator, options->connect.token, tls));
   options->job = coordinator;
   options->workers.clear();
   options->ranks.clear();
-  for (const JobProfiler& r : *ranks) {
+  for (const JobProfiler& r : ranks) {
     options->workers.push_back(r.address);
     options->ranks.push_back(r.rank);
   }

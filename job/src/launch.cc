@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "podscope/base/net.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/job/coordination.h"
 #include "podscope/job/environment.h"
 #include "podscope/job/keys.h"
@@ -61,15 +62,14 @@ absl::StatusOr<Placement> Rendezvous(
   if (o.nnodes == 1) {
     p.world_size = o.nproc_per_node;
     p.master_addr = "127.0.0.1";
-    auto port = FreePort(true);
-    if (!port.ok()) return port.status();
-    p.master_port = *port;
+    PODSCOPE_ASSIGN_OR_RETURN(auto port, FreePort(true));
+    p.master_port = port;
     if (const char* t = std::getenv("PODSCOPE_JOB_TOKEN")) p.token = t;
     return p;
   }
-  auto split = base::SplitHostPort(o.rdzv_endpoint, "--rdzv_endpoint");
-  if (!split.ok()) return split.status();
-  const auto& [host, port] = *split;
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto split, base::SplitHostPort(o.rdzv_endpoint, "--rdzv_endpoint"));
+  const auto& [host, port] = split;
   const bool loopback = base::IsLoopbackHost(host);
   if (const char* t = std::getenv("PODSCOPE_JOB_TOKEN")) p.token = t;
   if (!loopback && p.token.empty()) {
@@ -103,9 +103,9 @@ absl::StatusOr<Placement> Rendezvous(
     dial = (*rdzv_server)->address();
     client_tls = LocalClientTls(p.tls, host);
   }
-  auto client = CoordinationClient::Create(dial, p.token, client_tls);
-  if (!client.ok()) return client.status();
-  CoordinationClient& c = **client;
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto client, CoordinationClient::Create(dial, p.token, client_tls));
+  CoordinationClient& c = *client;
   auto reg = c.Register(o.node_rank, o.nnodes, base::HostName(), getpid(),
                         (static_cast<uint64_t>(getpid()) << 16) ^
                             static_cast<uint64_t>(o.node_rank),
@@ -122,9 +122,8 @@ absl::StatusOr<Placement> Rendezvous(
     return s;
   }
   if (o.node_rank == 0) {
-    auto master = FreePort(loopback);
-    if (!master.ok()) return master.status();
-    if (absl::Status s = c.Set(kLaunchMasterPortKey, absl::StrCat(*master));
+    PODSCOPE_ASSIGN_OR_RETURN(auto master, FreePort(loopback));
+    if (absl::Status s = c.Set(kLaunchMasterPortKey, absl::StrCat(master));
         !s.ok()) {
       return s;
     }
@@ -134,10 +133,9 @@ absl::StatusOr<Placement> Rendezvous(
       !s.ok()) {
     return s;
   }
-  auto nprocs = c.GetDirectory(kLaunchNprocKeyPrefix);
-  if (!nprocs.ok()) return nprocs.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto nprocs, c.GetDirectory(kLaunchNprocKeyPrefix));
   std::map<int, int> per_node;
-  for (const auto& [key, value] : *nprocs) {
+  for (const auto& [key, value] : nprocs) {
     int node = 0, n = 0;
     if (absl::SimpleAtoi(key.substr(13), &node) &&
         absl::SimpleAtoi(value, &n)) {
@@ -148,9 +146,9 @@ absl::StatusOr<Placement> Rendezvous(
     if (node < o.node_rank) p.rank_offset += n;
     p.world_size += n;
   }
-  auto master_port = c.BlockingGet(kLaunchMasterPortKey, o.rdzv_timeout);
-  if (!master_port.ok()) return master_port.status();
-  if (!absl::SimpleAtoi(*master_port, &p.master_port)) {
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto master_port, c.BlockingGet(kLaunchMasterPortKey, o.rdzv_timeout));
+  if (!absl::SimpleAtoi(master_port, &p.master_port)) {
     return absl::InternalError("rendezvous: bad master port");
   }
   p.master_addr = host;
@@ -210,24 +208,23 @@ absl::StatusOr<LaunchResult> RunLauncher(const LaunchOptions& o) {
         "worker ends the job");
   }
   std::unique_ptr<Coordinator> rdzv_server;
-  auto placement = Rendezvous(o, &rdzv_server);
-  if (!placement.ok()) return placement.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto placement, Rendezvous(o, &rdzv_server));
 
   std::vector<internal::WorkerSpec> specs;
   for (int local = 0; local < o.nproc_per_node; ++local) {
-    const int rank = placement->rank_offset + local;
+    const int rank = placement.rank_offset + local;
     std::vector<std::string> extra = o.extra_env;
     extra.push_back(absl::StrCat("RANK=", rank));
-    extra.push_back(absl::StrCat("WORLD_SIZE=", placement->world_size));
+    extra.push_back(absl::StrCat("WORLD_SIZE=", placement.world_size));
     extra.push_back(absl::StrCat("LOCAL_RANK=", local));
     extra.push_back(absl::StrCat("LOCAL_WORLD_SIZE=", o.nproc_per_node));
     extra.push_back(absl::StrCat("GROUP_RANK=", o.node_rank));
     extra.push_back(absl::StrCat("GROUP_WORLD_SIZE=", o.nnodes));
-    extra.push_back(absl::StrCat("MASTER_ADDR=", placement->master_addr));
-    extra.push_back(absl::StrCat("MASTER_PORT=", placement->master_port));
+    extra.push_back(absl::StrCat("MASTER_ADDR=", placement.master_addr));
+    extra.push_back(absl::StrCat("MASTER_PORT=", placement.master_port));
     extra.push_back("PODSCOPE_LAUNCHER=podscope");
-    if (!placement->token.empty()) {
-      extra.push_back(absl::StrCat("PODSCOPE_JOB_TOKEN=", placement->token));
+    if (!placement.token.empty()) {
+      extra.push_back(absl::StrCat("PODSCOPE_JOB_TOKEN=", placement.token));
     }
     if (!o.tls_ca_file.empty()) {
       extra.push_back(absl::StrCat("PODSCOPE_JOB_TLS_CA=", o.tls_ca_file));
@@ -241,12 +238,11 @@ absl::StatusOr<LaunchResult> RunLauncher(const LaunchOptions& o) {
   s.prefix_output = o.prefix_output;
   s.out = o.out;
   s.err = o.err;
-  auto supervised = internal::Supervise(specs, s);
-  if (!supervised.ok()) return supervised.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto supervised, internal::Supervise(specs, s));
   LaunchResult result;
-  result.exit_code = supervised->exit_code;
-  result.failed_rank = supervised->failed_rank;
-  result.message = supervised->message;
+  result.exit_code = supervised.exit_code;
+  result.failed_rank = supervised.failed_rank;
+  result.message = supervised.message;
   return result;
 }
 
@@ -285,10 +281,9 @@ absl::Status Launch(const std::function<absl::Status()>& fn, int nprocs,
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n > 0) o.command[0] = std::string(exe, n);
   o.extra_env.push_back(absl::StrCat(kWorkerMarker, "=1"));
-  auto result = RunLauncher(o);
-  if (!result.ok()) return result.status();
-  if (result->exit_code != 0) {
-    return absl::AbortedError(absl::StrCat("Launch: ", result->message));
+  PODSCOPE_ASSIGN_OR_RETURN(auto result, RunLauncher(o));
+  if (result.exit_code != 0) {
+    return absl::AbortedError(absl::StrCat("Launch: ", result.message));
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/escaping.h"
 #include "podscope/base/clock_fit.h"
+#include "podscope/base/status_macros.h"
 #include "src/capture/clock_probes.h"
 #include "src/clock_probe_wire.h"
 #include "src/server/probe_responder.h"
@@ -45,10 +46,10 @@ class ClientImpl : public ClockProbeClient {
 
 absl::StatusOr<std::unique_ptr<ClockProbeServer>> ClockProbeServer::Start(
     const std::string& host) {
-  auto responder = internal::ProbeResponder::Start(host);
-  if (!responder.ok()) return responder.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto responder,
+                            internal::ProbeResponder::Start(host));
   return std::unique_ptr<ClockProbeServer>(
-      new ServerImpl(*std::move(responder)));
+      new ServerImpl(std::move(responder)));
 }
 
 absl::StatusOr<std::unique_ptr<ClockProbeClient>> ClockProbeClient::Connect(
@@ -62,10 +63,10 @@ absl::StatusOr<std::unique_ptr<ClockProbeClient>> ClockProbeClient::Connect(
         "clock probes: the key is not " +
         std::to_string(2 * internal::kProbeKeyBytes) + " hex digits");
   }
-  auto prober =
-      internal::UdpProber::Connect(host, port, absl::HexStringToBytes(key_hex));
-  if (!prober.ok()) return prober.status();
-  return std::unique_ptr<ClockProbeClient>(new ClientImpl(*std::move(prober)));
+  PODSCOPE_ASSIGN_OR_RETURN(auto prober,
+                            internal::UdpProber::Connect(
+                                host, port, absl::HexStringToBytes(key_hex)));
+  return std::unique_ptr<ClockProbeClient>(new ClientImpl(std::move(prober)));
 }
 
 std::optional<PeerClockProbe> ClockProbeClient::BestOf(int probes,

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::profiler::internal {
 namespace {
@@ -16,10 +17,10 @@ absl::StatusOr<std::unique_ptr<SamplingCollector>> SamplingCollector::Start(
     int rate_hz) {
   sampling::SamplerOptions options;
   options.rate_hz = rate_hz;
-  auto sampler = sampling::StackSampler::Create(options);
-  if (!sampler.ok()) return sampler.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto sampler,
+                            sampling::StackSampler::Create(options));
   std::unique_ptr<SamplingCollector> c(new SamplingCollector());
-  c->sampler_ = *std::move(sampler);
+  c->sampler_ = std::move(sampler);
   std::lock_guard<std::mutex> lock(g_active_mutex);
   g_active = c.get();
   return c;

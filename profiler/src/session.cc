@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/clock_sync.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/writer.h"
@@ -64,9 +65,10 @@ class Session {
 
   absl::Status Start() {
     if (options_.sampling_hz > 0) {
-      auto collector = internal::SamplingCollector::Start(options_.sampling_hz);
-      if (!collector.ok()) return collector.status();
-      sampling_ = *std::move(collector);
+      PODSCOPE_ASSIGN_OR_RETURN(
+          auto collector,
+          internal::SamplingCollector::Start(options_.sampling_hz));
+      sampling_ = std::move(collector);
       internal::BufferRegistry::Get().ForEach([&](internal::ThreadBuffer* b) {
         if (!b->exited.load(std::memory_order_acquire)) {
           sampling_->RegisterThread(b->tid);
@@ -137,11 +139,11 @@ class Session {
       return absl::FailedPreconditionError(absl::StrCat(
           "a remote capture already shares the trace recorded to ", path_));
     }
-    auto tap = CaptureTap::Start(owner, options, std::move(writer), skew_,
-                                 clock_.calibration,
-                                 options.sampling_hz > 0 && !sampling_);
-    if (!tap.ok()) return tap.status();
-    tap_ = *std::move(tap);
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto tap, CaptureTap::Start(owner, options, std::move(writer), skew_,
+                                    clock_.calibration,
+                                    options.sampling_hz > 0 && !sampling_));
+    tap_ = std::move(tap);
     internal::g_level.store(std::max(static_cast<int>(options_.level),
                                      static_cast<int>(options.level)),
                             std::memory_order_release);
@@ -412,10 +414,10 @@ absl::Status StartTrace(const std::string& dir, const TraceOptions& options) {
   }
   std::error_code ec;
   const std::string path = (folder / TraceFileName()).string();
-  auto writer = tf::TraceWriter::Create(path, WriterOptionsFor(o));
-  if (!writer.ok()) return writer.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto writer,
+                            tf::TraceWriter::Create(path, WriterOptionsFor(o)));
   absl::Status s = Install(
-      std::make_unique<Session>(path, o, *std::move(writer), /*owner=*/0));
+      std::make_unique<Session>(path, o, std::move(writer), /*owner=*/0));
   if (!s.ok()) std::filesystem::remove(path, ec);
   return s;
 }
@@ -454,10 +456,11 @@ absl::Status StartOwnedSession(std::unique_ptr<tf::RecordSink> sink,
   if (g_session) return BusyError();
   const TraceOptions o = ResolveOptions(options);
   if (absl::Status s = CheckOptions(o, "capture"); !s.ok()) return s;
-  auto writer = tf::TraceWriter::Create(std::move(sink), WriterOptionsFor(o));
-  if (!writer.ok()) return writer.status();
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto writer,
+      tf::TraceWriter::Create(std::move(sink), WriterOptionsFor(o)));
   return Install(
-      std::make_unique<Session>(description, o, *std::move(writer), owner));
+      std::make_unique<Session>(description, o, std::move(writer), owner));
 }
 
 absl::Status ShareLocalSession(std::unique_ptr<tf::RecordSink> sink,
@@ -471,9 +474,10 @@ absl::Status ShareLocalSession(std::unique_ptr<tf::RecordSink> sink,
   TraceOptions o = options;
   if (!g_session->session_id().empty()) o.session_id = g_session->session_id();
   if (absl::Status s = CheckOptions(o, "capture"); !s.ok()) return s;
-  auto writer = tf::TraceWriter::Create(std::move(sink), WriterOptionsFor(o));
-  if (!writer.ok()) return writer.status();
-  if (absl::Status s = g_session->AttachTap(owner, o, *std::move(writer));
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto writer,
+      tf::TraceWriter::Create(std::move(sink), WriterOptionsFor(o)));
+  if (absl::Status s = g_session->AttachTap(owner, o, std::move(writer));
       !s.ok()) {
     return s;
   }

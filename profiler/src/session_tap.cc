@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "podscope/base/status_macros.h"
 #include "src/thread_buffer.h"
 
 namespace podscope::profiler::internal {
@@ -14,9 +15,9 @@ absl::StatusOr<std::unique_ptr<CaptureTap>> CaptureTap::Start(
     const TickCalibration& calibration, bool sample) {
   std::unique_ptr<SamplingCollector> sampling;
   if (sample) {
-    auto collector = SamplingCollector::Start(options.sampling_hz);
-    if (!collector.ok()) return collector.status();
-    sampling = *std::move(collector);
+    PODSCOPE_ASSIGN_OR_RETURN(auto collector,
+                              SamplingCollector::Start(options.sampling_hz));
+    sampling = std::move(collector);
     BufferRegistry::Get().ForEach([&](ThreadBuffer* b) {
       if (!b->exited.load(std::memory_order_acquire)) {
         sampling->RegisterThread(b->tid);

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/trace.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "absl/container/flat_hash_map.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/clock_model.h"
 #include "podscope/viewer/slice_columns.h"
 #include "summary_steps.h"
@@ -296,12 +297,11 @@ TraceSummary Summarize(std::span<const TraceReader* const> readers,
 
 absl::StatusOr<TraceSummary> SummarizePath(const std::string& path,
                                            const SummaryOptions& options) {
-  auto opened = trace_format::OpenTraces(path);
-  if (!opened.ok()) return opened.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto opened, trace_format::OpenTraces(path));
   std::vector<const TraceReader*> readers;
-  for (const auto& r : opened->readers) readers.push_back(r.get());
+  for (const auto& r : opened.readers) readers.push_back(r.get());
   std::vector<UnreadableFile> unreadable;
-  for (const auto& [file, status] : opened->failures) {
+  for (const auto& [file, status] : opened.failures) {
     unreadable.push_back({file, std::string(status.message())});
   }
   return Summarize(readers, std::move(unreadable), options);

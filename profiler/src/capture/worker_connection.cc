@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/clock_fit.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/grpc_credentials.h"
 #include "podscope/profiler/user_token.h"
@@ -47,10 +48,10 @@ absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
     const std::string& address, const ConnectOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
-  auto creds = ChannelCredentialsFromFiles(options.tls_ca_file,
-                                           options.tls_server_name, &args);
-  if (!creds.ok()) return creds.status();
-  auto channel = grpc::CreateCustomChannel(address, *creds, args);
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto creds, ChannelCredentialsFromFiles(options.tls_ca_file,
+                                              options.tls_server_name, &args));
+  auto channel = grpc::CreateCustomChannel(address, creds, args);
   const auto deadline = std::chrono::system_clock::now() +
                         std::chrono::milliseconds(options.connect_timeout_ms);
   if (!channel->WaitForConnected(deadline)) {

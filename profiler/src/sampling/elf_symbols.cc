@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::profiler::sampling {
 namespace {
@@ -198,18 +199,18 @@ absl::StatusOr<ElfSymbolTable> ParseElfSymbolsFromBuffer(
         ehdr.e_ident[EI_CLASS], ", data ", ehdr.e_ident[EI_DATA], ")"));
   }
 
-  auto sections = ReadSectionHeaders(data, ehdr, name);
-  if (!sections.ok()) return sections.status();
-  auto segments = ReadLoadSegments(data, ehdr, *sections, name);
-  if (!segments.ok()) return segments.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto sections,
+                            ReadSectionHeaders(data, ehdr, name));
+  PODSCOPE_ASSIGN_OR_RETURN(auto segments,
+                            ReadLoadSegments(data, ehdr, sections, name));
 
   ElfSymbolTable table;
-  table.segments_ = *std::move(segments);
+  table.segments_ = std::move(segments);
 
   // .symtab has every function, static ones included; .dynsym only what the
   // module exports, but it survives stripping.
   const Elf64_Shdr* chosen = nullptr;
-  for (const Elf64_Shdr& section : *sections) {
+  for (const Elf64_Shdr& section : sections) {
     if (section.sh_type == SHT_SYMTAB && section.sh_size > 0) {
       chosen = &section;
       table.has_full_symtab_ = true;
@@ -234,12 +235,12 @@ absl::StatusOr<ElfSymbolTable> ParseElfSymbolsFromBuffer(
                                       ", size ", chosen->sh_size,
                                       ") extends past the end of the file"));
   }
-  if (chosen->sh_link >= sections->size()) {
+  if (chosen->sh_link >= sections.size()) {
     return Corrupt(
         name, absl::StrCat(kind, " links to string table ", chosen->sh_link,
-                           " of ", sections->size(), " sections"));
+                           " of ", sections.size(), " sections"));
   }
-  const Elf64_Shdr& strtab = (*sections)[chosen->sh_link];
+  const Elf64_Shdr& strtab = (sections)[chosen->sh_link];
   if (strtab.sh_type != SHT_STRTAB ||
       !RangeFits(strtab.sh_offset, strtab.sh_size, data.size()) ||
       strtab.sh_size > std::numeric_limits<uint32_t>::max()) {
@@ -252,17 +253,17 @@ absl::StatusOr<ElfSymbolTable> ParseElfSymbolsFromBuffer(
   table.strtab_.assign(data.data() + strtab.sh_offset, strtab.sh_size);
   table.strtab_.push_back('\0');
 
-  auto candidates =
-      FunctionSymbols(data, *chosen, strtab.sh_size, table.strtab_, kind, name);
-  if (!candidates.ok()) return candidates.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto candidates,
+                            FunctionSymbols(data, *chosen, strtab.sh_size,
+                                            table.strtab_, kind, name));
   // Sort by address, best alias first, then keep one symbol per address.
-  std::sort(candidates->begin(), candidates->end(),
+  std::sort(candidates.begin(), candidates.end(),
             [&](const Candidate& a, const Candidate& b) {
               return std::tie(a.address, a.rank, a.name_offset) <
                      std::tie(b.address, b.rank, b.name_offset);
             });
-  table.symbols_.reserve(candidates->size());
-  for (const Candidate& c : *candidates) {
+  table.symbols_.reserve(candidates.size());
+  for (const Candidate& c : candidates) {
     if (!table.symbols_.empty() && table.symbols_.back().address == c.address) {
       // An alias with a size is better than the chosen one without.
       if (table.symbols_.back().size == 0) table.symbols_.back().size = c.size;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::profiler {
 namespace {
@@ -30,12 +31,10 @@ ServerCredentialsFromFiles(const std::string& cert_file,
         "TLS needs both a certificate and a key file");
   }
   if (cert_file.empty()) return grpc::InsecureServerCredentials();
-  auto cert = ReadPem(cert_file, "certificate");
-  if (!cert.ok()) return cert.status();
-  auto key = ReadPem(key_file, "key");
-  if (!key.ok()) return key.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto cert, ReadPem(cert_file, "certificate"));
+  PODSCOPE_ASSIGN_OR_RETURN(auto key, ReadPem(key_file, "key"));
   grpc::SslServerCredentialsOptions ssl;
-  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  ssl.pem_key_cert_pairs.push_back({key, cert});
   return grpc::SslServerCredentials(ssl);
 }
 
@@ -44,10 +43,9 @@ ChannelCredentialsFromFiles(const std::string& ca_file,
                             const std::string& server_name,
                             grpc::ChannelArguments* args) {
   if (ca_file.empty()) return grpc::InsecureChannelCredentials();
-  auto ca = ReadPem(ca_file, "CA");
-  if (!ca.ok()) return ca.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto ca, ReadPem(ca_file, "CA"));
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = *ca;
+  ssl.pem_root_certs = ca;
   if (!server_name.empty()) args->SetSslTargetNameOverride(server_name);
   return grpc::SslCredentials(ssl);
 }

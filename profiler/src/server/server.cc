@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/net.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/base/time.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
@@ -264,8 +265,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   }
   std::string host = EnvOr(options.bind_address, "PODSCOPE_PROFILER_BIND");
   if (host.empty()) host = "127.0.0.1";
-  auto token = ServerToken(options, host);
-  if (!token.ok()) return token.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto token, ServerToken(options, host));
   const std::string cert =
       EnvOr(options.tls_cert_file, "PODSCOPE_PROFILER_TLS_CERT");
   const std::string key =
@@ -280,7 +280,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
 
   auto probes = internal::ProbeResponder::Start(host);
   auto service = std::make_unique<Service>(
-      options, *token, probes.ok() ? *std::move(probes) : nullptr);
+      options, token, probes.ok() ? *std::move(probes) : nullptr);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(listen, *creds, &bound);
@@ -297,7 +297,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
   }
   auto started = std::unique_ptr<ProfilerServer>(
       new ServerImpl(std::move(service), std::move(server), bound, host));
-  if (token->empty()) {
+  if (token.empty()) {
     std::fprintf(stderr,
                  "podscope: the profiler server at %s takes calls from every "
                  "user of this machine (PODSCOPE_PROFILER_TOKEN is empty)\n",

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "podscope/base/net.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::profiler {
 namespace {
@@ -175,15 +176,13 @@ absl::StatusOr<std::string> RandomHex(size_t bytes) {
 // the link fails when another process was first, and everyone then reads
 // the one file that won.
 absl::Status CreateTokenFile(const std::string& dir, const std::string& path) {
-  auto token = RandomHex(kTokenBytes);
-  if (!token.ok()) return token.status();
-  auto suffix = RandomHex(8);
-  if (!suffix.ok()) return suffix.status();
-  const std::string temp = absl::StrCat(dir, "/.token.", *suffix);
+  PODSCOPE_ASSIGN_OR_RETURN(auto token, RandomHex(kTokenBytes));
+  PODSCOPE_ASSIGN_OR_RETURN(auto suffix, RandomHex(8));
+  const std::string temp = absl::StrCat(dir, "/.token.", suffix);
   const int fd = ::open(
       temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("create", temp);
-  const std::string text = *token + "\n";
+  const std::string text = token + "\n";
   // A umask cannot leave the file unreadable to its user.
   bool ok = ::fchmod(fd, 0600) == 0;
   ok = ok && ::write(fd, text.data(), text.size()) ==
@@ -213,16 +212,14 @@ absl::Status CreateTokenFile(const std::string& dir, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::string> UserTokenPath() {
-  auto dir = TokenFolder();
-  if (!dir.ok()) return dir.status();
-  return *dir + "/token";
+  PODSCOPE_ASSIGN_OR_RETURN(auto dir, TokenFolder());
+  return dir + "/token";
 }
 
 absl::StatusOr<std::string> UserToken(bool create) {
-  auto dir = TokenFolder();
-  if (!dir.ok()) return dir.status();
-  const std::string path = *dir + "/token";
-  if (absl::Status s = CheckFolder(*dir, create); !s.ok()) {
+  PODSCOPE_ASSIGN_OR_RETURN(auto dir, TokenFolder());
+  const std::string path = dir + "/token";
+  if (absl::Status s = CheckFolder(dir, create); !s.ok()) {
     if (absl::IsNotFound(s)) {
       return absl::NotFoundError(absl::StrCat(path, " does not exist"));
     }
@@ -230,7 +227,7 @@ absl::StatusOr<std::string> UserToken(bool create) {
   }
   auto token = ReadTokenFile(path);
   if (!create || !absl::IsNotFound(token.status())) return token;
-  if (absl::Status s = CreateTokenFile(*dir, path); !s.ok()) return s;
+  if (absl::Status s = CreateTokenFile(dir, path); !s.ok()) return s;
   return ReadTokenFile(path);
 }
 

@@ -28,9 +28,9 @@
 #include "gloo/transport/tcp/device.h"
 #include "gloo/types.h"
 #include "podscope/base/net.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/runtime/ir/ir.h"
 #include "profiler_observer.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {

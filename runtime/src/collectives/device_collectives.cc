@@ -12,8 +12,8 @@
 #include "lazy/lazy_internal.h"
 #include "pjrt/buffer_access.h"
 #include "pjrt/device_runtime.h"
+#include "podscope/base/status_macros.h"
 #include "profiler_observer.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {

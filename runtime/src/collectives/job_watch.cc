@@ -22,9 +22,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gloo/transport/tcp/address.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/base/time.h"
 #include "podscope/runtime/distributed.h"
-#include "status_macros.h"
 
 namespace podscope::runtime::internal {
 namespace {

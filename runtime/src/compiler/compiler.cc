@@ -4,8 +4,8 @@
 #include "absl/strings/str_join.h"
 #include "compiler/buffer_plan.h"
 #include "compiler/op_cost.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/runtime/ir/builder.h"
-#include "status_macros.h"
 
 namespace podscope::runtime::internal {
 namespace {

@@ -25,6 +25,7 @@
 #include "distributed/job_topology.h"
 #include "podscope/base/clock_fit.h"
 #include "podscope/base/net.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/base/time.h"
 #include "podscope/job/coordination.h"
 #include "podscope/job/keys.h"
@@ -35,7 +36,6 @@
 #include "podscope/profiler/session.h"
 #include "podscope/runtime/distributed.h"
 #include "podscope/runtime/pjrt/client.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {
@@ -235,10 +235,10 @@ absl::Status JobImpl::Start() {
 absl::Status JobImpl::Register() {
   std::string address = env_.coordinator_address;
   if (!address.empty()) {
-    auto split = base::SplitHostPort(address, "coordinator address");
-    if (!split.ok()) return split.status();
-    coordinator_host_ = split->first;
-    coordinator_port_ = split->second;
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto split, base::SplitHostPort(address, "coordinator address"));
+    coordinator_host_ = split.first;
+    coordinator_port_ = split.second;
   } else if (env_.world_size > 1) {
     return absl::InvalidArgumentError(
         "Job::Init: a job of several processes needs a coordinator address");
@@ -263,17 +263,17 @@ absl::Status JobImpl::Register() {
     coordinator_ = *std::move(coordinator);
     address = coordinator_->address();
   }
-  auto client = CoordinationClient::Create(
-      address, env_.job_token,
-      env_.rank == 0 ? job::LocalClientTls(env_.tls, coordinator_host_)
-                     : env_.tls);
-  if (!client.ok()) return client.status();
-  client_ = *std::move(client);
-  auto registered =
+  PODSCOPE_ASSIGN_OR_RETURN(
+      client_,
+      CoordinationClient::Create(
+          address, env_.job_token,
+          env_.rank == 0 ? job::LocalClientTls(env_.tls, coordinator_host_)
+                         : env_.tls));
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto registered,
       client_->Register(env_.rank, env_.world_size, host_, getpid(),
-                        incarnation_, options_.init_timeout);
-  if (!registered.ok()) return registered.status();
-  hosts_ = registered->hosts;
+                        incarnation_, options_.init_timeout));
+  hosts_ = registered.hosts;
   return absl::OkStatus();
 }
 
@@ -298,12 +298,11 @@ void JobImpl::StartClockProbeServer() {
 
 // This process's devices, for clients that span the job.
 absl::Status JobImpl::PublishDevices() {
-  auto client_options = ClientOptions::FromEnvironment();
-  if (!client_options.ok()) return client_options.status();
-  auto local = LocalTopology(*client_options);
-  if (!local.ok()) return local.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto client_options,
+                            ClientOptions::FromEnvironment());
+  PODSCOPE_ASSIGN_OR_RETURN(auto local, LocalTopology(client_options));
   return client_->Set(absl::StrCat(job::kDevicesKeyPrefix, env_.rank),
-                      absl::StrCat(local->devices.size()));
+                      absl::StrCat(local.devices.size()));
 }
 
 // This rank's profiler server, for `podscope capture --job`. One that
@@ -341,12 +340,12 @@ void JobImpl::StartProfilerServer() {
 
 // Every rank's device count, once all have published theirs.
 absl::Status JobImpl::LearnJobDevices() {
-  auto devices = client_->GetDirectory(job::kDevicesKeyPrefix);
-  if (!devices.ok()) return devices.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto devices,
+                            client_->GetDirectory(job::kDevicesKeyPrefix));
   internal::JobDevices job_devices;
   job_devices.process_index = env_.rank;
   job_devices.devices_per_process.assign(env_.world_size, 0);
-  for (const auto& [key, value] : *devices) {
+  for (const auto& [key, value] : devices) {
     int r = 0, n = 0;
     if (absl::SimpleAtoi(
             key.substr(std::string_view(job::kDevicesKeyPrefix).size()), &r) &&
@@ -514,9 +513,7 @@ absl::StatusOr<std::shared_ptr<Job>> Job::Init(const InitOptions& options) {
   if (options.environment) {
     env = *options.environment;
   } else {
-    auto discovered = job::DiscoverJobEnvironment();
-    if (!discovered.ok()) return discovered.status();
-    env = *discovered;
+    PODSCOPE_ASSIGN_OR_RETURN(env, job::DiscoverJobEnvironment());
   }
   if (env.world_size < 1 || env.rank < 0 || env.rank >= env.world_size) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "status_macros.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::runtime {
 namespace {

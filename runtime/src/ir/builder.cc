@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/runtime/ir/scope.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/kernels.h"
-#include "status_macros.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::runtime::internal {
 namespace {

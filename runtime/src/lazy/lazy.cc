@@ -8,7 +8,7 @@
 #include "lazy/lazy_internal.h"
 #include "lazy/lazy_spmd.h"
 #include "metrics_internal.h"
-#include "status_macros.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::runtime {
 

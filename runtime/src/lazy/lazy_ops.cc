@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "lazy/lazy_internal.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/runtime/collectives.h"
 #include "podscope/runtime/ir/autodiff.h"
 #include "podscope/runtime/lazy/lazy.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {

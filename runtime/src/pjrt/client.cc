@@ -12,9 +12,9 @@
 #include "parallel.h"
 #include "pjrt/buffer_access.h"
 #include "pjrt/device_runtime.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/trace.h"
 #include "profiler_observer.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 

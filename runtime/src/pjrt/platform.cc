@@ -10,8 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/runtime/pjrt/client.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {

@@ -9,12 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "collectives/reduce.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/pjrt/executable.h"
 #include "podscope/runtime/spmd.h"
 #include "spmd/plan.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 

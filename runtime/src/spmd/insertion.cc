@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/runtime/ir/builder.h"
 #include "spmd/plan.h"
-#include "status_macros.h"
 
 namespace podscope::runtime::spmd {
 

@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lazy/lazy_internal.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/runtime/lazy/lazy.h"
 #include "podscope/runtime/spmd.h"
-#include "status_macros.h"
 
 namespace podscope::runtime {
 namespace {

@@ -1,5 +1,11 @@
-#ifndef PODSCOPE_RUNTIME_SRC_STATUS_MACROS_H_
-#define PODSCOPE_RUNTIME_SRC_STATUS_MACROS_H_
+#ifndef PODSCOPE_BASE_STATUS_MACROS_H_
+#define PODSCOPE_BASE_STATUS_MACROS_H_
+
+// Early returns on an error status, for every module:
+//   PODSCOPE_RETURN_IF_ERROR(WriteHeader(file));
+//   PODSCOPE_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(path));
+// The second declares (or assigns) lhs from a StatusOr's value and returns
+// its status when it holds none.
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -22,4 +28,4 @@
   if (!statusor.ok()) return statusor.status();              \
   lhs = std::move(statusor).value()
 
-#endif  // PODSCOPE_RUNTIME_SRC_STATUS_MACROS_H_
+#endif  // PODSCOPE_BASE_STATUS_MACROS_H_
