@@ -11,7 +11,9 @@
 #   batch into slices of 3 and 2 images: the loss still matches one process
 #   with --batch_size 15 (a mean over the slices' means, or gradients not
 #   weighted by each slice's images, would not), and the test accuracy
-#   counts every image.
+#   counts every image;
+# - --spmd over the 3 ranks' devices (a mesh of 3, the global batch of 16
+#   tiled 6, 6, 4) trains like one process on the same 16 images.
 # usage: train_dp3_test.sh TRAIN_MNIST PODSCOPE OUTDIR
 set -eu
 train=$1; podscope=$2; out=$3
@@ -73,4 +75,11 @@ same_losses "$out/job2_0.log" "$out/single2.log" "3 ranks x 2 devices x 5"
 one_params "$out/job2.log"
 grep -q '^\[rank 0\] test accuracy: [0-9.]*% ([0-9]*/5)$' "$out/job2.log" || {
   echo "rank 0's accuracy is not over its 5 test images:"; cat "$out/job2.log"; exit 1; }
+args="--fake_data --steps 3 --log_every 1 $quiet --batch_size 16"
+"$podscope" launch --nproc_per_node 3 "$train" $args --spmd --logdir "$out/spmd" \
+  > "$out/spmd.log" 2>&1 || { echo "--spmd over 3 ranks failed:"; cat "$out/spmd.log"; exit 1; }
+"$train" $args --logdir "$out/single3" > "$out/single3.log" 2>&1 || {
+  echo "one process x 16 failed:"; cat "$out/single3.log"; exit 1; }
+grep '^\[rank 0\]' "$out/spmd.log" > "$out/spmd0.log"
+same_losses "$out/spmd0.log" "$out/single3.log" "--spmd over 3 ranks"
 echo "ok: 3 ranks train with the default batch, and match one process on the same images"
