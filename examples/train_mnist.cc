@@ -11,27 +11,35 @@
 // (/usr/share/datasets/fashion-mnist, or $PODSCOPE_MNIST_DIR), or with
 // --fake_data a deterministic synthetic set of the same shape.
 //
-// Devices: CPU_NUM_DEVICES=N trains data-parallel on N devices, each taking
-// batch_size / N images of every batch (see mnist/trainer.h).
+// Batch size, as in PyTorch: --batch_size is the batch of each process
+// (default 256), so a job of W processes steps on W x batch_size images.
+// CPU_NUM_DEVICES=N trains data-parallel on N devices, each taking a slice
+// of the process's batch as even as it can be (256 over 3 devices: 86, 85,
+// 85; see mnist/trainer.h), with the loss and the gradient the mean over
+// every image of the job's batch. Any batch of at least N images works.
 //
 // --spmd: the seed's SPMD example instead (mnist/spmd_trainer.h): one
 // global step program over meshes of every device of the job, its weights
 // and input sharded as the seed marks them, partitioned by the runtime.
+// There --batch_size is the job's global batch (PyTorch/XLA SPMD's
+// convention: one program over the whole batch), split by the partitioner.
 //
 // Model and optimizer: mnist/trainer.h (the seed's MNISTNet; its dropout
-// layers with --dropout); SGD with momentum 0.5, lr 0.01; batch 256.
+// layers with --dropout); SGD with momentum 0.5, lr 0.01; batch 256 per
+// process.
 //
 // Processes: with WORLD_SIZE > 1 in the environment (RANK, WORLD_SIZE,
 // LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as `podscope launch` or torchrun set
 // them) the job trains data-parallel across processes: rank 0's parameters
-// are broadcast at start, each rank takes its shard of every global batch
-// (--batch_size is the global batch), gradients are all-reduced (mean)
-// over Gloo each step. The ranks join the job with Job::Init (rank 0
-// hosts the coordinator at MASTER_ADDR:MASTER_PORT) and meet through its
-// store; with --store_dir DIR (or $PODSCOPE_STORE_DIR) they meet through a
-// FileStore in DIR instead, without a coordinator. Keys go under a prefix
-// of the session id ($PODSCOPE_SESSION, else "job-<MASTER_PORT>"); every
-// rank writes its trace into <logdir>/<session>/ and serves its profiler on
+// are broadcast at start, rank r takes the r-th --batch_size images of
+// every global batch of WORLD_SIZE x --batch_size, gradients are
+// all-reduced over Gloo each step (weighted: the mean over every image). The
+// ranks join the job with Job::Init (rank 0 hosts the coordinator at
+// MASTER_ADDR:MASTER_PORT) and meet through its store; with --store_dir DIR (or
+// $PODSCOPE_STORE_DIR) they meet through a FileStore in DIR instead, without a
+// coordinator. Keys go under a prefix of the session id ($PODSCOPE_SESSION,
+// else "job-<MASTER_PORT>"); every rank writes its trace into
+// <logdir>/<session>/ and serves its profiler on
 // --profiler_port + LOCAL_RANK (published in the job's store, for `podscope
 // capture --job`). At the end each rank prints a hash of its
 // parameters ("params <hex>"), equal on every rank.
@@ -48,9 +56,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "mnist/data.h"
 #include "mnist/spmd_trainer.h"
+#include "mnist/train_flags.h"
 #include "mnist/trainer.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
@@ -65,20 +75,7 @@ namespace {
 namespace rt = podscope::runtime;
 namespace prof = podscope::profiler;
 namespace mnist = podscope::mnist;
-
-struct Flags {
-  std::string logdir = "out/train";
-  int steps = 30;
-  int test_batches = 4;
-  int log_every = 5;
-  int batch_size = 256;
-  bool dropout = false;
-  bool fake_data = false;
-  // The profiler server's port; 0 picks a free one, -1 serves none.
-  int profiler_port = 9012;
-  std::string store_dir;  // see the file comment
-  bool spmd = false;
-};
+using mnist::Flags;
 
 // The job this process belongs to, from the launcher's environment.
 struct JobEnv {
@@ -123,70 +120,6 @@ absl::StatusOr<uint64_t> ParamsHash(const mnist::Trainer& trainer) {
     }
   }
   return h;
-}
-
-[[noreturn]] void Usage(const char* problem) {
-  std::fprintf(stderr,
-               "train_mnist: %s\nusage: train_mnist [--logdir DIR] "
-               "[--steps N] [--test_batches N] [--log_every N] "
-               "[--batch_size N] [--dropout] [--fake_data] "
-               "[--profiler_port N] [--store_dir DIR] [--spmd]\n",
-               problem);
-  std::exit(2);
-}
-
-Flags ParseFlags(int argc, char** argv) {
-  Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (const size_t eq = arg.find('='); eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    auto next = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= argc) Usage(("missing value for " + arg).c_str());
-      return argv[++i];
-    };
-    auto next_int = [&](int min) {
-      const std::string v = next();
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < min || n > 1000000) {
-        Usage(("bad value for " + arg + ": " + v).c_str());
-      }
-      return static_cast<int>(n);
-    };
-    if (arg == "--logdir") {
-      flags.logdir = next();
-    } else if (arg == "--steps") {
-      flags.steps = next_int(1);
-    } else if (arg == "--test_batches") {
-      flags.test_batches = next_int(0);
-    } else if (arg == "--log_every") {
-      flags.log_every = next_int(1);
-    } else if (arg == "--batch_size") {
-      flags.batch_size = next_int(1);
-    } else if (arg == "--dropout") {
-      flags.dropout = true;
-    } else if (arg == "--fake_data") {
-      flags.fake_data = true;
-    } else if (arg == "--profiler_port") {
-      flags.profiler_port = next_int(-1);
-    } else if (arg == "--store_dir") {
-      flags.store_dir = next();
-    } else if (arg == "--spmd") {
-      flags.spmd = true;
-    } else if (arg == "-h" || arg == "--help") {
-      Usage("help");
-    } else {
-      Usage(("unknown flag " + arg).c_str());
-    }
-  }
-  return flags;
 }
 
 int Fail(const absl::Status& status) {
@@ -316,12 +249,15 @@ void StartProfilerServer(const Flags& flags, Rank& rank) {
   }
 }
 
-absl::Status LoadData(const Flags& flags, mnist::Dataset& train,
-                      mnist::Dataset& test) {
+absl::Status LoadData(const Flags& flags, const JobEnv& job,
+                      mnist::Dataset& train, mnist::Dataset& test) {
   const int n = flags.batch_size;
   if (flags.fake_data) {
     PODSCOPE_TRACE("make_fake_data");
-    train = mnist::FakeData(std::max(n * 8, 2048), 1);
+    // Sized by the job's batch: a job and one process stepping on the
+    // same global batches see the same images.
+    const int global = flags.spmd ? n : n * job.world_size;
+    train = mnist::FakeData(std::max(global * 8, 2048), 1);
     test =
         mnist::FakeData(std::max(n * std::max(flags.test_batches, 1), 256), 2);
   } else {
@@ -465,14 +401,14 @@ absl::StatusOr<std::pair<int, int>> Evaluate(const Flags& flags,
   return std::make_pair(correct, seen);
 }
 
-// Trains flags.steps steps on this rank's shard of every global batch;
-// returns the seconds they took.
+// Trains flags.steps steps on this rank's part of every global batch
+// (--batch_size images per rank); returns the seconds they took.
 absl::StatusOr<double> TrainSteps(const Flags& flags, const JobEnv& job,
                                   mnist::Trainer& trainer,
                                   const mnist::Dataset& train) {
   using Clock = std::chrono::steady_clock;
   const int n = flags.batch_size;
-  const int shard = n / job.world_size;
+  const int global = n * job.world_size;
   std::vector<int> order(train.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 shuffle_rng(12);
@@ -485,8 +421,8 @@ absl::StatusOr<double> TrainSteps(const Flags& flags, const JobEnv& job,
     PODSCOPE_TRACE("train_step", "step", step);
     {
       PODSCOPE_TRACE("train_step_data_prep");
-      // This rank's shard of the global batch.
-      mnist::Gather(train, order, step * n + job.rank * shard, shard,
+      // This rank's part of the global batch.
+      mnist::Gather(train, order, step * global + job.rank * n, n,
                     &batch_images, &batch_labels);
     }
     if (absl::Status s = trainer.Step(batch_images, batch_labels); !s.ok()) {
@@ -506,6 +442,18 @@ absl::StatusOr<double> TrainSteps(const Flags& flags, const JobEnv& job,
   return std::chrono::duration<double>(Clock::now() - train_start).count();
 }
 
+// "86, 85, 85" (or "16" when the slices are equal).
+std::string SliceSizes(int n, size_t devices) {
+  const std::vector<int> sizes =
+      mnist::SplitEvenly(n, static_cast<int>(devices));
+  if (sizes.front() == sizes.back()) return std::to_string(sizes.front());
+  std::string out;
+  for (int size : sizes) {
+    out += (out.empty() ? "" : ", ") + std::to_string(size);
+  }
+  return out;
+}
+
 // Data-parallel training (mnist/trainer.h) over this process's devices
 // and, with several processes, the communicator; then the test accuracy.
 absl::Status RunDataParallel(const Flags& flags, Rank& rank,
@@ -515,7 +463,6 @@ absl::Status RunDataParallel(const Flags& flags, Rank& rank,
   const int n = flags.batch_size;
   const absl::Span<rt::Device* const> devices =
       rank.client->addressable_devices();
-  const size_t replicas = devices.size() * rank.job.world_size;
   mnist::TrainerOptions trainer_options;
   trainer_options.communicator = rank.communicator.get();
   if (flags.dropout) {
@@ -530,9 +477,15 @@ absl::Status RunDataParallel(const Flags& flags, Rank& rank,
   for (const rt::Device* device : devices) {
     device_names += (device_names.empty() ? "" : ", ") + device->ToString();
   }
-  std::printf("devices: %s; batch %d (%zu per device), %d steps%s\n",
-              device_names.c_str(), n, n / replicas, flags.steps,
-              flags.dropout ? ", dropout" : "");
+  const int world = rank.job.world_size;
+  std::printf(
+      "devices: %s; batch %d%s (%s per device)%s, %d steps%s\n",
+      device_names.c_str(), n, world > 1 ? " per process" : "",
+      SliceSizes(n, devices.size()).c_str(),
+      world > 1
+          ? absl::StrCat(", ", n * world, " over ", world, " processes").c_str()
+          : "",
+      flags.steps, flags.dropout ? ", dropout" : "");
 
   auto train_secs = TrainSteps(flags, rank.job, trainer, train);
   if (!train_secs.ok()) return train_secs.status();
@@ -589,15 +542,18 @@ int Run(const Flags& flags) {
     return Fail(s);
   }
   mnist::Dataset train, test;
-  if (absl::Status s = LoadData(flags, train, test); !s.ok()) return Fail(s);
+  if (absl::Status s = LoadData(flags, job, train, test); !s.ok()) {
+    return Fail(s);
+  }
   if (absl::Status s = CreateClient(rank); !s.ok()) return Fail(s);
-  const int n = flags.batch_size;
-  const size_t replicas =
-      rank.client->addressable_devices().size() * job.world_size;
-  if (n % replicas != 0) {
+  const size_t local_devices = rank.client->addressable_devices().size();
+  if (!flags.spmd && static_cast<size_t>(flags.batch_size) < local_devices) {
     return Fail(absl::InvalidArgumentError(
-        "--batch_size " + std::to_string(n) + " does not split evenly over " +
-        std::to_string(replicas) + " devices (CPU_NUM_DEVICES x WORLD_SIZE)"));
+        "--batch_size " + std::to_string(flags.batch_size) +
+        " (per process) gives no image to some of this process's " +
+        std::to_string(local_devices) +
+        " devices (CPU_NUM_DEVICES): pass at least " +
+        std::to_string(local_devices)));
   }
   if (absl::Status s = Connect(store_dir, rank); !s.ok()) return Fail(s);
   const absl::Status trained =
@@ -608,4 +564,4 @@ int Run(const Flags& flags) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return Run(ParseFlags(argc, argv)); }
+int main(int argc, char** argv) { return Run(mnist::ParseFlags(argc, argv)); }

@@ -68,12 +68,9 @@ const std::vector<std::string>& SpmdTrainer::ParameterNames() {
 absl::StatusOr<std::unique_ptr<SpmdTrainer>> SpmdTrainer::Create(
     rt::Client* client, int batch_size, const SpmdTrainerOptions& options) {
   const int n = client->device_count();
-  if (n < 2 || n % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "SpmdTrainer: the seed's meshes need an even number of devices, the "
-        "job has ",
-        n));
-  }
+  // The seed's meshes pair the devices; an odd number of them (3 ranks of
+  // one device) gets a second axis of size 1, so any job runs.
+  const int pair = n % 2 == 0 ? 2 : 1;
   if (batch_size <= 0) {
     return absl::InvalidArgumentError("SpmdTrainer: batch size must be > 0");
   }
@@ -83,10 +80,11 @@ absl::StatusOr<std::unique_ptr<SpmdTrainer>> SpmdTrainer::Create(
   t->batch_size_ = batch_size;
   std::vector<int> ids(n);
   for (int i = 0; i < n; ++i) ids[i] = i;
-  auto conv = rt::Mesh::Create(ids, {n / 2, 2, 1, 1},
+  auto conv = rt::Mesh::Create(ids, {n / pair, pair, 1, 1},
                                {"data", "dim1", "dim2", "dim3"}, *client);
   if (!conv.ok()) return conv.status();
-  auto linear = rt::Mesh::Create(ids, {n / 2, 2}, {"data", "model"}, *client);
+  auto linear =
+      rt::Mesh::Create(ids, {n / pair, pair}, {"data", "model"}, *client);
   if (!linear.ok()) return linear.status();
   t->conv_mesh_ = std::make_shared<const rt::Mesh>(*std::move(conv));
   t->linear_mesh_ = std::make_shared<const rt::Mesh>(*std::move(linear));

@@ -5,6 +5,11 @@
 // Meshes, as the seed declares them over N = all devices of the job:
 //   conv_mesh   (N/2, 2, 1, 1) axes ("data", "dim1", "dim2", "dim3")
 //   linear_mesh (N/2, 2)       axes ("data", "model")
+// (with an odd N, (N, 1, 1, 1) and (N, 1): the same shardings, nothing
+// split over the second axis).
+// The batch is the job's global batch, split over "data" as evenly as the
+// partitioner tiles it (16 over 3: 6, 6, 4; the padding is masked, so the
+// loss is the mean over the real images).
 // Shardings (the seed's; linear weights are stored [in, out], transposed
 // from PyTorch's [out, in], so their specs are transposed too):
 //   input       conv_mesh ("data", "dim1", None, None)
@@ -43,7 +48,7 @@ struct SpmdTrainerOptions {
 
 class SpmdTrainer {
  public:
-  // Over every device of `client`'s job (an even number of them).
+  // Over every device of `client`'s job (any number of them).
   static absl::StatusOr<std::unique_ptr<SpmdTrainer>> Create(
       runtime::Client* client, int batch_size,
       const SpmdTrainerOptions& options = {});

@@ -40,18 +40,20 @@ std::vector<rt::Literal> InitialParameters(uint32_t seed) {
   return params;
 }
 
-namespace {
-
-absl::Status CheckBatch(int n, int replicas) {
-  if (n <= 0 || n % replicas != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a batch of ", n, " images does not split evenly over ",
-                     replicas, " devices"));
-  }
-  return absl::OkStatus();
+std::vector<int> SplitEvenly(int n, int parts) {
+  std::vector<int> sizes(std::max(parts, 0), 0);
+  for (int i = 0; i < parts; ++i) sizes[i] = n / parts + (i < n % parts);
+  return sizes;
 }
 
-}  // namespace
+absl::StatusOr<std::vector<int>> Trainer::Slices(int n) const {
+  if (n < num_replicas()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a batch of ", n, " images cannot give each of ", num_replicas(),
+        " devices an image (pass at least ", num_replicas(), ")"));
+  }
+  return SplitEvenly(n, num_replicas());
+}
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
     rt::Client* client, absl::Span<rt::Device* const> devices,
@@ -117,16 +119,14 @@ rt::Tensor Trainer::Forward(const Replica& replica, const rt::Tensor& x,
 }
 
 absl::StatusOr<std::vector<rt::Tensor>> Trainer::ScatterImages(
-    absl::Span<const float> images) const {
-  const int n = static_cast<int>(images.size() / kPixels);
-  if (absl::Status s = CheckBatch(n, num_replicas()); !s.ok()) return s;
-  const int shard = n / num_replicas();
+    absl::Span<const float> images, const std::vector<int>& sizes) const {
   std::vector<rt::Tensor> slices;
+  size_t offset = 0;
   for (int r = 0; r < num_replicas(); ++r) {
-    rt::Literal literal(rt::F32Shape({shard, 1, kRows, kCols}));
-    std::memcpy(literal.mutable_data<float>().data(),
-                images.data() + size_t(r) * shard * kPixels,
-                size_t(shard) * kPixels * sizeof(float));
+    rt::Literal literal(rt::F32Shape({sizes[r], 1, kRows, kCols}));
+    std::memcpy(literal.mutable_data<float>().data(), images.data() + offset,
+                size_t(sizes[r]) * kPixels * sizeof(float));
+    offset += size_t(sizes[r]) * kPixels;
     slices.push_back(replicas_[r].context->FromLiteral(literal));
   }
   return slices;
@@ -139,26 +139,53 @@ absl::Status Trainer::Step(absl::Span<const float> images,
         absl::StrCat("Trainer::Step: ", images.size(), " pixels for ",
                      labels.size(), " labels"));
   }
-  auto inputs = ScatterImages(images);
+  const int n = static_cast<int>(labels.size());
+  auto sizes = Slices(n);
+  if (!sizes.ok()) return sizes.status();
+  job_examples_ = n;
+  if (options_.communicator != nullptr) {
+    // The processes' batches may differ: each replica's gradient is
+    // weighted by its share of every process's images.
+    PODSCOPE_TRACE("count_examples");
+    int32_t count = n;
+    absl::Status s = options_.communicator->AllReduce(absl::MakeSpan(&count, 1),
+                                                      rt::ReduceOp::kSum);
+    if (!s.ok()) return s;
+    job_examples_ = count;
+  }
+  auto inputs = ScatterImages(images, *sizes);
   if (!inputs.ok()) return inputs.status();
-  const int shard = static_cast<int>(labels.size()) / num_replicas();
   std::vector<std::vector<rt::Tensor>> grads;
+  int first = 0;
   for (int r = 0; r < num_replicas(); ++r) {
     PODSCOPE_TRACE("forward_backward", "replica", r);
     Replica& replica = replicas_[r];
+    const int examples = (*sizes)[r];
     rt::Tensor target = replica.context->FromVector<int32_t>(
-        {shard}, std::vector<int32_t>(labels.begin() + r * shard,
-                                      labels.begin() + (r + 1) * shard));
+        {examples}, std::vector<int32_t>(labels.begin() + first,
+                                         labels.begin() + first + examples));
+    first += examples;
     rt::Tensor output = Forward(replica, (*inputs)[r], /*training=*/true);
     rt::ScopedName backward("backward");
     replica.loss = rt::NllLoss(output, target);
-    auto g = rt::Grad(replica.loss, replica.params);
+    replica.examples = examples;
+    // The reduction below means (within a process) or sums (across
+    // processes) the replicas' gradients; this weight makes the result the
+    // mean over every image rather than over the slices, which differ.
+    const float weight =
+        options_.communicator != nullptr
+            ? float(examples) / float(job_examples_)
+            : float(examples) * float(num_replicas()) / float(n);
+    rt::Tensor objective =
+        weight == 1.0f ? replica.loss : replica.loss * weight;
+    auto g = rt::Grad(objective, replica.params);
     if (!g.ok()) return g.status();
     grads.push_back(*std::move(g));
   }
   if (options_.communicator != nullptr) {
     // One all-reduce per parameter: the process's devices are summed
-    // in-process, then across processes; the mean is over every replica.
+    // in-process, then across processes; the weights make the sum the
+    // mean over every image.
     for (Replica& replica : replicas_) {
       PODSCOPE_TRACE("sync_gradients");
       if (absl::Status s = replica.context->Sync(); !s.ok()) return s;
@@ -168,7 +195,7 @@ absl::Status Trainer::Step(absl::Span<const float> images,
       std::vector<rt::Tensor> per_replica;
       for (const auto& g : grads) per_replica.push_back(g[p]);
       auto means = rt::AllReduce(*options_.communicator, per_replica,
-                                 rt::ReduceOp::kMean);
+                                 rt::ReduceOp::kSum);
       if (!means.ok()) return means.status();
       for (int r = 0; r < num_replicas(); ++r) grads[r][p] = (*means)[r];
     }
@@ -213,6 +240,7 @@ absl::Status Trainer::Step(absl::Span<const float> images,
 }
 
 absl::StatusOr<float> Trainer::LastLoss() const {
+  // Each slice's mean weighted by its images: the mean over every image.
   double sum = 0;
   for (const Replica& replica : replicas_) {
     if (!replica.loss.defined()) {
@@ -220,21 +248,22 @@ absl::StatusOr<float> Trainer::LastLoss() const {
     }
     auto loss = replica.loss.Item();
     if (!loss.ok()) return loss.status();
-    sum += *loss;
+    sum += double(*loss) * replica.examples;
   }
-  // Equal slices: the mean of the replicas' means is the batch's mean.
-  float mean = static_cast<float>(sum / num_replicas());
+  float total = static_cast<float>(sum);
   if (options_.communicator != nullptr) {
-    absl::Status s = options_.communicator->AllReduce(absl::MakeSpan(&mean, 1),
-                                                      rt::ReduceOp::kMean);
+    absl::Status s = options_.communicator->AllReduce(absl::MakeSpan(&total, 1),
+                                                      rt::ReduceOp::kSum);
     if (!s.ok()) return s;
   }
-  return mean;
+  return static_cast<float>(double(total) / double(job_examples_));
 }
 
 absl::StatusOr<std::vector<int>> Trainer::Predict(
     absl::Span<const float> images) {
-  auto inputs = ScatterImages(images);
+  auto sizes = Slices(static_cast<int>(images.size() / kPixels));
+  if (!sizes.ok()) return sizes.status();
+  auto inputs = ScatterImages(images, *sizes);
   if (!inputs.ok()) return inputs.status();
   std::vector<rt::Tensor> outputs;
   for (int r = 0; r < num_replicas(); ++r) {

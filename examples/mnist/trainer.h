@@ -5,18 +5,25 @@
 // -> max_pool 2 -> dropout -> flatten -> fc 128 -> relu -> dropout -> fc 10
 // -> log_softmax; NLL loss; SGD with momentum (PyTorch's rule).
 //
-// Every device holds a replica of the parameters and takes an equal slice of
-// each batch. After the backward pass the replicas' gradients are averaged
-// with AllReduceMean (bitwise equal on every device), so each replica
-// applies the same update and the replicas stay identical: the result is
-// the full batch's gradient step, as DistributedDataParallel computes it.
+// Every device holds a replica of the parameters and takes a slice of each
+// batch, as even as SplitEvenly makes it (any batch of at least one image
+// per device: 256 images over 3 devices are slices of 86, 85 and 85).
+// After the backward pass the replicas' gradients are averaged with
+// AllReduceMean (bitwise equal on every device), each weighted by its
+// slice's share of the batch, so each replica applies the same update and
+// the replicas stay identical: the result is the full batch's gradient
+// step, the mean over its real examples (with equal slices, what
+// DistributedDataParallel computes).
 //
 // Across processes (TrainerOptions::communicator): rank 0's parameters are
 // broadcast to every replica at creation (the seed's
-// broadcast_master_param), each process steps on its own shard of the
-// global batch, and the gradients are all-reduced (mean) over every
-// process's replicas with one Gloo call per parameter and process, so the
-// replicas stay bitwise identical everywhere.
+// broadcast_master_param), each process steps on its own part of the
+// job's batch (PyTorch's convention: a batch per process; the processes
+// may pass different numbers of images), the processes add up their
+// numbers of images, and the gradients, each weighted by its slice's
+// share of the job's images, are all-reduced (sum) over every process's
+// replicas with one Gloo call per parameter and process, so the replicas
+// stay bitwise identical everywhere.
 #ifndef PODSCOPE_EXAMPLES_MNIST_TRAINER_H_
 #define PODSCOPE_EXAMPLES_MNIST_TRAINER_H_
 
@@ -49,10 +56,16 @@ struct TrainerOptions {
   // plus the replica index, each device's dropout seed.
   uint32_t seed = 12;
   // Data parallelism across processes (not owned; outlives the trainer):
-  // Step's batch is then this process's shard, and LastLoss the mean over
-  // every process.
+  // Step's batch is then this process's part of the job's batch, and
+  // LastLoss the mean over every process's images.
   runtime::Communicator* communicator = nullptr;
 };
+
+// The sizes of `parts` slices of `n` examples, as even as they can be: the
+// first n % parts slices hold one example more than the others, so the
+// last slice is the smaller one when n does not divide. Slices are empty
+// when n < parts.
+std::vector<int> SplitEvenly(int n, int parts);
 
 class Trainer {
  public:
@@ -63,12 +76,15 @@ class Trainer {
 
   int num_replicas() const { return static_cast<int>(replicas_.size()); }
 
-  // One SGD step on a batch of `n` images (n x 784 floats) and labels; n
-  // must be a multiple of num_replicas(). Dispatches the work and returns
-  // without waiting for it.
+  // One SGD step on a batch of `n` images (n x 784 floats) and labels,
+  // split over the replicas by SplitEvenly; n must be at least
+  // num_replicas(). The gradient is the mean over every image of the
+  // batch (over every process's batch with a communicator). Dispatches
+  // the work and returns without waiting for it.
   absl::Status Step(absl::Span<const float> images,
                     absl::Span<const int32_t> labels);
-  // The mean loss of the last step's batch (waits for that step).
+  // The mean loss over every image of the last step's batch (of every
+  // process's batch with a communicator); waits for that step.
   absl::StatusOr<float> LastLoss() const;
 
   // The predicted class of each of `n` images (evaluation mode: no
@@ -88,19 +104,26 @@ class Trainer {
     std::shared_ptr<runtime::LazyContext> context;
     std::vector<runtime::Tensor> params;
     std::vector<runtime::Tensor> velocity;  // created by the first step
-    runtime::Tensor loss;
+    runtime::Tensor loss;                   // the mean over the replica's slice
+    int examples = 0;                       // in that slice
   };
 
   explicit Trainer(const TrainerOptions& options) : options_(options) {}
   // x: f32[n, 1, 28, 28] -> log probabilities f32[n, 10].
   runtime::Tensor Forward(const Replica& replica, const runtime::Tensor& x,
                           bool training) const;
-  // Each replica's slice of a batch of n images, transferred to its device.
+  // Each replica's slice of a batch of images (`sizes` from SplitEvenly),
+  // transferred to its device.
   absl::StatusOr<std::vector<runtime::Tensor>> ScatterImages(
-      absl::Span<const float> images) const;
+      absl::Span<const float> images, const std::vector<int>& sizes) const;
+  // The slices of a batch of n images, or an error when a replica would
+  // get none.
+  absl::StatusOr<std::vector<int>> Slices(int n) const;
 
   TrainerOptions options_;
   std::vector<Replica> replicas_;
+  // Images in the last step's batch over every process.
+  int64_t job_examples_ = 0;
 };
 
 }  // namespace podscope::mnist

@@ -133,7 +133,7 @@ TEST(AnalyzeCliTest, LaunchedTrainMnistJob) {
   const fs::path logdir = dir / "logs";
   const RunResult launch =
       RunPodscope({"launch", "--nproc_per_node", "2", PODSCOPE_TRAIN_MNIST,
-                   "--fake_data", "--steps", "4", "--batch_size", "32",
+                   "--fake_data", "--steps", "4", "--batch_size", "16",
                    "--test_batches", "0", "--log_every", "1", "--profiler_port",
                    "-1", "--logdir", logdir.string()});
   ASSERT_EQ(launch.exit_code, 0) << launch.out << launch.err;

@@ -83,14 +83,61 @@ TEST(MnistTrainerTest, ReplicasStayIdenticalWithDropout) {
   }
 }
 
-TEST(MnistTrainerTest, UnevenBatchIsAnError) {
-  auto client = runtime::testing::MakeClient(2);
+TEST(MnistTrainerTest, SplitEvenlyMakesTheLastSlicesOneSmaller) {
+  EXPECT_EQ(SplitEvenly(256, 3), (std::vector<int>{86, 85, 85}));
+  EXPECT_EQ(SplitEvenly(10, 4), (std::vector<int>{3, 3, 2, 2}));
+  EXPECT_EQ(SplitEvenly(32, 2), (std::vector<int>{16, 16}));
+  EXPECT_EQ(SplitEvenly(2, 3), (std::vector<int>{1, 1, 0}));
+}
+
+// A batch that does not divide over the devices: the loss is the mean over
+// its 10 images (not the mean of the slices' means), the gradient too, so
+// three devices train exactly as one does; predictions cover every image.
+TEST(MnistTrainerTest, UnevenSlicesTrainLikeOneDevice) {
+  auto one_client = runtime::testing::MakeClient(1);
+  auto three_client = runtime::testing::MakeClient(3);
+  auto one =
+      Trainer::Create(one_client.get(), one_client->addressable_devices())
+          .value();
+  auto three =
+      Trainer::Create(three_client.get(), three_client->addressable_devices())
+          .value();
+  ASSERT_EQ(three->num_replicas(), 3);
+  const Dataset data = FakeData(30, 4);
+  std::vector<int> order(data.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+  for (int step = 0; step < 3; ++step) {
+    Gather(data, order, step * 10, 10, &images, &labels);
+    absl::Status s = three->Step(images, labels);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_TRUE(one->Step(images, labels).ok());
+    EXPECT_NEAR(three->LastLoss().value(), one->LastLoss().value(), 1e-5)
+        << "step " << step;
+  }
+  for (size_t i = 0; i < one->params(0).size(); ++i) {
+    const std::vector<float> replica0 = Values(three->params(0)[i]);
+    EXPECT_EQ(replica0, Values(three->params(2)[i])) << "parameter " << i;
+    EXPECT_TRUE(AllClose(replica0, Values(one->params(0)[i]), 1e-5f))
+        << "parameter " << i;
+  }
+  const Dataset test = FakeData(7, 5);
+  auto predicted = three->Predict(test.images);
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  ASSERT_EQ(predicted->size(), 7u);
+  EXPECT_EQ(*predicted, one->Predict(test.images).value());
+}
+
+TEST(MnistTrainerTest, ABatchSmallerThanTheDevicesIsAnError) {
+  auto client = runtime::testing::MakeClient(3);
   auto trainer =
       Trainer::Create(client.get(), client->addressable_devices()).value();
-  const Dataset data = FakeData(5, 1);
+  const Dataset data = FakeData(2, 1);
   absl::Status status = trainer->Step(data.images, data.labels);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("5 images does not split evenly over 2"),
+  EXPECT_NE(status.message().find(
+                "a batch of 2 images cannot give each of 3 devices an image"),
             absl::string_view::npos)
       << status;
 }

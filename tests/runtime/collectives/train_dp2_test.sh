@@ -3,7 +3,8 @@
 # (ranks started by hand with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT;
 # the first job meets through Job::Init's coordinator, the second, with two
 # devices per rank, through a FileStore),
-# against the same job in one process on the same global batch:
+# against one process stepping on the same images (--batch_size is per
+# process: 2 ranks x 32 against 1 process x 64):
 # - both ranks end with bitwise identical parameters (same "params" hash);
 # - every step's loss (the mean over both ranks) matches the single-process
 #   loss on the same global batch within 2e-3 (absolute; losses are ~2.3 and
@@ -31,7 +32,7 @@ wait $p1 || rc=1
 if [ $rc -ne 0 ]; then
   echo "a rank failed:"; cat "$out/rank0.log" "$out/rank1.log"; exit 1
 fi
-env -u RANK -u WORLD_SIZE -u PODSCOPE_SESSION "$train" $args \
+env -u RANK -u WORLD_SIZE -u PODSCOPE_SESSION "$train" $args --batch_size 64 \
   --logdir "$out/single" > "$out/single.log" 2>&1 || {
   echo "the single-process run failed:"; cat "$out/single.log"; exit 1; }
 
@@ -52,7 +53,8 @@ for trace in "$out"/job/dp2/*.podtrace; do
   "$podscope" export --format chrome -o "$out/trace$n.json" "$trace"
   grep -o '"name":"AllReduce"[^}]*' "$out/trace$n.json" > "$out/allreduce$n.txt" || true
   grep -q '"bytes":' "$out/allreduce$n.txt" || { echo "no AllReduce bytes in $trace"; exit 1; }
-  grep -q '"op":"mean"' "$out/allreduce$n.txt" || { echo "no mean AllReduce in $trace"; exit 1; }
+  # Gradients weighted by each replica's share of the images, then summed.
+  grep -q '"op":"sum"' "$out/allreduce$n.txt" || { echo "no sum AllReduce in $trace"; exit 1; }
   grep -q '"wait_ns":' "$out/allreduce$n.txt" || { echo "no wait_ns in $trace"; exit 1; }
   grep -o '"collective_id":"[^"]*"' "$out/allreduce$n.txt" | sort > "$out/ids$n.txt"
   n=$((n + 1))
@@ -76,7 +78,7 @@ if [ $rc -ne 0 ]; then
 fi
 grep -q 'connected (store ' "$out/rank1_2dev.log" || {
   echo "the two-device job did not use its FileStore"; exit 1; }
-grep -q 'devices: CPU:2, CPU:3; batch 32 (8 per device)' "$out/rank1_2dev.log" || {
+grep -q 'devices: CPU:2, CPU:3; batch 32 per process (16 per device), 64 over 2 processes' "$out/rank1_2dev.log" || {
   echo "rank 1 did not use global devices 2 and 3:"; cat "$out/rank1_2dev.log"; exit 1; }
 grep -q 'connected (job coordinator)' "$out/rank1.log" || {
   echo "the first job did not meet through Job::Init"; exit 1; }

@@ -78,7 +78,7 @@ Outcome TrainAndHurtRank1(const std::string& logdir, const std::string& session,
   Process launcher(
       {kPodscope,         "launch", "--nproc_per_node", "2",
        "--grace_ms",      "2000",   kTrainMnist,        "--fake_data",
-       "--steps",         "100000", "--batch_size",     "16",
+       "--steps",         "100000", "--batch_size",     "8",
        "--log_every",     "1",      "--test_batches",   "0",
        "--profiler_port", "-1",     "--logdir",         logdir},
       {"PODSCOPE_SESSION=" + session});

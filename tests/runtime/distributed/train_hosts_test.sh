@@ -49,7 +49,7 @@ for i in 0 1 2; do
     PODSCOPE_TEST_CLOCK_DRIFT_PPM=$(( i * 30 )) \
     "$podscope" launch --nnodes 3 --node_rank $i --nproc_per_node 1 \
     --rdzv_endpoint $rdzv "$train" --fake_data --steps 400 --log_every 1 \
-    --batch_size 12 --test_batches 0 --profiler_port 0 --logdir "$out/own" \
+    --batch_size 4 --test_batches 0 --profiler_port 0 --logdir "$out/own" \
     > "$out/host$i.log" 2>&1 &
   pids="$pids $!"
 done

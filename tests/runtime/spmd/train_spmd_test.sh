@@ -32,7 +32,9 @@ run_launch() {  # name, extra flags
 
 if [ "$part" != hosts3 ]; then
 run_launch spmd --spmd
-run_launch dp
+# --batch_size is the global batch with --spmd, each process's without:
+# 2 processes x 8 step on the same 16 images.
+run_launch dp --batch_size 8
 grep -q '\[rank 1\] devices: 4 in the job (2 here); batch 16, 3 steps, spmd' "$out/spmd.log" || {
   echo "the SPMD job did not span 4 devices:"; cat "$out/spmd.log"; exit 1; }
 h0=$(grep '^\[rank 0\] params ' "$out/spmd.log" | cut -d' ' -f4)
