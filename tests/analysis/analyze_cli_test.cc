@@ -129,7 +129,8 @@ TEST(AnalyzeCliTest, AnalyzeAndSummaryStateTheSameVerdict) {
   const Case cases[] = {
       {analysis_testing::WriteStragglerSession("cli-verdict-straggler"),
        "rank 2 is the straggler: the others waited 1.60 ms for it, at most "
-       "0 ns for any other rank (p < 0.0001 over 4 steps); ranks wait "},
+       "0 ns for any other rank (p < 0.0001 over 4 steps); longer on it "
+       "than on the others: forward (+800 µs); ranks wait "},
       // Two ranks that take turns arriving last by the same 100 µs.
       {analysis_testing::WriteSynchronousJob(
            "cli-verdict-balanced", 2, 6, 2,

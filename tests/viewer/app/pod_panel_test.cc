@@ -138,12 +138,28 @@ class PodPanelTest : public QObject {
             table->item(1, 0)->background().color());
     QCOMPARE(table->item(1, 0)->background().color(), QColor(Qt::white));
 
-    // The straggler, with a link to its slowest step.
-    QVERIFY2(pod->verdict()->text().contains("rank 2 is the straggler"),
-             qPrintable(pod->verdict()->text()));
+    // The verdict: the straggler with the test's evidence, how much the
+    // ranks wait (rank 0 and 1 wait 3 ms of each 14 ms step for rank 2's
+    // arrival), who arrived last how often, and the worst wait with a link
+    // to it.
+    const QString verdict = pod->verdict()->text();
+    QVERIFY2(verdict.contains("rank 2 is the straggler: the others waited "
+                              "24.0 ms for it, at most 0 ns for any other "
+                              "rank (p &lt; 0.0001 over 4 steps); longer "
+                              "on it than on the others: forward (+12.0 "
+                              "ms)"),
+             qPrintable(verdict));
+    QVERIFY2(verdict.contains("; ranks wait 0.0–21.4% of step time in "
+                              "collectives; last to arrive: rank 2 ×4, "
+                              "rank 0 ×0, rank 1 ×0; worst wait 3.00 ms at "
+                              "all_reduce grads#0, step 0"),
+             qPrintable(verdict));
+    QVERIFY2(verdict.contains("<a href=\"evidence\">show</a>"),
+             qPrintable(verdict));
     QVERIFY(pod->model().evidence.has_value());
-    // The link selects the evidence: rank 2's late arrival at the
-    // collective where the others waited longest for it.
+    // The link selects rank 2's late arrival at that collective and shows
+    // the whole collective, from the first arrival to its end on every
+    // rank.
     emit pod->verdict()->linkActivated(QStringLiteral("evidence"));
     {
       const TraceStore& s = *w.store();
@@ -151,6 +167,13 @@ class PodPanelTest : public QObject {
       const EventRef e = *w.timeline()->selected();
       QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("all_reduce"));
       QCOMPARE(s.processes()[s.tracks()[e.track].process].process_index, 2);
+      QCOMPARE(s.StartOf(e) - s.first_ns(), int64_t{13'000'000});
+      const TimeAxis& axis = w.timeline()->axis();
+      QVERIFY(axis.t0() <= s.first_ns() + 10'000'000);
+      QVERIFY(axis.t1() >= s.first_ns() + 14'000'000);
+      QVERIFY(axis.span() < 10'000'000);
+      // Its peers on the other ranks are outlined.
+      QCOMPARE(w.timeline()->highlighted().size(), size_t{kRanks});
     }
 
     // The compilation is listed.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "podscope/base/human_format.h"
+#include "podscope/base/numeric.h"
 
 namespace podscope::viewer {
 namespace {
@@ -46,21 +47,53 @@ std::string WhoWasWaitedFor(const StepBreakdown& steps,
                   " for any other rank (", FormatP(t.p_value), " over ",
                   t.units, " ", t.by_steps ? "step" : "collective",
                   t.units == 1 ? "" : "s", ")");
+  if (report.straggler && !report.straggler->longer_scopes.empty()) {
+    const LongerScope& l = report.straggler->longer_scopes.front();
+    absl::StrAppend(&out, "; longer on it than on the others: ", l.name, " (+",
+                    FormatDuration(l.excess_ns()), ")");
+  }
   return out;
 }
 
-// "ranks wait 6.5–10.5% of step time in collectives", or without steps
-// the time each waited for the last arrival: "ranks wait 1.20 ms–3.40 ms
-// in collectives".
+// What each rank waited for the last arrival, summed over the collectives.
+std::vector<int64_t> WaitedForLastArrival(const StragglerReport& report) {
+  std::vector<int64_t> waited(report.ranks.size(), 0);
+  for (const JoinedCollective& j : report.collectives) {
+    int64_t last = INT64_MIN;
+    for (const CollectiveArrival& a : j.arrivals) {
+      last = std::max(last, a.start_ns);
+    }
+    for (const CollectiveArrival& a : j.arrivals) {
+      if (a.rank >= 0 && static_cast<size_t>(a.rank) < waited.size()) {
+        waited[a.rank] = base::SaturatingAdd(waited[a.rank], last - a.start_ns);
+      }
+    }
+  }
+  return waited;
+}
+
+// "ranks wait 6.5–10.5% of step time in collectives": each rank's
+// collective wait (the step category, from the recorded `wait_ns`; when no
+// rank recorded any, the time it waited for the last arrival) over its
+// step time. Without steps, the times: "ranks wait 1.20 ms–3.40 ms in
+// collectives".
 std::string HowLongRanksWait(const StepBreakdown& steps,
                              const StragglerReport& report) {
-  std::vector<double> shares;
+  const std::vector<int64_t> waited = WaitedForLastArrival(report);
+  constexpr int kWait = static_cast<int>(StepCategory::kCollectiveWait);
+  bool recorded = false;
   for (const RankStepTotals& x : steps.totals) {
+    recorded = recorded || x.category_ns[kWait] > 0;
+  }
+  std::vector<double> shares;
+  for (size_t r = 0; r < steps.totals.size(); ++r) {
+    const RankStepTotals& x = steps.totals[r];
     if (x.total_ns <= 0) continue;
-    shares.push_back(
-        static_cast<double>(
-            x.category_ns[static_cast<int>(StepCategory::kCollectiveWait)]) /
-        static_cast<double>(x.total_ns));
+    const int64_t wait = recorded            ? x.category_ns[kWait]
+                         : r < waited.size() ? waited[r]
+                                             : 0;
+    shares.push_back(static_cast<double>(wait) /
+                     static_cast<double>(x.total_ns));
   }
   if (shares.size() >= 2) {
     const auto [lo, hi] = std::minmax_element(shares.begin(), shares.end());
@@ -71,18 +104,7 @@ std::string HowLongRanksWait(const StepBreakdown& steps,
     return absl::StrCat("ranks wait ", low.substr(0, low.size() - 1), "–", high,
                         " of step time in collectives");
   }
-  std::vector<int64_t> waited(report.ranks.size(), 0);
-  for (const JoinedCollective& j : report.collectives) {
-    int64_t last = INT64_MIN;
-    for (const CollectiveArrival& a : j.arrivals) {
-      last = std::max(last, a.start_ns);
-    }
-    for (const CollectiveArrival& a : j.arrivals) {
-      if (a.rank >= 0 && static_cast<size_t>(a.rank) < waited.size()) {
-        waited[a.rank] += last - a.start_ns;
-      }
-    }
-  }
+  if (waited.empty()) return "no rank waited in collectives";
   const auto [lo, hi] = std::minmax_element(waited.begin(), waited.end());
   if (*lo == *hi) {
     return absl::StrCat("ranks wait ", FormatDuration(*lo), " in collectives");

@@ -12,7 +12,8 @@
 //   analyze`, `podscope summary` and the Pod panel state about who the
 //   others wait for (docs/analysis.md, "The straggler verdict"):
 //     "rank 2 is the straggler: the others waited 4.58 s for it, at most
-//     1.03 s for any other rank (p = 0.0004 over 12 steps); ranks wait
+//     1.03 s for any other rank (p = 0.0004 over 12 steps); longer on it
+//     than on the others: forward (+1.20 s); ranks wait
 //     6.5–10.5% of step time in collectives; last to arrive: rank 2 ×120,
 //     rank 1 ×114, rank 0 ×104; worst wait 186 ms at all_reduce world#8,
 //     step 0"
