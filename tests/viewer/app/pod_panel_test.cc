@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "details_panel.h"
 #include "main_window.h"
 #include "podscope/trace_format/writer.h"
 #include "timeline_widget.h"
@@ -69,6 +70,7 @@ bool WriteRank(const std::string& path, int rank) {
   const uint32_t fwd = writer->InternString("forward");
   const uint32_t ar = writer->InternString("all_reduce");
   const uint32_t key = writer->InternString("collective_id");
+  const uint32_t wait_ns = writer->InternString("wait_ns");
   const uint32_t compile = writer->InternString("Compile");
   // Rank 2 computes 30 % longer; the others wait for it in the all-reduce.
   const int64_t compute = rank == 2 ? 13'000'000 : 10'000'000;
@@ -90,8 +92,10 @@ bool WriteRank(const std::string& path, int rank) {
     writer->AddInstant(memory, t + 500, allocate, alloc);
     writer->AddInstant(memory, t + 15'000'000, free, alloc);
     const uint32_t id = writer->InternString("grads#" + std::to_string(s));
-    const tf::Arg arg{key, tf::StringId{id}};
-    writer->AddSlice(device, t + compute, 14'000'000 - compute, ar, {&arg, 1});
+    // The wait the runtime records: until rank 2 arrives.
+    const tf::Arg args[] = {{key, tf::StringId{id}},
+                            {wait_ns, int64_t{13'000'000 - compute}}};
+    writer->AddSlice(device, t + compute, 14'000'000 - compute, ar, args);
     writer->AddSlice(track, t, 14'000'000 + (rank == 2 ? s * 1000 : 0), step);
   }
   return writer->Close().ok();
@@ -174,6 +178,31 @@ class PodPanelTest : public QObject {
       QVERIFY(axis.span() < 10'000'000);
       // Its peers on the other ranks are outlined.
       QCOMPARE(w.timeline()->highlighted().size(), size_t{kRanks});
+    }
+    // A wait reads in units in the details, the exact nanoseconds in its
+    // tooltip: rank 0's all-reduce of step 0 waited 3 ms.
+    {
+      const TraceStore& s = *w.store();
+      std::optional<EventRef> waited;
+      for (const TrackInfo& info : s.tracks()) {
+        if (s.processes()[info.process].process_index != 0) continue;
+        const SliceColumns& c = s.data(info.id).slices;
+        for (uint32_t i = 0; i < c.size() && !waited; ++i) {
+          if (s.str(c.name(i)) == "all_reduce") {
+            waited = EventRef{info.id, tf::EventKind::kSlice, i};
+          }
+        }
+      }
+      QVERIFY(waited.has_value());
+      w.timeline()->Select(*waited, /*reveal=*/true);
+      QTableWidget* args = w.details()->args_table();
+      int row = -1;
+      for (int r = 0; r < args->rowCount(); ++r) {
+        if (args->item(r, 0)->text() == "wait_ns") row = r;
+      }
+      QVERIFY(row >= 0);
+      QCOMPARE(args->item(row, 1)->text(), QStringLiteral("3.00 ms"));
+      QCOMPARE(args->item(row, 1)->toolTip(), QStringLiteral("3000000 ns"));
     }
 
     // The compilation is listed.
