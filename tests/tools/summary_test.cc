@@ -408,6 +408,32 @@ TEST(SummarizeRanks, NoStragglerWithoutCollectivesOrAlone) {
   std::filesystem::remove_all(dir);
 }
 
+// A folder of two sessions of the same job: summary reads every file, but
+// the analyses see one session at a time, so it states no verdict over
+// both and says where to get one.
+TEST(SummarizeRanks, SeveralSessionsGetNoVerdictButAPointer) {
+  const std::filesystem::path dir = testing::MakeTempDir("summary_sessions");
+  for (const char* session : {"run1", "run2"}) {
+    std::filesystem::create_directories(dir / session);
+    WriteRank(dir / session / "node-a.1000.podtrace", 0,
+              {2'000'000, 2'100'000, 1'900'000}, {500'000, 600'000, 400'000});
+    WriteRank(dir / session / "node-b.1001.podtrace", 1,
+              {2'600'000, 2'700'000, 2'500'000}, {1'000, 2'000, 3'000});
+  }
+  auto summary = SummarizePath(dir.string());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_EQ(summary->processes.size(), 4u);
+  EXPECT_EQ(summary->straggler_rank, -1);
+  EXPECT_EQ(summary->verdict,
+            "no verdict: the newest session holds 2 of the 4 processes "
+            "summarised; run `podscope analyze` on one session folder");
+  // One session folder gets its verdict.
+  auto one = SummarizePath((dir / "run1").string());
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->straggler_rank, 1);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SummarizePath, MissingPathIsNotFound) {
   auto summary = SummarizePath("/nonexistent/podscope/capture");
   EXPECT_EQ(summary.status().code(), absl::StatusCode::kNotFound);
