@@ -156,7 +156,7 @@ class PodPanelTest : public QObject {
     QVERIFY2(verdict.contains("; ranks wait 0.0–21.4% of step time in "
                               "collectives; last to arrive: rank 2 ×4, "
                               "rank 0 ×0, rank 1 ×0; worst wait 3.00 ms at "
-                              "all_reduce grads#0, step 0"),
+                              "all_reduce #0, step 0"),
              qPrintable(verdict));
     QVERIFY2(verdict.contains("<a href=\"evidence\">show</a>"),
              qPrintable(verdict));

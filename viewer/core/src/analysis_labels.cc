@@ -132,6 +132,17 @@ std::string WhoArrivedLast(const StepBreakdown& steps,
   return absl::StrCat("last to arrive: ", absl::StrJoin(parts, ", "));
 }
 
+// "all_reduce #8" for the collective ids the runtime writes
+// ("<communicator>#<sequence>") and for collectives joined by order
+// ("AllReduce#3"), else "<name> <id>".
+std::string CollectiveLabel(const JoinedCollective& j) {
+  const size_t hash = j.key.rfind('#');
+  if (hash != std::string::npos && hash + 1 < j.key.size()) {
+    return absl::StrCat(j.name, " #", j.key.substr(hash + 1));
+  }
+  return absl::StrCat(j.name, " ", j.key);
+}
+
 }  // namespace
 
 std::string FormatShare(double share) {
@@ -163,7 +174,7 @@ std::string StragglerVerdict(const StepBreakdown& steps,
   if (report.worst_wait >= 0) {
     const JoinedCollective& j = report.collectives[report.worst_wait];
     absl::StrAppend(&out, "; worst wait ", FormatDuration(j.spread_ns), " at ",
-                    j.joined_by_id ? absl::StrCat(j.name, " ", j.key) : j.key);
+                    CollectiveLabel(j));
     if (j.step_row >= 0 &&
         static_cast<size_t>(j.step_row) < steps.rows.size()) {
       absl::StrAppend(&out, ", step ", steps.rows[j.step_row].step);

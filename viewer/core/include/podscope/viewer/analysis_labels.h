@@ -13,10 +13,10 @@
 //   others wait for (docs/analysis.md, "The straggler verdict"):
 //     "rank 2 is the straggler: the others waited 4.58 s for it, at most
 //     1.03 s for any other rank (p = 0.0004 over 12 steps); longer on it
-//     than on the others: forward (+1.20 s); ranks wait
-//     6.5–10.5% of step time in collectives; last to arrive: rank 2 ×120,
-//     rank 1 ×114, rank 0 ×104; worst wait 186 ms at all_reduce world#8,
-//     step 0"
+//     than on the others: forward (+1.20 s); ranks wait 6.5–10.5% of
+//     step time in collectives; last to arrive: rank 2 ×120, rank 1 ×114,
+//     rank 0 ×104; worst wait 186 ms at all_reduce #8, step 0"
+//   (a collective id "<communicator>#<n>" reads "<name> #<n>"),
 //   or "No consistent straggler: rank 0 caused the most waiting, ..." with
 //   the same evidence; "No collectives joined across ranks: no straggler
 //   to name" for several ranks without any; "" for one rank.
