@@ -160,5 +160,30 @@ TEST(StragglerVerdictTest, PValueIsAPairedTTestOverSteps) {
                          "(p = 0.074 over 3 steps)"));
 }
 
+// Eleven steps: rank 1 is last by 300 µs in the first seven, rank 0 by
+// 200 µs in the other four. d is +300 µs seven times and -200 µs four
+// times: t = 1.5538 with 10 degrees of freedom, whose upper tail (by
+// numerical integration of Student's density) is 0.0756418, doubled for
+// two ranks. This exercises the other side of the incomplete beta's
+// continued fraction from the test above.
+TEST(StragglerVerdictTest, PValueWithTenDegreesOfFreedom) {
+  const std::string dir = analysis_testing::WriteSynchronousJob(
+      "ttest10", 2, 11, 1, [](int rank, int k) -> int64_t {
+        if (k < 7) return 1'000'000 + (rank == 1 ? 300'000 : 0);
+        return 1'000'000 + (rank == 0 ? 200'000 : 0);
+      });
+  auto store = TraceStore::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const PodAnalysis a = AnalyzePod(**store);
+  const StragglerTest& t = a.stragglers.test;
+  EXPECT_EQ(t.candidate, 1);
+  EXPECT_EQ(t.units, 11u);
+  EXPECT_NEAR(t.mean_excess_ns, 1'300'000.0 / 11, 1e-6);
+  EXPECT_NEAR(t.t, 1.5537971921347116, 1e-9);
+  EXPECT_NEAR(t.p_value, 0.15128352191585925, 1e-9);
+  EXPECT_NEAR(t.ratio, 2'100'000.0 / 800'000.0, 1e-12);
+  EXPECT_FALSE(a.stragglers.straggler.has_value());
+}
+
 }  // namespace
 }  // namespace podscope::viewer
