@@ -4,7 +4,9 @@
 // real main window opens it: the heat table has a row per step and a
 // column per rank, the straggler is named, a click on a cell zooms the
 // timeline to that rank's step, and selecting a collective outlines its
-// peers on the other ranks.
+// peers on the other ranks. On a 2-rank session whose ranks take turns
+// being last, no one is named, and the verdict still shows how much the
+// ranks wait and links to the worst wait.
 #include "pod_panel.h"
 
 #include <QLabel>
@@ -110,6 +112,53 @@ QString WriteSession() {
   for (int r = 0; r < kRanks; ++r) {
     WriteRank(
         (dir / ("node." + std::to_string(100 + r) + ".podtrace")).string(), r);
+  }
+  return QString::fromStdString(dir.string());
+}
+
+// Two ranks that take turns arriving last at the one all-reduce of each of
+// six steps (10 ms apart), rank s % 2 late by 1 ms + s × 100 µs: neither
+// makes the other wait consistently longer, and the worst wait is step 5's
+// 1.5 ms.
+QString WriteTakingTurnsSession() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const fs::path dir = fs::path(tmp ? tmp : "/tmp") /
+                       ("pod_panel_turns_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (int rank = 0; rank < 2; ++rank) {
+    auto writer = *tf::TraceWriter::Create(
+        (dir / ("node." + std::to_string(200 + rank) + ".podtrace")).string());
+    tf::proto::Metadata m;
+    m.set_host("node");
+    m.set_pid(200 + rank);
+    m.set_process_index(rank);
+    m.set_process_count(2);
+    writer->SetMetadata(m);
+    tf::proto::Track main;
+    main.set_kind(tf::proto::TRACK_KIND_THREAD);
+    main.set_name("main");
+    const uint32_t thread = writer->AddTrack(main);
+    tf::proto::Track stream;
+    stream.set_kind(tf::proto::TRACK_KIND_DEVICE_STREAM);
+    stream.set_name("device 0 stream 1");
+    stream.set_device_id(0);
+    stream.set_stream_id(1);
+    const uint32_t device = writer->AddTrack(stream);
+    const uint32_t step = writer->InternString("train_step");
+    const uint32_t ar = writer->InternString("all_reduce");
+    const uint32_t key = writer->InternString("collective_id");
+    for (int s = 0; s < 6; ++s) {
+      const int64_t t = 1'000'000 + s * 10'000'000;
+      const int64_t late = 1'000'000 + s * 100'000;
+      const int64_t arrive = t + 5'000'000 + (s % 2 == rank ? late : 0);
+      const int64_t end = t + 5'000'000 + late + 200'000;
+      const uint32_t id = writer->InternString("world#" + std::to_string(s));
+      const tf::Arg arg{key, tf::StringId{id}};
+      writer->AddSlice(device, arrive, end - arrive, ar, {&arg, 1});
+      writer->AddSlice(thread, t, end - t, step);
+    }
+    if (!writer->Close().ok()) return QString();
   }
   return QString::fromStdString(dir.string());
 }
@@ -314,6 +363,47 @@ class PodPanelTest : public QObject {
     QVERIFY(t->axis().t0() <= peak_at);
     QVERIFY(t->axis().t1() >= peak_at);
     QVERIFY(t->axis().span() < whole / 10);
+  }
+
+  // With no straggler the verdict still says how much the ranks wait, who
+  // arrived last how often and where the worst wait was, and its link
+  // shows that collective.
+  void noStragglerStillShowsTheWorstWait() {
+    const QString dir = WriteTakingTurnsSession();
+    QVERIFY(!dir.isEmpty());
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.OpenPath(dir);
+    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
+    QVERIFY(w.WaitUntilIdle(30000));
+    PodPanel* pod = w.pod();
+    const QString verdict = pod->verdict()->text();
+    QVERIFY2(verdict.startsWith("No consistent straggler: rank 1 caused the "
+                                "most waiting, 3.90 ms, at most 3.60 ms for "
+                                "any other rank (p = 0.93 over 6 steps); ranks "
+                                "wait "),
+             qPrintable(verdict));
+    QVERIFY2(verdict.contains("% of step time in collectives; last to "
+                              "arrive: rank 0 ×3, rank 1 ×3; worst wait "
+                              "1.50 ms at all_reduce #5, step 5 <a "
+                              "href=\"evidence\">show</a>"),
+             qPrintable(verdict));
+    QVERIFY(!verdict.contains("<b>"));  // no one named
+    emit pod->verdict()->linkActivated(QStringLiteral("evidence"));
+    const TraceStore& s = *w.store();
+    QVERIFY(w.timeline()->selected().has_value());
+    const EventRef e = *w.timeline()->selected();
+    QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("all_reduce"));
+    QCOMPARE(s.processes()[s.tracks()[e.track].process].process_index, 1);
+    const int64_t step5 = s.first_ns() + 5 * 10'000'000;
+    QCOMPARE(s.StartOf(e), step5 + 5'000'000 + 1'500'000);
+    const TimeAxis& axis = w.timeline()->axis();
+    QVERIFY(axis.t0() <= step5 + 5'000'000);
+    QVERIFY(axis.t1() >= step5 + 5'000'000 + 1'700'000);
+    QVERIFY(axis.span() < 5'000'000);
+    QCOMPARE(w.timeline()->highlighted().size(), size_t{2});
   }
 };
 
