@@ -93,6 +93,12 @@ TEST(AnalyzeCliTest, TextHasAlignedTablesAndTheStraggler) {
   EXPECT_THAT(r.out, HasSubstr("... 2 more steps"));
   EXPECT_THAT(r.out, HasSubstr("Verdict: rank 2 is the straggler: the others "
                                "waited 1.60 ms for it"));
+  // The test's figures under the verdict.
+  EXPECT_THAT(r.out, HasSubstr("  test: paired t-test over 4 steps of the "
+                               "wait rank 2 caused against the other ranks' "
+                               "mean: 400 µs more a step, t = inf, p < "
+                               "0.0001 (one-sided, times 3 ranks); the other "
+                               "ranks caused none\n"));
   EXPECT_THAT(r.out, HasSubstr("in steps: 0, 1, 2, 3"));
   EXPECT_THAT(r.out, HasSubstr("forward"));
   // The step table's rows line up: every line of it is as wide as its

@@ -136,8 +136,9 @@ std::string TestEvidence(const viewer::StepBreakdown& st,
       FormatDuration(static_cast<int64_t>(t.mean_excess_ns)), " more a ",
       t.by_steps ? "step" : "collective", ", t = ",
       std::isinf(t.t) ? std::string("inf") : absl::StrFormat("%.2f", t.t),
-      ", p = ", absl::StrFormat("%.2g", t.p_value), " (one-sided, times ",
-      st.ranks.size(), " ranks); ");
+      t.p_value < 0.0001 ? ", p < 0.0001"
+                         : absl::StrFormat(", p = %.2g", t.p_value),
+      " (one-sided, times ", st.ranks.size(), " ranks); ");
   if (std::isinf(t.ratio)) {
     absl::StrAppend(&text, "the other ranks caused none");
   } else {
