@@ -131,12 +131,14 @@ TEST(AnalyzeCliTest, AnalyzeAndSummaryStateTheSameVerdict) {
   struct Case {
     std::string dir;
     std::string starts;
+    int named;  // the straggler's rank, -1: none
   };
   const Case cases[] = {
       {analysis_testing::WriteStragglerSession("cli-verdict-straggler"),
        "rank 2 is the straggler: the others waited 1.60 ms for it, at most "
        "0 ns for any other rank (p < 0.0001 over 4 steps); longer on it "
-       "than on the others: forward (+800 µs); ranks wait "},
+       "than on the others: forward (+800 µs); ranks wait ",
+       2},
       // Two ranks that take turns arriving last by the same 100 µs.
       {analysis_testing::WriteSynchronousJob(
            "cli-verdict-balanced", 2, 6, 2,
@@ -144,7 +146,8 @@ TEST(AnalyzeCliTest, AnalyzeAndSummaryStateTheSameVerdict) {
              return 1'000'000 + ((k + rank) % 2) * 100'000;
            }),
        "No consistent straggler: rank 0 caused the most waiting, 600 µs, at "
-       "most 600 µs for any other rank (p = 1 over 6 steps); ranks wait "},
+       "most 600 µs for any other rank (p = 1 over 6 steps); ranks wait ",
+       -1},
   };
   for (const Case& c : cases) {
     ASSERT_FALSE(c.dir.empty());
@@ -156,6 +159,24 @@ TEST(AnalyzeCliTest, AnalyzeAndSummaryStateTheSameVerdict) {
     EXPECT_THAT(said, ::testing::StartsWith(c.starts)) << analyze.out;
     EXPECT_EQ(LineAfter(summary.out, "  verdict: "), said) << summary.out;
     EXPECT_THAT(summary.out, ::testing::Not(HasSubstr("slowest rank")));
+    // The JSON of both carries it too, with the rank it names.
+    const RunResult summary_json = RunPodscope({"summary", "--json", c.dir});
+    ASSERT_EQ(summary_json.exit_code, 0) << summary_json.err;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = Parse(parser, summary_json.out);
+    EXPECT_EQ(std::string(doc["verdict"].get_string().value()), said);
+    if (c.named >= 0) {
+      EXPECT_EQ(doc["straggler_rank"].get_int64().value(), c.named);
+    } else {
+      EXPECT_TRUE(doc["straggler_rank"].is_null());
+    }
+    const RunResult analyze_json = RunPodscope({"analyze", "--json", c.dir});
+    ASSERT_EQ(analyze_json.exit_code, 0) << analyze_json.err;
+    simdjson::dom::parser parser2;
+    EXPECT_EQ(
+        std::string(
+            Parse(parser2, analyze_json.out)["verdict"].get_string().value()),
+        said);
   }
 }
 
