@@ -62,6 +62,7 @@
 #include "mnist/spmd_trainer.h"
 #include "mnist/train_flags.h"
 #include "mnist/trainer.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
@@ -110,11 +111,9 @@ absl::StatusOr<uint64_t> ParamsHash(const mnist::Trainer& trainer) {
   uint64_t h = 1469598103934665603ull;
   for (int r = 0; r < trainer.num_replicas(); ++r) {
     for (const rt::Tensor& p : trainer.params(r)) {
-      auto values = p.ToVector<float>();
-      if (!values.ok()) return values.status();
-      const auto* bytes =
-          reinterpret_cast<const unsigned char*>(values->data());
-      for (size_t i = 0; i < values->size() * sizeof(float); ++i) {
+      PODSCOPE_ASSIGN_OR_RETURN(auto values, p.ToVector<float>());
+      const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+      for (size_t i = 0; i < values.size() * sizeof(float); ++i) {
         h = (h ^ bytes[i]) * 1099511628211ull;
       }
     }
@@ -137,15 +136,15 @@ absl::Status TrainSpmd(const Flags& flags, rt::Client* client,
   const int n = flags.batch_size;
   mnist::SpmdTrainerOptions options;
   options.communicator = communicator;
-  auto trainer = mnist::SpmdTrainer::Create(client, n, options);
-  if (!trainer.ok()) return trainer.status();
-  const rt::SpmdProgram& program = (*trainer)->program();
+  PODSCOPE_ASSIGN_OR_RETURN(auto trainer,
+                            mnist::SpmdTrainer::Create(client, n, options));
+  const rt::SpmdProgram& program = trainer->program();
   std::printf(
       "spmd: mesh %s; %zu inserted collectives, %lld bytes per "
       "device per step (least required %lld)\n",
-      (*trainer)->conv_mesh().ToString().c_str(), program.collectives().size(),
-      static_cast<long long>((*trainer)->CollectiveBytesPerStep()),
-      static_cast<long long>((*trainer)->MinCollectiveBytesPerStep()));
+      trainer->conv_mesh().ToString().c_str(), program.collectives().size(),
+      static_cast<long long>(trainer->CollectiveBytesPerStep()),
+      static_cast<long long>(trainer->MinCollectiveBytesPerStep()));
   for (int i = 0; i < 8; ++i) {
     std::printf("spmd: %s %s\n",
                 mnist::SpmdTrainer::ParameterNames()[i].c_str(),
@@ -164,23 +163,21 @@ absl::Status TrainSpmd(const Flags& flags, rt::Client* client,
       PODSCOPE_TRACE("train_step_data_prep");
       mnist::Gather(train, order, step * n, n, &images, &labels);
     }
-    if (absl::Status s = (*trainer)->Step(images, labels); !s.ok()) return s;
+    if (absl::Status s = trainer->Step(images, labels); !s.ok()) return s;
     if (step % flags.log_every == 0 || step + 1 == flags.steps) {
       PODSCOPE_TRACE("read_loss");
-      auto loss = (*trainer)->LastLoss();
-      if (!loss.ok()) return loss.status();
-      std::printf("step %4d  loss %.4f  (%.1f s)\n", step, *loss,
+      PODSCOPE_ASSIGN_OR_RETURN(auto loss, trainer->LastLoss());
+      std::printf("step %4d  loss %.4f  (%.1f s)\n", step, loss,
                   std::chrono::duration<double>(Clock::now() - start).count());
       std::fflush(stdout);
     }
   }
-  if (absl::Status s = (*trainer)->WaitUntilIdle(); !s.ok()) return s;
+  if (absl::Status s = trainer->WaitUntilIdle(); !s.ok()) return s;
   const double secs =
       std::chrono::duration<double>(Clock::now() - start).count();
-  auto params = (*trainer)->Parameters();
-  if (!params.ok()) return params.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto params, trainer->Parameters());
   uint64_t h = 1469598103934665603ull;
-  for (const rt::Literal& p : *params) {
+  for (const rt::Literal& p : params) {
     const auto* bytes = static_cast<const unsigned char*>(p.untyped_data());
     for (int64_t i = 0; i < p.size_bytes(); ++i) {
       h = (h ^ bytes[i]) * 1099511628211ull;
@@ -222,9 +219,8 @@ absl::Status JoinJob(const Flags& flags, const std::string& store_dir,
   init.start_profiler_server = flags.profiler_port >= 0;
   init.profiler_port =
       flags.profiler_port <= 0 ? 0 : flags.profiler_port + rank.job.local_rank;
-  auto joined = rt::Job::Init(init);
-  if (!joined.ok()) return joined.status();
-  rank.membership = *std::move(joined);
+  PODSCOPE_ASSIGN_OR_RETURN(auto joined, rt::Job::Init(init));
+  rank.membership = std::move(joined);
   if (const std::string a = rank.membership->profiler_address(); !a.empty()) {
     std::printf("profiler server on %s\n", a.c_str());
   }
@@ -262,12 +258,10 @@ absl::Status LoadData(const Flags& flags, const JobEnv& job,
         mnist::FakeData(std::max(n * std::max(flags.test_batches, 1), 256), 2);
   } else {
     const std::string dir = mnist::DefaultDataDir();
-    auto tr = mnist::LoadIdx(dir, "train");
-    if (!tr.ok()) return tr.status();
-    auto te = mnist::LoadIdx(dir, "t10k");
-    if (!te.ok()) return te.status();
-    train = *std::move(tr);
-    test = *std::move(te);
+    PODSCOPE_ASSIGN_OR_RETURN(auto tr, mnist::LoadIdx(dir, "train"));
+    PODSCOPE_ASSIGN_OR_RETURN(auto te, mnist::LoadIdx(dir, "t10k"));
+    train = std::move(tr);
+    test = std::move(te);
   }
   std::printf("data: %d train / %d test examples%s\n", train.size(),
               test.size(), flags.fake_data ? " (fake)" : "");
@@ -278,30 +272,29 @@ absl::Status LoadData(const Flags& flags, const JobEnv& job,
 // meet through a FileStore) a topology where every process has the same
 // devices and global ids go process by process.
 absl::Status CreateClient(Rank& rank) {
-  auto client_options = rt::ClientOptions::FromEnvironment();
-  if (!client_options.ok()) return client_options.status();
-  auto topology = rt::LocalTopology(*client_options);
-  if (!topology.ok()) return topology.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto client_options,
+                            rt::ClientOptions::FromEnvironment());
+  PODSCOPE_ASSIGN_OR_RETURN(auto topology, rt::LocalTopology(client_options));
   const JobEnv& job = rank.job;
   if (job.world_size > 1 && rank.membership == nullptr) {
-    const std::vector<rt::DeviceDescription> local = topology->devices;
-    topology->process_index = job.rank;
-    topology->process_count = job.world_size;
-    topology->devices.clear();
+    const std::vector<rt::DeviceDescription> local = topology.devices;
+    topology.process_index = job.rank;
+    topology.process_count = job.world_size;
+    topology.devices.clear();
     for (int p = 0; p < job.world_size; ++p) {
       for (const rt::DeviceDescription& d : local) {
         rt::DeviceDescription g = d;
         g.id = p * static_cast<int>(local.size()) + d.id;
         g.process_index = p;
-        topology->devices.push_back(g);
+        topology.devices.push_back(g);
       }
     }
   }
-  auto client = rank.membership != nullptr
-                    ? rt::CreateClient(*client_options)
-                    : rt::Client::Create(*client_options, *topology);
-  if (!client.ok()) return client.status();
-  rank.client = *std::move(client);
+  PODSCOPE_ASSIGN_OR_RETURN(auto client,
+                            rank.membership != nullptr
+                                ? rt::CreateClient(client_options)
+                                : rt::Client::Create(client_options, topology));
+  rank.client = std::move(client);
   return absl::OkStatus();
 }
 
@@ -315,17 +308,16 @@ absl::Status Connect(const std::string& store_dir, Rank& rank) {
   if (rank.membership != nullptr) {
     rank.store = &rank.membership->store();
   } else {
-    auto opened = rt::OpenFileStore(store_dir);
-    if (!opened.ok()) return opened.status();
-    rank.file_store = *std::move(opened);
+    PODSCOPE_ASSIGN_OR_RETURN(auto opened, rt::OpenFileStore(store_dir));
+    rank.file_store = std::move(opened);
     rank.store = rank.file_store.get();
   }
   rt::CommunicatorOptions comm_options;
   comm_options.trace_device = rank.client->addressable_devices()[0];
-  auto comm = rt::Communicator::Create(*rank.store, job.rank, job.world_size,
-                                       rank.prefix, comm_options);
-  if (!comm.ok()) return comm.status();
-  rank.communicator = *std::move(comm);
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto comm, rt::Communicator::Create(*rank.store, job.rank, job.world_size,
+                                          rank.prefix, comm_options));
+  rank.communicator = std::move(comm);
   std::printf("rank %d of %d connected (%s)\n", job.rank, job.world_size,
               rank.membership != nullptr ? "job coordinator"
                                          : ("store " + store_dir).c_str());
@@ -345,12 +337,11 @@ absl::StatusOr<std::string> Finish(Rank& rank, bool delete_keys) {
       }
     }
   }
-  auto path = prof::StopTrace();
-  if (!path.ok()) return path.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto path, prof::StopTrace());
   if (rank.membership != nullptr) {
     if (absl::Status s = rank.membership->Shutdown(); !s.ok()) return s;
   }
-  return *path;
+  return path;
 }
 
 absl::Status RunSpmd(const Flags& flags, Rank& rank,
@@ -368,9 +359,8 @@ absl::Status RunSpmd(const Flags& flags, Rank& rank,
       !s.ok()) {
     return s;
   }
-  auto path = Finish(rank, /*delete_keys=*/false);
-  if (!path.ok()) return path.status();
-  std::printf("Trace: %s\n", path->c_str());
+  PODSCOPE_ASSIGN_OR_RETURN(auto path, Finish(rank, /*delete_keys=*/false));
+  std::printf("Trace: %s\n", path.c_str());
   return absl::OkStatus();
 }
 
@@ -391,10 +381,9 @@ absl::StatusOr<std::pair<int, int>> Evaluate(const Flags& flags,
   for (int b = 0; b < batches; ++b) {
     PODSCOPE_TRACE("test_batch", "batch", b);
     mnist::Gather(test, test_order, b * n, n, &batch_images, &batch_labels);
-    auto predicted = trainer.Predict(batch_images);
-    if (!predicted.ok()) return predicted.status();
+    PODSCOPE_ASSIGN_OR_RETURN(auto predicted, trainer.Predict(batch_images));
     for (int i = 0; i < n; ++i) {
-      correct += (*predicted)[i] == batch_labels[i];
+      correct += predicted[i] == batch_labels[i];
       ++seen;
     }
   }
@@ -430,11 +419,10 @@ absl::StatusOr<double> TrainSteps(const Flags& flags, const JobEnv& job,
     }
     if (step % flags.log_every == 0 || step + 1 == flags.steps) {
       PODSCOPE_TRACE("read_loss");
-      auto loss = trainer.LastLoss();
-      if (!loss.ok()) return loss.status();
+      PODSCOPE_ASSIGN_OR_RETURN(auto loss, trainer.LastLoss());
       const double secs =
           std::chrono::duration<double>(Clock::now() - train_start).count();
-      std::printf("step %4d  loss %.4f  (%.1f s)\n", step, *loss, secs);
+      std::printf("step %4d  loss %.4f  (%.1f s)\n", step, loss, secs);
       std::fflush(stdout);
     }
   }
@@ -469,10 +457,10 @@ absl::Status RunDataParallel(const Flags& flags, Rank& rank,
     trainer_options.conv_dropout = 0.25f;
     trainer_options.fc_dropout = 0.5f;
   }
-  auto trainer_or =
-      mnist::Trainer::Create(rank.client.get(), devices, trainer_options);
-  if (!trainer_or.ok()) return trainer_or.status();
-  mnist::Trainer& trainer = **trainer_or;
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto trainer_or,
+      mnist::Trainer::Create(rank.client.get(), devices, trainer_options));
+  mnist::Trainer& trainer = *trainer_or;
   std::string device_names;
   for (const rt::Device* device : devices) {
     device_names += (device_names.empty() ? "" : ", ") + device->ToString();
@@ -487,22 +475,19 @@ absl::Status RunDataParallel(const Flags& flags, Rank& rank,
           : "",
       flags.steps, flags.dropout ? ", dropout" : "");
 
-  auto train_secs = TrainSteps(flags, rank.job, trainer, train);
-  if (!train_secs.ok()) return train_secs.status();
-  auto accuracy = Evaluate(flags, trainer, test);
-  if (!accuracy.ok()) return accuracy.status();
-  const auto [correct, seen] = *accuracy;
+  PODSCOPE_ASSIGN_OR_RETURN(auto train_secs,
+                            TrainSteps(flags, rank.job, trainer, train));
+  PODSCOPE_ASSIGN_OR_RETURN(auto accuracy, Evaluate(flags, trainer, test));
+  const auto [correct, seen] = accuracy;
 
-  auto hash = ParamsHash(trainer);
-  if (!hash.ok()) return hash.status();
-  std::printf("params %016llx\n", static_cast<unsigned long long>(*hash));
-  auto path = Finish(rank, /*delete_keys=*/true);
-  if (!path.ok()) return path.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto hash, ParamsHash(trainer));
+  std::printf("params %016llx\n", static_cast<unsigned long long>(hash));
+  PODSCOPE_ASSIGN_OR_RETURN(auto path, Finish(rank, /*delete_keys=*/true));
   const rt::CompileCacheStats cache = rank.client->compile_cache_stats();
   std::printf(
       "trained %d steps in %.1f s (%.2f s/step); compiles: %lld "
       "miss, %lld hit\n",
-      flags.steps, *train_secs, *train_secs / flags.steps,
+      flags.steps, train_secs, train_secs / flags.steps,
       static_cast<long long>(cache.misses), static_cast<long long>(cache.hits));
   if (seen > 0) {
     std::printf("test accuracy: %.2f%% (%d/%d)\n", 100.0 * correct / seen,
@@ -512,7 +497,7 @@ absl::Status RunDataParallel(const Flags& flags, Rank& rank,
       "total %.1f s\nTrace: %s\n",
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count(),
-      path->c_str());
+      path.c_str());
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/trace.h"
 
 namespace podscope::mnist {
@@ -56,24 +57,22 @@ absl::StatusOr<Dataset> LoadIdx(const std::string& dir,
       absl::StrCat(dir, "/", prefix, "-images-idx3-ubyte.gz");
   const std::string labels_path =
       absl::StrCat(dir, "/", prefix, "-labels-idx1-ubyte.gz");
-  auto images = ReadGz(images_path);
-  if (!images.ok()) return images.status();
-  auto labels = ReadGz(labels_path);
-  if (!labels.ok()) return labels.status();
-  if (images->size() < 16 || BigEndian32(images->data()) != 0x803) {
+  PODSCOPE_ASSIGN_OR_RETURN(auto images, ReadGz(images_path));
+  PODSCOPE_ASSIGN_OR_RETURN(auto labels, ReadGz(labels_path));
+  if (images.size() < 16 || BigEndian32(images.data()) != 0x803) {
     return absl::DataLossError(
         absl::StrCat(images_path, ": not an idx3 image file"));
   }
-  if (labels->size() < 8 || BigEndian32(labels->data()) != 0x801) {
+  if (labels.size() < 8 || BigEndian32(labels.data()) != 0x801) {
     return absl::DataLossError(
         absl::StrCat(labels_path, ": not an idx1 label file"));
   }
-  const uint32_t count = BigEndian32(images->data() + 4);
-  if (BigEndian32(labels->data() + 4) != count ||
-      BigEndian32(images->data() + 8) != kRows ||
-      BigEndian32(images->data() + 12) != kCols ||
-      images->size() < 16 + size_t{count} * kPixels ||
-      labels->size() < 8 + size_t{count}) {
+  const uint32_t count = BigEndian32(images.data() + 4);
+  if (BigEndian32(labels.data() + 4) != count ||
+      BigEndian32(images.data() + 8) != kRows ||
+      BigEndian32(images.data() + 12) != kCols ||
+      images.size() < 16 + size_t{count} * kPixels ||
+      labels.size() < 8 + size_t{count}) {
     return absl::DataLossError(absl::StrCat(images_path, ": expected ", count,
                                             " images of 28x28 matching ",
                                             labels_path));
@@ -84,11 +83,11 @@ absl::StatusOr<Dataset> LoadIdx(const std::string& dir,
   Dataset d;
   d.images.resize(size_t{n} * kPixels);
   for (size_t i = 0; i < d.images.size(); ++i) {
-    d.images[i] = ((*images)[16 + i] / 255.0f - kMean) / kStd;
+    d.images[i] = (images[16 + i] / 255.0f - kMean) / kStd;
   }
   d.labels.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
-    const int label = (*labels)[8 + i];
+    const int label = labels[8 + i];
     if (label >= kClasses) {
       return absl::DataLossError(absl::StrCat(labels_path, ": label ", label,
                                               " of example ", i,

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "mnist/data.h"
 #include "mnist/trainer.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/ir/autodiff.h"
 #include "podscope/runtime/ir/builder.h"
@@ -42,13 +43,12 @@ absl::StatusOr<rt::Graph> BuildStepGraph(
     h = g.LogSoftmax(g.Add(f, g.Broadcast(w[7], g.shape(f).dims(), {1})), 1);
   }
   rt::Value loss = g.NllLoss(h, labels);
-  auto grads = rt::Grad(g, loss, w);
-  if (!grads.ok()) return grads.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto grads, rt::Grad(g, loss, w));
   std::vector<rt::Value> outputs = {loss};
   std::vector<rt::Value> new_v;
   for (int i = 0; i < kNumParams; ++i) {
     const rt::Shape s = g.shape(w[i]);
-    rt::Value vi = g.Add(g.Mul(v[i], g.Full(s, options.momentum)), (*grads)[i]);
+    rt::Value vi = g.Add(g.Mul(v[i], g.Full(s, options.momentum)), grads[i]);
     new_v.push_back(vi);
     outputs.push_back(g.Sub(w[i], g.Mul(vi, g.Full(s, options.learning_rate))));
   }
@@ -80,32 +80,33 @@ absl::StatusOr<std::unique_ptr<SpmdTrainer>> SpmdTrainer::Create(
   t->batch_size_ = batch_size;
   std::vector<int> ids(n);
   for (int i = 0; i < n; ++i) ids[i] = i;
-  auto conv = rt::Mesh::Create(ids, {n / pair, pair, 1, 1},
-                               {"data", "dim1", "dim2", "dim3"}, *client);
-  if (!conv.ok()) return conv.status();
-  auto linear =
-      rt::Mesh::Create(ids, {n / pair, pair}, {"data", "model"}, *client);
-  if (!linear.ok()) return linear.status();
-  t->conv_mesh_ = std::make_shared<const rt::Mesh>(*std::move(conv));
-  t->linear_mesh_ = std::make_shared<const rt::Mesh>(*std::move(linear));
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto conv, rt::Mesh::Create(ids, {n / pair, pair, 1, 1},
+                                  {"data", "dim1", "dim2", "dim3"}, *client));
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto linear,
+      rt::Mesh::Create(ids, {n / pair, pair}, {"data", "model"}, *client));
+  t->conv_mesh_ = std::make_shared<const rt::Mesh>(std::move(conv));
+  t->linear_mesh_ = std::make_shared<const rt::Mesh>(std::move(linear));
 
   const std::vector<rt::Literal> initial = InitialParameters(options.seed);
-  auto graph = BuildStepGraph(batch_size, initial, options);
-  if (!graph.ok()) return graph.status();
-  if (absl::Status s = t->PartitionStep(*graph); !s.ok()) return s;
-  auto executor =
-      rt::SpmdExecutor::Create(client, t->conv_mesh_, options.communicator);
-  if (!executor.ok()) return executor.status();
-  t->executor_ = *std::move(executor);
+  PODSCOPE_ASSIGN_OR_RETURN(auto graph,
+                            BuildStepGraph(batch_size, initial, options));
+  if (absl::Status s = t->PartitionStep(graph); !s.ok()) return s;
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto executor,
+      rt::SpmdExecutor::Create(client, t->conv_mesh_, options.communicator));
+  t->executor_ = std::move(executor);
   for (int i = 0; i < kNumParams; ++i) {
-    auto p =
-        t->executor_->Shard(initial[i], t->program_->parameter_sharding(2 + i));
-    if (!p.ok()) return p.status();
-    t->params_.push_back(*std::move(p));
-    auto zero = t->executor_->Shard(rt::Literal(initial[i].shape()),
-                                    t->program_->parameter_sharding(10 + i));
-    if (!zero.ok()) return zero.status();
-    t->velocity_.push_back(*std::move(zero));
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto p, t->executor_->Shard(initial[i],
+                                    t->program_->parameter_sharding(2 + i)));
+    t->params_.push_back(std::move(p));
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto zero,
+        t->executor_->Shard(rt::Literal(initial[i].shape()),
+                            t->program_->parameter_sharding(10 + i)));
+    t->velocity_.push_back(std::move(zero));
   }
   return t;
 }
@@ -121,9 +122,9 @@ absl::Status SpmdTrainer::PartitionStep(const rt::Graph& graph) {
       on(conv_mesh_, {{"data"}, {}, {}, {}}),  on(conv_mesh_, {{}}),
       on(linear_mesh_, {{}, {"data"}}),        on(linear_mesh_, {{}}),
       on(linear_mesh_, {{"model"}, {"data"}}), on(linear_mesh_, {{}})};
-  auto input = on(conv_mesh_, {{"data"}, {"dim1"}, {}, {}});
-  if (!input.ok()) return input.status();
-  input_sharding_ = *input;
+  PODSCOPE_ASSIGN_OR_RETURN(auto input,
+                            on(conv_mesh_, {{"data"}, {"dim1"}, {}, {}}));
+  input_sharding_ = input;
   label_sharding_ = rt::Sharding::Replicated(conv_mesh_, 1);
   std::vector<std::optional<rt::Sharding>> shardings = {input_sharding_,
                                                         label_sharding_};
@@ -142,10 +143,10 @@ absl::Status SpmdTrainer::PartitionStep(const rt::Graph& graph) {
   for (const std::string& name : ParameterNames()) {
     names.push_back(name + ".momentum");
   }
-  auto program = rt::SpmdProgram::Partition(graph, conv_mesh_, shardings,
-                                            annotations, names);
-  if (!program.ok()) return program.status();
-  program_ = *std::move(program);
+  PODSCOPE_ASSIGN_OR_RETURN(
+      auto program, rt::SpmdProgram::Partition(graph, conv_mesh_, shardings,
+                                               annotations, names));
+  program_ = std::move(program);
   return absl::OkStatus();
 }
 
@@ -160,26 +161,23 @@ absl::Status SpmdTrainer::Step(absl::Span<const float> images,
   std::vector<rt::ShardedValue> args;
   {
     PODSCOPE_TRACE("shard_input");
-    auto x =
-        rt::Literal::FromVector<float>({batch_size_, 1, kRows, kCols}, images);
-    if (!x.ok()) return x.status();
-    auto y = rt::Literal::FromVector<int32_t>({batch_size_}, labels);
-    if (!y.ok()) return y.status();
-    auto xs = executor_->Shard(*x, input_sharding_);
-    if (!xs.ok()) return xs.status();
-    auto ys = executor_->Shard(*y, label_sharding_);
-    if (!ys.ok()) return ys.status();
-    args.push_back(*std::move(xs));
-    args.push_back(*std::move(ys));
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto x,
+        rt::Literal::FromVector<float>({batch_size_, 1, kRows, kCols}, images));
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto y, rt::Literal::FromVector<int32_t>({batch_size_}, labels));
+    PODSCOPE_ASSIGN_OR_RETURN(auto xs, executor_->Shard(x, input_sharding_));
+    PODSCOPE_ASSIGN_OR_RETURN(auto ys, executor_->Shard(y, label_sharding_));
+    args.push_back(std::move(xs));
+    args.push_back(std::move(ys));
   }
   for (const auto& p : params_) args.push_back(p);
   for (const auto& p : velocity_) args.push_back(p);
-  auto out = executor_->Execute(*program_, args);
-  if (!out.ok()) return out.status();
-  loss_ = (*out)[0];
+  PODSCOPE_ASSIGN_OR_RETURN(auto out, executor_->Execute(*program_, args));
+  loss_ = out[0];
   for (int i = 0; i < kNumParams; ++i) {
-    params_[i] = (*out)[1 + i];
-    velocity_[i] = (*out)[1 + kNumParams + i];
+    params_[i] = out[1 + i];
+    velocity_[i] = out[1 + kNumParams + i];
   }
   return absl::OkStatus();
 }
@@ -188,9 +186,8 @@ absl::StatusOr<float> SpmdTrainer::LastLoss() {
   // The loss is replicated: any local device holds all of it.
   for (const rt::BufferPtr& shard : loss_.shards) {
     if (shard == nullptr) continue;
-    auto literal = shard->ToLiteral().Await();
-    if (!literal.ok()) return literal.status();
-    return literal->data<float>()[0];
+    PODSCOPE_ASSIGN_OR_RETURN(auto literal, shard->ToLiteral().Await());
+    return literal.data<float>()[0];
   }
   return absl::FailedPreconditionError("SpmdTrainer: no step has run");
 }
@@ -198,9 +195,8 @@ absl::StatusOr<float> SpmdTrainer::LastLoss() {
 absl::StatusOr<std::vector<rt::Literal>> SpmdTrainer::Parameters() {
   std::vector<rt::Literal> out;
   for (const auto& p : params_) {
-    auto l = executor_->Gather(p);
-    if (!l.ok()) return l.status();
-    out.push_back(*std::move(l));
+    PODSCOPE_ASSIGN_OR_RETURN(auto l, executor_->Gather(p));
+    out.push_back(std::move(l));
   }
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mnist/data.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/ir/scope.h"
 
@@ -69,10 +70,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
           ? 0
           : uint64_t(options.communicator->rank()) * devices.size();
   for (size_t r = 0; r < devices.size(); ++r) {
-    auto context = rt::LazyContext::Create(client, devices[r]);
-    if (!context.ok()) return context.status();
+    PODSCOPE_ASSIGN_OR_RETURN(auto context,
+                              rt::LazyContext::Create(client, devices[r]));
     Replica replica;
-    replica.context = *std::move(context);
+    replica.context = std::move(context);
     replica.context->SetSeed(uint64_t{options.seed} + first_replica + r);
     for (const rt::Literal& literal : initial) {
       replica.params.push_back(replica.context->FromLiteral(literal));
@@ -140,8 +141,7 @@ absl::Status Trainer::Step(absl::Span<const float> images,
                      labels.size(), " labels"));
   }
   const int n = static_cast<int>(labels.size());
-  auto sizes = Slices(n);
-  if (!sizes.ok()) return sizes.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto sizes, Slices(n));
   job_examples_ = n;
   if (options_.communicator != nullptr) {
     // The processes' batches may differ: each replica's gradient is
@@ -153,19 +153,18 @@ absl::Status Trainer::Step(absl::Span<const float> images,
     if (!s.ok()) return s;
     job_examples_ = count;
   }
-  auto inputs = ScatterImages(images, *sizes);
-  if (!inputs.ok()) return inputs.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto inputs, ScatterImages(images, sizes));
   std::vector<std::vector<rt::Tensor>> grads;
   int first = 0;
   for (int r = 0; r < num_replicas(); ++r) {
     PODSCOPE_TRACE("forward_backward", "replica", r);
     Replica& replica = replicas_[r];
-    const int examples = (*sizes)[r];
+    const int examples = sizes[r];
     rt::Tensor target = replica.context->FromVector<int32_t>(
         {examples}, std::vector<int32_t>(labels.begin() + first,
                                          labels.begin() + first + examples));
     first += examples;
-    rt::Tensor output = Forward(replica, (*inputs)[r], /*training=*/true);
+    rt::Tensor output = Forward(replica, inputs[r], /*training=*/true);
     rt::ScopedName backward("backward");
     replica.loss = rt::NllLoss(output, target);
     replica.examples = examples;
@@ -178,9 +177,8 @@ absl::Status Trainer::Step(absl::Span<const float> images,
             : float(examples) * float(num_replicas()) / float(n);
     rt::Tensor objective =
         weight == 1.0f ? replica.loss : replica.loss * weight;
-    auto g = rt::Grad(objective, replica.params);
-    if (!g.ok()) return g.status();
-    grads.push_back(*std::move(g));
+    PODSCOPE_ASSIGN_OR_RETURN(auto g, rt::Grad(objective, replica.params));
+    grads.push_back(std::move(g));
   }
   if (options_.communicator != nullptr) {
     // One all-reduce per parameter: the process's devices are summed
@@ -194,10 +192,10 @@ absl::Status Trainer::Step(absl::Span<const float> images,
     for (size_t p = 0; p < grads[0].size(); ++p) {
       std::vector<rt::Tensor> per_replica;
       for (const auto& g : grads) per_replica.push_back(g[p]);
-      auto means = rt::AllReduce(*options_.communicator, per_replica,
-                                 rt::ReduceOp::kSum);
-      if (!means.ok()) return means.status();
-      for (int r = 0; r < num_replicas(); ++r) grads[r][p] = (*means)[r];
+      PODSCOPE_ASSIGN_OR_RETURN(
+          auto means, rt::AllReduce(*options_.communicator, per_replica,
+                                    rt::ReduceOp::kSum));
+      for (int r = 0; r < num_replicas(); ++r) grads[r][p] = means[r];
     }
   } else if (num_replicas() > 1) {
     // Every device computes its gradients before any of them is copied.
@@ -210,9 +208,8 @@ absl::Status Trainer::Step(absl::Span<const float> images,
     for (size_t p = 0; p < grads[0].size(); ++p) {
       std::vector<rt::Tensor> per_replica;
       for (const auto& g : grads) per_replica.push_back(g[p]);
-      auto means = rt::AllReduceMean(per_replica);
-      if (!means.ok()) return means.status();
-      for (int r = 0; r < num_replicas(); ++r) grads[r][p] = (*means)[r];
+      PODSCOPE_ASSIGN_OR_RETURN(auto means, rt::AllReduceMean(per_replica));
+      for (int r = 0; r < num_replicas(); ++r) grads[r][p] = means[r];
     }
   }
   for (int r = 0; r < num_replicas(); ++r) {
@@ -246,9 +243,8 @@ absl::StatusOr<float> Trainer::LastLoss() const {
     if (!replica.loss.defined()) {
       return absl::FailedPreconditionError("Trainer: no step has run");
     }
-    auto loss = replica.loss.Item();
-    if (!loss.ok()) return loss.status();
-    sum += double(*loss) * replica.examples;
+    PODSCOPE_ASSIGN_OR_RETURN(auto loss, replica.loss.Item());
+    sum += double(loss) * replica.examples;
   }
   float total = static_cast<float>(sum);
   if (options_.communicator != nullptr) {
@@ -261,23 +257,21 @@ absl::StatusOr<float> Trainer::LastLoss() const {
 
 absl::StatusOr<std::vector<int>> Trainer::Predict(
     absl::Span<const float> images) {
-  auto sizes = Slices(static_cast<int>(images.size() / kPixels));
-  if (!sizes.ok()) return sizes.status();
-  auto inputs = ScatterImages(images, *sizes);
-  if (!inputs.ok()) return inputs.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto sizes,
+                            Slices(static_cast<int>(images.size() / kPixels)));
+  PODSCOPE_ASSIGN_OR_RETURN(auto inputs, ScatterImages(images, sizes));
   std::vector<rt::Tensor> outputs;
   for (int r = 0; r < num_replicas(); ++r) {
-    outputs.push_back(Forward(replicas_[r], (*inputs)[r], /*training=*/false));
+    outputs.push_back(Forward(replicas_[r], inputs[r], /*training=*/false));
   }
   for (Replica& replica : replicas_) {
     if (absl::Status s = replica.context->Sync(); !s.ok()) return s;
   }
   std::vector<int> predicted;
   for (const rt::Tensor& output : outputs) {
-    auto values = output.ToVector<float>();
-    if (!values.ok()) return values.status();
-    for (size_t row = 0; row < values->size() / kClasses; ++row) {
-      const float* v = values->data() + row * kClasses;
+    PODSCOPE_ASSIGN_OR_RETURN(auto values, output.ToVector<float>());
+    for (size_t row = 0; row < values.size() / kClasses; ++row) {
+      const float* v = values.data() + row * kClasses;
       predicted.push_back(
           static_cast<int>(std::max_element(v, v + kClasses) - v));
     }

@@ -52,6 +52,18 @@ TEST(AnalyzeCliTest, JsonNamesTheStragglerOfAWrittenSession) {
   simdjson::dom::element scope = s["longer_scopes"].at(0).value();
   EXPECT_EQ(std::string_view(scope["name"].get_string().value()), "forward");
   EXPECT_EQ(scope["excess_ns"].get_int64().value(), 800'000);
+  // The verdict, its test and the longest wait.
+  EXPECT_THAT(std::string(doc["verdict"].get_string().value()),
+              ::testing::StartsWith("rank 2 is the straggler: "));
+  simdjson::dom::element test = doc["straggler_test"];
+  EXPECT_EQ(test["candidate"].get_int64().value(), 2);
+  EXPECT_EQ(std::string_view(test["units"].get_string().value()), "steps");
+  EXPECT_EQ(test["unit_count"].get_uint64().value(), 4u);
+  EXPECT_EQ(test["p_value"].get_double().value(), 0.0);
+  EXPECT_TRUE(test["t"].is_null());  // every step the same: t is infinite
+  simdjson::dom::element worst = doc["worst_wait"];
+  EXPECT_EQ(std::string_view(worst["key"].get_string().value()), "grads#0");
+  EXPECT_EQ(worst["wait_ns"].get_int64().value(), 200'000);
 }
 
 TEST(AnalyzeCliTest, AnUnderstatedPeakIsSaid) {
@@ -79,8 +91,14 @@ TEST(AnalyzeCliTest, TextHasAlignedTablesAndTheStraggler) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("Steps (4, matched by step number; 3 ranks)"));
   EXPECT_THAT(r.out, HasSubstr("... 2 more steps"));
-  EXPECT_THAT(r.out, HasSubstr("Straggler: rank 2 arrived last at 4 of 4 "
-                               "collectives"));
+  EXPECT_THAT(r.out, HasSubstr("Verdict: rank 2 is the straggler: the others "
+                               "waited 1.60 ms for it"));
+  // The test's figures under the verdict.
+  EXPECT_THAT(r.out, HasSubstr("  test: paired t-test over 4 steps of the "
+                               "wait rank 2 caused against the other ranks' "
+                               "mean: 400 µs more a step, t = inf, p < "
+                               "0.0001 (one-sided, times 3 ranks); the other "
+                               "ranks caused none\n"));
   EXPECT_THAT(r.out, HasSubstr("in steps: 0, 1, 2, 3"));
   EXPECT_THAT(r.out, HasSubstr("forward"));
   // The step table's rows line up: every line of it is as wide as its
@@ -97,6 +115,69 @@ TEST(AnalyzeCliTest, TextHasAlignedTablesAndTheStraggler) {
   const std::string_view out = r.out;
   EXPECT_EQ(width(out.substr(header, header_end - header)),
             width(out.substr(header_end + 1, row_end - header_end - 1)));
+}
+
+// The text after `prefix` on the line that starts with it, or "".
+std::string LineAfter(const std::string& out, const std::string& prefix) {
+  const size_t at = out.find("\n" + prefix);
+  if (at == std::string::npos) return "";
+  const size_t from = at + 1 + prefix.size();
+  return out.substr(from, out.find('\n', from) - from);
+}
+
+// One verdict: `analyze` and `summary` state the same sentence about who
+// the others wait for, whether a rank is named or not.
+TEST(AnalyzeCliTest, AnalyzeAndSummaryStateTheSameVerdict) {
+  struct Case {
+    std::string dir;
+    std::string starts;
+    int named;  // the straggler's rank, -1: none
+  };
+  const Case cases[] = {
+      {analysis_testing::WriteStragglerSession("cli-verdict-straggler"),
+       "rank 2 is the straggler: the others waited 1.60 ms for it, at most "
+       "0 ns for any other rank (p < 0.0001 over 4 steps); longer on it "
+       "than on the others: forward (+800 µs); ranks wait ",
+       2},
+      // Two ranks that take turns arriving last by the same 100 µs.
+      {analysis_testing::WriteSynchronousJob(
+           "cli-verdict-balanced", 2, 6, 2,
+           [](int rank, int k) {
+             return 1'000'000 + ((k + rank) % 2) * 100'000;
+           }),
+       "No consistent straggler: rank 0 caused the most waiting, 600 µs, at "
+       "most 600 µs for any other rank (p = 1 over 6 steps); ranks wait ",
+       -1},
+  };
+  for (const Case& c : cases) {
+    ASSERT_FALSE(c.dir.empty());
+    const RunResult analyze = RunPodscope({"analyze", c.dir});
+    ASSERT_EQ(analyze.exit_code, 0) << analyze.err;
+    const RunResult summary = RunPodscope({"summary", c.dir});
+    ASSERT_EQ(summary.exit_code, 0) << summary.err;
+    const std::string said = LineAfter(analyze.out, "Verdict: ");
+    EXPECT_THAT(said, ::testing::StartsWith(c.starts)) << analyze.out;
+    EXPECT_EQ(LineAfter(summary.out, "  verdict: "), said) << summary.out;
+    EXPECT_THAT(summary.out, ::testing::Not(HasSubstr("slowest rank")));
+    // The JSON of both carries it too, with the rank it names.
+    const RunResult summary_json = RunPodscope({"summary", "--json", c.dir});
+    ASSERT_EQ(summary_json.exit_code, 0) << summary_json.err;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = Parse(parser, summary_json.out);
+    EXPECT_EQ(std::string(doc["verdict"].get_string().value()), said);
+    if (c.named >= 0) {
+      EXPECT_EQ(doc["straggler_rank"].get_int64().value(), c.named);
+    } else {
+      EXPECT_TRUE(doc["straggler_rank"].is_null());
+    }
+    const RunResult analyze_json = RunPodscope({"analyze", "--json", c.dir});
+    ASSERT_EQ(analyze_json.exit_code, 0) << analyze_json.err;
+    simdjson::dom::parser parser2;
+    EXPECT_EQ(
+        std::string(
+            Parse(parser2, analyze_json.out)["verdict"].get_string().value()),
+        said);
+  }
 }
 
 TEST(AnalyzeCliTest, BadInputGetsAClearErrorAndExitCode) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace podscope::analysis_testing {
@@ -121,6 +122,48 @@ std::string WriteStragglerSession(const std::string& name) {
                 {"collective_id", "grads#" + std::to_string(k)}});
     }
     if (!t->Close().ok()) return "";
+  }
+  return dir;
+}
+
+std::string WriteSynchronousJob(
+    const std::string& name, int ranks, int steps, int per_step,
+    const std::function<int64_t(int rank, int collective)>& compute_ns) {
+  const std::string dir = FreshDir(name);
+  const int total = steps * per_step;
+  // arrive[k][r], and end[k] of every collective, on the job's clock.
+  std::vector<std::vector<int64_t>> arrive(total, std::vector<int64_t>(ranks));
+  std::vector<int64_t> end(total);
+  int64_t previous_end = 1'000'000;
+  for (int k = 0; k < total; ++k) {
+    int64_t last = 0;
+    for (int r = 0; r < ranks; ++r) {
+      arrive[k][r] = previous_end + compute_ns(r, k);
+      last = std::max(last, arrive[k][r]);
+    }
+    end[k] = last + 200'000;
+    previous_end = end[k];
+  }
+  for (int r = 0; r < ranks; ++r) {
+    auto t = RankTrace::Create(dir + "/rank" + std::to_string(r) + ".podtrace",
+                               "host" + std::to_string(r), r, ranks);
+    if (!t.ok()) return "";
+    const uint32_t main = (*t)->Thread("main");
+    const uint32_t dev = (*t)->Device("device 0 (CPU) stream", 0);
+    for (int s = 0; s < steps; ++s) {
+      const int first = s * per_step, last = first + per_step - 1;
+      const int64_t start = first == 0 ? 1'000'000 : end[first - 1];
+      (*t)->Slice(main, start, end[last] - start, "train_step",
+                  {{"step", int64_t{s}}});
+    }
+    for (int k = 0; k < total; ++k) {
+      int64_t last = 0;
+      for (int q = 0; q < ranks; ++q) last = std::max(last, arrive[k][q]);
+      (*t)->Slice(dev, arrive[k][r], end[k] - arrive[k][r], "all_reduce",
+                  {{"wait_ns", last - arrive[k][r]},
+                   {"collective_id", "world#" + std::to_string(k)}});
+    }
+    if (!(*t)->Close().ok()) return "";
   }
   return dir;
 }

@@ -5,6 +5,7 @@
 #define PODSCOPE_TESTS_ANALYSIS_POD_TRACE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -58,6 +59,18 @@ std::string FreshDir(const std::string& name);
 // reaches every AllReduce (collective_id grads#k) 200 us after the others.
 // Returns the session folder ("" when writing failed).
 std::string WriteStragglerSession(const std::string& name);
+
+// A job of `ranks` ranks whose collectives are synchronous, as the
+// runtime's are: `steps` steps (`train_step`, arg step) of `per_step`
+// compute segments, each ending in an `all_reduce` (collective_id
+// "world#k") on the rank's device stream. A rank arrives at collective k
+// `compute_ns(rank, k)` after collective k-1 ended; every collective ends
+// 200 µs after its last arrival and records each rank's wait (`wait_ns`).
+// A step runs from the end of the previous step's last collective to the
+// end of its own. Returns the session folder ("" when writing failed).
+std::string WriteSynchronousJob(
+    const std::string& name, int ranks, int steps, int per_step,
+    const std::function<int64_t(int rank, int collective)>& compute_ns);
 
 // One rank whose recorded machine peak (10 GFLOP/s, 1 GB/s, "cached") is
 // below what its kernels reached: `dense/dot` (op dot) at 20 GFLOP/s and

@@ -1,6 +1,7 @@
 // The statistics behind `podscope summary`, computed in process.
 #include "summary.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -315,7 +316,7 @@ void WriteRank(const std::filesystem::path& file, int rank,
   ASSERT_TRUE(w.Close().ok());
 }
 
-TEST(SummarizeRanks, StepsCollectiveWaitAndTheSlowestRank) {
+TEST(SummarizeRanks, StepsCollectiveWaitAndTheStraggler) {
   const std::filesystem::path dir = testing::MakeTempDir("summary_ranks");
   WriteRank(dir / "node-a.1000.podtrace", 0, {2'000'000, 2'100'000, 1'900'000},
             {500'000, 600'000, 400'000});
@@ -336,9 +337,12 @@ TEST(SummarizeRanks, StepsCollectiveWaitAndTheSlowestRank) {
   EXPECT_EQ(b.steps, 3u);
   EXPECT_EQ(b.step_median_ns, 2'600'000);
   EXPECT_EQ(b.collective_wait_ns, 6'000);
-  ASSERT_GE(summary->slowest_rank_process, 0);
-  EXPECT_EQ(summary->processes[summary->slowest_rank_process].process_index, 1);
-  EXPECT_TRUE(summary->slowest_rank_by_wait);
+  // Rank 1 reaches every all-reduce 300 µs after rank 0: the verdict
+  // of viewer/core names it.
+  EXPECT_EQ(summary->straggler_rank, 1);
+  EXPECT_THAT(summary->verdict,
+              ::testing::StartsWith("rank 1 is the straggler: the others "
+                                    "waited 900 µs for it"));
   std::filesystem::remove_all(dir);
 }
 
@@ -384,21 +388,49 @@ TEST(SummarizeRanks, AsynchronousStepsLastUntilTheirDeviceWorkEnds) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(SummarizeRanks, OneProcessNamesNoSlowestRank) {
+TEST(SummarizeRanks, NoStragglerWithoutCollectivesOrAlone) {
   const std::filesystem::path dir = testing::MakeTempDir("summary_one_rank");
   testing::WriteCapture(dir);
   // Two processes of one job with steps: the fixture's host-a (900 us
   // steps) is slower than host-b (800 us).
   auto both = SummarizePath(dir.string());
   ASSERT_TRUE(both.ok()) << both.status();
-  ASSERT_GE(both->slowest_rank_process, 0);
-  EXPECT_EQ(both->processes[both->slowest_rank_process].host, "host-a");
-  EXPECT_EQ(both->processes[both->slowest_rank_process].activity.steps, 3u);
-  EXPECT_FALSE(both->slowest_rank_by_wait);
+  // Without collectives no rank made another wait: slower steps alone
+  // name no straggler (the Ranks table shows them).
+  EXPECT_EQ(both->straggler_rank, -1);
+  EXPECT_EQ(both->verdict,
+            "No collectives joined across ranks: no straggler to name");
   // Alone, a rank is nobody's straggler.
   auto one = SummarizePath((dir / "host-a.100.podtrace").string());
   ASSERT_TRUE(one.ok()) << one.status();
-  EXPECT_EQ(one->slowest_rank_process, -1);
+  EXPECT_EQ(one->straggler_rank, -1);
+  EXPECT_EQ(one->verdict, "");
+  std::filesystem::remove_all(dir);
+}
+
+// A folder of two sessions of the same job: summary reads every file, but
+// the analyses see one session at a time, so it states no verdict over
+// both and says where to get one.
+TEST(SummarizeRanks, SeveralSessionsGetNoVerdictButAPointer) {
+  const std::filesystem::path dir = testing::MakeTempDir("summary_sessions");
+  for (const char* session : {"run1", "run2"}) {
+    std::filesystem::create_directories(dir / session);
+    WriteRank(dir / session / "node-a.1000.podtrace", 0,
+              {2'000'000, 2'100'000, 1'900'000}, {500'000, 600'000, 400'000});
+    WriteRank(dir / session / "node-b.1001.podtrace", 1,
+              {2'600'000, 2'700'000, 2'500'000}, {1'000, 2'000, 3'000});
+  }
+  auto summary = SummarizePath(dir.string());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_EQ(summary->processes.size(), 4u);
+  EXPECT_EQ(summary->straggler_rank, -1);
+  EXPECT_EQ(summary->verdict,
+            "no verdict: the newest session holds 2 of the 4 processes "
+            "summarised; run `podscope analyze` on one session folder");
+  // One session folder gets its verdict.
+  auto one = SummarizePath((dir / "run1").string());
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->straggler_rank, 1);
   std::filesystem::remove_all(dir);
 }
 

@@ -25,9 +25,12 @@ are imported first. Prints:
     spread, and per rank where step time went: device compute, collective
     transfer, collective wait, data loading, host work, idle;
   - collectives joined across ranks (by collective_id, else by order): who
-    arrived last, by how much, the wait each rank caused, and the rank that
-    was consistently last with the steps, collectives and its own scopes
-    that were longer than the other ranks' median;
+    arrived last, by how much, the wait each rank caused, and the verdict:
+    the rank whose lateness made the others wait significantly longer than
+    anyone else's (a paired t-test over steps on the wait caused), or none,
+    with how much of their step time the ranks wait, who arrived last how
+    often and the worst wait; for a straggler, the steps and collectives it
+    was last at and its scopes longer than the other ranks' median;
   - compiles with cache hits and misses, and for a late miss what changed
     (parameter shapes or dtypes, graph hash) and the step it stalled;
   - the top device ops and host scopes by self time with their share of

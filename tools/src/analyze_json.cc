@@ -1,8 +1,10 @@
 // `podscope analyze --json`: the whole PodAnalysis as one JSON document.
+#include <cmath>
 #include <string>
 
 #include "analyze_print.h"
 #include "podscope/base/json.h"
+#include "podscope/viewer/analysis_labels.h"
 
 namespace podscope::tools {
 namespace {
@@ -71,6 +73,40 @@ void Steps(const PodAnalysis& a, JsonWriter& j) {
   j.EndObject();
 }
 
+// The verdict's test and the longest wait (infinite t and ratio, which JSON
+// cannot spell, are null).
+void StragglerTestJson(const viewer::StepBreakdown& st,
+                       const viewer::StragglerReport& s, JsonWriter& j) {
+  const viewer::StragglerTest& t = s.test;
+  auto finite = [&](std::string_view key, double v) {
+    j.Key(key);
+    if (std::isfinite(v)) {
+      j.Double(v);
+    } else {
+      j.Null();
+    }
+  };
+  j.Key("straggler_test").BeginObject();
+  j.Field("candidate", RankOf(st, t.candidate));
+  j.Field("units", t.by_steps ? "steps" : "collectives");
+  j.Field("unit_count", t.units);
+  j.Field("mean_excess_ns", t.mean_excess_ns);
+  finite("t", t.t);
+  j.Field("p_value", t.p_value);
+  finite("ratio", t.ratio);
+  j.EndObject();
+  j.Key("worst_wait");
+  if (s.worst_wait < 0) {
+    j.Null();
+    return;
+  }
+  const viewer::JoinedCollective& w = s.collectives[s.worst_wait];
+  j.BeginObject();
+  j.Field("key", w.key).Field("name", w.name).Field("wait_ns", w.spread_ns);
+  j.Field("step", w.step_row >= 0 ? st.rows[w.step_row].step : -1);
+  j.EndObject();
+}
+
 void Stragglers(const PodAnalysis& a, JsonWriter& j) {
   const viewer::StragglerReport& s = a.stragglers;
   const viewer::StepBreakdown& st = a.steps;
@@ -109,6 +145,8 @@ void Stragglers(const PodAnalysis& a, JsonWriter& j) {
   }
   j.EndArray();
   j.EndObject();
+  j.Field("verdict", viewer::StragglerVerdict(st, s));
+  StragglerTestJson(st, s, j);
   j.Key("straggler");
   if (!s.straggler) {
     j.Null();

@@ -2,6 +2,7 @@
 #include "analyze_print.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -125,6 +126,28 @@ void StepSection(const PodAnalysis& a, size_t top, std::string* out) {
   *out += t2.Render() + "\n";
 }
 
+// How the verdict's test came out, for readers who want its figures.
+std::string TestEvidence(const viewer::StepBreakdown& st,
+                         const viewer::StragglerTest& t) {
+  std::string text = absl::StrCat(
+      "test: paired t-test over ", t.units,
+      t.by_steps ? " steps" : " collectives", " of the wait ",
+      RankLabel(st, t.candidate), " caused against the other ranks' mean: ",
+      FormatDuration(static_cast<int64_t>(t.mean_excess_ns)), " more a ",
+      t.by_steps ? "step" : "collective", ", t = ",
+      std::isinf(t.t) ? std::string("inf") : absl::StrFormat("%.2f", t.t),
+      t.p_value < 0.0001 ? ", p < 0.0001"
+                         : absl::StrFormat(", p = %.2g", t.p_value),
+      " (one-sided, times ", st.ranks.size(), " ranks); ");
+  if (std::isinf(t.ratio)) {
+    absl::StrAppend(&text, "the other ranks caused none");
+  } else {
+    absl::StrAppend(&text, absl::StrFormat("%.1f", t.ratio),
+                    "x the other ranks' mean in all");
+  }
+  return text;
+}
+
 void StragglerSection(const PodAnalysis& a, size_t top, std::string* out) {
   const viewer::StragglerReport& s = a.stragglers;
   const viewer::StepBreakdown& st = a.steps;
@@ -157,20 +180,23 @@ void StragglerSection(const PodAnalysis& a, size_t top, std::string* out) {
     absl::StrAppend(out, "\n  costliest collectives:\n");
     *out += c.Render();
   }
+  const std::string verdict = viewer::StragglerVerdict(st, s);
+  if (!verdict.empty()) absl::StrAppend(out, "\nVerdict: ", verdict, "\n");
+  if (s.test.candidate >= 0 && s.test.units >= 2) {
+    absl::StrAppend(out, "  ", TestEvidence(st, s.test), "\n");
+  }
   if (s.straggler) {
     const viewer::Straggler& g = *s.straggler;
-    absl::StrAppend(out, "\nStraggler: ", RankLabel(st, g.rank),
-                    " arrived last at ", g.last_count, " of ", g.joined,
-                    " collectives and made the others wait ",
-                    FormatDuration(g.wait_caused_ns), "\n");
     std::vector<std::string> steps;
     for (int64_t x : g.steps) steps.push_back(absl::StrCat(x));
-    absl::StrAppend(out, "  in steps: ", absl::StrJoin(steps, ", "), "\n");
+    absl::StrAppend(
+        out, "  it arrived last in steps: ", absl::StrJoin(steps, ", "), "\n");
     std::vector<std::string> names;
     for (const auto& [n, count] : g.collectives) {
       names.push_back(absl::StrCat(n, " x", count));
     }
-    absl::StrAppend(out, "  at: ", absl::StrJoin(names, ", "), "\n");
+    absl::StrAppend(out, "  it arrived last at: ", absl::StrJoin(names, ", "),
+                    "\n");
     if (!g.longer_scopes.empty()) {
       absl::StrAppend(out,
                       "  its scopes longer than the other ranks' median:\n");
@@ -182,8 +208,6 @@ void StragglerSection(const PodAnalysis& a, size_t top, std::string* out) {
       }
       *out += t.Render();
     }
-  } else if (!s.collectives.empty()) {
-    absl::StrAppend(out, "\nNo rank was consistently last.\n");
   }
   *out += "\n";
 }

@@ -9,9 +9,13 @@
 #include <variant>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/trace_format/clock_model.h"
+#include "podscope/viewer/analysis_labels.h"
+#include "podscope/viewer/pod_analysis.h"
 #include "podscope/viewer/slice_columns.h"
+#include "podscope/viewer/trace_store.h"
 #include "summary_steps.h"
 
 namespace podscope::tools {
@@ -267,33 +271,53 @@ TraceSummary Summarize(std::span<const TraceReader* const> readers,
             });
   summary.top_names = names.Top(options.top_names);
   summary.distinct_names = names.size();
-  // The slowest rank is the one the others wait for: where every rank ran
-  // collectives, the one that waited least in them (it arrived last);
-  // otherwise the one with the longest median step.
-  std::vector<int> ranks;
-  bool all_collectives = true;
-  for (size_t i = 0; i < summary.processes.size(); ++i) {
-    const ProcessSummary& p = summary.processes[i];
-    if (p.process_count < 2 ||
-        (p.activity.steps == 0 && p.activity.collectives == 0)) {
-      continue;
-    }
-    ranks.push_back(static_cast<int>(i));
-    all_collectives &= p.activity.collectives > 0;
-  }
-  if (ranks.size() >= 2) {
-    auto slower = [&](int a, int b) {
-      const RankActivity& x = summary.processes[a].activity;
-      const RankActivity& y = summary.processes[b].activity;
-      if (all_collectives) return x.collective_wait_ns < y.collective_wait_ns;
-      return x.step_median_ns > y.step_median_ns;
-    };
-    summary.slowest_rank_process =
-        *std::min_element(ranks.begin(), ranks.end(), slower);
-    summary.slowest_rank_by_wait = all_collectives;
-  }
   return summary;
 }
+
+namespace {
+
+// Two or more processes of one job that ran steps or collectives.
+bool HasSeveralRanks(const TraceSummary& summary) {
+  size_t ranks = 0;
+  for (const ProcessSummary& p : summary.processes) {
+    if (p.process_count >= 2 &&
+        (p.activity.steps > 0 || p.activity.collectives > 0)) {
+      ++ranks;
+    }
+  }
+  return ranks >= 2;
+}
+
+// The straggler verdict, computed where the analyses and the viewer
+// compute it: on a store of the same files.
+void JudgeStraggler(const std::string& path, const SummaryOptions& options,
+                    TraceSummary* summary) {
+  viewer::OpenOptions open;
+  open.align_clocks = options.align_clocks;
+  open.threads = options.threads;
+  auto store = viewer::TraceStore::Open(path, open);
+  if (!store.ok()) {
+    summary->verdict = absl::StrCat("no verdict: ", store.status().message());
+    return;
+  }
+  if ((*store)->processes().size() != summary->processes.size()) {
+    // A logdir of several sessions: the store holds its newest one only.
+    summary->verdict = absl::StrCat(
+        "no verdict: the newest session holds ", (*store)->processes().size(),
+        " of the ", summary->processes.size(),
+        " processes summarised; run `podscope analyze` on one session folder");
+    return;
+  }
+  const viewer::StepBreakdown steps = viewer::AnalyzeSteps(**store);
+  const viewer::StragglerReport report =
+      viewer::AnalyzeStragglers(**store, steps);
+  summary->verdict = viewer::StragglerVerdict(steps, report);
+  if (report.straggler) {
+    summary->straggler_rank = steps.ranks[report.straggler->rank].rank;
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<TraceSummary> SummarizePath(const std::string& path,
                                            const SummaryOptions& options) {
@@ -304,7 +328,9 @@ absl::StatusOr<TraceSummary> SummarizePath(const std::string& path,
   for (const auto& [file, status] : opened.failures) {
     unreadable.push_back({file, std::string(status.message())});
   }
-  return Summarize(readers, std::move(unreadable), options);
+  TraceSummary summary = Summarize(readers, std::move(unreadable), options);
+  if (HasSeveralRanks(summary)) JudgeStraggler(path, options, &summary);
+  return summary;
 }
 
 }  // namespace podscope::tools

@@ -166,13 +166,14 @@ struct TraceSummary {
   ClockAlignment clocks;
   std::vector<SliceNameStats> top_names;
   size_t distinct_names = 0;
-  // Among the processes of a job of several ranks (with steps or
-  // collectives): the index in `processes` of the one the others wait for,
-  // or -1 (fewer than two such processes). When every rank ran collectives
-  // it is the one that waited least in them (it arrived last:
-  // slowest_rank_by_wait); otherwise the one with the longest median step.
-  int slowest_rank_process = -1;
-  bool slowest_rank_by_wait = false;
+  // For a job of several ranks (two or more processes with steps or
+  // collectives) read by SummarizePath: viewer/core's straggler verdict
+  // (StragglerVerdict over AnalyzeSteps and AnalyzeStragglers), the same
+  // sentence `podscope analyze` and the viewer's Pod panel state; "" for
+  // one rank. `straggler_rank` is the process index of the rank it names,
+  // -1 for none.
+  std::string verdict;
+  int32_t straggler_rank = -1;
   int64_t duration_ns() const { return has_events ? last_ns - first_ns : 0; }
 };
 

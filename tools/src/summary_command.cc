@@ -30,10 +30,11 @@ hosts line up (and whether they could be); dropped events; and the event
 names that took the most time (count, total, self time excluding direct
 children on the same track, mean, max). For a job of several ranks, each
 rank's steps (median and longest), the time its collectives took and
-waited for the last rank to arrive, and the slowest rank: the one the
-others waited for in collectives (else the one with the longest median
-step). Unreadable and recovered files are
-listed as warnings; the rest is still summarised.
+waited for the last rank to arrive, and the straggler verdict that
+`podscope analyze` and the viewer's Pod panel state: the rank the others
+waited significantly longer for (a test over steps on the waiting each
+rank caused), or none, with the evidence. Unreadable and recovered files
+are listed as warnings; the rest is still summarised.
 
 Flags:
   --json             Print the same facts as one JSON object (times in ns)
@@ -219,7 +220,7 @@ void AppendTopNames(const TraceSummary& s, std::string* b) {
 }
 
 // The ranks of a multi-process job side by side: their steps, the time
-// their collectives waited for the last rank, and the slowest rank named.
+// their collectives waited for the last rank, and the straggler verdict.
 void AppendRanks(const TraceSummary& s, std::string* b) {
   std::vector<const ProcessSummary*> ranks;
   for (const ProcessSummary& p : s.processes) {
@@ -247,24 +248,7 @@ void AppendRanks(const TraceSummary& s, std::string* b) {
                     FormatDuration(a.collective_wait_ns)});
   }
   PrintTable(rows, "llrrrrrr", "  ", b);
-  if (s.slowest_rank_process >= 0) {
-    const ProcessSummary& slow = s.processes[s.slowest_rank_process];
-    int64_t others_wait = 0;
-    for (const ProcessSummary* p : ranks) {
-      if (p != &slow) others_wait += p->activity.collective_wait_ns;
-    }
-    absl::StrAppend(b, "  slowest rank: ", slow.process_index, " (", slow.host,
-                    ")");
-    if (s.slowest_rank_by_wait) {
-      absl::StrAppend(b, ": the other ranks waited ",
-                      FormatDuration(others_wait),
-                      " for it in collectives, it waited ",
-                      FormatDuration(slow.activity.collective_wait_ns), "\n");
-    } else {
-      absl::StrAppend(b, ": the longest median step, ",
-                      FormatDuration(slow.activity.step_median_ns), "\n");
-    }
-  }
+  if (!s.verdict.empty()) absl::StrAppend(b, "  verdict: ", s.verdict, "\n");
 }
 
 void AppendWarnings(const TraceSummary& s, std::string* b) {
@@ -438,10 +422,14 @@ void WriteJsonRanks(const TraceSummary& s, base::JsonWriter& j) {
     j.EndObject();
   }
   j.EndArray();
-  if (s.slowest_rank_process >= 0) {
-    j.Field("slowest_rank", s.processes[s.slowest_rank_process].process_index);
-    j.Field("slowest_rank_by",
-            s.slowest_rank_by_wait ? "collective_wait" : "median_step");
+  if (!s.verdict.empty()) {
+    j.Field("verdict", s.verdict);
+    j.Key("straggler_rank");
+    if (s.straggler_rank >= 0) {
+      j.Int(s.straggler_rank);
+    } else {
+      j.Null();
+    }
   }
 }
 

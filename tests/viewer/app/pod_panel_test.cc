@@ -4,7 +4,9 @@
 // real main window opens it: the heat table has a row per step and a
 // column per rank, the straggler is named, a click on a cell zooms the
 // timeline to that rank's step, and selecting a collective outlines its
-// peers on the other ranks.
+// peers on the other ranks. On a 2-rank session whose ranks take turns
+// being last, no one is named, and the verdict still shows how much the
+// ranks wait and links to the worst wait.
 #include "pod_panel.h"
 
 #include <QLabel>
@@ -15,6 +17,7 @@
 #include <filesystem>
 #include <string>
 
+#include "details_panel.h"
 #include "main_window.h"
 #include "podscope/trace_format/writer.h"
 #include "timeline_widget.h"
@@ -69,6 +72,7 @@ bool WriteRank(const std::string& path, int rank) {
   const uint32_t fwd = writer->InternString("forward");
   const uint32_t ar = writer->InternString("all_reduce");
   const uint32_t key = writer->InternString("collective_id");
+  const uint32_t wait_ns = writer->InternString("wait_ns");
   const uint32_t compile = writer->InternString("Compile");
   // Rank 2 computes 30 % longer; the others wait for it in the all-reduce.
   const int64_t compute = rank == 2 ? 13'000'000 : 10'000'000;
@@ -90,8 +94,10 @@ bool WriteRank(const std::string& path, int rank) {
     writer->AddInstant(memory, t + 500, allocate, alloc);
     writer->AddInstant(memory, t + 15'000'000, free, alloc);
     const uint32_t id = writer->InternString("grads#" + std::to_string(s));
-    const tf::Arg arg{key, tf::StringId{id}};
-    writer->AddSlice(device, t + compute, 14'000'000 - compute, ar, {&arg, 1});
+    // The wait the runtime records: until rank 2 arrives.
+    const tf::Arg args[] = {{key, tf::StringId{id}},
+                            {wait_ns, int64_t{13'000'000 - compute}}};
+    writer->AddSlice(device, t + compute, 14'000'000 - compute, ar, args);
     writer->AddSlice(track, t, 14'000'000 + (rank == 2 ? s * 1000 : 0), step);
   }
   return writer->Close().ok();
@@ -106,6 +112,53 @@ QString WriteSession() {
   for (int r = 0; r < kRanks; ++r) {
     WriteRank(
         (dir / ("node." + std::to_string(100 + r) + ".podtrace")).string(), r);
+  }
+  return QString::fromStdString(dir.string());
+}
+
+// Two ranks that take turns arriving last at the one all-reduce of each of
+// six steps (10 ms apart), rank s % 2 late by 1 ms + s × 100 µs: neither
+// makes the other wait consistently longer, and the worst wait is step 5's
+// 1.5 ms.
+QString WriteTakingTurnsSession() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const fs::path dir = fs::path(tmp ? tmp : "/tmp") /
+                       ("pod_panel_turns_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (int rank = 0; rank < 2; ++rank) {
+    auto writer = *tf::TraceWriter::Create(
+        (dir / ("node." + std::to_string(200 + rank) + ".podtrace")).string());
+    tf::proto::Metadata m;
+    m.set_host("node");
+    m.set_pid(200 + rank);
+    m.set_process_index(rank);
+    m.set_process_count(2);
+    writer->SetMetadata(m);
+    tf::proto::Track main;
+    main.set_kind(tf::proto::TRACK_KIND_THREAD);
+    main.set_name("main");
+    const uint32_t thread = writer->AddTrack(main);
+    tf::proto::Track stream;
+    stream.set_kind(tf::proto::TRACK_KIND_DEVICE_STREAM);
+    stream.set_name("device 0 stream 1");
+    stream.set_device_id(0);
+    stream.set_stream_id(1);
+    const uint32_t device = writer->AddTrack(stream);
+    const uint32_t step = writer->InternString("train_step");
+    const uint32_t ar = writer->InternString("all_reduce");
+    const uint32_t key = writer->InternString("collective_id");
+    for (int s = 0; s < 6; ++s) {
+      const int64_t t = 1'000'000 + s * 10'000'000;
+      const int64_t late = 1'000'000 + s * 100'000;
+      const int64_t arrive = t + 5'000'000 + (s % 2 == rank ? late : 0);
+      const int64_t end = t + 5'000'000 + late + 200'000;
+      const uint32_t id = writer->InternString("world#" + std::to_string(s));
+      const tf::Arg arg{key, tf::StringId{id}};
+      writer->AddSlice(device, arrive, end - arrive, ar, {&arg, 1});
+      writer->AddSlice(thread, t, end - t, step);
+    }
+    if (!writer->Close().ok()) return QString();
   }
   return QString::fromStdString(dir.string());
 }
@@ -138,12 +191,28 @@ class PodPanelTest : public QObject {
             table->item(1, 0)->background().color());
     QCOMPARE(table->item(1, 0)->background().color(), QColor(Qt::white));
 
-    // The straggler, with a link to its slowest step.
-    QVERIFY2(pod->verdict()->text().contains("rank 2 is the straggler"),
-             qPrintable(pod->verdict()->text()));
+    // The verdict: the straggler with the test's evidence, how much the
+    // ranks wait (rank 0 and 1 wait 3 ms of each 14 ms step for rank 2's
+    // arrival), who arrived last how often, and the worst wait with a link
+    // to it.
+    const QString verdict = pod->verdict()->text();
+    QVERIFY2(verdict.contains("rank 2 is the straggler: the others waited "
+                              "24.0 ms for it, at most 0 ns for any other "
+                              "rank (p &lt; 0.0001 over 4 steps); longer "
+                              "on it than on the others: forward (+12.0 "
+                              "ms)"),
+             qPrintable(verdict));
+    QVERIFY2(verdict.contains("; ranks wait 0.0–21.4% of step time in "
+                              "collectives; last to arrive: rank 2 ×4, "
+                              "rank 0 ×0, rank 1 ×0; worst wait 3.00 ms at "
+                              "all_reduce #0, step 0"),
+             qPrintable(verdict));
+    QVERIFY2(verdict.contains("<a href=\"evidence\">show</a>"),
+             qPrintable(verdict));
     QVERIFY(pod->model().evidence.has_value());
-    // The link selects the evidence: rank 2's late arrival at the
-    // collective where the others waited longest for it.
+    // The link selects rank 2's late arrival at that collective and shows
+    // the whole collective, from the first arrival to its end on every
+    // rank.
     emit pod->verdict()->linkActivated(QStringLiteral("evidence"));
     {
       const TraceStore& s = *w.store();
@@ -151,6 +220,38 @@ class PodPanelTest : public QObject {
       const EventRef e = *w.timeline()->selected();
       QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("all_reduce"));
       QCOMPARE(s.processes()[s.tracks()[e.track].process].process_index, 2);
+      QCOMPARE(s.StartOf(e) - s.first_ns(), int64_t{13'000'000});
+      const TimeAxis& axis = w.timeline()->axis();
+      QVERIFY(axis.t0() <= s.first_ns() + 10'000'000);
+      QVERIFY(axis.t1() >= s.first_ns() + 14'000'000);
+      QVERIFY(axis.span() < 10'000'000);
+      // Its peers on the other ranks are outlined.
+      QCOMPARE(w.timeline()->highlighted().size(), size_t{kRanks});
+    }
+    // A wait reads in units in the details, the exact nanoseconds in its
+    // tooltip: rank 0's all-reduce of step 0 waited 3 ms.
+    {
+      const TraceStore& s = *w.store();
+      std::optional<EventRef> waited;
+      for (const TrackInfo& info : s.tracks()) {
+        if (s.processes()[info.process].process_index != 0) continue;
+        const SliceColumns& c = s.data(info.id).slices;
+        for (uint32_t i = 0; i < c.size() && !waited; ++i) {
+          if (s.str(c.name(i)) == "all_reduce") {
+            waited = EventRef{info.id, tf::EventKind::kSlice, i};
+          }
+        }
+      }
+      QVERIFY(waited.has_value());
+      w.timeline()->Select(*waited, /*reveal=*/true);
+      QTableWidget* args = w.details()->args_table();
+      int row = -1;
+      for (int r = 0; r < args->rowCount(); ++r) {
+        if (args->item(r, 0)->text() == "wait_ns") row = r;
+      }
+      QVERIFY(row >= 0);
+      QCOMPARE(args->item(row, 1)->text(), QStringLiteral("3.00 ms"));
+      QCOMPARE(args->item(row, 1)->toolTip(), QStringLiteral("3000000 ns"));
     }
 
     // The compilation is listed.
@@ -262,6 +363,47 @@ class PodPanelTest : public QObject {
     QVERIFY(t->axis().t0() <= peak_at);
     QVERIFY(t->axis().t1() >= peak_at);
     QVERIFY(t->axis().span() < whole / 10);
+  }
+
+  // With no straggler the verdict still says how much the ranks wait, who
+  // arrived last how often and where the worst wait was, and its link
+  // shows that collective.
+  void noStragglerStillShowsTheWorstWait() {
+    const QString dir = WriteTakingTurnsSession();
+    QVERIFY(!dir.isEmpty());
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.OpenPath(dir);
+    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
+    QVERIFY(w.WaitUntilIdle(30000));
+    PodPanel* pod = w.pod();
+    const QString verdict = pod->verdict()->text();
+    QVERIFY2(verdict.startsWith("No consistent straggler: rank 1 caused the "
+                                "most waiting, 3.90 ms, at most 3.60 ms for "
+                                "any other rank (p = 0.93 over 6 steps); ranks "
+                                "wait "),
+             qPrintable(verdict));
+    QVERIFY2(verdict.contains("% of step time in collectives; last to "
+                              "arrive: rank 0 ×3, rank 1 ×3; worst wait "
+                              "1.50 ms at all_reduce #5, step 5 <a "
+                              "href=\"evidence\">show</a>"),
+             qPrintable(verdict));
+    QVERIFY(!verdict.contains("<b>"));  // no one named
+    emit pod->verdict()->linkActivated(QStringLiteral("evidence"));
+    const TraceStore& s = *w.store();
+    QVERIFY(w.timeline()->selected().has_value());
+    const EventRef e = *w.timeline()->selected();
+    QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("all_reduce"));
+    QCOMPARE(s.processes()[s.tracks()[e.track].process].process_index, 1);
+    const int64_t step5 = s.first_ns() + 5 * 10'000'000;
+    QCOMPARE(s.StartOf(e), step5 + 5'000'000 + 1'500'000);
+    const TimeAxis& axis = w.timeline()->axis();
+    QVERIFY(axis.t0() <= step5 + 5'000'000);
+    QVERIFY(axis.t1() >= step5 + 5'000'000 + 1'700'000);
+    QVERIFY(axis.span() < 5'000'000);
+    QCOMPARE(w.timeline()->highlighted().size(), size_t{2});
   }
 };
 

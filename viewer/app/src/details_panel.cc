@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "hit_test.h"
+#include "podscope/base/human_format.h"
 #include "time_format.h"
 
 namespace podscope::viewer::app {
@@ -27,6 +28,24 @@ QString Duration(int64_t ns) {
 }
 
 constexpr QChar kBreak(0x200B);
+
+// An integer argument as people read it: a time (a key ending in "_ns",
+// such as a collective's wait_ns) or a size (a key ending in "bytes") in
+// units, the exact number in the tooltip; others as they are.
+QTableWidgetItem* IntArgItem(const QString& key, int64_t v) {
+  if (key.endsWith(QLatin1String("_ns"))) {
+    auto* item = new QTableWidgetItem(Duration(v));
+    item->setToolTip(QStringLiteral("%1 ns").arg(v));
+    return item;
+  }
+  if (key.endsWith(QLatin1String("bytes")) && v >= 0) {
+    auto* item = new QTableWidgetItem(
+        QString::fromStdString(base::FormatBytes(static_cast<double>(v))));
+    item->setToolTip(QStringLiteral("%1 bytes").arg(v));
+    return item;
+  }
+  return new QTableWidgetItem(QString::number(v));
+}
 
 }  // namespace
 
@@ -207,17 +226,20 @@ void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
     args_->setRowCount(static_cast<int>(args->args.size()));
     int row = 0;
     for (const trace_format::Arg& a : args->args) {
-      QString value;
+      const QString key = Str(s, a.key);
+      QTableWidgetItem* value = nullptr;
       if (const auto* i = std::get_if<int64_t>(&a.value)) {
-        value = QString::number(*i);
+        value = IntArgItem(key, *i);
       } else if (const auto* d = std::get_if<double>(&a.value)) {
-        value = QString::number(*d, 'g', 10);
+        value = new QTableWidgetItem(QString::number(*d, 'g', 10));
       } else if (const auto* sid =
                      std::get_if<trace_format::StringId>(&a.value)) {
-        value = Str(s, sid->id);
+        value = new QTableWidgetItem(Str(s, sid->id));
+      } else {
+        value = new QTableWidgetItem;
       }
-      args_->setItem(row, 0, new QTableWidgetItem(Str(s, a.key)));
-      args_->setItem(row, 1, new QTableWidgetItem(value));
+      args_->setItem(row, 0, new QTableWidgetItem(key));
+      args_->setItem(row, 1, value);
       ++row;
     }
   }

@@ -47,34 +47,19 @@ PodModel BuildPodModel(const TraceStore& store) {
 
   if (const auto& s = stragglers.straggler; s && s->rank >= 0) {
     m.straggler = static_cast<size_t>(s->rank);
-    m.verdict = absl::StrCat(
-        label(s->rank), " is the straggler: last to arrive at ", s->last_count,
-        " of ", s->joined, " collectives, the others waited ",
-        FormatDuration(s->wait_caused_ns), " for it");
-    if (!s->longer_scopes.empty()) {
-      absl::StrAppend(
-          &m.verdict,
-          "; longer than on the others: ", s->longer_scopes.front().name, " (+",
-          FormatDuration(s->longer_scopes.front().excess_ns()), ")");
+  }
+  m.verdict = StragglerVerdict(steps, stragglers);
+  if (stragglers.worst_wait >= 0) {
+    const JoinedCollective& worst =
+        stragglers.collectives[stragglers.worst_wait];
+    m.evidence_start_ns = INT64_MAX;
+    m.evidence_end_ns = INT64_MIN;
+    for (const CollectiveArrival& a : worst.arrivals) {
+      if (!m.evidence || a.rank == worst.last_rank) m.evidence = a.event;
+      m.evidence_start_ns = std::min(m.evidence_start_ns, a.start_ns);
+      m.evidence_end_ns = std::max(
+          m.evidence_end_ns, base::SaturatingAdd(a.start_ns, a.duration_ns));
     }
-    const JoinedCollective* worst = nullptr;
-    for (const JoinedCollective& c : stragglers.collectives) {
-      if (c.last_rank != s->rank) continue;
-      if (worst == nullptr || c.wait_caused_ns > worst->wait_caused_ns) {
-        worst = &c;
-      }
-    }
-    if (worst != nullptr) {
-      for (const CollectiveArrival& a : worst->arrivals) {
-        if (a.rank == s->rank) m.evidence = a.event;
-      }
-    }
-  } else if (!stragglers.collectives.empty()) {
-    m.verdict = absl::StrCat("No straggler: no rank was last at most of the ",
-                             stragglers.collectives.size(),
-                             " collectives joined across ranks");
-  } else if (steps.ranks.size() >= 2) {
-    m.verdict = "No collectives joined across ranks: no straggler to name";
   }
 
   for (const CompileEvent& c : compiles.compiles) {

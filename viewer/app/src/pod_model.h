@@ -2,7 +2,7 @@
 // (pod_analysis.h: AnalyzeSteps, AnalyzeStragglers, AnalyzeCompiles) put in
 // the panel's terms: a column per rank, a row per step (matched across
 // ranks by number or order), the row's median step time, the straggler
-// verdict with the collective that shows it, the compilations; and the
+// verdict with the worst wait, the compilations; and the
 // peers of a collective (every slice carrying the same `collective_id`
 // argument, on any rank). Qt-free.
 #ifndef PODSCOPE_VIEWER_APP_POD_MODEL_H_
@@ -38,12 +38,16 @@ struct PodModel {
   size_t rows = 0;
   std::vector<int64_t> row_step;  // each row's step number (or position)
   std::vector<int64_t> row_median_ns;
-  // The rank the others waited for in collectives (AnalyzeStragglers),
-  // the verdict in words, and the evidence: its arrival at the collective
-  // where it made the others wait longest.
+  // The rank the others waited for in collectives (AnalyzeStragglers), and
+  // the verdict in words (StragglerVerdict: the sentence `podscope
+  // analyze` and `podscope summary` state). The evidence is the worst wait
+  // the verdict names: the last arrival at that collective, and the
+  // collective's span on every rank, [first arrival, last end).
   std::optional<size_t> straggler;
   std::string verdict;
   std::optional<EventRef> evidence;
+  int64_t evidence_start_ns = 0;
+  int64_t evidence_end_ns = 0;
   struct Compile {
     EventRef event;
     std::string text;  // "rank 0 · step 3 · 12.3 ms · missed (late) …"

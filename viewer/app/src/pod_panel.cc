@@ -40,8 +40,12 @@ PodPanel::PodPanel(QWidget* parent) : QWidget(parent) {
   verdict_->setWordWrap(true);
   verdict_->setTextFormat(Qt::RichText);
   layout->addWidget(verdict_);
+  // The worst wait: its last arrival selected (its peers outlined), the
+  // whole collective on every rank in view.
   connect(verdict_, &QLabel::linkActivated, this, [this](const QString&) {
-    if (model_.evidence) emit eventRequested(*model_.evidence);
+    if (!model_.evidence) return;
+    emit eventRequested(*model_.evidence);
+    emit timesRequested(model_.evidence_start_ns, model_.evidence_end_ns);
   });
   auto* split = new QSplitter(Qt::Horizontal);
   table_ = new QTableWidget(0, 0);
@@ -165,13 +169,12 @@ void PodPanel::Show(PodModel model) {
       table_->setItem(static_cast<int>(k), static_cast<int>(c), item);
     }
   }
-  if (model_.straggler) {
-    verdict_->setText(
-        QString("<b>%1</b> <a href=\"evidence\">show its slowest step</a>")
-            .arg(QString::fromStdString(model_.verdict).toHtmlEscaped()));
-  } else {
-    verdict_->setText(QString::fromStdString(model_.verdict).toHtmlEscaped());
+  QString verdict = QString::fromStdString(model_.verdict).toHtmlEscaped();
+  if (model_.straggler) verdict = QString("<b>%1</b>").arg(verdict);
+  if (model_.evidence) {
+    verdict += QString(" <a href=\"evidence\">%1</a>").arg(tr("show"));
   }
+  verdict_->setText(verdict);
   for (size_t i = 0; i < view_tables_.size(); ++i) {
     QTableWidget* table = view_tables_[i];
     table->clear();

@@ -179,6 +179,11 @@ absl::flat_hash_map<StringId, int64_t> ScopeTimes(const TraceStore& store,
 // For the structs' rank labels.
 int RankOfProcess(ProcessId p);
 
+// The straggler test over a report whose collectives and per-rank totals
+// are measured (analysis_straggler_stats.cc).
+StragglerTest RunStragglerTest(const StepBreakdown& steps,
+                               const StragglerReport& report);
+
 }  // namespace podscope::viewer::pod
 
 #endif  // PODSCOPE_VIEWER_CORE_SRC_ANALYSIS_POD_UTIL_H_

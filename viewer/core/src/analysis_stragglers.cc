@@ -1,7 +1,7 @@
 // Stragglers: collectives joined across ranks, who arrived last, and the
-// rank that was consistently last with its evidence (pod_analysis.h).
+// rank whose lateness made the others wait significantly longer than
+// anyone else's, with its evidence (pod_analysis.h).
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <set>
 
@@ -235,39 +235,15 @@ void ChargeLateArrivals(const StepBreakdown& steps,
             });
 }
 
-// The rank last most often (the lowest on a tie), -1 with no ranks.
-int MostOftenLast(const std::vector<RankStraggle>& ranks) {
-  int best = -1;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    if (best < 0 || ranks[r].last_count > ranks[best].last_count) {
-      best = static_cast<int>(r);
+// The collective with the widest spread of arrivals, -1 with none.
+int WorstWait(const std::vector<JoinedCollective>& collectives) {
+  int worst = -1;
+  for (size_t i = 0; i < collectives.size(); ++i) {
+    if (worst < 0 || collectives[i].spread_ns > collectives[worst].spread_ns) {
+      worst = static_cast<int>(i);
     }
   }
-  return best;
-}
-
-// Whether a rank was last more often than chance explains: by chance it is
-// last in each collective it joined with probability 1 / (ranks that
-// joined it).
-bool LastBeyondChance(const StragglerReport& report, int rank,
-                      const PodAnalysisOptions& options) {
-  const uint64_t total = report.collectives.size();
-  const uint64_t last_count = report.ranks[rank].last_count;
-  double expected = 0, variance = 0;
-  for (const JoinedCollective& j : report.collectives) {
-    bool joined = false;
-    for (const auto& a : j.arrivals) joined = joined || a.rank == rank;
-    if (!joined || j.arrivals.empty()) continue;
-    const double p = 1.0 / static_cast<double>(j.arrivals.size());
-    expected += p;
-    variance += p * (1.0 - p);
-  }
-  const double sigma = std::sqrt(variance);
-  return last_count >= options.straggler_min_collectives &&
-         static_cast<double>(last_count) >=
-             options.straggler_share * static_cast<double>(total) &&
-         static_cast<double>(last_count) >
-             expected + options.straggler_sigmas * sigma;
+  return worst;
 }
 
 // The evidence against the straggler: the steps and collectives it was last
@@ -319,11 +295,14 @@ StragglerReport AnalyzeStragglers(const TraceStore& store,
   }
   ChargeLateArrivals(steps, joiner.Take(), &out);
 
-  // The consistent straggler.
-  const int best = MostOftenLast(out.ranks);
-  if (best >= 0 && !out.collectives.empty() &&
-      LastBeyondChance(out, best, options)) {
-    out.straggler = DescribeStraggler(store, steps, keys, out, best, options);
+  out.worst_wait = WorstWait(out.collectives);
+  out.test = pod::RunStragglerTest(steps, out);
+  const int candidate = out.test.candidate;
+  if (candidate >= 0 && out.test.p_value <= options.straggler_alpha &&
+      out.test.ratio >= options.straggler_min_ratio &&
+      out.ranks[candidate].last_count >= options.straggler_min_collectives) {
+    out.straggler =
+        DescribeStraggler(store, steps, keys, out, candidate, options);
   }
   return out;
 }

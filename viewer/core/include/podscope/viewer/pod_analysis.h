@@ -38,16 +38,14 @@ struct PodAnalysisOptions {
   // A recompile (cache miss) is "late" when its step is greater than this
   // (see CompileEvent::late).
   int64_t warmup_steps = 2;
-  // A rank is named the straggler when it arrived last in at least this
-  // share of the joined collectives (and in at least
-  // `straggler_min_collectives` of them), and more often than chance
-  // explains: with n ranks arriving in random order each is last in 1/n of
-  // them, so its count must exceed that expectation by
-  // `straggler_sigmas` binomial standard deviations (two balanced ranks
-  // are each last about half the time; neither is a straggler).
-  double straggler_share = 0.5;
+  // The straggler test (StragglerTest): a rank is named when the waiting
+  // it caused is larger than the other ranks' with a one-sided p-value of
+  // at most `straggler_alpha`, it caused at least `straggler_min_ratio`
+  // times the others' mean, and it arrived last at at least
+  // `straggler_min_collectives` collectives.
+  double straggler_alpha = 0.05;
+  double straggler_min_ratio = 1.5;
   uint64_t straggler_min_collectives = 2;
-  double straggler_sigmas = 2.0;
   // A scope of the straggler is "longer" in a step when its time there
   // exceeds the other ranks' median for the same name and step by this
   // factor and by at least `longer_scope_min_ns`.
@@ -232,13 +230,47 @@ struct Straggler {
   std::vector<LongerScope> longer_scopes;
 };
 
+// Whether one rank made the others wait significantly more than they made
+// each other wait: time, not counts (a rank last barely more often than
+// the others but by far longer is the straggler; one last a little more
+// often by chance is not).
+//
+// Units are the step rows that hold a joined collective (a collective
+// belongs to the row around its last arrival; collectives outside every
+// step are left out), or each joined collective when fewer than two rows
+// hold one. caused[u][r] is the wait the collectives of unit u whose last
+// arrival was rank r caused (JoinedCollective::wait_caused_ns). The
+// candidate is the rank that caused the most in all; per unit,
+// d[u] = caused[u][candidate] - the mean of caused[u][r] over the other
+// ranks, and a one-sided paired t-test (Student's t with units - 1 degrees
+// of freedom) asks whether the mean of d exceeds 0. The p-value is
+// multiplied by the number of ranks (Bonferroni: the candidate was picked
+// as the worst) and capped at 1; with every d equal it is 0 when they are
+// positive, 1 otherwise; with fewer than two units it is 1.
+struct StragglerTest {
+  int candidate = -1;  // RankIndex; -1: no rank caused any wait
+  bool by_steps = false;
+  uint64_t units = 0;
+  double mean_excess_ns = 0;  // the mean of d
+  double t = 0;
+  double p_value = 1;
+  // The candidate's caused wait over the mean of the other ranks' (+inf
+  // when they caused none).
+  double ratio = 0;
+};
+
 struct StragglerReport {
   std::vector<JoinedCollective> collectives;  // by last arrival's time
   std::vector<RankStraggle> ranks;            // one per rank
   uint64_t joined_by_id = 0;
   uint64_t joined_by_order = 0;
-  // Set when one rank was consistently last (PodAnalysisOptions).
+  StragglerTest test;
+  // Set when the test names its candidate (PodAnalysisOptions).
   std::optional<Straggler> straggler;
+  // Index in `collectives` of the longest wait of one rank at one
+  // collective (the widest spread of arrivals; the first on ties), -1
+  // with none.
+  int worst_wait = -1;
 };
 
 StragglerReport AnalyzeStragglers(const TraceStore& store,
