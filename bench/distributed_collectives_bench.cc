@@ -6,17 +6,19 @@
 //       and run, alternating; the 4 B .. 64 MB curve goes to the log.
 //   collectives.allreduce_busbw_gbps     the runtime's bus bandwidth there.
 //   train.dp2_step_ms                    examples/train_mnist's step over two
-//       processes (global batch 64, one device each, gradient all-reduce).
-//   train.dp2_profiling_overhead_pct     the median over >= 10 interleaved
-//       pairs (profiled / not, alternating which goes first) of the paired
-//       step-time difference, in % of the unprofiled step; the spread
-//       (quartiles) and the same median in process CPU time are counters
-//       beside it.
+//       processes (a batch of 32 per process, one device each, gradient
+//       all-reduce).
+//   train.dp2_profiling_overhead_pct     what a default capture on every
+//       rank costs that job, by the method of bench_runtime_overhead: the
+//       median over 20 interleaved pairs of runs (profiled / not,
+//       alternating which goes first) of the pair's CPU time per step,
+//       summed over both ranks' processes (every thread), in % above the
+//       run without; `_ci_low` / `_ci_high` give its 95 % bootstrap
+//       interval, and wall time is printed beside it.
 //
 // Workers are this binary re-executed ("--worker KIND") once per rank,
 // meeting through a FileStore in a fresh temporary folder.
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,7 +34,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "common/cpu_accounting.h"
 #include "common/headline.h"
+#include "common/paired_stats.h"
 #include "gloo/allreduce.h"
 #include "gloo/barrier.h"
 #include "gloo/rendezvous/context.h"
@@ -52,27 +56,14 @@ namespace {
 namespace rt = podscope::runtime;
 namespace mnist = podscope::mnist;
 namespace profiler = podscope::profiler;
+using podscope::bench::BootstrapMedian;
+using podscope::bench::ProcessCpuNs;
+using podscope::bench::Quantile;
 using podscope::bench::RegisterHeadline;
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * (v.size() - 1);
-  const size_t i = static_cast<size_t>(pos);
-  if (i + 1 >= v.size()) return v.back();
-  return v[i] + (v[i + 1] - v[i]) * (pos - i);
-}
-
-// CPU seconds the process used so far (all threads, user and system).
-double ProcessCpuSeconds() {
-  rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 int EnvInt(const char* name) {
@@ -230,10 +221,14 @@ BENCHMARK(BM_AllReduceVsGloo)->Iterations(1)->Unit(benchmark::kSecond);
 
 // -------------------------------------------------------------- training
 
+// Steps per run (the first not timed) and pairs of runs.
+constexpr int kTrainSteps = 21;
+constexpr int kTrainPairs = 20;
+
+// Each rank writes one line per run: "PROFILED CPU_NS WALL_NS", per timed
+// step; the parent adds the ranks' CPU times of each run.
 int TrainWorker() {
-  constexpr int kGlobalBatch = 64;
-  constexpr int kStepsPerRun = 2;
-  constexpr int kPairs = 12;
+  constexpr int kBatch = 32;  // per process
   const int rank = EnvInt("RANK"), world = EnvInt("WORLD_SIZE");
   const std::string dir = std::getenv("BENCH_DIR");
   auto store = rt::OpenFileStore(dir + "/store");
@@ -247,12 +242,11 @@ int TrainWorker() {
   auto trainer = mnist::Trainer::Create(
       client->get(), {(*client)->addressable_devices()[0]}, options);
   if (!trainer.ok()) return 1;
-  const mnist::Dataset data = mnist::FakeData(kGlobalBatch * 8, 7);
+  const mnist::Dataset data = mnist::FakeData(kBatch * world * 8, 7);
   std::vector<int> order(data.size());
   std::iota(order.begin(), order.end(), 0);
   std::vector<float> images;
   std::vector<int32_t> labels;
-  const int shard = kGlobalBatch / world;
   int step = 0;
   bool ok = true;
   auto check = [&](const absl::Status& s, const char* what) {
@@ -262,80 +256,104 @@ int TrainWorker() {
       ok = false;
     }
   };
+  auto one_step = [&] {
+    mnist::Gather(data, order, ((step % 8) * world + rank) * kBatch, kBatch,
+                  &images, &labels);
+    check((*trainer)->Step(images, labels), "Step");
+    ++step;
+  };
   const std::string trace_dir = dir + "/trace" + std::to_string(rank);
-  double cpu = 0;  // of the last run, per step
+  std::FILE* out = std::fopen(
+      (dir + "/train-" + std::to_string(rank) + ".txt").c_str(), "w");
+  if (out == nullptr) return 1;
   auto run = [&](bool profiled) {
     if (profiled) check(profiler::StartTrace(trace_dir), "StartTrace");
     // Both ranks start together: starting or stopping a capture takes a
     // different time on each, and the skew would land in the first step.
     check((*comm)->Barrier(), "Barrier");
-    auto t0 = Clock::now();
-    const double cpu0 = ProcessCpuSeconds();
-    for (int i = 0; i < kStepsPerRun; ++i, ++step) {
-      mnist::Gather(data, order, step * kGlobalBatch + rank * shard, shard,
-                    &images, &labels);
-      check((*trainer)->Step(images, labels), "Step");
-    }
+    one_step();
     check((*trainer)->LastLoss().status(), "LastLoss");
-    const double seconds = Seconds(t0, Clock::now()) / kStepsPerRun;
-    cpu = (ProcessCpuSeconds() - cpu0) / kStepsPerRun;
+    const int64_t cpu0 = ProcessCpuNs();
+    const auto t0 = Clock::now();
+    for (int i = 1; i < kTrainSteps; ++i) one_step();
+    check((*trainer)->LastLoss().status(), "LastLoss");
+    const double wall_ns = Seconds(t0, Clock::now()) * 1e9;
+    const auto cpu_ns = static_cast<double>(ProcessCpuNs() - cpu0);
     if (profiled) check(profiler::StopTrace().status(), "StopTrace");
-    return seconds;
+    std::fprintf(out, "%d %.9g %.9g\n", profiled ? 1 : 0,
+                 cpu_ns / (kTrainSteps - 1), wall_ns / (kTrainSteps - 1));
   };
   run(false);  // compiles
-  std::vector<double> plain, diff_pct, cpu_diff_pct;
-  for (int pair = 0; pair < kPairs; ++pair) {
-    double p, q, p_cpu, q_cpu;
-    if (pair % 2 == 0) {
-      p = run(false);
-      p_cpu = cpu;
-      q = run(true);
-      q_cpu = cpu;
-    } else {
-      q = run(true);
-      q_cpu = cpu;
-      p = run(false);
-      p_cpu = cpu;
+  for (int pair = 0; pair < kTrainPairs; ++pair) {
+    run(pair % 2 != 0);
+    run(pair % 2 == 0);
+  }
+  std::fclose(out);
+  return ok ? 0 : 1;
+}
+
+// One run as both ranks saw it: CPU summed, wall time the slower rank's.
+struct TrainRun {
+  bool profiled = false;
+  double cpu_ns = 0;
+  double wall_ns = 0;
+};
+
+bool ReadTrainRuns(const std::string& dir, int world,
+                   std::vector<TrainRun>* runs) {
+  for (int r = 0; r < world; ++r) {
+    std::ifstream in(dir + "/train-" + std::to_string(r) + ".txt");
+    size_t i = 0;
+    int profiled;
+    double cpu, wall;
+    while (in >> profiled >> cpu >> wall) {
+      if (r == 0) runs->push_back({profiled != 0, 0, 0});
+      if (i >= runs->size() || (*runs)[i].profiled != (profiled != 0)) {
+        return false;
+      }
+      (*runs)[i].cpu_ns += cpu;
+      (*runs)[i].wall_ns = std::max((*runs)[i].wall_ns, wall);
+      ++i;
     }
-    plain.push_back(p);
-    diff_pct.push_back((q - p) / p * 100.0);
-    cpu_diff_pct.push_back((q_cpu - p_cpu) / p_cpu * 100.0);
+    if (i != runs->size()) return false;
   }
-  if (!ok) return 1;
-  if (rank == 0) {
-    std::FILE* out = std::fopen((dir + "/train.txt").c_str(), "w");
-    std::fprintf(out, "%.6g %.6g %.6g %.6g %.6g\n", Quantile(plain, 0.5) * 1e3,
-                 Quantile(diff_pct, 0.5), Quantile(diff_pct, 0.25),
-                 Quantile(diff_pct, 0.75), Quantile(cpu_diff_pct, 0.5));
-    std::fclose(out);
-  }
-  return 0;
+  return runs->size() == 1 + 2 * kTrainPairs;
 }
 
 void BM_DataParallelTrainStep(benchmark::State& state) {
   const std::string dir = FreshDir("train");
   bool ok = true;
   for (auto _ : state) ok = RunWorkers("train", 2, dir);
-  std::ifstream in(dir + "/train.txt");
-  double step_ms = 0, median = 0, q25 = 0, q75 = 0, cpu_median = 0;
-  const bool read =
-      static_cast<bool>(in >> step_ms >> median >> q25 >> q75 >> cpu_median);
+  std::vector<TrainRun> runs;
+  ok = ok && ReadTrainRuns(dir, 2, &runs);
   std::filesystem::remove_all(dir);
-  if (!ok || !read) {
+  if (!ok) {
     state.SkipWithError("a training worker failed");
     return;
   }
+  std::vector<double> plain_ms, cpu_pct, wall_pct;
+  for (size_t i = 1; i + 1 < runs.size(); i += 2) {  // runs[0] compiled
+    const TrainRun& p = runs[i].profiled ? runs[i + 1] : runs[i];
+    const TrainRun& q = runs[i].profiled ? runs[i] : runs[i + 1];
+    plain_ms.push_back(p.wall_ns / 1e6);
+    cpu_pct.push_back((q.cpu_ns / p.cpu_ns - 1.0) * 100.0);
+    wall_pct.push_back((q.wall_ns / p.wall_ns - 1.0) * 100.0);
+  }
+  const auto cpu = BootstrapMedian(cpu_pct);
+  const auto wall = BootstrapMedian(wall_pct);
   std::printf(
-      "dp2 profiling overhead: median %.2f %% (quartiles %.2f .. "
-      "%.2f %%) over paired runs; in process CPU time: median %.2f %%\n",
-      median, q25, q75, cpu_median);
-  state.counters["train.dp2_step_ms"] = step_ms;
-  state.counters["train.dp2_profiling_overhead_pct"] = median;
-  state.counters["overhead_q25_pct"] = q25;
-  state.counters["overhead_q75_pct"] = q75;
-  // The process's CPU time (all threads, the capture's writer included):
-  // steadier than wall time when other work shares the machine.
-  state.counters["cpu_overhead_pct"] = cpu_median;
+      "dp2 profiling overhead, %zu interleaved pairs of %d-step runs: CPU "
+      "time of both ranks %+.2f %% (95 %% CI %+.2f .. %+.2f); wall time "
+      "%+.2f %% (95 %% CI %+.2f .. %+.2f)\n",
+      cpu_pct.size(), kTrainSteps - 1, cpu.median, cpu.low, cpu.high,
+      wall.median, wall.low, wall.high);
+  state.counters["train.dp2_step_ms"] = Quantile(plain_ms, 0.5);
+  state.counters["train.dp2_profiling_overhead_pct"] = cpu.median;
+  state.counters["train.dp2_profiling_overhead_ci_low_pct"] = cpu.low;
+  state.counters["train.dp2_profiling_overhead_ci_high_pct"] = cpu.high;
+  state.counters["wall_overhead_pct"] = wall.median;
+  state.counters["wall_overhead_ci_low_pct"] = wall.low;
+  state.counters["wall_overhead_ci_high_pct"] = wall.high;
 }
 BENCHMARK(BM_DataParallelTrainStep)->Iterations(1)->Unit(benchmark::kSecond);
 
@@ -344,6 +362,8 @@ const bool kHeadlines = [] {
   RegisterHeadline("collectives.allreduce_busbw_gbps", "GB/s");
   RegisterHeadline("train.dp2_step_ms", "ms");
   RegisterHeadline("train.dp2_profiling_overhead_pct", "%");
+  RegisterHeadline("train.dp2_profiling_overhead_ci_low_pct", "%");
+  RegisterHeadline("train.dp2_profiling_overhead_ci_high_pct", "%");
   return true;
 }();
 

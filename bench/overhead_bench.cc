@@ -1,36 +1,42 @@
 // bench/run runtime, the profiling-overhead part (bench_runtime_overhead):
 // what recording costs examples/train_mnist's training step in one process,
-// measured so that the machine's other work cancels out.
+// measured in CPU time so that the machine's other work does not move it
+// the way it moves wall time.
 //
-//   train.profiling_overhead_pct           the median over interleaved
-//       pairs (one run without a capture, one with a default capture,
-//       alternating which goes first: ABBA ABBA ...) of the pair's step
-//       time ratio, in % above 1. Both runs of a pair are seconds apart in
-//       the same process, so load that lasts longer than a pair affects
-//       both alike; the quartiles of the per-pair figures are printed and
-//       kept as counters (the spread).
-//   train.profiling_overhead_sampling_pct  the same with stack sampling at
-//       997 Hz added to the capture.
+//   train.profiling_overhead_pct            the median, over interleaved
+//       pairs of runs (one without a capture, one with a default capture;
+//       run in triplets with the sampling run below, in each of the six
+//       orders in turn), of the pair's CPU time per step in % above the
+//       run without; with `_ci_low` / `_ci_high`, its 95 %
+//       bootstrap confidence interval.
+//   train.profiling_overhead_sampling_pct   the same with stack sampling at
+//       997 Hz added to the capture (and its interval).
 //
-// Counters beside them: the quartiles, the minimum and maximum pair, and
-// the same median measured in process CPU time (all threads, the capture's
-// writer and sampler included). Small on purpose: batch 64 of synthetic
-// images, two steps a run, one device. Starting and stopping a capture
-// are outside the timed steps (they are a session's fixed cost, not a
-// step's).
+// A run is kSteps steps of the real step (the trainer train_mnist uses, at
+// its default batch of 256), the first one not timed: it pays for what a
+// run starts (the capture's first use of each thread's buffer). A capture
+// is started before that first step and stopped after the timed ones; the
+// stop (the last flush, the index, the close) is a session's fixed cost,
+// reported apart as `stop_ms`. CPU time is every thread's, the profiler's
+// own (the drain and the writer) included: where the cost goes is printed
+// (the program's threads, where recording and the sampler's signal
+// handler run, against the profiler's threads). Wall time is printed
+// beside, never the headline. Hardware instruction counts would be steadier
+// still; the machines this runs on have none (see common/cpu_accounting.h).
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "common/cpu_accounting.h"
 #include "common/headline.h"
+#include "common/paired_stats.h"
 #include "mnist/data.h"
 #include "mnist/trainer.h"
 #include "podscope/profiler/session.h"
@@ -41,55 +47,75 @@ namespace {
 
 namespace rt = podscope::runtime;
 
-double ProcessCpuSeconds() {
-  rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+constexpr int kBatch = 256;  // train_mnist's default
+constexpr int kSteps = 21;   // per run; the first is not timed
+constexpr int kPairs = 20;   // per kind of capture
+
+// PODSCOPE_BENCH_PAIRS=N runs fewer (or more) pairs: a quick look, not the
+// figure.
+int EnvPairs() {
+  const char* v = std::getenv("PODSCOPE_BENCH_PAIRS");
+  const int n = v != nullptr ? std::atoi(v) : 0;
+  return n > 0 ? n : kPairs;
 }
 
-// Linear interpolation between the order statistics around q.
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto i = static_cast<size_t>(pos);
-  if (i + 1 >= v.size()) return v.back();
-  return v[i] + (v[i + 1] - v[i]) * (pos - static_cast<double>(i));
-}
-
-// Per-pair overheads (%) of one kind of capture against no capture.
-struct Pairs {
-  std::vector<double> wall_pct;
-  std::vector<double> cpu_pct;
+// One run's cost per timed step.
+struct RunCost {
+  double cpu_ns = 0;
+  double wall_ns = 0;
+  double program_ns = 0;
+  double profiler_ns = 0;
+  double stop_ns = 0;  // CPU time of StopTrace, not per step
 };
+
+// Per-pair figures of one kind of capture against no capture.
+struct Pairs {
+  std::vector<double> cpu_pct;
+  std::vector<double> wall_pct;
+  std::vector<double> program_pct;   // the program's threads' extra CPU
+  std::vector<double> profiler_pct;  // the profiler's threads' CPU
+  std::vector<double> stop_ms;
+};
+
+void Add(Pairs& pairs, const RunCost& plain, const RunCost& traced) {
+  const double base = plain.cpu_ns;
+  pairs.cpu_pct.push_back((traced.cpu_ns / base - 1.0) * 100.0);
+  pairs.wall_pct.push_back((traced.wall_ns / plain.wall_ns - 1.0) * 100.0);
+  pairs.program_pct.push_back((traced.program_ns - plain.program_ns) / base *
+                              100.0);
+  pairs.profiler_pct.push_back((traced.profiler_ns - plain.profiler_ns) / base *
+                               100.0);
+  pairs.stop_ms.push_back(traced.stop_ns / 1e6);
+}
 
 void Report(benchmark::State& state, const char* what, const Pairs& pairs,
             const std::string& headline, const std::string& prefix) {
-  const double median = Quantile(pairs.wall_pct, 0.5);
-  const double q25 = Quantile(pairs.wall_pct, 0.25);
-  const double q75 = Quantile(pairs.wall_pct, 0.75);
-  const double lo =
-      *std::min_element(pairs.wall_pct.begin(), pairs.wall_pct.end());
-  const double hi =
-      *std::max_element(pairs.wall_pct.begin(), pairs.wall_pct.end());
-  const double cpu = Quantile(pairs.cpu_pct, 0.5);
+  const MedianInterval cpu = BootstrapMedian(pairs.cpu_pct);
+  const MedianInterval wall = BootstrapMedian(pairs.wall_pct);
+  const double program = Quantile(pairs.program_pct, 0.5);
+  const double profiler = Quantile(pairs.profiler_pct, 0.5);
+  const double stop = Quantile(pairs.stop_ms, 0.5);
   std::printf(
-      "%s: median %.2f %% over %zu interleaved pairs (quartiles %.2f .. "
-      "%.2f %%, pairs %.2f .. %.2f %%); in process CPU time: median %.2f %%\n",
-      what, median, pairs.wall_pct.size(), q25, q75, lo, hi, cpu);
-  state.counters[headline] = median;
-  state.counters[prefix + "q25_pct"] = q25;
-  state.counters[prefix + "q75_pct"] = q75;
-  state.counters[prefix + "min_pct"] = lo;
-  state.counters[prefix + "max_pct"] = hi;
-  state.counters[prefix + "cpu_pct"] = cpu;
+      "%s, %zu interleaved pairs of %d-step runs: CPU time %+.2f %% "
+      "(95 %% CI %+.2f .. %+.2f); of it the program's threads %+.2f %%, the "
+      "profiler's threads %+.2f %%; stopping the capture %.1f ms of CPU; "
+      "wall time %+.2f %% (95 %% CI %+.2f .. %+.2f)\n",
+      what, pairs.cpu_pct.size(), kSteps - 1, cpu.median, cpu.low, cpu.high,
+      program, profiler, stop, wall.median, wall.low, wall.high);
+  state.counters[headline] = cpu.median;
+  state.counters[headline.substr(0, headline.size() - 4) + "_ci_low_pct"] =
+      cpu.low;
+  state.counters[headline.substr(0, headline.size() - 4) + "_ci_high_pct"] =
+      cpu.high;
+  state.counters[prefix + "program_threads_pct"] = program;
+  state.counters[prefix + "profiler_threads_pct"] = profiler;
+  state.counters[prefix + "stop_ms"] = stop;
+  state.counters[prefix + "wall_pct"] = wall.median;
+  state.counters[prefix + "wall_ci_low_pct"] = wall.low;
+  state.counters[prefix + "wall_ci_high_pct"] = wall.high;
 }
 
 void BM_TrainStepOverheadPaired(benchmark::State& state) {
-  constexpr int kBatch = 64;
-  constexpr int kStepsPerRun = 2;
-  constexpr int kPairs = 10;  // per kind of capture
   auto client = rt::CreateClient(rt::ClientOptions());
   if (!client.ok()) {
     state.SkipWithError(client.status().ToString().c_str());
@@ -114,56 +140,59 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
   sampling.sampling_hz = 997;
   int step = 0;
   bool ok = true;
-  double cpu = 0;  // per step, of the last run
-  // One run of kStepsPerRun steps; kind 0: no capture, 1: default capture,
-  // 2: capture with sampling. Seconds per step.
+  auto one_step = [&] {
+    mnist::Gather(data, order, (step % 4) * kBatch, kBatch, &images, &labels);
+    ok = ok && (*trainer)->Step(images, labels).ok();
+    ++step;
+  };
+  // One run; kind 0: no capture, 1: default capture, 2: capture with
+  // sampling.
   auto run = [&](int kind) {
     if (kind > 0) {
       ok = ok && profiler::StartTrace(
                      dir, kind == 2 ? sampling : profiler::TraceOptions())
                      .ok();
     }
-    const double cpu0 = ProcessCpuSeconds();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kStepsPerRun; ++i, ++step) {
-      mnist::Gather(data, order, (step % 4) * kBatch, kBatch, &images, &labels);
-      ok = ok && (*trainer)->Step(images, labels).ok();
-    }
+    one_step();
     ok = ok && (*trainer)->LastLoss().ok();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count() /
-        kStepsPerRun;
-    cpu = (ProcessCpuSeconds() - cpu0) / kStepsPerRun;
-    if (kind > 0) ok = ok && profiler::StopTrace().ok();
-    return seconds;
+    const CpuSnapshot before = TakeCpuSnapshot();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 1; i < kSteps; ++i) one_step();
+    ok = ok && (*trainer)->LastLoss().ok();
+    const auto t1 = std::chrono::steady_clock::now();
+    const CpuSplit split = SplitCpu(before, TakeCpuSnapshot());
+    RunCost cost;
+    constexpr double kTimed = kSteps - 1;
+    cost.cpu_ns = static_cast<double>(split.process_ns) / kTimed;
+    cost.program_ns = static_cast<double>(split.program_ns) / kTimed;
+    cost.profiler_ns = static_cast<double>(split.profiler_ns) / kTimed;
+    cost.wall_ns =
+        std::chrono::duration<double, std::nano>(t1 - t0).count() / kTimed;
+    if (kind > 0) {
+      const int64_t stop0 = ProcessCpuNs();
+      ok = ok && profiler::StopTrace().ok();
+      cost.stop_ns = static_cast<double>(ProcessCpuNs() - stop0);
+    }
+    return cost;
   };
   Pairs traced, sampled;
-  std::vector<double> plain;
+  std::vector<double> plain_ms;
+  const int pairs = EnvPairs();
   for (auto _ : state) {
     run(0);  // compiles the step's graphs
     run(1);  // and warms the capture's first use
-    for (int pair = 0; pair < 2 * kPairs; ++pair) {
-      // Alternate the kind of capture, and which run of a pair goes
-      // first, so that neither order nor drift favours one side.
-      const int kind = 1 + pair % 2;
-      const bool plain_first = (pair / 2) % 2 == 0;
-      double p, q, p_cpu, q_cpu;
-      if (plain_first) {
-        p = run(0);
-        p_cpu = cpu;
-        q = run(kind);
-        q_cpu = cpu;
-      } else {
-        q = run(kind);
-        q_cpu = cpu;
-        p = run(0);
-        p_cpu = cpu;
-      }
-      plain.push_back(p);
-      Pairs& out = kind == 1 ? traced : sampled;
-      out.wall_pct.push_back((q / p - 1.0) * 100.0);
-      out.cpu_pct.push_back((q_cpu / p_cpu - 1.0) * 100.0);
+    // Triplets: one run without a capture, one with the default capture,
+    // one with sampling, in each of the six orders in turn, so that
+    // neither order nor drift favours one kind. The run without is each
+    // capture's pair partner.
+    static constexpr int kOrders[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1},
+                                          {0, 2, 1}, {2, 1, 0}, {1, 0, 2}};
+    for (int t = 0; t < pairs; ++t) {
+      RunCost cost[3];
+      for (int kind : kOrders[t % 6]) cost[kind] = run(kind);
+      plain_ms.push_back(cost[0].wall_ns / 1e6);
+      Add(traced, cost[0], cost[1]);
+      Add(sampled, cost[0], cost[2]);
     }
   }
   std::error_code ignored;
@@ -172,7 +201,7 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
     state.SkipWithError("a training step or the capture failed");
     return;
   }
-  state.counters["median_step_ms"] = Quantile(plain, 0.5) * 1e3;
+  state.counters["median_step_ms"] = Quantile(plain_ms, 0.5);
   Report(state, "profiling overhead (default capture)", traced,
          "train.profiling_overhead_pct", "overhead_");
   Report(state, "profiling overhead (capture with sampling)", sampled,
@@ -182,7 +211,11 @@ BENCHMARK(BM_TrainStepOverheadPaired)->Iterations(1)->Unit(benchmark::kSecond);
 
 const bool kHeadlines = [] {
   RegisterHeadline("train.profiling_overhead_pct", "%");
+  RegisterHeadline("train.profiling_overhead_ci_low_pct", "%");
+  RegisterHeadline("train.profiling_overhead_ci_high_pct", "%");
   RegisterHeadline("train.profiling_overhead_sampling_pct", "%");
+  RegisterHeadline("train.profiling_overhead_sampling_ci_low_pct", "%");
+  RegisterHeadline("train.profiling_overhead_sampling_ci_high_pct", "%");
   return true;
 }();
 

@@ -3,6 +3,7 @@
 // captures that share a running session (session_tap.h).
 #include "podscope/profiler/session.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -183,6 +184,9 @@ class Session {
   // the file every flush_interval. Chunks fill and go to the writer's
   // encoder between flushes.
   void Run() {
+    // Named, so that `top -H` and the overhead benchmark tell the
+    // profiler's own threads from the program's.
+    pthread_setname_np(pthread_self(), "podscope-drain");
     using Clock = std::chrono::steady_clock;
     const auto drain_interval = std::clamp<std::chrono::steady_clock::duration>(
         options_.flush_interval / 20, std::chrono::milliseconds(1),

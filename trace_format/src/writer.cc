@@ -1,5 +1,7 @@
 #include "podscope/trace_format/writer.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -386,6 +388,7 @@ absl::Status TraceWriter::Run(Job& job) {
 }
 
 void TraceWriter::WorkerLoop() {
+  pthread_setname_np(pthread_self(), "podscope-write");
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     work_ready_.wait(lock, [&] { return !queue_.empty() || stop_worker_; });

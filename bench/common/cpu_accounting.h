@@ -1,0 +1,48 @@
+// CPU time of this process and of each of its threads, in nanoseconds, for
+// overhead figures that the machine's other work does not move the way it
+// moves wall time.
+//
+// Hardware counters (instructions, cycles) are the steadier measure where
+// the machine has them; many virtual machines do not (`perf stat -e
+// instructions true` says "not supported"), so the figures here are CPU
+// time: the kernel's per-thread scheduler clock, read through
+// clock_gettime, at nanosecond resolution.
+#ifndef PODSCOPE_BENCH_COMMON_CPU_ACCOUNTING_H_
+#define PODSCOPE_BENCH_COMMON_CPU_ACCOUNTING_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace podscope::bench {
+
+// Every thread of this process and all threads together (the exited ones
+// included), at one moment.
+struct CpuSnapshot {
+  struct Thread {
+    std::string name;  // /proc/self/task/TID/comm
+    int64_t cpu_ns = 0;
+  };
+  std::map<pid_t, Thread> threads;
+  int64_t process_ns = 0;
+};
+
+CpuSnapshot TakeCpuSnapshot();
+
+// CPU time spent between two snapshots, split by who spent it.
+struct CpuSplit {
+  int64_t process_ns = 0;   // everything, exited threads included
+  int64_t profiler_ns = 0;  // threads named "podscope-*" (drain, writer)
+  int64_t program_ns = 0;   // every other live thread
+};
+
+// A thread in `after` but not in `before` counts from zero.
+CpuSplit SplitCpu(const CpuSnapshot& before, const CpuSnapshot& after);
+
+int64_t ProcessCpuNs();
+
+}  // namespace podscope::bench
+
+#endif  // PODSCOPE_BENCH_COMMON_CPU_ACCOUNTING_H_
