@@ -232,8 +232,16 @@ void ViewModelTest::LayoutGroupsHostsProcessesTracks() {
   QVERIFY(store);
   TrackLayout layout;
   layout.Reset(store.get());
-  // host, process, thread, counter per host; the empty track is hidden.
+  // host, process, thread and the counters' row per host (two processes:
+  // the counters start folded into it); the empty track is hidden.
   QCOMPARE(layout.rows().size(), size_t{8});
+  QCOMPARE(layout.rows()[3].kind, RowKind::kCounters);
+  QVERIFY(layout.rows()[3].collapsed);
+  const TrackId counter = store->processes()[0].tracks[1];
+  QCOMPARE(layout.RowOfTrack(counter), -1);
+  QVERIFY(layout.ToggleRow(3));  // lists alpha's counter
+  QCOMPARE(layout.rows().size(), size_t{9});
+  QCOMPARE(layout.RowOfTrack(counter), 4);
   QCOMPARE(layout.rows()[0].kind, RowKind::kHost);
   QCOMPARE(layout.rows()[1].kind, RowKind::kProcess);
   QCOMPARE(layout.rows()[2].kind, RowKind::kTrack);
@@ -242,7 +250,8 @@ void ViewModelTest::LayoutGroupsHostsProcessesTracks() {
   QCOMPARE(thread.height,
            2 * TrackLayout::kTrackPadding +
                static_cast<int>(thread.depths) * TrackLayout::kLaneHeight);
-  QVERIFY(layout.rows()[3].counter_top >= 0);
+  QVERIFY(layout.rows()[4].counter_top >= 0);
+  QVERIFY(layout.ToggleRow(3));  // folds it again
   // Rows tile the content.
   int y = 0;
   for (const LayoutRow& r : layout.rows()) {

@@ -177,7 +177,12 @@ void MainWindow::ConnectPanels() {
   connect(details_, &DetailsPanel::followRequested, this,
           [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
   connect(steps_, &StepsPanel::stepRequested, this,
-          [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
+          [this](EventRef e, qint64 start, qint64 end) {
+            timeline_->Select(e, /*reveal=*/true);
+            timeline_->ZoomToTimes(start, end);
+          });
+  connect(steps_, &StepsPanel::stepsChanged, this,
+          [this] { timeline_->SetSteps(steps_->bands()); });
 }
 
 MainWindow::~MainWindow() = default;
