@@ -10,6 +10,7 @@
 #include "app_test_capture.h"
 #include "name_colors.h"
 #include "podscope/viewer/trace_store.h"
+#include "rank_test_capture.h"
 #include "trace_gen.h"
 
 namespace podscope::viewer::app {
@@ -62,6 +63,7 @@ class ScreenshotTest : public QObject {
   void initTestCase();
   void BoxIsDrawnWhereTheModelSaysIt();
   void WholeTraceRendersEveryHost();
+  void DemoRenderingShowsEveryRank();
   void DamagedCaptureRendersWithItsWarning();
   void BadCommandLinesExitWithTwo();
 
@@ -175,6 +177,46 @@ void ScreenshotTest::WholeTraceRendersEveryHost() {
     painted += qRed(c) < 235 || qGreen(c) < 235 || qBlue(c) < 235;
   }
   QVERIFY2(painted > plot[2] / 2, qPrintable(QString::number(painted)));
+}
+
+// What examples/run-demo renders for the README (timeline.png, 1600x900):
+// a job of three ranks on one host, every rank's main thread and device
+// stream drawn inside the plot.
+void ScreenshotTest::DemoRenderingShowsEveryRank() {
+  const std::string session =
+      testing::WriteRankSession(testing::TempDir("app_shot_ranks"), 3, 12);
+  const QString out_png = QString::fromStdString(dir_ + "/ranks.png");
+  const Run r = RunViewer({"--screenshot", out_png, "--size", "1600x900",
+                           "--verbose", QString::fromStdString(session)});
+  QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+  QImage image(out_png);
+  QCOMPARE(image.size(), QSize(1600, 900));
+  const auto plot = Numbers(r.out, "timeline.plot");
+  QCOMPARE(plot.size(), 4);
+  for (int rank = 0; rank < 3; ++rank) {
+    const QString process =
+        QStringLiteral("vm › pid %1 (process %2) › ").arg(200 + rank).arg(rank);
+    for (const QString& track :
+         {QStringLiteral("main"), QStringLiteral("device 0 stream")}) {
+      int top = -1, lane = 0;
+      for (const QString& line : r.out.split('\n')) {
+        if (line.startsWith("track ") && line.endsWith(process + track)) {
+          top = line.split(' ')[2].toInt();
+          lane = line.split(' ')[3].toInt();
+        }
+      }
+      QVERIFY2(top >= plot[1] && top + lane <= plot[1] + plot[3],
+               qPrintable(process + track + "\n" + r.out));
+      // Its first lane is drawn: steps (or kernels) all along the plot.
+      int painted = 0;
+      for (int x = plot[0]; x < plot[0] + plot[2]; ++x) {
+        const QRgb c = image.pixel(x, top + lane / 2);
+        painted += qRed(c) < 235 || qGreen(c) < 235 || qBlue(c) < 235;
+      }
+      QVERIFY2(painted > plot[2] / 3,
+               qPrintable(process + track + ": " + QString::number(painted)));
+    }
+  }
 }
 
 void ScreenshotTest::DamagedCaptureRendersWithItsWarning() {

@@ -156,7 +156,8 @@ void MainWindow::ShowKeys() {
          "<b>↑</b>/<b>↓</b></td><td>scroll tracks</td></tr>"
          "<tr><td><b>Shift+drag</b></td><td>select a time range "
          "(statistics and flame graph follow it)</td></tr>"
-         "<tr><td><b>Click</b></td><td>select an event</td></tr>"
+         "<tr><td><b>Click</b></td><td>select an event (a click that "
+         "brings focus back keeps it)</td></tr>"
          "<tr><td><b>Double-click</b></td><td>zoom to the event</td></tr>"
          "<tr><td><b>F</b></td><td>zoom to the range or the selected "
          "event</td></tr>"
@@ -168,6 +169,12 @@ void MainWindow::ShowKeys() {
          "previous</td></tr>"
          "<tr><td>Click a host or process name</td><td>collapse or "
          "expand it</td></tr>"
+         "<tr><td>Click <i>counters (N)</i></td><td>list or fold a "
+         "process's counters</td></tr>"
+         "<tr><td>Click a track name marked <i>+N levels</i></td><td>show "
+         "all its levels</td></tr>"
+         "<tr><td>Right-click a track</td><td>hide it, show only it, show "
+         "all tracks</td></tr>"
          "</table>"));
 }
 
