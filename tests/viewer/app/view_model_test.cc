@@ -28,6 +28,7 @@ class ViewModelTest : public QObject {
   void FormatsAndParsesTimes();
   void CommandLine();
   void LayoutGroupsHostsProcessesTracks();
+  void LayoutFitsTheFirstScreen();
   void HitTestFindsWhatTheLodQueryDraws();
   void LongTextGetsBreakOpportunities();
   void EnclosingSlicesAreTheNesting();
@@ -282,6 +283,46 @@ void ViewModelTest::LayoutGroupsHostsProcessesTracks() {
   QCOMPARE(layout.rows().size(), size_t{6});
   QCOMPARE(layout.rows()[4].kind, RowKind::kTrack);
   QVERIFY(!layout.ToggleRow(4));  // a track row does not toggle
+}
+
+void ViewModelTest::LayoutFitsTheFirstScreen() {
+  std::string dir;
+  auto store = TwoHostStore(&dir);
+  QVERIFY(store);
+  TrackLayout layout;
+  layout.Reset(store.get());
+  const TrackId thread = store->processes()[0].tracks[0];
+  const uint32_t levels = store->data(thread).slices.depth_count();
+  QVERIFY(levels > 2);
+  const int full = layout.total_height();
+  // Room for everything: every level.
+  QVERIFY(layout.FitFirstScreen(full));
+  QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, levels);
+  QVERIFY(!layout.compact());
+  // Less room: fewer levels, and a click on the track shows them all.
+  QVERIFY(layout.FitFirstScreen(full - 1));
+  LayoutRow row = layout.rows()[layout.RowOfTrack(thread)];
+  QVERIFY(row.depths < levels);
+  QCOMPARE(row.all_depths, levels);
+  QVERIFY(layout.total_height() <= full - 1);
+  QVERIFY(layout.ToggleRow(layout.RowOfTrack(thread)));
+  QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, levels);
+  QVERIFY(layout.ToggleRow(layout.RowOfTrack(thread)));
+  QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, row.depths);
+  // Compact rows: short lanes, two levels.
+  layout.SetDepthLimit(0);
+  layout.SetCompact(true);
+  row = layout.rows()[layout.RowOfTrack(thread)];
+  QCOMPARE(row.lane_height, TrackLayout::kCompactLaneHeight);
+  QCOMPARE(row.depths, static_cast<uint32_t>(TrackLayout::kCompactDepths));
+  const int compact = layout.total_height();
+  QVERIFY(compact < full);
+  QVERIFY(layout.FitFirstScreen(compact));
+  QVERIFY(layout.compact());
+  // No room at all: full-height rows of two levels, and it says so.
+  QVERIFY(!layout.FitFirstScreen(10));
+  QVERIFY(!layout.compact());
+  QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, 2u);
 }
 
 void ViewModelTest::HitTestFindsWhatTheLodQueryDraws() {

@@ -286,6 +286,10 @@ void MainWindow::OnLoadFinished() {
                      .arg(r.seconds, 0, 'f', 2);
   if (s.is_overview()) {
     text += tr(" · one row per host: expand a host to load its events");
+  } else if (!timeline_->first_screen_fits()) {
+    text +=
+        tr(" · View › Ranks Side by Side and Compact Rows show every "
+           "rank on one screen");
   }
   status_->setText(text);
   emit loaded(true);

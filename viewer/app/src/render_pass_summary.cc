@@ -96,7 +96,7 @@ void PaintStepBands(QPainter& p, const Frame& f, const Fonts& fonts) {
       p.fillRect(QRectF(x0, y + 1, 1, row.height - 2), kStepEdge);
       const QString text = QStringLiteral("step %1").arg(it->number);
       if (metrics.horizontalAdvance(text) + 6 <= x1 - x0) {
-        p.setPen(kStepEdge);
+        p.setPen(kText);
         p.drawText(QPointF(std::max(x0, static_cast<double>(f.plot.x())) + 3,
                            y + (row.height + metrics.ascent()) / 2 - 1),
                    text);

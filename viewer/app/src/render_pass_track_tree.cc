@@ -111,7 +111,12 @@ class TrackTreePainter {
     p_.fillRect(labels_.x(), y + row.height - 1, labels_.width(), 1,
                 kSeparator);
     if (row.kind == RowKind::kTrack) {
+      // Compact rows are lower than the text: each keeps to its own.
+      p_.save();
+      p_.setClipRect(QRect(labels_.x(), y, labels_.width(), row.height),
+                     Qt::IntersectClip);
       PaintTrack(row, y, labels_.x() + indent);
+      p_.restore();
       return;
     }
     const int text_y = y + std::min(row.height, TrackLayout::kHostHeight) / 2;
@@ -186,12 +191,17 @@ class TrackTreePainter {
     const double note_w =
         note.text.isEmpty() ? 0 : metrics_.horizontalAdvance(note.text) + 8;
     const double room = std::max(20.0, labels_.right() - x - 6 - note_w);
-    const QString shown = metrics_.elidedText(text, Qt::ElideRight, room);
+    // A row lower than the text (compact rows) has its name in small type.
+    const bool tight = row.height < metrics_.height() + 2;
+    const QFontMetricsF small(fonts_.small);
+    const QFontMetricsF& m = tight ? small : metrics_;
+    const QString shown = m.elidedText(text, Qt::ElideRight, room);
+    p_.setFont(tight ? fonts_.small : fonts_.normal);
     p_.setPen(kText);
-    const int ty = y + std::min(row.height, 2 * TrackLayout::kLaneHeight) / 2 -
-                   (row.height < metrics_.height() + 2 ? 1 : 0);
-    p_.drawText(QPointF(x, ty + metrics_.ascent() / 2 - 1), shown);
-    x += static_cast<int>(metrics_.horizontalAdvance(shown)) + 8;
+    const int ty = y + std::min(row.height, 2 * TrackLayout::kLaneHeight) / 2;
+    p_.drawText(QPointF(x, ty + m.ascent() / 2 - 1), shown);
+    p_.setFont(fonts_.normal);
+    x += static_cast<int>(m.horizontalAdvance(shown)) + 8;
     if (!note.text.isEmpty()) {
       p_.setFont(fonts_.small);
       p_.setPen(note.color);

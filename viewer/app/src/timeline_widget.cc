@@ -65,7 +65,7 @@ void TimelineWidget::SetStore(std::shared_ptr<const TraceStore> store) {
   }
   UpdateScrollBar();
   // Several ranks: every rank's rows on the first screen.
-  layout_.FitFirstScreen(
+  first_screen_fits_ = layout_.FitFirstScreen(
       TimelineRenderer::PlotRect(QRect(0, 0, width(), height())).height());
   UpdateScrollBar();
   update();

@@ -66,6 +66,8 @@ class TimelineWidget : public QWidget {
   void SetCompact(bool on);
   // Each rank's step windows, drawn as "step N" bands (any order).
   void SetSteps(std::vector<StepBand> steps);
+  // Whether every row fitted the timeline when the store was set.
+  bool first_screen_fits() const { return first_screen_fits_; }
   const std::vector<StepBand>& steps() const { return state_.steps; }
   // What the zoom and pan keys do, for the window's shortcuts: zoom around
   // the mouse (or the selection) and pan by an eighth of the plot.
@@ -149,7 +151,8 @@ class TimelineWidget : public QWidget {
   // The press that gave the timeline focus: a click on nothing keeps the
   // selection.
   bool press_took_focus_ = false;
-  bool focus_by_click_ = false;  // Qt gives focus before the press arrives
+  bool focus_by_click_ = false;
+  bool first_screen_fits_ = true;  // Qt gives focus before the press arrives
   void LayoutChanged();
   int64_t range_anchor_ = 0;
   std::optional<double> mouse_plot_x_;

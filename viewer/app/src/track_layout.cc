@@ -318,10 +318,16 @@ bool TrackLayout::FitFirstScreen(int visible) {
     Relayout();
     if (total_height_ <= visible) return true;
   }
-  depth_limit_ = 0;
   compact_ = true;
+  depth_limit_ = 0;
   Relayout();
-  return total_height_ <= visible;
+  if (total_height_ <= visible) return true;
+  // Nothing fits (too many ranks, or an overview's hosts): rows that keep
+  // their names, with the fewest levels.
+  compact_ = false;
+  depth_limit_ = 2;
+  Relayout();
+  return false;
 }
 
 void TrackLayout::SetCountersCollapsed(ProcessId process, bool collapsed) {

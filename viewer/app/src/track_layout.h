@@ -132,7 +132,8 @@ class TrackLayout {
   void SetDepthLimit(uint32_t levels);
   uint32_t depth_limit() const { return depth_limit_; }
   // The first screen of a session of several ranks: the deepest levels
-  // that let every row fit `visible` pixels, else compact rows. Returns
+  // that let every row fit `visible` pixels, else compact rows; when even
+  // those do not fit, two levels per track at full height. Returns
   // whether it all fits.
   bool FitFirstScreen(int visible);
 
