@@ -220,6 +220,18 @@ void FirstScreenTest::SixteenRanksSideBySideFitCompactRows() {
   QVERIFY(t->layout().RowOfTrack(ranks[0].others.front()) >= 0 ||
           w.store()->tracks()[ranks[0].others.front()].kind ==
               proto::TRACK_KIND_COUNTER);
+  // Side by side again: showing an event of a track it does not list
+  // (a search hit, a flow) lists every track.
+  side->trigger();
+  TrackId loader = 0;
+  for (TrackId o : ranks[5].others) {
+    if (w.store()->tracks()[o].name == "loader") loader = o;
+  }
+  QCOMPARE(t->layout().RowOfTrack(loader), -1);
+  t->Select(EventRef{loader, trace_format::EventKind::kSlice, 0},
+            /*reveal=*/true);
+  QVERIFY(t->layout().RowOfTrack(loader) >= 0);
+  QVERIFY(!side->isChecked());
 }
 
 void FirstScreenTest::ContextMenuHidesAndShowsOnlyATrack() {

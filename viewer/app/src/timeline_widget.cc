@@ -228,6 +228,7 @@ void TimelineWidget::Select(std::optional<EventRef> event, bool reveal) {
   if (event && reveal) {
     layout_.Reveal(event->track);
     UpdateScrollBar();
+    emit layoutModeChanged();
     const int r = layout_.RowOfTrack(event->track);
     if (r >= 0) {
       const int y = layout_.LaneCenter(event->track, DepthOf(*store_, *event));

@@ -396,6 +396,11 @@ void TrackLayout::Reveal(TrackId track) {
   }
   collapsed_processes_.erase(p);
   collapsed_hosts_.erase(store_->processes()[p].host);
+  // A track side by side does not list is shown with every other.
+  if (side_by_side_ && store_->data(track).event_count() > 0 &&
+      !TrackShown(track)) {
+    side_by_side_ = false;
+  }
   Relayout();
 }
 

@@ -100,7 +100,7 @@ class TrackLayout {
   bool ToggleRow(int row);
   void SetAllCollapsed(bool collapsed);
   // Expands the headers above a track so it is shown (and shows it when
-  // it was hidden).
+  // it was hidden; leaves ranks side by side when that does not list it).
   void Reveal(TrackId track);
 
   // A process's counter summary row (collapsed: its counter tracks are not
