@@ -21,6 +21,7 @@
 #include "details_panel.h"
 #include "flame_graph_widget.h"
 #include "podscope/viewer/analysis.h"
+#include "podscope/viewer/pod_analysis.h"
 #include "search_bar.h"
 #include "stats_panel.h"
 #include "steps_panel.h"
@@ -134,6 +135,16 @@ void MainWindowTest::OpensEveryHostOfTheCapture() {
   }
   QCOMPARE(hosts, testing::kCaptureHosts);
   QCOMPARE(processes, testing::kCaptureHosts);
+  // Every track but the counters, which start folded into a row per
+  // process; Expand All lists them.
+  int counter_tracks = 0;
+  for (const TrackInfo& info : store_->tracks()) {
+    counter_tracks += info.kind == trace_format::proto::TRACK_KIND_COUNTER;
+  }
+  QCOMPARE(tracks, static_cast<int>(store_->tracks().size()) - counter_tracks);
+  w.timeline()->SetAllCollapsed(false);
+  tracks = 0;
+  for (const LayoutRow& r : layout.rows()) tracks += r.kind == RowKind::kTrack;
   QCOMPARE(tracks, static_cast<int>(store_->tracks().size()));
   // The counter track is drawn as a line track.
   bool counter = false;
@@ -141,25 +152,32 @@ void MainWindowTest::OpensEveryHostOfTheCapture() {
     counter |= r.kind == RowKind::kTrack && r.counter_top >= 0;
   }
   QVERIFY(counter);
-  // The steps table: one row per host with step markers; activating a row
-  // selects that host's slowest step.
-  const auto steps = StepTable(*store_);
-  QVERIFY(!steps.empty());
+  // The steps table: one row per rank with steps, as `podscope analyze`
+  // counts them; activating a row selects that rank's slowest step.
+  const StepBreakdown steps = AnalyzeSteps(*store_);
+  QVERIFY(!steps.rows.empty());
   QTableWidget* table = w.steps()->table();
-  QCOMPARE(table->rowCount(), static_cast<int>(steps.size()));
-  const Step* slowest = &steps[0].steps[0];
-  for (const Step& st : steps[0].steps) {
-    if (st.duration_ns > slowest->duration_ns) slowest = &st;
+  int with_steps = 0;
+  for (const RankStepTotals& t : steps.totals) with_steps += t.steps > 0;
+  QCOMPARE(table->rowCount(), with_steps);
+  const StepCell* slowest = nullptr;
+  for (const StepRow& r : steps.rows) {
+    if (r.ranks[0].present &&
+        (slowest == nullptr || r.ranks[0].duration_ns > slowest->duration_ns)) {
+      slowest = &r.ranks[0];
+    }
   }
+  QVERIFY(slowest != nullptr);
   int row0 = -1;
   for (int r = 0; r < table->rowCount(); ++r) {
-    if (table->item(r, 0)->text() ==
-        QString::fromStdString(steps[0].host_name)) {
+    if (table->item(r, 0)->text().startsWith(
+            QStringLiteral("rank %1 ").arg(steps.ranks[0].rank))) {
       row0 = r;
     }
   }
   QVERIFY(row0 >= 0);
-  QCOMPARE(table->item(row0, 1)->text(), QString::number(steps[0].count));
+  QCOMPARE(table->item(row0, 1)->text(),
+           QString::number(steps.totals[0].steps));
   emit table->cellActivated(row0, 0);
   QVERIFY(w.timeline()->selected().has_value());
   QCOMPARE(*w.timeline()->selected(), slowest->event);
@@ -313,7 +331,7 @@ void MainWindowTest::CollapsesAndExpandsHosts() {
   QVERIFY(t->layout().RowOfTrack(landmark.track) >= 0);
   // hostA's header is the first row; click its name in the track tree.
   const QRect plot = t->PlotRect();
-  const QPoint header(30, plot.y() + TrackLayout::kHostHeight / 2);
+  const QPoint header(30, plot.y() + t->layout().rows()[0].height / 2);
   QTest::mouseClick(t, Qt::LeftButton, Qt::NoModifier, header);
   QVERIFY(t->layout().host_collapsed(0));
   QCOMPARE(t->layout().RowOfTrack(landmark.track), -1);

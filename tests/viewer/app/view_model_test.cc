@@ -28,6 +28,7 @@ class ViewModelTest : public QObject {
   void FormatsAndParsesTimes();
   void CommandLine();
   void LayoutGroupsHostsProcessesTracks();
+  void LayoutFitsTheFirstScreen();
   void HitTestFindsWhatTheLodQueryDraws();
   void LongTextGetsBreakOpportunities();
   void EnclosingSlicesAreTheNesting();
@@ -232,8 +233,16 @@ void ViewModelTest::LayoutGroupsHostsProcessesTracks() {
   QVERIFY(store);
   TrackLayout layout;
   layout.Reset(store.get());
-  // host, process, thread, counter per host; the empty track is hidden.
+  // host, process, thread and the counters' row per host (two processes:
+  // the counters start folded into it); the empty track is hidden.
   QCOMPARE(layout.rows().size(), size_t{8});
+  QCOMPARE(layout.rows()[3].kind, RowKind::kCounters);
+  QVERIFY(layout.rows()[3].collapsed);
+  const TrackId counter = store->processes()[0].tracks[1];
+  QCOMPARE(layout.RowOfTrack(counter), -1);
+  QVERIFY(layout.ToggleRow(3));  // lists alpha's counter
+  QCOMPARE(layout.rows().size(), size_t{9});
+  QCOMPARE(layout.RowOfTrack(counter), 4);
   QCOMPARE(layout.rows()[0].kind, RowKind::kHost);
   QCOMPARE(layout.rows()[1].kind, RowKind::kProcess);
   QCOMPARE(layout.rows()[2].kind, RowKind::kTrack);
@@ -242,7 +251,8 @@ void ViewModelTest::LayoutGroupsHostsProcessesTracks() {
   QCOMPARE(thread.height,
            2 * TrackLayout::kTrackPadding +
                static_cast<int>(thread.depths) * TrackLayout::kLaneHeight);
-  QVERIFY(layout.rows()[3].counter_top >= 0);
+  QVERIFY(layout.rows()[4].counter_top >= 0);
+  QVERIFY(layout.ToggleRow(3));  // folds it again
   // Rows tile the content.
   int y = 0;
   for (const LayoutRow& r : layout.rows()) {
@@ -273,6 +283,46 @@ void ViewModelTest::LayoutGroupsHostsProcessesTracks() {
   QCOMPARE(layout.rows().size(), size_t{6});
   QCOMPARE(layout.rows()[4].kind, RowKind::kTrack);
   QVERIFY(!layout.ToggleRow(4));  // a track row does not toggle
+}
+
+void ViewModelTest::LayoutFitsTheFirstScreen() {
+  std::string dir;
+  auto store = TwoHostStore(&dir);
+  QVERIFY(store);
+  TrackLayout layout;
+  layout.Reset(store.get());
+  const TrackId thread = store->processes()[0].tracks[0];
+  const uint32_t levels = store->data(thread).slices.depth_count();
+  QVERIFY(levels > 2);
+  const int full = layout.total_height();
+  // Room for everything: every level.
+  QVERIFY(layout.FitFirstScreen(full));
+  QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, levels);
+  QVERIFY(!layout.compact());
+  // Less room: fewer levels, and a click on the track shows them all.
+  QVERIFY(layout.FitFirstScreen(full - 1));
+  LayoutRow row = layout.rows()[layout.RowOfTrack(thread)];
+  QVERIFY(row.depths < levels);
+  QCOMPARE(row.all_depths, levels);
+  QVERIFY(layout.total_height() <= full - 1);
+  QVERIFY(layout.ToggleRow(layout.RowOfTrack(thread)));
+  QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, levels);
+  QVERIFY(layout.ToggleRow(layout.RowOfTrack(thread)));
+  QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, row.depths);
+  // Compact rows: short lanes, two levels.
+  layout.SetDepthLimit(0);
+  layout.SetCompact(true);
+  row = layout.rows()[layout.RowOfTrack(thread)];
+  QCOMPARE(row.lane_height, TrackLayout::kCompactLaneHeight);
+  QCOMPARE(row.depths, static_cast<uint32_t>(TrackLayout::kCompactDepths));
+  const int compact = layout.total_height();
+  QVERIFY(compact < full);
+  QVERIFY(layout.FitFirstScreen(compact));
+  QVERIFY(layout.compact());
+  // No room at all: full-height rows of two levels, and it says so.
+  QVERIFY(!layout.FitFirstScreen(10));
+  QVERIFY(!layout.compact());
+  QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, 2u);
 }
 
 void ViewModelTest::HitTestFindsWhatTheLodQueryDraws() {

@@ -177,7 +177,12 @@ void MainWindow::ConnectPanels() {
   connect(details_, &DetailsPanel::followRequested, this,
           [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
   connect(steps_, &StepsPanel::stepRequested, this,
-          [this](EventRef e) { timeline_->Select(e, /*reveal=*/true); });
+          [this](EventRef e, qint64 start, qint64 end) {
+            timeline_->Select(e, /*reveal=*/true);
+            timeline_->ZoomToTimes(start, end);
+          });
+  connect(steps_, &StepsPanel::stepsChanged, this,
+          [this] { timeline_->SetSteps(steps_->bands()); });
 }
 
 MainWindow::~MainWindow() = default;
@@ -281,6 +286,10 @@ void MainWindow::OnLoadFinished() {
                      .arg(r.seconds, 0, 'f', 2);
   if (s.is_overview()) {
     text += tr(" · one row per host: expand a host to load its events");
+  } else if (!timeline_->first_screen_fits()) {
+    text +=
+        tr(" · View › Ranks Side by Side and Compact Rows show every "
+           "rank on one screen");
   }
   status_->setText(text);
   emit loaded(true);

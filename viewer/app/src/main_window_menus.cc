@@ -50,15 +50,51 @@ void MainWindow::BuildMenus() {
   UpdateRecentMenu();
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  QAction* fit = view->addAction(tr("Show &Whole Trace\t0"));
-  connect(fit, &QAction::triggered, timeline_, &TimelineWidget::FitAll);
-  QAction* zoom_in = view->addAction(tr("Zoom &In\tW"));
-  connect(zoom_in, &QAction::triggered, this,
-          [this] { timeline_->ZoomAt(timeline_->axis().width() / 2.0, 1.5); });
-  QAction* zoom_out = view->addAction(tr("Zoom &Out\tS"));
-  connect(zoom_out, &QAction::triggered, this, [this] {
-    timeline_->ZoomAt(timeline_->axis().width() / 2.0, 1 / 1.5);
-  });
+  // The zoom and pan keys are the window's, so they work whichever panel
+  // has focus; a text field keeps its letters (it overrides shortcuts).
+  auto key_action = [this, view](const QString& text, const char* name,
+                                 QList<QKeySequence> keys, auto&& on) {
+    QAction* a = view->addAction(text);
+    a->setObjectName(name);
+    a->setShortcuts(keys);
+    a->setShortcutContext(Qt::WindowShortcut);
+    connect(a, &QAction::triggered, this, on);
+    return a;
+  };
+  key_action(tr("Show &Whole Trace"), "action.fit", {QKeySequence("0")},
+             [this] { timeline_->FitAll(); });
+  key_action(tr("Zoom &In"), "action.zoomIn",
+             {QKeySequence("W"), QKeySequence("+"), QKeySequence("=")},
+             [this] { timeline_->ZoomByKey(true); });
+  key_action(tr("Zoom &Out"), "action.zoomOut",
+             {QKeySequence("S"), QKeySequence("-")},
+             [this] { timeline_->ZoomByKey(false); });
+  key_action(tr("Pan &Left"), "action.panLeft", {QKeySequence("A")},
+             [this] { timeline_->PanByKey(true); });
+  key_action(tr("Pan &Right"), "action.panRight", {QKeySequence("D")},
+             [this] { timeline_->PanByKey(false); });
+  view->addSeparator();
+  // What the timeline lists: every rank's main thread and device streams
+  // stacked by rank; compact rows; hidden tracks back.
+  QAction* side = view->addAction(tr("&Ranks Side by Side"));
+  side->setObjectName("action.sideBySide");
+  side->setCheckable(true);
+  connect(side, &QAction::triggered, timeline_,
+          &TimelineWidget::SetRanksSideBySide);
+  QAction* compact = view->addAction(tr("Compact &Rows"));
+  compact->setObjectName("action.compact");
+  compact->setCheckable(true);
+  connect(compact, &QAction::triggered, timeline_, &TimelineWidget::SetCompact);
+  QAction* show_all = view->addAction(tr("Show &All Tracks"));
+  show_all->setObjectName("action.showAllTracks");
+  connect(show_all, &QAction::triggered, timeline_,
+          &TimelineWidget::ShowAllTracks);
+  connect(timeline_, &TimelineWidget::layoutModeChanged, this,
+          [this, side, compact, show_all] {
+            side->setChecked(timeline_->layout().ranks_side_by_side());
+            compact->setChecked(timeline_->layout().compact());
+            show_all->setEnabled(timeline_->layout().any_hidden());
+          });
   view->addSeparator();
   QAction* collapse = view->addAction(tr("&Collapse All Hosts"));
   connect(collapse, &QAction::triggered, this,
@@ -120,7 +156,8 @@ void MainWindow::ShowKeys() {
          "<b>↑</b>/<b>↓</b></td><td>scroll tracks</td></tr>"
          "<tr><td><b>Shift+drag</b></td><td>select a time range "
          "(statistics and flame graph follow it)</td></tr>"
-         "<tr><td><b>Click</b></td><td>select an event</td></tr>"
+         "<tr><td><b>Click</b></td><td>select an event (a click that "
+         "brings focus back keeps it)</td></tr>"
          "<tr><td><b>Double-click</b></td><td>zoom to the event</td></tr>"
          "<tr><td><b>F</b></td><td>zoom to the range or the selected "
          "event</td></tr>"
@@ -132,6 +169,12 @@ void MainWindow::ShowKeys() {
          "previous</td></tr>"
          "<tr><td>Click a host or process name</td><td>collapse or "
          "expand it</td></tr>"
+         "<tr><td>Click <i>counters (N)</i></td><td>list or fold a "
+         "process's counters</td></tr>"
+         "<tr><td>Click a track name marked <i>+N levels</i></td><td>show "
+         "all its levels</td></tr>"
+         "<tr><td>Right-click a track</td><td>hide it, show only it, show "
+         "all tracks</td></tr>"
          "</table>"));
 }
 

@@ -84,10 +84,10 @@ std::optional<QRectF> EventRect(const Frame& f, const EventRef& e) {
     if (row.slice_top < 0) return std::nullopt;
     const double w =
         std::max(2.0, static_cast<double>(s.store->DurationOf(e)) * scale);
-    const int y =
-        row_y + row.slice_top +
-        static_cast<int>(DepthOf(*s.store, e)) * TrackLayout::kLaneHeight;
-    return QRectF(x0, y, w, TrackLayout::kLaneHeight - 1);
+    const int depth = std::min<int>(static_cast<int>(DepthOf(*s.store, e)),
+                                    static_cast<int>(row.depths) - 1);
+    const int y = row_y + row.slice_top + std::max(depth, 0) * row.lane_height;
+    return QRectF(x0, y, w, row.lane_height - 1);
   }
   if (row.instant_lane < 0) return std::nullopt;
   return QRectF(x0 - 2, row_y + row.instant_lane, 5,

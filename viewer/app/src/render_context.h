@@ -30,6 +30,15 @@
 
 namespace podscope::viewer::app {
 
+// A step's window on one rank, as `podscope analyze`'s step table has it
+// (viewer/core AnalyzeSteps): the timeline draws it as a "step N" band.
+struct StepBand {
+  ProcessId process = 0;
+  int64_t number = 0;  // the step's number, or its row when unnumbered
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
 struct TimelineState {
   const TraceStore* store = nullptr;
   const TrackLayout* layout = nullptr;
@@ -40,6 +49,8 @@ struct TimelineState {
   std::optional<std::pair<int64_t, int64_t>> range;
   // Where the mouse is over the plot (time), drawn as a cursor line.
   std::optional<int64_t> cursor_ns;
+  // Each rank's steps, by process then start.
+  std::vector<StepBand> steps;
 };
 
 namespace render {

@@ -14,7 +14,8 @@ void PaintRowBackgrounds(const Frame& f, Canvas* canvas) {
     const int y = row.y - s.scroll_y;
     if (row.kind == RowKind::kHost) {
       canvas->Fill(0, y, f.plot.width(), row.height, kHostRow.rgb());
-    } else if (row.kind == RowKind::kProcess) {
+    } else if (row.kind == RowKind::kProcess ||
+               row.kind == RowKind::kCounters) {
       canvas->Fill(0, y, f.plot.width(), row.height, kProcessRow.rgb());
     }
   }

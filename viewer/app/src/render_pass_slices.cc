@@ -41,10 +41,13 @@ void PaintSlices(const Frame& f, const LayoutRow& row, const TrackQuery& q,
   const double scale = f.plot.width() / static_cast<double>(s.axis.span());
   const int64_t t0 = s.axis.t0();
   const int right = f.plot.width();
+  const int lane_h = row.lane_height;
   for (const VisibleSlice& v : q.slices) {
-    const int lane_y = row_y + row.slice_top +
-                       static_cast<int>(v.depth) * TrackLayout::kLaneHeight;
-    if (lane_y + TrackLayout::kLaneHeight < 0 || lane_y > f.plot.height()) {
+    // A compact row shows its first levels only.
+    if (v.depth >= row.depths) continue;
+    const int lane_y =
+        row_y + row.slice_top + static_cast<int>(v.depth) * lane_h;
+    if (lane_y + lane_h < 0 || lane_y > f.plot.height()) {
       continue;
     }
     const double x0 = Since(v.start_ns, t0) * scale;
@@ -69,13 +72,14 @@ void PaintSlices(const Frame& f, const LayoutRow& row, const TrackQuery& q,
         for (int i = 0; i < n; ++i) {
           shades[i] = BusyShade(color, (*busy)[static_cast<size_t>(x + i)]);
         }
-        canvas->FillRow(x, lane_y, TrackLayout::kLaneHeight - 1,
+        canvas->FillRow(x, lane_y, lane_h - 1,
                         std::span<const QRgb>(shades, static_cast<size_t>(n)));
       }
       continue;  // narrower than a pixel: no room for a name
     }
-    canvas->Fill(ix0, lane_y, w, TrackLayout::kLaneHeight - 1, color);
-    if (w < kMinTextBoxWidth) continue;
+    canvas->Fill(ix0, lane_y, w, lane_h - 1, color);
+    // Names need a full lane's height.
+    if (w < kMinTextBoxWidth || lane_h < TrackLayout::kLaneHeight) continue;
     // The label stays in view when the box starts left of the window.
     const int vis0 = std::max(ix0, 0);
     const int vis1 = std::min(ix0 + w, right);

@@ -104,14 +104,19 @@ class TrackTreePainter {
   // `y`: the row's top.
   void PaintRow(const LayoutRow& row, int y) {
     const int indent = 6 + row.level * 12;
-    QColor bg = row.kind == RowKind::kHost      ? kHostRow
-                : row.kind == RowKind::kProcess ? kProcessRow
-                                                : kGutter;
+    QColor bg = row.kind == RowKind::kHost    ? kHostRow
+                : row.kind == RowKind::kTrack ? kGutter
+                                              : kProcessRow;
     p_.fillRect(labels_.x(), y, labels_.width(), row.height, bg);
     p_.fillRect(labels_.x(), y + row.height - 1, labels_.width(), 1,
                 kSeparator);
     if (row.kind == RowKind::kTrack) {
+      // Compact rows are lower than the text: each keeps to its own.
+      p_.save();
+      p_.setClipRect(QRect(labels_.x(), y, labels_.width(), row.height),
+                     Qt::IntersectClip);
       PaintTrack(row, y, labels_.x() + indent);
+      p_.restore();
       return;
     }
     const int text_y = y + std::min(row.height, TrackLayout::kHostHeight) / 2;
@@ -119,6 +124,8 @@ class TrackTreePainter {
     const int x = labels_.x() + indent + 14;
     if (row.kind == RowKind::kHost) {
       PaintHost(row, x, text_y);
+    } else if (row.kind == RowKind::kCounters) {
+      PaintCounters(row, x, text_y);
     } else {
       PaintProcess(row, x, text_y);
     }
@@ -140,6 +147,23 @@ class TrackTreePainter {
     PaintNote(HostNote(store_, h, cache_), x, text_y);
   }
 
+  // "counters" and how many, then their names.
+  void PaintCounters(const LayoutRow& row, int x, int text_y) {
+    const QString text = QStringLiteral("counters (%1)").arg(row.depths);
+    p_.setPen(kText);
+    p_.drawText(QPointF(x, text_y + metrics_.ascent() / 2 - 1), text);
+    x += static_cast<int>(metrics_.horizontalAdvance(text)) + 8;
+    if (!row.collapsed) return;
+    QStringList names;
+    for (TrackId t : store_.processes()[row.process].tracks) {
+      const TrackInfo& info = store_.tracks()[t];
+      if (info.kind == proto::TRACK_KIND_COUNTER) {
+        names << QString::fromStdString(info.name);
+      }
+    }
+    PaintNote(Note{names.join(QStringLiteral(", "))}, x, text_y);
+  }
+
   // The process's label, shortened to leave its note room.
   void PaintProcess(const LayoutRow& row, int x, int text_y) {
     const QString text = ProcessLabel(store_.processes()[row.process]);
@@ -159,15 +183,25 @@ class TrackTreePainter {
   void PaintTrack(const LayoutRow& row, int y, int x) {
     const TrackInfo& t = store_.tracks()[row.track];
     const QString text = QString::fromStdString(t.name);
-    const Note note = TrackNote(t);
+    Note note = TrackNote(t);
+    if (row.depths < row.all_depths) {
+      // Its first levels only: a click on the name shows the others.
+      note.text = QStringLiteral("+%1 levels").arg(row.all_depths - row.depths);
+    }
     const double note_w =
         note.text.isEmpty() ? 0 : metrics_.horizontalAdvance(note.text) + 8;
     const double room = std::max(20.0, labels_.right() - x - 6 - note_w);
-    const QString shown = metrics_.elidedText(text, Qt::ElideRight, room);
+    // A row lower than the text (compact rows) has its name in small type.
+    const bool tight = row.height < metrics_.height() + 2;
+    const QFontMetricsF small(fonts_.small);
+    const QFontMetricsF& m = tight ? small : metrics_;
+    const QString shown = m.elidedText(text, Qt::ElideRight, room);
+    p_.setFont(tight ? fonts_.small : fonts_.normal);
     p_.setPen(kText);
     const int ty = y + std::min(row.height, 2 * TrackLayout::kLaneHeight) / 2;
-    p_.drawText(QPointF(x, ty + metrics_.ascent() / 2 - 1), shown);
-    x += static_cast<int>(metrics_.horizontalAdvance(shown)) + 8;
+    p_.drawText(QPointF(x, ty + m.ascent() / 2 - 1), shown);
+    p_.setFont(fonts_.normal);
+    x += static_cast<int>(m.horizontalAdvance(shown)) + 8;
     if (!note.text.isEmpty()) {
       p_.setFont(fonts_.small);
       p_.setPen(note.color);

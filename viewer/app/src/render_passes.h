@@ -6,11 +6,13 @@
 //
 //   rows        row backgrounds and the time grid; row separators
 //   overview    host rows of a big session before their events load
+//   summary     collapsed host and process rows: how busy they were
 //   slices      a track's slice boxes (shaded by how busy each pixel is
 //               when zoomed out) and the names that fit
 //   marks       a track's instants and CPU samples
 //   counters    a counter track's value band and line
 //   text        slice names measured, elided and drawn; counter lines
+//   steps       each rank's step windows on its process row
 //   highlight   hover and selection outlines, cursor line, time range
 //   flows       the selected event's flows as arrows
 //   track tree  the host / process / track column left of the plot
@@ -34,6 +36,12 @@ void PaintRowBackgrounds(const Frame& f, Canvas* canvas);
 // overview: host rows of an overview store whose events are not loaded:
 // busy shade per pixel (BusyShade of kOverviewBusy) and step ticks.
 void PaintOverviewRows(const Frame& f, Canvas* canvas);
+// summary: a collapsed host or process row of loaded events: each pixel
+// shaded by how busy the busiest thread or device stream under it was.
+void PaintCollapsedRows(const Frame& f, Canvas* canvas);
+// steps: each rank's step windows as bands behind its process row, with
+// "step N" where there is room; a collapsed host shows its first rank's.
+void PaintStepBands(QPainter& p, const Frame& f, const Fonts& fonts);
 // rows: the line under each row, over the tracks.
 void PaintRowSeparators(const Frame& f, Canvas* canvas);
 

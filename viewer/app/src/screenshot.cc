@@ -64,9 +64,8 @@ int RunScreenshot(const CliOptions& options) {
       if (row.kind != RowKind::kTrack || row.slice_top < 0) continue;
       const int top = origin.y() + row.y - t->scroll_y() + row.slice_top;
       if (top >= origin.y() + plot.height()) break;
-      std::printf("track %u %d %d %u %s\n", row.track, top,
-                  TrackLayout::kLaneHeight, row.depths,
-                  TrackPath(*window.store(), row.track).c_str());
+      std::printf("track %u %d %d %u %s\n", row.track, top, row.lane_height,
+                  row.depths, TrackPath(*window.store(), row.track).c_str());
     }
     if (!window.banner_text().isEmpty()) {
       std::printf("banner %s\n", window.banner_text().toStdString().c_str());

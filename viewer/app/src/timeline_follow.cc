@@ -109,7 +109,7 @@ std::optional<QRect> TimelineWidget::BoxOf(const EventRef& event) const {
       std::min(static_cast<double>(plot.width()), state_.axis.TimeToX(end));
   const int y = plot.y() - state_.scroll_y +
                 layout_.LaneCenter(event.track, DepthOf(*store_, event));
-  const int h = TrackLayout::kLaneHeight;
+  const int h = layout_.rows()[layout_.RowOfTrack(event.track)].lane_height;
   const QRect box(plot.x() + static_cast<int>(x0), y - h / 2,
                   std::max(2, static_cast<int>(x1 - x0)), h);
   if (!box.intersects(plot)) return std::nullopt;

@@ -121,6 +121,7 @@ void TimelineRenderer::Paint(QPainter& p, const QRect& area,
   canvas_.Reset(f.plot.size(), render::kBackground.rgb());
   render::PaintRowBackgrounds(f, &canvas_);
   render::PaintOverviewRows(f, &canvas_);
+  render::PaintCollapsedRows(f, &canvas_);
   split(&frame_.canvas_ms);
   const std::vector<render::TrackOut> outs = PaintTracks(f);
   for (const render::TrackOut& out : outs) frame_.boxes += out.boxes;
@@ -135,6 +136,7 @@ void TimelineRenderer::Paint(QPainter& p, const QRect& area,
   render::DrawTexts(p, f, labels, outs);
   split(&draw_text_ms);
   frame_.text_ms += draw_text_ms;
+  render::PaintStepBands(p, f, fonts_);
   render::PaintHover(p, f);
   render::PaintFlows(p, f);
   render::PaintSelection(p, f);

@@ -1,6 +1,9 @@
 #include "timeline_widget.h"
 
+#include <QContextMenuEvent>
+#include <QFocusEvent>
 #include <QKeyEvent>
+#include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QScrollBar>
@@ -44,6 +47,7 @@ void TimelineWidget::SetStore(std::shared_ptr<const TraceStore> store) {
   state_.hovered.reset();
   state_.range.reset();
   highlighted_.clear();
+  state_.steps.clear();
   state_.scroll_y = 0;
   selected_key_.reset();
   if (following_) {
@@ -60,10 +64,92 @@ void TimelineWidget::SetStore(std::shared_ptr<const TraceStore> store) {
     state_.axis.SetBounds(0, 1);
   }
   UpdateScrollBar();
+  // Several ranks: every rank's rows on the first screen.
+  first_screen_fits_ = layout_.FitFirstScreen(
+      TimelineRenderer::PlotRect(QRect(0, 0, width(), height())).height());
+  UpdateScrollBar();
   update();
   emit selectionChanged();
   emit rangeChanged();
   emit viewChanged();
+  emit layoutModeChanged();
+}
+
+void TimelineWidget::LayoutChanged() {
+  UpdateScrollBar();
+  update();
+  emit layoutModeChanged();
+}
+
+void TimelineWidget::SetTrackHidden(TrackId track, bool hidden) {
+  layout_.SetTrackHidden(track, hidden);
+  LayoutChanged();
+}
+
+void TimelineWidget::ShowOnlyTrack(TrackId track) {
+  layout_.ShowOnly(track);
+  LayoutChanged();
+}
+
+void TimelineWidget::ShowAllTracks() {
+  layout_.ShowAllTracks();
+  LayoutChanged();
+}
+
+void TimelineWidget::SetRanksSideBySide(bool on) {
+  layout_.SetRanksSideBySide(on);
+  SetScrollY(0);
+  LayoutChanged();
+}
+
+void TimelineWidget::SetCompact(bool on) {
+  layout_.SetCompact(on);
+  LayoutChanged();
+}
+
+void TimelineWidget::SetSteps(std::vector<StepBand> steps) {
+  std::sort(steps.begin(), steps.end(),
+            [](const StepBand& a, const StepBand& b) {
+              return a.process != b.process ? a.process < b.process
+                                            : a.start_ns < b.start_ns;
+            });
+  state_.steps = std::move(steps);
+  update();
+}
+
+void TimelineWidget::ZoomByKey(bool in) {
+  if (!store_) return;
+  ZoomAt(KeyAnchorX(), in ? kKeyZoom : 1 / kKeyZoom);
+}
+
+void TimelineWidget::PanByKey(bool towards_earlier) {
+  if (!store_) return;
+  const int page = PlotRect().width() / 8;
+  PanBy(towards_earlier ? page : -page);
+}
+
+void TimelineWidget::contextMenuEvent(QContextMenuEvent* event) {
+  if (!store_) return;
+  const int y = event->pos().y() - PlotRect().y() + state_.scroll_y;
+  const int r = event->pos().y() >= PlotRect().y() ? layout_.RowAt(y) : -1;
+  QMenu menu(this);
+  menu.setObjectName("timeline.contextMenu");
+  if (r >= 0 && layout_.rows()[r].kind == RowKind::kTrack) {
+    const TrackId track = layout_.rows()[r].track;
+    QAction* hide = menu.addAction(tr("Hide Track"));
+    hide->setObjectName("track.hide");
+    connect(hide, &QAction::triggered, this,
+            [this, track] { SetTrackHidden(track, true); });
+    QAction* only = menu.addAction(tr("Show Only This Track"));
+    only->setObjectName("track.only");
+    connect(only, &QAction::triggered, this,
+            [this, track] { ShowOnlyTrack(track); });
+  }
+  QAction* all = menu.addAction(tr("Show All Tracks"));
+  all->setObjectName("track.all");
+  all->setEnabled(layout_.any_hidden());
+  connect(all, &QAction::triggered, this, &TimelineWidget::ShowAllTracks);
+  menu.exec(event->globalPos());
 }
 
 QRect TimelineWidget::PaintArea() const {
@@ -142,6 +228,7 @@ void TimelineWidget::Select(std::optional<EventRef> event, bool reveal) {
   if (event && reveal) {
     layout_.Reveal(event->track);
     UpdateScrollBar();
+    emit layoutModeChanged();
     const int r = layout_.RowOfTrack(event->track);
     if (r >= 0) {
       const int y = layout_.LaneCenter(event->track, DepthOf(*store_, *event));
@@ -193,16 +280,12 @@ void TimelineWidget::ToggleRow(int row) {
       layout_.Reset(store_.get());
     }
   }
-  if (layout_.ToggleRow(row)) {
-    UpdateScrollBar();
-    update();
-  }
+  if (layout_.ToggleRow(row)) LayoutChanged();
 }
 
 void TimelineWidget::SetAllCollapsed(bool collapsed) {
   layout_.SetAllCollapsed(collapsed);
-  UpdateScrollBar();
-  update();
+  LayoutChanged();
 }
 
 std::optional<QPoint> TimelineWidget::PointOf(const EventRef& event) const {
@@ -284,6 +367,8 @@ void TimelineWidget::wheelEvent(QWheelEvent* event) {
 }
 
 void TimelineWidget::mousePressEvent(QMouseEvent* event) {
+  press_took_focus_ = focus_by_click_ || !hasFocus();
+  focus_by_click_ = false;
   setFocus(Qt::MouseFocusReason);
   if (event->button() != Qt::LeftButton || !store_) return;
   press_pos_ = last_pos_ = event->pos();
@@ -344,7 +429,11 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* event) {
     if (r >= 0 && event->pos().y() >= PlotRect().y()) ToggleRow(r);
     return;
   }
-  if (drag == Drag::kPan) Select(EventAt(event->pos()));
+  if (drag == Drag::kPan) {
+    const std::optional<EventRef> hit = EventAt(event->pos());
+    // A click that only brings focus back keeps what was selected.
+    if (hit || !press_took_focus_) Select(hit);
+  }
 }
 
 void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* event) {
@@ -439,6 +528,11 @@ void TimelineWidget::keyPressEvent(QKeyEvent* event) {
       return;
   }
   event->accept();
+}
+
+void TimelineWidget::focusInEvent(QFocusEvent* event) {
+  focus_by_click_ = event->reason() == Qt::MouseFocusReason;
+  QWidget::focusInEvent(event);
 }
 
 void TimelineWidget::leaveEvent(QEvent*) {

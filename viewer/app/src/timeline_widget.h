@@ -56,6 +56,23 @@ class TimelineWidget : public QWidget {
     load_detail_ = std::move(load_detail);
   }
   void SetAllCollapsed(bool collapsed);
+  // Which rows are shown (TrackLayout): a track hidden, only one track,
+  // every track again; only each rank's main thread and device streams;
+  // compact rows. layoutModeChanged() follows each.
+  void SetTrackHidden(TrackId track, bool hidden);
+  void ShowOnlyTrack(TrackId track);
+  void ShowAllTracks();
+  void SetRanksSideBySide(bool on);
+  void SetCompact(bool on);
+  // Each rank's step windows, drawn as "step N" bands (any order).
+  void SetSteps(std::vector<StepBand> steps);
+  // Whether every row fitted the timeline when the store was set.
+  bool first_screen_fits() const { return first_screen_fits_; }
+  const std::vector<StepBand>& steps() const { return state_.steps; }
+  // What the zoom and pan keys do, for the window's shortcuts: zoom around
+  // the mouse (or the selection) and pan by an eighth of the plot.
+  void ZoomByKey(bool in);
+  void PanByKey(bool towards_earlier);
   int scroll_y() const { return state_.scroll_y; }
   void SetScrollY(int y);
 
@@ -97,6 +114,8 @@ class TimelineWidget : public QWidget {
   // The user asked to find text (the '/' or Ctrl+F key on the timeline).
   void findRequested();
   void followingChanged(bool following);
+  // Ranks side by side, compact rows or hidden tracks changed.
+  void layoutModeChanged();
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -106,6 +125,8 @@ class TimelineWidget : public QWidget {
   void mouseMoveEvent(QMouseEvent* event) override;
   void mouseReleaseEvent(QMouseEvent* event) override;
   void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
+  void focusInEvent(QFocusEvent* event) override;
   void keyPressEvent(QKeyEvent* event) override;
   void leaveEvent(QEvent* event) override;
   bool event(QEvent* event) override;
@@ -127,6 +148,12 @@ class TimelineWidget : public QWidget {
   QPoint press_pos_;
   QPoint last_pos_;
   bool moved_ = false;
+  // The press that gave the timeline focus: a click on nothing keeps the
+  // selection.
+  bool press_took_focus_ = false;
+  bool focus_by_click_ = false;
+  bool first_screen_fits_ = true;  // Qt gives focus before the press arrives
+  void LayoutChanged();
   int64_t range_anchor_ = 0;
   std::optional<double> mouse_plot_x_;
   // Live: the window last set by following (a different window means the
