@@ -9,10 +9,12 @@
 // ranks wait and links to the worst wait.
 #include "pod_panel.h"
 
+#include <QCheckBox>
 #include <QLabel>
 #include <QListWidget>
 #include <QScrollBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTableWidget>
 #include <QtTest>
 #include <filesystem>
@@ -22,6 +24,7 @@
 #include "main_window.h"
 #include "peer_links.h"
 #include "podscope/trace_format/writer.h"
+#include "stats_panel.h"
 #include "timeline_widget.h"
 
 namespace podscope::viewer::app {
@@ -507,6 +510,37 @@ class PodPanelTest : public QObject {
     QVERIFY(!args->horizontalScrollBar()->isVisible());
     // Every row shows without scrolling.
     QVERIFY(!args->verticalScrollBar()->isVisible());
+  }
+
+  // Statistics' "Per host" splits a name by rank too: the three ranks share
+  // a host, and each has its own "forward" row.
+  void statisticsPerHostSplitsByRank() {
+    const QString dir = WriteSession();
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.OpenPath(dir);
+    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
+    QVERIFY(w.WaitUntilIdle(30000));
+    StatsPanel* stats = w.stats();
+    stats->by_host_box()->setChecked(true);
+    QVERIFY(w.WaitUntilIdle(30000));
+    QAbstractItemModel* shown = stats->view()->model();
+    QStringList forward;
+    for (int r = 0; r < shown->rowCount(); ++r) {
+      if (shown->index(r, StatsModel::kName).data().toString() == "forward") {
+        forward << shown->index(r, StatsModel::kHost).data().toString();
+        QCOMPARE(shown->index(r, StatsModel::kCount).data().toString(),
+                 QString::number(kSteps));
+      }
+    }
+    forward.sort();
+    QCOMPARE(forward,
+             QStringList({"node · rank 0", "node · rank 1", "node · rank 2"}));
+    QCOMPARE(shown->headerData(StatsModel::kHost, Qt::Horizontal).toString(),
+             QStringLiteral("Host · rank"));
+    QVERIFY(!stats->view()->isColumnHidden(StatsModel::kHost));
   }
 
   // With no straggler the verdict still says how much the ranks wait, who
