@@ -218,6 +218,34 @@ std::optional<EventRef> DetailsPanel::flow_target(int row) const {
   return flow_targets_[row];
 }
 
+void DetailsPanel::ShowArgs(const EventRef& e) {
+  const TraceStore& s = *store_;
+  if (const trace_format::EventArgs* args = s.FindArgs(e)) {
+    args_->setRowCount(static_cast<int>(args->args.size()));
+    int row = 0;
+    for (const trace_format::Arg& a : args->args) {
+      const QString key = Str(s, a.key);
+      QTableWidgetItem* value = nullptr;
+      if (const auto* i = std::get_if<int64_t>(&a.value)) {
+        value = IntArgItem(key, *i);
+      } else if (const auto* d = std::get_if<double>(&a.value)) {
+        value = new QTableWidgetItem(QString::number(*d, 'g', 10));
+      } else if (const auto* sid =
+                     std::get_if<trace_format::StringId>(&a.value)) {
+        value = new QTableWidgetItem(Str(s, sid->id));
+      } else {
+        value = new QTableWidgetItem;
+      }
+      args_->setItem(row, 0, new QTableWidgetItem(key));
+      args_->setItem(row, 1, value);
+      ++row;
+    }
+  }
+  args_label_->setVisible(args_->rowCount() > 0);
+  args_->setVisible(args_->rowCount() > 0);
+  FitHeight(args_, 12);
+}
+
 void DetailsPanel::ShowPeers(const EventRef& e) {
   peer_targets_.clear();
   peers_->setRowCount(0);
@@ -339,30 +367,7 @@ void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
   fields_["enclosing"]->setText(
       chain.isEmpty() ? tr("(top level)") : BreakableText(chain.join(" › ")));
 
-  if (const trace_format::EventArgs* args = s.FindArgs(e)) {
-    args_->setRowCount(static_cast<int>(args->args.size()));
-    int row = 0;
-    for (const trace_format::Arg& a : args->args) {
-      const QString key = Str(s, a.key);
-      QTableWidgetItem* value = nullptr;
-      if (const auto* i = std::get_if<int64_t>(&a.value)) {
-        value = IntArgItem(key, *i);
-      } else if (const auto* d = std::get_if<double>(&a.value)) {
-        value = new QTableWidgetItem(QString::number(*d, 'g', 10));
-      } else if (const auto* sid =
-                     std::get_if<trace_format::StringId>(&a.value)) {
-        value = new QTableWidgetItem(Str(s, sid->id));
-      } else {
-        value = new QTableWidgetItem;
-      }
-      args_->setItem(row, 0, new QTableWidgetItem(key));
-      args_->setItem(row, 1, value);
-      ++row;
-    }
-  }
-  args_label_->setVisible(args_->rowCount() > 0);
-  args_->setVisible(args_->rowCount() > 0);
-  FitHeight(args_, 12);
+  ShowArgs(e);
   ShowPeers(e);
 
   for (const TraceStore::FlowEnd& f : s.Flows(e)) {

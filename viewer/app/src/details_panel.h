@@ -51,6 +51,7 @@ class DetailsPanel : public QWidget {
   void followRequested(podscope::viewer::EventRef event);
 
  private:
+  void ShowArgs(const EventRef& e);
   void ShowPeers(const EventRef& e);
 
   std::shared_ptr<const TraceStore> store_;
