@@ -322,9 +322,12 @@ void CaptureDialog::OnFinished(const std::shared_ptr<Outcome>& outcome) {
   if (!any_file) {
     // Nothing recorded: a failure, and no session folder is left behind.
     status_->setText(
-        tr("Capture failed: none of the %n worker(s) could be "
-           "recorded; no session was written.",
-           "", outcome->asked));
+        outcome->asked == 1
+            ? tr("Capture failed: the worker could not be recorded; no "
+                 "session was written.")
+            : tr("Capture failed: none of the %1 workers could be recorded; "
+                 "no session was written.")
+                  .arg(outcome->asked));
     errors_->setPlainText(outcome->worker_errors.join(QLatin1Char('\n')));
     errors_->setVisible(!outcome->worker_errors.isEmpty());
     emit finishedCapture(false);
