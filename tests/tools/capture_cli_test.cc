@@ -80,6 +80,9 @@ TEST(CaptureCli, SomeAndNoneAnsweredHaveTheirOwnExitCodes) {
   r = RunPodscope({"capture", "--service_addr", "127.0.0.1:1", "--logdir", dir,
                    "--duration_ms", "200", "--connect_timeout_ms", "300"});
   EXPECT_EQ(r.exit_code, 6) << r.out << r.err;
+  EXPECT_NE(r.out.find("nothing recorded: no session written"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(CaptureCli, UsageErrors) {

@@ -160,8 +160,12 @@ int ReportCapture(const profiler::CaptureResult& result, const CommandIo& io) {
           w.path.empty() ? "" : (" (partial file: " + w.path + ")").c_str());
     }
   }
-  if (result.manifest_error.empty()) {
+  if (!result.manifest_path.empty()) {
     std::fprintf(io.out, "manifest: %s\n", result.manifest_path.c_str());
+  } else if (result.manifest_error.empty()) {
+    // Nothing was recorded: the library wrote no manifest and removed the
+    // empty session folder.
+    std::fprintf(io.out, "nothing recorded: no session written\n");
   } else {
     std::fprintf(io.err, "podscope capture: manifest not written: %s\n",
                  result.manifest_error.c_str());

@@ -135,6 +135,19 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   result.cancelled = options.cancel != nullptr && options.cancel->load();
   if (reporter.joinable()) reporter.join();
   const int64_t wall_ms = (MonotonicNs() - t0) / 1'000'000;
+  // A capture in which no worker answered or wrote anything leaves no
+  // folder holding only a manifest that vouches for nothing: the folder is
+  // removed when empty (a folder that held other files stays).
+  bool any_file = false;
+  for (const WorkerResult& w : result.workers) {
+    any_file |= w.ok || (!w.path.empty() && w.bytes > 0);
+  }
+  if (!any_file) {
+    std::error_code ignored;
+    std::filesystem::remove(dir, ignored);
+    result.manifest_path.clear();
+    return result;
+  }
   // Each worker's file is on disk already (CaptureWorker syncs it before
   // it counts as ok); the manifest that vouches for them comes after.
   absl::Status written = internal::WriteFileAtomically(

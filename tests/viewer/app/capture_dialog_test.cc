@@ -5,9 +5,14 @@
 // stops a long capture early with a readable file.
 #include "capture_dialog.h"
 
+#include <QAbstractButton>
+#include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
+#include <QRadioButton>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QtTest>
 #include <atomic>
 #include <chrono>
@@ -168,8 +173,8 @@ class CaptureDialogTest : public QObject {
     MainWindow w;
     w.show();
     CaptureDialog* d = w.ShowCaptureDialog();
-    d->workers_edit()->clear();
     const QString job = QString::fromStdString((*coordinator)->address());
+    d->job_radio()->setChecked(true);
     d->job_edit()->setText(job);
     d->duration_edit()->setValue(400);
     const QString logdir = FreshLogdir("job");
@@ -187,16 +192,10 @@ class CaptureDialogTest : public QObject {
              qPrintable(text));
     QVERIFY(w.WaitUntilIdle(30000));
 
-    // Both fields, or a job nobody coordinates.
-    CaptureDialog both;
-    both.workers_edit()->setText(QStringLiteral("127.0.0.1:1"));
-    both.job_edit()->setText(job);
-    both.StartCapture();
-    QVERIFY(!both.running());
-    QVERIFY(both.status_text().contains("not both"));
+    // A job nobody coordinates.
     (*coordinator)->Stop();
     CaptureDialog gone;
-    gone.workers_edit()->clear();
+    gone.job_radio()->setChecked(true);
     gone.job_edit()->setText(job);
     gone.logdir_edit()->setText(FreshLogdir("job-gone"));
     QSignalSpy finished(&gone, &CaptureDialog::finishedCapture);
@@ -204,6 +203,65 @@ class CaptureDialogTest : public QObject {
     QVERIFY(WaitFor([&] { return finished.count() == 1; }, 60000));
     QVERIFY2(gone.status_text().contains("job " + job),
              qPrintable(gone.status_text()));
+  }
+
+  // The form: no "&" in any label, Workers and Job an either/or whose
+  // buttons enable their fields, no progress bar before a capture. A
+  // capture in which every worker failed says it failed, shows no full
+  // bar, leaves no session folder, and the window stops saying it waits
+  // for trace files.
+  void formIsAnEitherOrAndAFailedCaptureSaysSo() {
+    MainWindow w;
+    w.show();
+    CaptureDialog* d = w.ShowCaptureDialog();
+    for (const QLabel* l : d->findChildren<QLabel*>()) {
+      QVERIFY2(!l->text().contains('&'), qPrintable(l->text()));
+    }
+    for (const QAbstractButton* b : d->findChildren<QAbstractButton*>()) {
+      QVERIFY2(!b->text().contains('&'), qPrintable(b->text()));
+    }
+    QVERIFY(d->workers_radio()->isVisible());
+    QVERIFY(d->job_radio()->isVisible());
+    QVERIFY(d->workers_radio()->isChecked());
+    QVERIFY(d->workers_edit()->isEnabled());
+    QVERIFY(!d->job_edit()->isEnabled());
+    QVERIFY(!d->progress_bar()->isVisible());
+    QTest::mouseClick(d->job_radio(), Qt::LeftButton);
+    QVERIFY(d->job_radio()->isChecked());
+    QVERIFY(!d->workers_edit()->isEnabled());
+    QVERIFY(d->job_edit()->isEnabled());
+    d->job_edit()->setText(QStringLiteral("127.0.0.1:2"));
+    QVERIFY(d->fields().workers.isEmpty());
+    QCOMPARE(d->fields().job, QStringLiteral("127.0.0.1:2"));
+    QTest::mouseClick(d->workers_radio(), Qt::LeftButton);
+    QVERIFY(d->fields().job.isEmpty());
+
+    d->workers_edit()->setText(QStringLiteral("127.0.0.1:1"));
+    d->duration_edit()->setValue(200);
+    const QString logdir = FreshLogdir("all-failed");
+    d->logdir_edit()->setText(logdir);
+    d->session_edit()->setText(QStringLiteral("nothing"));
+    QSignalSpy finished(d, &CaptureDialog::finishedCapture);
+    d->StartCapture();
+    QVERIFY(d->progress_bar()->isVisible());
+    QVERIFY(WaitFor([&] { return finished.count() == 1; }, 30000));
+    QCOMPARE(finished.last().at(0).toBool(), false);
+    QCOMPARE(d->status_text(),
+             QStringLiteral("Capture failed: the worker could not be "
+                            "recorded; no session was written."));
+    QVERIFY(!d->progress_bar()->isVisible() ||
+            d->progress_bar()->value() < d->progress_bar()->maximum());
+    QVERIFY(d->isVisible());
+    QVERIFY2(d->errors_text().contains("127.0.0.1:1"),
+             qPrintable(d->errors_text()));
+    QVERIFY2(!fs::exists(fs::path(logdir.toStdString()) / "nothing"),
+             "a session folder was left");
+    d->CancelOrClose();
+    QVERIFY(!d->isVisible());
+    for (const QLabel* l : w.statusBar()->findChildren<QLabel*>()) {
+      QVERIFY2(!l->text().contains("waiting for trace files"),
+               qPrintable(l->text()));
+    }
   }
 
   void refusesAnEmptyForm() {

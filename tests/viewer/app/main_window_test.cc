@@ -468,14 +468,15 @@ void MainWindowTest::RangeStatisticsMatchTheCore() {
                                      .data(StatsModel::kSortRole)
                                      .toLongLong());
   }
-  // Per host: one row per (name, host).
+  // Per host: one row per (name, host, rank).
   stats->by_host_box()->setChecked(true);
   QVERIFY(w.WaitUntilIdle(60000));
   StatsOptions by_host;
-  by_host.by_host = true;
+  by_host.by_process = true;
   const auto per_host = RangeStats(*store_, r0, r1, by_host);
   QCOMPARE(stats->model()->rowCount(), static_cast<int>(per_host.size()));
   QCOMPARE(stats->model()->stats()[0].host, per_host[0].host);
+  QCOMPARE(stats->model()->stats()[0].process, per_host[0].process);
 
   // Esc clears the range: back to the whole trace.
   t->setFocus();
@@ -493,12 +494,31 @@ void MainWindowTest::FlameGraphCountsTheRangeSamples() {
   QVERIFY(expected.samples > 0);
   QCOMPARE(w.flame_graph()->graph().samples, expected.samples);
   QCOMPARE(w.flame_graph()->graph().nodes.size(), expected.nodes.size());
+  // It says what it covers: the samples, the time and the threads (each
+  // host's main thread, testing::kCaptureHosts of them).
+  QString caption = w.flame_graph()->caption();
+  QCOMPARE(caption, QStringLiteral("%1 samples of the whole trace on 3 "
+                                   "threads: hostA rank 0 main, hostB rank 1 "
+                                   "main, hostC rank 2 main")
+                        .arg(expected.samples));
   const int64_t mid = (store_->first_ns() + store_->last_ns()) / 2;
   w.timeline()->SetRange(std::make_pair(store_->first_ns(), mid));
   QVERIFY(w.WaitUntilIdle(60000));
   const FlameGraph half = BuildFlameGraph(*store_, store_->first_ns(), mid);
   QCOMPARE(w.flame_graph()->graph().samples, half.samples);
   QVERIFY(half.samples < expected.samples);
+  caption = w.flame_graph()->caption();
+  QVERIFY2(
+      caption.startsWith(QStringLiteral("%1 samples of +0 ns – +%2 (%2) on ")
+                             .arg(half.samples)
+                             .arg(QString::fromStdString(
+                                 FormatDuration(mid - store_->first_ns())))),
+      qPrintable(caption));
+  // On screen, above the frames.
+  const QImage image = w.flame_graph()->grab().toImage();
+  QVERIFY(w.flame_graph()->NodeAt(QPoint(5, 5)) != uint32_t{0});
+  QVERIFY(image.pixelColor(2, FlameGraphWidget::kRowHeight / 2) !=
+          QColor(0xB8, 0xC0, 0xCC));
 }
 
 void MainWindowTest::DamagedFilesOpenWithAWarning() {

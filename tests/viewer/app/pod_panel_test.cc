@@ -9,9 +9,12 @@
 // ranks wait and links to the worst wait.
 #include "pod_panel.h"
 
+#include <QCheckBox>
 #include <QLabel>
 #include <QListWidget>
+#include <QScrollBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTableWidget>
 #include <QtTest>
 #include <filesystem>
@@ -19,7 +22,9 @@
 
 #include "details_panel.h"
 #include "main_window.h"
+#include "peer_links.h"
 #include "podscope/trace_format/writer.h"
+#include "stats_panel.h"
 #include "timeline_widget.h"
 
 namespace podscope::viewer::app {
@@ -363,6 +368,179 @@ class PodPanelTest : public QObject {
     QVERIFY(t->axis().t0() <= peak_at);
     QVERIFY(t->axis().t1() >= peak_at);
     QVERIFY(t->axis().span() < whole / 10);
+  }
+
+  // Selecting a collective lists its peers in the details: each rank, how
+  // much later than the first it arrived, how long it waited, the last
+  // arrival marked; and the timeline joins the peers with lines.
+  void collectiveDetailsShowItsPeers() {
+    const QString dir = WriteSession();
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.OpenPath(dir);
+    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
+    QVERIFY(w.WaitUntilIdle(30000));
+    const TraceStore& s = *w.store();
+    std::optional<EventRef> collective;
+    for (const TrackInfo& info : s.tracks()) {
+      if (s.processes()[info.process].process_index != 0) continue;
+      const SliceColumns& c = s.data(info.id).slices;
+      for (uint32_t i = 0; i < c.size() && !collective; ++i) {
+        if (s.str(c.name(i)) == "all_reduce") {
+          collective = EventRef{info.id, tf::EventKind::kSlice, i};
+        }
+      }
+    }
+    QVERIFY(collective.has_value());
+    w.timeline()->Select(*collective, /*reveal=*/true);
+    QTableWidget* peers = w.details()->peers_table();
+    QVERIFY(peers->isVisibleTo(w.details()));
+    QCOMPARE(peers->rowCount(), kRanks);
+    // Ranks 0 and 1 arrive together and wait 3 ms for rank 2.
+    auto cell = [&](int r, int c) { return peers->item(r, c)->text(); };
+    QCOMPARE(cell(0, 0), QStringLiteral("rank 0"));
+    QCOMPARE(cell(0, 1), QStringLiteral("first"));
+    QCOMPARE(cell(0, 2), QStringLiteral("3.00 ms"));
+    QCOMPARE(cell(1, 1), QStringLiteral("first"));
+    QCOMPARE(cell(2, 0), QStringLiteral("rank 2 (arrived last)"));
+    QCOMPARE(cell(2, 1), QStringLiteral("+3.00 ms"));
+    QCOMPARE(cell(2, 2), QStringLiteral("0 ns"));
+    for (int r = 0; r < peers->rowCount(); ++r) {
+      QVERIFY2(!cell(r, 2).contains("wait_ns"), qPrintable(cell(r, 2)));
+    }
+    // A click on a peer shows it.
+    emit peers->cellActivated(2, 0);
+    QCOMPARE(s.processes()[s.tracks()[w.timeline()->selected()->track].process]
+                 .process_index,
+             2);
+
+    // On screen: the line from rank 0's arrival to rank 1's passes halfway
+    // between their boxes in the peer colour.
+    w.timeline()->Select(*collective, /*reveal=*/true);
+    QCOMPARE(w.timeline()->highlighted().size(), size_t{kRanks});
+    std::vector<QRect> boxes;
+    for (const EventRef& e : w.timeline()->highlighted()) {
+      auto box = w.timeline()->BoxOf(e);
+      QVERIFY2(box.has_value(), "a peer is not on screen");
+      boxes.push_back(*box);
+    }
+    std::sort(boxes.begin(), boxes.end(),
+              [](const QRect& a, const QRect& b) { return a.y() < b.y(); });
+    const QImage image = w.timeline()->grab().toImage();
+    for (size_t i = 0; i + 1 < boxes.size(); ++i) {
+      const QPoint a(boxes[i].left(), boxes[i].center().y());
+      const QPoint b(boxes[i + 1].left(), boxes[i + 1].center().y());
+      const QPoint mid((a.x() + b.x()) / 2, (a.y() + b.y()) / 2);
+      const qreal dpr = image.devicePixelRatio();
+      const QColor c = image.pixelColor(mid * dpr);
+      QVERIFY2(
+          c == kPeerLinkColor,
+          qPrintable(
+              QString("%1 at %2,%3").arg(c.name()).arg(mid.x()).arg(mid.y())));
+    }
+  }
+
+  // A click on a rank's row in Pod › Time selects that rank's slowest step
+  // and brings it into view.
+  void timeRowSelectsTheSlowestStep() {
+    const QString dir = WriteSession();
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.OpenPath(dir);
+    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
+    QVERIFY(w.WaitUntilIdle(30000));
+    PodPanel* pod = w.pod();
+    pod->tabs()->setCurrentIndex(1);
+    QTableWidget* time = pod->view_table(0);
+    QCOMPARE(time->item(2, 0)->text(), QStringLiteral("rank 2"));
+    QTest::mouseClick(time->viewport(), Qt::LeftButton, {},
+                      time->visualItemRect(time->item(2, 0)).center());
+    TimelineWidget* t = w.timeline();
+    QVERIFY(t->selected().has_value());
+    const TraceStore& s = *w.store();
+    const EventRef e = *t->selected();
+    QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("train_step"));
+    QCOMPARE(s.processes()[s.tracks()[e.track].process].process_index, 2);
+    // Rank 2's step 3 is its longest (each step 1 µs longer than the last).
+    QCOMPARE(s.StartOf(e) - s.first_ns(), int64_t{3 * 20'000'000});
+    QVERIFY2(t->BoxOf(e).has_value(), "the step is not on screen");
+  }
+
+  // The arguments table gives the keys the width they need and the values
+  // the rest: nothing is cut off or scrolled sideways.
+  void detailsArgumentsUseTheirSpace() {
+    const QString dir = WriteSession();
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.OpenPath(dir);
+    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
+    QVERIFY(w.WaitUntilIdle(30000));
+    const TraceStore& s = *w.store();
+    std::optional<EventRef> kernel;
+    for (const TrackInfo& info : s.tracks()) {
+      const SliceColumns& c = s.data(info.id).slices;
+      for (uint32_t i = 0; i < c.size() && !kernel; ++i) {
+        if (s.str(c.name(i)) == "dense/dot") {
+          kernel = EventRef{info.id, tf::EventKind::kSlice, i};
+        }
+      }
+    }
+    QVERIFY(kernel.has_value());
+    w.timeline()->Select(*kernel, /*reveal=*/true);
+    QTableWidget* args = w.details()->args_table();
+    QCOMPARE(args->rowCount(), 3);
+    const QFontMetrics fm(args->font());
+    for (int r = 0; r < args->rowCount(); ++r) {
+      for (int c = 0; c < 2; ++c) {
+        const QString text = args->item(r, c)->text();
+        QVERIFY2(fm.horizontalAdvance(text) < args->columnWidth(c),
+                 qPrintable(QString("%1 in a %2 px column")
+                                .arg(text)
+                                .arg(args->columnWidth(c))));
+      }
+    }
+    QCOMPARE(args->columnWidth(0) + args->columnWidth(1),
+             args->viewport()->width());
+    QVERIFY(!args->horizontalScrollBar()->isVisible());
+    // Every row shows without scrolling.
+    QVERIFY(!args->verticalScrollBar()->isVisible());
+  }
+
+  // Statistics' "Per host" splits a name by rank too: the three ranks share
+  // a host, and each has its own "forward" row.
+  void statisticsPerHostSplitsByRank() {
+    const QString dir = WriteSession();
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.OpenPath(dir);
+    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
+    QVERIFY(w.WaitUntilIdle(30000));
+    StatsPanel* stats = w.stats();
+    stats->by_host_box()->setChecked(true);
+    QVERIFY(w.WaitUntilIdle(30000));
+    QAbstractItemModel* shown = stats->view()->model();
+    QStringList forward;
+    for (int r = 0; r < shown->rowCount(); ++r) {
+      if (shown->index(r, StatsModel::kName).data().toString() == "forward") {
+        forward << shown->index(r, StatsModel::kHost).data().toString();
+        QCOMPARE(shown->index(r, StatsModel::kCount).data().toString(),
+                 QString::number(kSteps));
+      }
+    }
+    forward.sort();
+    QCOMPARE(forward,
+             QStringList({"node · rank 0", "node · rank 1", "node · rank 2"}));
+    QCOMPARE(shown->headerData(StatsModel::kHost, Qt::Horizontal).toString(),
+             QStringLiteral("Host · rank"));
+    QVERIFY(!stats->view()->isColumnHidden(StatsModel::kHost));
   }
 
   // With no straggler the verdict still says how much the ranks wait, who

@@ -92,7 +92,9 @@ TEST(AnalysisTest, RangeStatsMatchBruteForce) {
       int64_t t1 =
           t0 + static_cast<int64_t>(rng() % 100'000'000) / (1 << (rng() % 8));
       if (w == 0) t0 = kBeginningOfTime, t1 = kEndOfTime;
-      for (bool by_host : {false, true}) {
+      // 0: per name; 1: per (name, host); 2: per (name, host, process).
+      for (int split : {0, 1, 2}) {
+        const bool by_host = split >= 1;
         std::map<std::pair<std::string, std::string>, NameStats> want;
         for (const FileSpec& f : cap.files) {
           for (const TrackSpec& t : f.tracks) {
@@ -101,8 +103,11 @@ TEST(AnalysisTest, RangeStatsMatchBruteForce) {
               const Slice& s = t.slices[i];
               const int64_t covered_end = std::max(s.end_ns(), s.start_ns + 1);
               if (!(s.start_ns < t1 && covered_end > t0)) continue;
-              NameStats& st = want[{f.strings[s.name - 1],
-                                    by_host ? f.host : std::string()}];
+              const std::string where =
+                  split == 2 ? f.host + "/" + std::to_string(f.pid)
+                  : by_host  ? f.host
+                             : std::string();
+              NameStats& st = want[{f.strings[s.name - 1], where}];
               st.min_ns = st.count == 0 ? s.duration_ns
                                         : std::min(st.min_ns, s.duration_ns);
               st.max_ns = std::max(st.max_ns, s.duration_ns);
@@ -113,15 +118,22 @@ TEST(AnalysisTest, RangeStatsMatchBruteForce) {
           }
         }
         StatsOptions options;
-        options.by_host = by_host;
+        options.by_host = split == 1;
+        options.by_process = split == 2;
         const auto got = RangeStats(store, t0, t1, options);
         ASSERT_EQ(got.size(), want.size());
         for (size_t i = 0; i < got.size(); ++i) {
           if (i > 0) {
             EXPECT_GE(got[i - 1].total_ns, got[i].total_ns);
           }
-          const std::string host =
+          std::string host =
               by_host ? store.hosts()[got[i].host].name : std::string();
+          if (split == 2) {
+            ASSERT_LT(got[i].process, store.processes().size());
+            host += "/" + std::to_string(store.processes()[got[i].process].pid);
+          } else {
+            EXPECT_EQ(got[i].process, kAllProcesses);
+          }
           if (!by_host) {
             EXPECT_EQ(got[i].host, kAllHosts);
           }

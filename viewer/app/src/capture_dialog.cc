@@ -1,5 +1,6 @@
 #include "capture_dialog.h"
 
+#include <QButtonGroup>
 #include <QDateTime>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -11,6 +12,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRadioButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <string>
@@ -106,18 +108,35 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   token_->setPlaceholderText(
       tr("$PODSCOPE_PROFILER_TOKEN, else your token file on loopback"));
 
+  // Workers or a job: one of the two, chosen by its button, the other's
+  // field disabled. Labels carry no mnemonics: some styles show the "&".
+  workers_radio_ = new QRadioButton(tr("Workers:"));
+  workers_radio_->setObjectName("capture.workers_radio");
+  workers_radio_->setChecked(true);
+  job_radio_ = new QRadioButton(tr("Job:"));
+  job_radio_->setObjectName("capture.job_radio");
+  auto* source = new QButtonGroup(this);
+  source->addButton(workers_radio_);
+  source->addButton(job_radio_);
+  job_->setEnabled(false);
+  connect(workers_radio_, &QRadioButton::toggled, this, [this](bool on) {
+    workers_->setEnabled(on && !running_);
+    job_->setEnabled(!on && !running_);
+  });
   auto* form = new QFormLayout;
-  form->addRow(tr("&Workers:"), workers_);
-  form->addRow(tr("&Job:"), job_);
-  form->addRow(tr("&Duration:"), duration_);
-  form->addRow(tr("&Log directory:"), logdir_row);
-  form->addRow(tr("&Session:"), session_);
-  form->addRow(tr("&Token:"), token_);
+  form->addRow(workers_radio_, workers_);
+  form->addRow(job_radio_, job_);
+  form->addRow(tr("Duration:"), duration_);
+  form->addRow(tr("Log directory:"), logdir_row);
+  form->addRow(tr("Session:"), session_);
+  form->addRow(tr("Token:"), token_);
 
+  // Shown while a capture records: an empty bar before says nothing.
   progress_ = new QProgressBar;
   progress_->setRange(0, 1000);
   progress_->setValue(0);
   progress_->setTextVisible(false);
+  progress_->setVisible(false);
   status_ =
       new QLabel(tr("Records every worker at once into "
                     "<logdir>/<session>/, then opens it."));
@@ -128,7 +147,7 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   errors_->setPlaceholderText(tr("Problems with workers are listed here."));
   errors_->setVisible(false);
 
-  start_ = new QPushButton(tr("&Start"));
+  start_ = new QPushButton(tr("Start"));
   start_->setDefault(true);
   cancel_ = new QPushButton(tr("Close"));
   auto* buttons = new QDialogButtonBox;
@@ -155,8 +174,11 @@ void CaptureDialog::StopAndJoin() {
 
 CaptureRequestFields CaptureDialog::fields() const {
   CaptureRequestFields f;
-  f.workers = ParseWorkerList(workers_->text());
-  f.job = job_->text().trimmed();
+  if (job_radio_->isChecked()) {
+    f.job = job_->text().trimmed();
+  } else {
+    f.workers = ParseWorkerList(workers_->text());
+  }
   f.duration_ms = duration_->value();
   f.logdir = logdir_->text().trimmed();
   f.session = session_->text().trimmed();
@@ -170,11 +192,13 @@ QString CaptureDialog::errors_text() const { return errors_->toPlainText(); }
 
 void CaptureDialog::SetRunning(bool running) {
   running_ = running;
-  for (QWidget* w :
-       std::initializer_list<QWidget*>{workers_, job_, duration_, logdir_,
-                                       browse_, session_, token_, start_}) {
+  for (QWidget* w : std::initializer_list<QWidget*>{workers_radio_, job_radio_,
+                                                    duration_, logdir_, browse_,
+                                                    session_, token_, start_}) {
     w->setEnabled(!running);
   }
+  workers_->setEnabled(!running && workers_radio_->isChecked());
+  job_->setEnabled(!running && job_radio_->isChecked());
   cancel_->setText(running ? tr("Cancel") : tr("Close"));
 }
 
@@ -183,13 +207,10 @@ void CaptureDialog::StartCapture() {
   const CaptureRequestFields f = fields();
   errors_->clear();
   errors_->setVisible(false);
-  if (!f.job.isEmpty() && !f.workers.isEmpty()) {
-    status_->setText(tr("Give workers or a job, not both."));
-    return;
-  }
   if (f.workers.isEmpty() && f.job.isEmpty()) {
-    status_->setText(
-        tr("Name at least one worker (host:port), or a job's coordinator."));
+    status_->setText(job_radio_->isChecked()
+                         ? tr("Name the job's coordinator (host:port).")
+                         : tr("Name at least one worker (host:port)."));
     return;
   }
   if (f.logdir.isEmpty()) {
@@ -215,6 +236,7 @@ void CaptureDialog::StartCapture() {
   duration_ms_ = f.duration_ms;
   session_dir_.clear();
   progress_->setValue(0);
+  progress_->setVisible(true);
   const std::string job = f.job.toStdString();
   status_->setText(job.empty()
                        ? tr("Connecting to %n worker(s)…", "",
@@ -289,9 +311,25 @@ void CaptureDialog::OnProgress(int workers, int streaming, int finished,
 void CaptureDialog::OnFinished(const std::shared_ptr<Outcome>& outcome) {
   if (thread_.joinable()) thread_.join();
   SetRunning(false);
-  progress_->setValue(1000);
+  // The bar only ever says "recording"; the outcome is in words.
+  progress_->setVisible(false);
   if (!outcome->ok) {
     status_->setText(tr("Capture failed: %1").arg(outcome->error));
+    emit finishedCapture(false);
+    return;
+  }
+  const bool any_file = outcome->files > 0 || outcome->answered > 0;
+  if (!any_file) {
+    // Nothing recorded: a failure, and no session folder is left behind.
+    status_->setText(
+        outcome->asked == 1
+            ? tr("Capture failed: the worker could not be recorded; no "
+                 "session was written.")
+            : tr("Capture failed: none of the %1 workers could be recorded; "
+                 "no session was written.")
+                  .arg(outcome->asked));
+    errors_->setPlainText(outcome->worker_errors.join(QLatin1Char('\n')));
+    errors_->setVisible(!outcome->worker_errors.isEmpty());
     emit finishedCapture(false);
     return;
   }
@@ -308,11 +346,10 @@ void CaptureDialog::OnFinished(const std::shared_ptr<Outcome>& outcome) {
     errors_->setPlainText(outcome->worker_errors.join(QLatin1Char('\n')));
     errors_->setVisible(true);
   }
-  const bool any_file = outcome->files > 0 || outcome->answered > 0;
-  emit finishedCapture(any_file);
-  if (any_file) emit captured(outcome->session_dir);
+  emit finishedCapture(true);
+  emit captured(outcome->session_dir);
   // Everything worked: nothing left to read here.
-  if (any_file && outcome->worker_errors.isEmpty() && !outcome->cancelled) {
+  if (outcome->worker_errors.isEmpty() && !outcome->cancelled) {
     accept();
   }
 }

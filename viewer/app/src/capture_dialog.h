@@ -19,6 +19,7 @@ class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
+class QRadioButton;
 class QSpinBox;
 
 namespace podscope::viewer::app {
@@ -45,12 +46,17 @@ class CaptureDialog : public QDialog {
   ~CaptureDialog() override;
 
   bool running() const { return running_; }
-  // The form's values; empty workers or logdir make Start refuse.
+  // The form's values: the workers or the job, whichever is chosen; an
+  // empty choice or logdir makes Start refuse.
   CaptureRequestFields fields() const;
 
   // For tests and the main window.
   QLineEdit* workers_edit() const { return workers_; }
   QLineEdit* job_edit() const { return job_; }
+  // Workers or Job: which of the two fields is recorded.
+  QRadioButton* workers_radio() const { return workers_radio_; }
+  QRadioButton* job_radio() const { return job_radio_; }
+  QProgressBar* progress_bar() const { return progress_; }
   QSpinBox* duration_edit() const { return duration_; }
   QLineEdit* logdir_edit() const { return logdir_; }
   QLineEdit* session_edit() const { return session_; }
@@ -87,6 +93,8 @@ class CaptureDialog : public QDialog {
   void OnFinished(const std::shared_ptr<Outcome>& outcome);
   void StopAndJoin();
 
+  QRadioButton* workers_radio_;
+  QRadioButton* job_radio_;
   QLineEdit* workers_;
   QLineEdit* job_;
   QSpinBox* duration_;

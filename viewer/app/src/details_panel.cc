@@ -6,9 +6,11 @@
 #include <QListWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <variant>
 
 #include "hit_test.h"
+#include "pod_model.h"
 #include "podscope/base/human_format.h"
 #include "time_format.h"
 
@@ -45,6 +47,42 @@ QTableWidgetItem* IntArgItem(const QString& key, int64_t v) {
     return item;
   }
   return new QTableWidgetItem(QString::number(v));
+}
+
+// A table in the details' column: the first columns as wide as their
+// text, the last one the rest of the width, values wrapping rather than
+// being cut.
+void FitTable(QTableWidget* table) {
+  QHeaderView* header = table->horizontalHeader();
+  for (int c = 0; c + 1 < table->columnCount(); ++c) {
+    header->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  }
+  header->setSectionResizeMode(table->columnCount() - 1, QHeaderView::Stretch);
+  table->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  table->setWordWrap(true);
+  table->verticalHeader()->setVisible(false);
+  table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+}
+
+// Tall enough for every row, up to `max_rows` rows' worth; beyond that it
+// scrolls.
+void FitHeight(QTableWidget* table, int max_rows) {
+  int rows = 0;
+  for (int r = 0; r < table->rowCount() && r < max_rows; ++r) {
+    rows += table->verticalHeader()->sectionSizeHint(r);
+  }
+  const int frame = 2 * table->frameWidth();
+  table->setFixedHeight(table->horizontalHeader()->sizeHint().height() + rows +
+                        frame);
+}
+
+// "rank i", or host and pid when the file names no rank.
+QString RankText(const ProcessInfo& p) {
+  return p.process_index >= 0 ? QObject::tr("rank %1").arg(p.process_index)
+                              : QStringLiteral("%1 %2")
+                                    .arg(QString::fromStdString(p.host_name))
+                                    .arg(p.pid);
 }
 
 }  // namespace
@@ -117,16 +155,35 @@ DetailsPanel::DetailsPanel(QWidget* parent) : QWidget(parent) {
   args_ = new QTableWidget(0, 2);
   args_->setObjectName("details.args");
   args_->setHorizontalHeaderLabels({tr("Key"), tr("Value")});
-  args_->horizontalHeader()->setStretchLastSection(true);
-  args_->verticalHeader()->setVisible(false);
-  args_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  args_->setMaximumHeight(160);
+  FitTable(args_);
   body->addWidget(args_);
+  peers_label_ = new QLabel(tr("Peers (click to show)"));
+  body->addWidget(peers_label_);
+  peers_ = new QTableWidget(0, 3);
+  peers_->setObjectName("details.peers");
+  peers_->setHorizontalHeaderLabels({tr("Rank"), tr("Arrived"), tr("Waited")});
+  peers_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  FitTable(peers_);
+  body->addWidget(peers_);
+  connect(peers_, &QTableWidget::cellActivated, this, [this](int row, int) {
+    if (row >= 0 && row < static_cast<int>(peer_targets_.size())) {
+      emit followRequested(peer_targets_[row]);
+    }
+  });
+  connect(peers_, &QTableWidget::cellClicked, this, [this](int row, int) {
+    if (row >= 0 && row < static_cast<int>(peer_targets_.size())) {
+      emit followRequested(peer_targets_[row]);
+    }
+  });
   flows_label_ = new QLabel(tr("Flows (click to follow)"));
   body->addWidget(flows_label_);
   flows_ = new QListWidget;
   flows_->setObjectName("details.flows");
   flows_->setMaximumHeight(140);
+  // A flow's text wraps to the panel's width rather than running past it.
+  flows_->setWordWrap(true);
+  flows_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  flows_->setResizeMode(QListView::Adjust);
   body->addWidget(flows_);
   connect(flows_, &QListWidget::itemClicked, this, [this](QListWidgetItem* it) {
     if (auto target = flow_target(flows_->row(it)))
@@ -161,10 +218,98 @@ std::optional<EventRef> DetailsPanel::flow_target(int row) const {
   return flow_targets_[row];
 }
 
+void DetailsPanel::ShowArgs(const EventRef& e) {
+  const TraceStore& s = *store_;
+  if (const trace_format::EventArgs* args = s.FindArgs(e)) {
+    args_->setRowCount(static_cast<int>(args->args.size()));
+    int row = 0;
+    for (const trace_format::Arg& a : args->args) {
+      const QString key = Str(s, a.key);
+      QTableWidgetItem* value = nullptr;
+      if (const auto* i = std::get_if<int64_t>(&a.value)) {
+        value = IntArgItem(key, *i);
+      } else if (const auto* d = std::get_if<double>(&a.value)) {
+        value = new QTableWidgetItem(QString::number(*d, 'g', 10));
+      } else if (const auto* sid =
+                     std::get_if<trace_format::StringId>(&a.value)) {
+        value = new QTableWidgetItem(Str(s, sid->id));
+      } else {
+        value = new QTableWidgetItem;
+      }
+      args_->setItem(row, 0, new QTableWidgetItem(key));
+      args_->setItem(row, 1, value);
+      ++row;
+    }
+  }
+  args_label_->setVisible(args_->rowCount() > 0);
+  args_->setVisible(args_->rowCount() > 0);
+  FitHeight(args_, 12);
+}
+
+void DetailsPanel::ShowPeers(const EventRef& e) {
+  peer_targets_.clear();
+  peers_->setRowCount(0);
+  const TraceStore& s = *store_;
+  std::vector<EventRef> peers = CollectivePeers(s, e);
+  const bool shown = peers.size() >= 2;
+  peers_label_->setVisible(shown);
+  peers_->setVisible(shown);
+  if (!shown) return;
+  auto rank_of = [&](const EventRef& p) {
+    return s.processes()[s.tracks()[p.track].process].process_index;
+  };
+  std::stable_sort(peers.begin(), peers.end(),
+                   [&](const EventRef& a, const EventRef& b) {
+                     return rank_of(a) < rank_of(b);
+                   });
+  int64_t first = s.StartOf(peers.front());
+  int64_t last = first;
+  for (const EventRef& p : peers) {
+    first = std::min(first, s.StartOf(p));
+    last = std::max(last, s.StartOf(p));
+  }
+  const std::optional<StringId> wait_key = s.FindString("wait_ns");
+  peers_->setRowCount(static_cast<int>(peers.size()));
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const EventRef& p = peers[i];
+    const int64_t arrived = s.StartOf(p);
+    // The wait the runtime measured when it recorded one, else until the
+    // last rank arrived.
+    int64_t waited = last - arrived;
+    if (const trace_format::EventArgs* args = s.FindArgs(p); args && wait_key) {
+      for (const trace_format::Arg& a : args->args) {
+        const auto* v = std::get_if<int64_t>(&a.value);
+        if (a.key == *wait_key && v != nullptr) waited = *v;
+      }
+    }
+    QString rank = RankText(s.processes()[s.tracks()[p.track].process]);
+    if (arrived == last && last > first) rank += tr(" (arrived last)");
+    auto* rank_item = new QTableWidgetItem(rank);
+    rank_item->setToolTip(QString::fromStdString(TrackPath(s, p.track)));
+    auto* arrived_item = new QTableWidgetItem(
+        arrived == first
+            ? tr("first")
+            : QStringLiteral("+%1").arg(Duration(arrived - first)));
+    arrived_item->setToolTip(
+        tr("%1 ns after the first arrival").arg(arrived - first));
+    auto* waited_item = new QTableWidgetItem(Duration(waited));
+    waited_item->setToolTip(QStringLiteral("%1 ns").arg(waited));
+    const int row = static_cast<int>(i);
+    peers_->setItem(row, 0, rank_item);
+    peers_->setItem(row, 1, arrived_item);
+    peers_->setItem(row, 2, waited_item);
+    if (p == e) peers_->selectRow(row);
+    peer_targets_.push_back(p);
+  }
+  FitHeight(peers_, 16);
+}
+
 void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
   flow_targets_.clear();
   flows_->clear();
   args_->setRowCount(0);
+  peer_targets_.clear();
+  peers_->setRowCount(0);
   if (!event || !store_ || event->track >= store_->tracks().size()) {
     for (QLabel* l : fields_) l->clear();
     body_->hide();
@@ -222,29 +367,8 @@ void DetailsPanel::ShowEvent(std::optional<EventRef> event) {
   fields_["enclosing"]->setText(
       chain.isEmpty() ? tr("(top level)") : BreakableText(chain.join(" › ")));
 
-  if (const trace_format::EventArgs* args = s.FindArgs(e)) {
-    args_->setRowCount(static_cast<int>(args->args.size()));
-    int row = 0;
-    for (const trace_format::Arg& a : args->args) {
-      const QString key = Str(s, a.key);
-      QTableWidgetItem* value = nullptr;
-      if (const auto* i = std::get_if<int64_t>(&a.value)) {
-        value = IntArgItem(key, *i);
-      } else if (const auto* d = std::get_if<double>(&a.value)) {
-        value = new QTableWidgetItem(QString::number(*d, 'g', 10));
-      } else if (const auto* sid =
-                     std::get_if<trace_format::StringId>(&a.value)) {
-        value = new QTableWidgetItem(Str(s, sid->id));
-      } else {
-        value = new QTableWidgetItem;
-      }
-      args_->setItem(row, 0, new QTableWidgetItem(key));
-      args_->setItem(row, 1, value);
-      ++row;
-    }
-  }
-  args_label_->setVisible(args_->rowCount() > 0);
-  args_->setVisible(args_->rowCount() > 0);
+  ShowArgs(e);
+  ShowPeers(e);
 
   for (const TraceStore::FlowEnd& f : s.Flows(e)) {
     const bool incoming = f.phase == FlowPhase::kBegin;

@@ -1,5 +1,5 @@
-// The selected event: name, times, track, user scope, arguments and the
-// flows to follow.
+// The selected event: name, times, track, user scope, arguments, the
+// flows to follow and, for a collective, its peers on every rank.
 #ifndef PODSCOPE_VIEWER_APP_DETAILS_PANEL_H_
 #define PODSCOPE_VIEWER_APP_DETAILS_PANEL_H_
 
@@ -39,6 +39,10 @@ class DetailsPanel : public QWidget {
   QString field(const QString& key) const;
   QTableWidget* args_table() const { return args_; }
   QListWidget* flows_list() const { return flows_; }
+  // A collective's peers (pod_model.h CollectivePeers), a row per rank by
+  // rank: "rank i" (marked when it arrived last), how much after the first
+  // arrival it arrived, how long it waited. Hidden for other events.
+  QTableWidget* peers_table() const { return peers_; }
   // The event the flow at `row` of the flows list leads to.
   std::optional<EventRef> flow_target(int row) const;
 
@@ -47,6 +51,9 @@ class DetailsPanel : public QWidget {
   void followRequested(podscope::viewer::EventRef event);
 
  private:
+  void ShowArgs(const EventRef& e);
+  void ShowPeers(const EventRef& e);
+
   std::shared_ptr<const TraceStore> store_;
   QMap<QString, QLabel*> fields_;
   QLabel* placeholder_ = nullptr;
@@ -55,6 +62,9 @@ class DetailsPanel : public QWidget {
   QListWidget* flows_ = nullptr;
   QLabel* flows_label_ = nullptr;
   QLabel* args_label_ = nullptr;
+  QTableWidget* peers_ = nullptr;
+  QLabel* peers_label_ = nullptr;
+  std::vector<EventRef> peer_targets_;
   std::vector<EventRef> flow_targets_;
 };
 

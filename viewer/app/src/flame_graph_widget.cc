@@ -5,9 +5,11 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
+#include <algorithm>
 #include <functional>
 
 #include "name_colors.h"
+#include "time_format.h"
 
 namespace podscope::viewer::app {
 namespace {
@@ -18,6 +20,47 @@ QString NameOf(const TraceStore* store, const FlameGraph& g, uint32_t node) {
   const std::string_view s = store->str(g.nodes[node].name);
   if (s.empty()) return QStringLiteral("(unknown frame)");
   return QString::fromUtf8(s.data(), static_cast<int>(s.size()));
+}
+
+// The threads with samples in [t0, t1): "host[ rank i] name".
+QStringList SampledThreads(const TraceStore& store, int64_t t0, int64_t t1) {
+  QStringList out;
+  for (const TrackInfo& t : store.tracks()) {
+    const std::vector<int64_t>& ts = store.data(t.id).samples.ts;
+    auto it = std::lower_bound(ts.begin(), ts.end(), t0);
+    if (it == ts.end() || *it >= t1) continue;
+    const ProcessInfo& p = store.processes()[t.process];
+    QString label = QString::fromStdString(p.host_name);
+    if (p.process_index >= 0 && p.process_count > 1) {
+      label += QStringLiteral(" rank %1").arg(p.process_index);
+    }
+    out << QStringLiteral("%1 %2").arg(label, QString::fromStdString(t.name));
+  }
+  return out;
+}
+
+QString Caption(const TraceStore& store, int64_t t0, int64_t t1,
+                uint64_t samples, const QStringList& threads) {
+  auto d = [](int64_t ns) {
+    return QString::fromStdString(FormatDuration(ns));
+  };
+  const QString range = t0 <= store.first_ns() && t1 > store.last_ns()
+                            ? QObject::tr("the whole trace")
+                            : QStringLiteral("+%1 – +%2 (%3)")
+                                  .arg(d(t0 - store.first_ns()),
+                                       d(t1 - store.first_ns()), d(t1 - t0));
+  constexpr int kNamed = 3;
+  QStringList named = threads.mid(0, kNamed);
+  QString on = named.join(QStringLiteral(", "));
+  if (threads.size() > kNamed) {
+    on += QObject::tr(" and %1 more").arg(threads.size() - kNamed);
+  }
+  return QObject::tr("%1 samples of %2 on %3")
+      .arg(samples)
+      .arg(range)
+      .arg(threads.size() == 1
+               ? QObject::tr("1 thread: %1").arg(on)
+               : QObject::tr("%1 threads: %2").arg(threads.size()).arg(on));
 }
 
 }  // namespace
@@ -33,6 +76,7 @@ FlameGraphWidget::~FlameGraphWidget() = default;
 void FlameGraphWidget::SetStore(std::shared_ptr<const TraceStore> store) {
   store_ = std::move(store);
   graph_ = FlameGraph();
+  caption_.clear();
   depth_.clear();
   focus_ = 0;
   if (store_) SetRange(store_->first_ns(), store_->last_ns() + 1);
@@ -46,12 +90,16 @@ void FlameGraphWidget::SetRange(int64_t t0, int64_t t1) {
   FlameGraphWidget* self = this;
   runner_.Post([self, store, t0, t1, generation] {
     FlameGraph g = BuildFlameGraph(*store, t0, t1);
+    QString caption =
+        Caption(*store, t0, t1, g.samples, SampledThreads(*store, t0, t1));
     QMetaObject::invokeMethod(
         self,
-        [self, store, generation, g = std::move(g)]() mutable {
+        [self, store, generation, g = std::move(g),
+         caption = std::move(caption)]() mutable {
           if (generation != self->generation_ || store != self->store_) return;
           self->done_generation_ = generation;
           self->graph_ = std::move(g);
+          self->caption_ = std::move(caption);
           self->depth_.assign(self->graph_.nodes.size(), 0);
           // Parents come before their children in node order.
           for (size_t i = 1; i < self->graph_.nodes.size(); ++i) {
@@ -91,6 +139,10 @@ void FlameGraphWidget::paintEvent(QPaintEvent*) {
   }
   const QFontMetricsF metrics(font());
   const double width = this->width();
+  p.setPen(QColor(0x33, 0x3A, 0x44));
+  p.drawText(QRectF(3, 0, width - 6, kRowHeight),
+             Qt::AlignVCenter | Qt::AlignLeft,
+             metrics.elidedText(caption_, Qt::ElideRight, width - 6));
   // The focused node's ancestors as full-width bars, then its subtree.
   std::vector<uint32_t> chain;
   for (uint32_t n = focus_; n != 0; n = graph_.nodes[n].parent) {
@@ -117,7 +169,7 @@ void FlameGraphWidget::paintEvent(QPaintEvent*) {
                  metrics.elidedText(text, Qt::ElideRight, w - 6));
     }
   };
-  int row = 0;
+  int row = 1;  // below the caption
   for (size_t i = 0; i + 1 < chain.size(); ++i)
     draw(chain[i], 0, width, row++, true);
   std::function<void(uint32_t, double, double, int)> subtree =

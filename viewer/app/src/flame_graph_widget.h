@@ -1,10 +1,13 @@
 // The stack samples of the selected range (viewer/core BuildFlameGraph) as
 // an icicle graph: callers above callees, widths proportional to samples.
-// Click a frame to zoom into it, the top bar to zoom out.
+// Click a frame to zoom into it, the top bar to zoom out. A caption above
+// says what it covers: the sample count, the time range and the threads
+// sampled.
 #ifndef PODSCOPE_VIEWER_APP_FLAME_GRAPH_WIDGET_H_
 #define PODSCOPE_VIEWER_APP_FLAME_GRAPH_WIDGET_H_
 
 #include <QRectF>
+#include <QString>
 #include <QWidget>
 #include <memory>
 #include <vector>
@@ -29,6 +32,10 @@ class FlameGraphWidget : public QWidget {
   void SetRange(int64_t t0, int64_t t1);
 
   const FlameGraph& graph() const { return graph_; }
+  // "1200 samples of +0 ns – +1.50 s (1.50 s) on 4 threads: hostA main,
+  // hostB main, hostC main and 1 more" ("of the whole trace" when the range
+  // covers it).
+  const QString& caption() const { return caption_; }
   bool busy() const { return done_generation_ != generation_; }
   // Zooms into a node (0: the root).
   void Focus(uint32_t node);
@@ -49,6 +56,7 @@ class FlameGraphWidget : public QWidget {
  private:
   std::shared_ptr<const TraceStore> store_;
   FlameGraph graph_;
+  QString caption_;
   std::vector<uint32_t> depth_;  // per node
   uint32_t focus_ = 0;
   struct Drawn {

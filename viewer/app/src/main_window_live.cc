@@ -87,7 +87,13 @@ void MainWindow::OnLiveGrew() {
 
 void MainWindow::OnLiveEnded() {
   LiveSession* live = qobject_cast<LiveSession*>(sender());
-  if (live == nullptr || store_ != live->store()) return;
+  if (live == nullptr) return;
+  if (store_ != live->store()) {
+    // No file ever showed up (a capture in which every worker failed):
+    // the status stops saying it waits for them.
+    status_->setText(tr("No trace files arrived in %1.").arg(live->path()));
+    return;
+  }
   GiveStoreToBackgroundPanels();
   const TraceStore& s = *store_;
   status_->setText(tr("%1 · %2 hosts · %3 processes · %4 events · %5 · "

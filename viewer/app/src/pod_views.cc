@@ -35,12 +35,14 @@ PodView TimeView(const StepBreakdown& steps) {
                                        static_cast<double>(t.total_ns))
                          : "-");
     }
-    // The rank's slowest step.
+    // The rank's slowest step: selected, so that the timeline brings that
+    // rank's track into view as well as its time.
     int64_t longest = -1;
     for (const StepRow& r : steps.rows) {
       if (i < r.ranks.size() && r.ranks[i].present &&
           r.ranks[i].duration_ns > longest) {
         longest = r.ranks[i].duration_ns;
+        row.event = r.ranks[i].event;
         row.t0 = r.ranks[i].start_ns;
         row.t1 = r.ranks[i].start_ns + std::max<int64_t>(longest, 1);
       }

@@ -43,9 +43,17 @@ QVariant StatsModel::data(const QModelIndex& index, int role) const {
     return QString::fromUtf8(s.data(), static_cast<int>(s.size()));
   };
   auto host = [&] {
-    return r.host == kAllHosts || r.host >= store_->hosts().size()
-               ? QStringLiteral("all")
-               : QString::fromStdString(store_->hosts()[r.host].name);
+    if (r.host == kAllHosts || r.host >= store_->hosts().size()) {
+      return QStringLiteral("all");
+    }
+    QString text = QString::fromStdString(store_->hosts()[r.host].name);
+    if (r.process < store_->processes().size()) {
+      const ProcessInfo& p = store_->processes()[r.process];
+      text += p.process_index >= 0
+                  ? QStringLiteral(" · rank %1").arg(p.process_index)
+                  : QStringLiteral(" · pid %1").arg(p.pid);
+    }
+    return text;
   };
   auto number = [&](int column) -> qlonglong {
     switch (column) {
@@ -91,8 +99,8 @@ QVariant StatsModel::data(const QModelIndex& index, int role) const {
 QVariant StatsModel::headerData(int section, Qt::Orientation orientation,
                                 int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* const kNames[] = {"Name", "Host", "Count", "Total",
-                                       "Self", "Min",  "Mean",  "Max"};
+  static const char* const kNames[] = {"Name", "Host · rank", "Count", "Total",
+                                       "Self", "Min",         "Mean",  "Max"};
   return section >= 0 && section < kColumns ? QString(kNames[section])
                                             : QVariant();
 }
@@ -173,7 +181,9 @@ void StatsPanel::Recompute() {
   summary_->setText(tr("Computing statistics of the %1…").arg(where));
   std::shared_ptr<const TraceStore> store = store_;
   StatsOptions options;
+  // Per host means per rank too: ranks sharing a host are told apart.
   options.by_host = by_host_->isChecked();
+  options.by_process = by_host_->isChecked();
   options.threads = 0;
   StatsPanel* self = this;
   const int64_t t0 = t0_, t1 = t1_;

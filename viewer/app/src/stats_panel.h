@@ -1,5 +1,6 @@
 // Statistics of the selected range (viewer/core RangeStats: count, total,
-// self, min / mean / max per name, optionally per host) in a sortable
+// self, min / mean / max per name, optionally per host and rank) in a
+// sortable
 // table. Computed off the GUI thread; the newest request wins.
 #ifndef PODSCOPE_VIEWER_APP_STATS_PANEL_H_
 #define PODSCOPE_VIEWER_APP_STATS_PANEL_H_

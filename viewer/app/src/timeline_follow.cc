@@ -1,9 +1,10 @@
 // TimelineWidget's live part (following a store that grows in place) and
-// the outlines of highlighted events.
+// the outlines of highlighted events and the lines between them.
 #include <QPainter>
 #include <QPen>
 
 #include "hit_test.h"
+#include "peer_links.h"
 #include "timeline_widget.h"
 
 namespace podscope::viewer::app {
@@ -117,15 +118,11 @@ std::optional<QRect> TimelineWidget::BoxOf(const EventRef& event) const {
 }
 
 void TimelineWidget::PaintHighlighted(QPainter& p) {
-  if (highlighted_.empty()) return;
-  p.save();
-  p.setClipRect(PlotRect());
-  p.setBrush(Qt::NoBrush);
-  p.setPen(QPen(QColor(255, 140, 0), 2));
+  std::vector<QRect> boxes;
   for (const EventRef& e : highlighted_) {
-    if (auto box = BoxOf(e)) p.drawRect(box->adjusted(-1, -1, 1, 1));
+    if (auto box = BoxOf(e)) boxes.push_back(*box);
   }
-  p.restore();
+  PaintPeerLinks(p, PlotRect(), std::move(boxes));
 }
 
 }  // namespace podscope::viewer::app

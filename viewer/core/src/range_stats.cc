@@ -27,16 +27,19 @@ std::vector<NameStats> RangeStats(const TraceStore& store, int64_t t0,
       });
     }
   });
-  absl::flat_hash_map<std::pair<StringId, HostId>, NameStats> merged;
+  absl::flat_hash_map<std::tuple<StringId, HostId, ProcessId>, NameStats>
+      merged;
   for (size_t k = 0; k < tracks.size(); ++k) {
-    const HostId host =
-        options.by_host
-            ? store.processes()[store.tracks()[tracks[k]].process].host
-            : kAllHosts;
+    const ProcessId process_id = store.tracks()[tracks[k]].process;
+    const HostId host = options.by_host || options.by_process
+                            ? store.processes()[process_id].host
+                            : kAllHosts;
+    const ProcessId process = options.by_process ? process_id : kAllProcesses;
     for (const auto& [name, st] : per_track[k]) {
-      NameStats& into = merged[{name, host}];
+      NameStats& into = merged[{name, host, process}];
       into.name = name;
       into.host = host;
+      into.process = process;
       into.Merge(st);
     }
   }
@@ -48,7 +51,8 @@ std::vector<NameStats> RangeStats(const TraceStore& store, int64_t t0,
               if (a.total_ns != b.total_ns) return LongerTotal(a, b);
               if (a.name != b.name)
                 return store.str(a.name) < store.str(b.name);
-              return a.host < b.host;
+              if (a.host != b.host) return a.host < b.host;
+              return a.process < b.process;
             });
   return out;
 }

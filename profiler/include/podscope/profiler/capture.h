@@ -123,7 +123,9 @@ struct WorkerResult {
 struct CaptureResult {
   std::string session;
   std::string session_dir;
-  std::string manifest_path;          // empty when it could not be written
+  // Empty when it could not be written, or when no worker answered or
+  // wrote a file (the empty session folder is then removed).
+  std::string manifest_path;
   std::string manifest_error;         // why not, naming the path and the reason
   std::vector<WorkerResult> workers;  // in the order of the options
   bool cancelled = false;  // CaptureOptions::cancel was set before the end

@@ -19,6 +19,8 @@ namespace podscope::viewer {
 inline constexpr int64_t kBeginningOfTime = std::numeric_limits<int64_t>::min();
 inline constexpr int64_t kEndOfTime = std::numeric_limits<int64_t>::max();
 inline constexpr HostId kAllHosts = std::numeric_limits<HostId>::max();
+inline constexpr ProcessId kAllProcesses =
+    std::numeric_limits<ProcessId>::max();
 
 // ------------------------------------------------------------ statistics
 
@@ -27,6 +29,9 @@ struct StatsOptions {
   std::vector<TrackId> tracks;
   // One row per (name, host) instead of one per name.
   bool by_host = false;
+  // One row per (name, process): each rank of a host apart. Implies
+  // by_host.
+  bool by_process = false;
   int threads = 0;  // 0: all cores
 };
 
@@ -34,7 +39,8 @@ struct StatsOptions {
 // range, per host when asked.
 struct NameStats : SliceTimeStats {
   StringId name = 0;
-  HostId host = kAllHosts;  // kAllHosts unless by_host
+  HostId host = kAllHosts;            // kAllHosts unless by_host or by_process
+  ProcessId process = kAllProcesses;  // kAllProcesses unless by_process
 };
 
 // Statistics of the slices that touch [t0, t1), by total time, longest
