@@ -3,6 +3,7 @@
 // captures that share a running session (session_tap.h).
 #include "podscope/profiler/session.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -89,6 +90,7 @@ class Session {
         std::max<uint32_t>(options_.max_blocks_per_thread, 1));
     internal::BufferRegistry::Get().set_max_blocks_total(
         std::max<uint32_t>(options_.max_blocks_total, 1));
+    internal::BufferRegistry::Get().Prefault();
     external_drop_base_ = internal::ExternalEvents::Get().dropped();
     internal::ExternalEvents::Get().Clear();
     internal::g_level.store(static_cast<int>(options_.level),
@@ -123,6 +125,7 @@ class Session {
     writer_->AddClockSnapshot(skew_.Apply(MonotonicNs()), RealtimeNs());
     WriteMetadata();
     absl::Status s = writer_->Close();
+    internal::BufferRegistry::Get().TrimPools();
     internal::BufferRegistry::Get().ReleaseExited();
     if (s.ok()) s = error_;
     return s;
@@ -183,6 +186,7 @@ class Session {
   // the file every flush_interval. Chunks fill and go to the writer's
   // encoder between flushes.
   void Run() {
+    internal::YieldToRecordingThreads();
     using Clock = std::chrono::steady_clock;
     const auto drain_interval = std::clamp<std::chrono::steady_clock::duration>(
         options_.flush_interval / 20, std::chrono::milliseconds(1),
