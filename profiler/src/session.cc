@@ -186,7 +186,6 @@ class Session {
   // the file every flush_interval. Chunks fill and go to the writer's
   // encoder between flushes.
   void Run() {
-    internal::YieldToRecordingThreads();
     using Clock = std::chrono::steady_clock;
     const auto drain_interval = std::clamp<std::chrono::steady_clock::duration>(
         options_.flush_interval / 20, std::chrono::milliseconds(1),

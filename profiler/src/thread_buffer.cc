@@ -1,11 +1,9 @@
 #include "src/thread_buffer.h"
 
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 
 #include "absl/container/flat_hash_map.h"
 #include "src/sampling_collector.h"
@@ -91,16 +89,6 @@ uint32_t FreeList(Block* b) {
 pid_t CurrentTid() {
   thread_local pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
   return tid;
-}
-
-void YieldToRecordingThreads() {
-  const pid_t tid = CurrentTid();
-  errno = 0;
-  const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
-  if (errno != 0) return;
-  // Failing leaves the thread at its priority, as before: not an error.
-  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid),
-                    std::min(nice + kDrainNiceIncrement, 19));
 }
 
 BufferRegistry& BufferRegistry::Get() {

@@ -178,12 +178,6 @@ void DrainBuffer(ThreadBuffer* buffer, Fn&& fn) {
 
 pid_t CurrentTid();
 
-// Lowers the calling thread's scheduling priority below the threads that
-// record (nice +kDrainNiceIncrement), so that on a saturated machine the
-// session's writer takes the core only when a recording thread leaves it.
-inline constexpr int kDrainNiceIncrement = 5;
-void YieldToRecordingThreads();
-
 }  // namespace podscope::profiler::internal
 
 #endif  // PODSCOPE_PROFILER_SRC_THREAD_BUFFER_H_
