@@ -4,6 +4,7 @@
 // 256 MiB at most.
 #include "src/thread_buffer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -119,6 +120,43 @@ TEST_F(ThreadBufferTest, AtTheLimitEventsAreDroppedAndCounted) {
   DrainBuffer(buffer, [&](const RawEvent*) { ++events; });
   EXPECT_EQ(events, uint64_t{kPerThread} * Block::kSlots);
   EXPECT_EQ(buffer->allocated.load(std::memory_order_relaxed), kPerThread);
+}
+
+// The writer drains while the thread records, as in a session: every event
+// is either collected or counted as dropped, the thread never holds more
+// than its budget, and a session's start and end (pre-faulting, trimming)
+// may run meanwhile.
+TEST_F(ThreadBufferTest, DrainingWhileRecordingKeepsOrCountsEveryEvent) {
+  constexpr uint32_t kBudget = 16;
+  constexpr int64_t kEvents = 2'000'000;  // about 60 times the budget
+  BufferRegistry::Get().set_max_blocks_per_thread(kBudget);
+  std::atomic<ThreadBuffer*> buffer{nullptr};
+  std::atomic<bool> done{false};
+  uint64_t dropped = 0;
+  std::thread recorder([&] {
+    ThreadBuffer* mine = BufferRegistry::Get().ForThisThread();
+    buffer.store(mine, std::memory_order_release);
+    Record(kEvents);
+    dropped = mine->dropped.load(std::memory_order_relaxed);
+    done.store(true, std::memory_order_release);
+  });
+  uint64_t events = 0;
+  ThreadBuffer* b = nullptr;
+  while ((b = buffer.load(std::memory_order_acquire)) == nullptr) {
+    std::this_thread::yield();
+  }
+  uint32_t most_held = 0;
+  for (int pass = 0; !done.load(std::memory_order_acquire); ++pass) {
+    DrainBuffer(b, [&](const RawEvent*) { ++events; });
+    if (pass % 64 == 0) BufferRegistry::Get().Prefault();
+    if (pass % 64 == 32) BufferRegistry::Get().TrimPools();
+    most_held =
+        std::max(most_held, b->allocated.load(std::memory_order_relaxed));
+  }
+  recorder.join();
+  DrainBuffer(b, [&](const RawEvent*) { ++events; });
+  EXPECT_EQ(events + dropped, static_cast<uint64_t>(kEvents));
+  EXPECT_LE(most_held, kBudget);
 }
 
 // The defaults hold at most 256 MiB of events for all threads together,
