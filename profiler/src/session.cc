@@ -90,6 +90,7 @@ class Session {
         std::max<uint32_t>(options_.max_blocks_per_thread, 1));
     internal::BufferRegistry::Get().set_max_blocks_total(
         std::max<uint32_t>(options_.max_blocks_total, 1));
+    internal::BufferRegistry::Get().Prefault();
     external_drop_base_ = internal::ExternalEvents::Get().dropped();
     internal::ExternalEvents::Get().Clear();
     internal::g_level.store(static_cast<int>(options_.level),
@@ -124,6 +125,7 @@ class Session {
     writer_->AddClockSnapshot(skew_.Apply(MonotonicNs()), RealtimeNs());
     WriteMetadata();
     absl::Status s = writer_->Close();
+    internal::BufferRegistry::Get().TrimPools();
     internal::BufferRegistry::Get().ReleaseExited();
     if (s.ok()) s = error_;
     return s;

@@ -68,8 +68,20 @@ Block* NextBlock(ThreadBuffer* buffer) {
     b->next = nullptr;
     return b;
   }
-  if (BufferRegistry::Get().TryAllocate(buffer)) return new Block();
+  if (BufferRegistry::Get().TryAllocate(buffer)) return new Block;
   return nullptr;
+}
+
+// Frees a list of blocks; how many there were.
+uint32_t FreeList(Block* b) {
+  uint32_t n = 0;
+  while (b != nullptr) {
+    Block* next = b->next;
+    delete b;
+    b = next;
+    ++n;
+  }
+  return n;
 }
 
 }  // namespace
@@ -118,6 +130,44 @@ void BufferRegistry::Freed(ThreadBuffer* buffer) {
   total_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void BufferRegistry::Prefault() {
+  const uint32_t reserve = max_blocks_total() / 4;
+  ForEach([&](ThreadBuffer* buffer) {
+    if (buffer->exited.load(std::memory_order_acquire)) return;
+    while (buffer->allocated.load(std::memory_order_relaxed) <
+               Block::kPrefaultBlocks &&
+           total_.load(std::memory_order_relaxed) < reserve &&
+           TryAllocate(buffer)) {
+      auto* block = new Block;
+      // One write per page is enough to fault it in.
+      for (size_t offset = 0; offset < sizeof(block->slots); offset += 4096) {
+        reinterpret_cast<volatile char*>(block->slots)[offset] = 0;
+      }
+      Push(&buffer->free, block);
+    }
+  });
+}
+
+void BufferRegistry::TrimPools() {
+  ForEach([&](ThreadBuffer* buffer) {
+    Block* pool = buffer->free.exchange(nullptr, std::memory_order_acquire);
+    while (pool != nullptr &&
+           buffer->allocated.load(std::memory_order_relaxed) >
+               Block::kKeptBlocks) {
+      Block* next = pool->next;
+      delete pool;
+      Freed(buffer);
+      pool = next;
+    }
+    // The rest goes back for the owner, which may take the list meanwhile.
+    while (pool != nullptr) {
+      Block* next = pool->next;
+      Push(&buffer->free, pool);
+      pool = next;
+    }
+  });
+}
+
 void BufferRegistry::ForEach(const std::function<void(ThreadBuffer*)>& fn) {
   std::vector<ThreadBuffer*> snapshot;
   {
@@ -137,20 +187,10 @@ void BufferRegistry::ReleaseExited() {
       return true;
     });
   }
-  auto free_list = [](Block* b) {
-    uint32_t n = 0;
-    while (b != nullptr) {
-      Block* next = b->next;
-      delete b;
-      b = next;
-      ++n;
-    }
-    return n;
-  };
   for (ThreadBuffer* b : dead) {
-    uint32_t n = free_list(b->full.exchange(nullptr));
-    n += free_list(b->free.exchange(nullptr));
-    n += free_list(b->spare);
+    uint32_t n = FreeList(b->full.exchange(nullptr));
+    n += FreeList(b->free.exchange(nullptr));
+    n += FreeList(b->spare);
     if (Block* current = b->current.load()) {
       delete current;
       ++n;
@@ -206,13 +246,6 @@ Block* TakeFullBlocks(ThreadBuffer* buffer) {
 }
 
 void RecycleBlock(ThreadBuffer* buffer, Block* block) {
-  if (buffer->allocated.load(std::memory_order_relaxed) > Block::kKeptBlocks) {
-    // Past a burst: give the memory back. The owner allocates anew if it
-    // needs more.
-    delete block;
-    BufferRegistry::Get().Freed(buffer);
-    return;
-  }
   block->consumed = 0;
   block->committed.store(0, std::memory_order_relaxed);
   Push(&buffer->free, block);

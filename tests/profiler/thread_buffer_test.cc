@@ -1,0 +1,174 @@
+// Thread buffers on their own, with the test playing the session's writer:
+// a burst's blocks come back to their thread and are reused, budgets bound
+// what the threads hold with drops counted, and the default budgets hold
+// 256 MiB at most.
+#include "src/thread_buffer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "podscope/profiler/session.h"
+#include "podscope/profiler/trace.h"
+
+namespace podscope::profiler::internal {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+// Records `n` scopes on the calling thread.
+void Record(int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    PODSCOPE_TRACE("burst");
+  }
+}
+
+// Records while the test's budgets are in force, then restores the
+// registry as a session would leave it.
+class ThreadBufferTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    BufferRegistry& registry = BufferRegistry::Get();
+    registry.set_max_blocks_per_thread(kPerThread);
+    registry.set_max_blocks_total(kPerThread * 4);
+    g_level.store(static_cast<int>(Level::kInfo), std::memory_order_release);
+  }
+  void TearDown() override {
+    g_level.store(0, std::memory_order_release);
+    BufferRegistry& registry = BufferRegistry::Get();
+    registry.set_max_blocks_per_thread(kDefaultMaxBlocksPerThread);
+    registry.set_max_blocks_total(kDefaultMaxBlocksTotal);
+  }
+
+  // More than a thread keeps between sessions, so that freeing drained
+  // blocks past Block::kKeptBlocks would show.
+  static constexpr uint32_t kPerThread = Block::kKeptBlocks + 64;
+};
+
+// One thread records bursts; another drains as the session's writer does.
+// The second burst finds every block of the first back in its pool: it
+// allocates none, and the thread's memory does not grow. A session's end
+// then gives back what is held beyond Block::kKeptBlocks.
+TEST_F(ThreadBufferTest, ASecondBurstReusesTheDrainedBlocksOfTheFirst) {
+  constexpr int64_t kBurst = int64_t{Block::kKeptBlocks + 32} * Block::kSlots;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int bursts_recorded = 0, bursts_drained = 0;
+  ThreadBuffer* buffer = nullptr;
+  uint32_t held_after_first = 0, held_after_second = 0;
+  uint64_t dropped = 0;
+  std::thread recorder([&] {
+    buffer = BufferRegistry::Get().ForThisThread();
+    for (int burst = 1; burst <= 2; ++burst) {
+      Record(kBurst);
+      std::unique_lock<std::mutex> lock(mutex);
+      bursts_recorded = burst;
+      cv.notify_all();
+      cv.wait(lock, [&] { return bursts_drained == burst; });
+      if (burst == 1) {
+        held_after_first = buffer->allocated.load(std::memory_order_relaxed);
+      }
+    }
+    held_after_second = buffer->allocated.load(std::memory_order_relaxed);
+    dropped = buffer->dropped.load(std::memory_order_relaxed);
+  });
+  uint64_t events = 0;
+  for (int burst = 1; burst <= 2; ++burst) {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return bursts_recorded == burst; });
+    DrainBuffer(buffer, [&](const RawEvent*) { ++events; });
+    bursts_drained = burst;
+    cv.notify_all();
+  }
+  recorder.join();
+  EXPECT_EQ(events, 2 * static_cast<uint64_t>(kBurst));
+  EXPECT_EQ(dropped, 0u);
+  // The first burst's blocks stayed with the thread once drained.
+  EXPECT_GE(held_after_first, Block::kKeptBlocks + 32);
+  // The block the first burst ended in was still the current one while it
+  // was drained, so the second burst may need one more; no more than that.
+  EXPECT_LE(held_after_second, held_after_first + 1)
+      << "the second burst allocated blocks instead of reusing its pool";
+
+  BufferRegistry::Get().TrimPools();
+  EXPECT_LE(buffer->allocated.load(std::memory_order_relaxed),
+            Block::kKeptBlocks + 1);  // kept, plus the current block
+}
+
+// With no writer to hand blocks back, a thread fills its budget and drops
+// the rest, counted exactly and without waiting; once its blocks are
+// drained it records again into them.
+TEST_F(ThreadBufferTest, AtTheLimitEventsAreDroppedAndCounted) {
+  constexpr int64_t kOver = 1000;
+  ThreadBuffer* buffer = nullptr;
+  uint32_t held = 0;
+  uint64_t dropped = 0;
+  std::thread first([&] {
+    buffer = BufferRegistry::Get().ForThisThread();
+    Record(int64_t{kPerThread} * Block::kSlots + kOver);
+    held = buffer->allocated.load(std::memory_order_relaxed);
+    dropped = buffer->dropped.load(std::memory_order_relaxed);
+  });
+  first.join();
+  EXPECT_EQ(held, kPerThread);
+  EXPECT_EQ(dropped, static_cast<uint64_t>(kOver));
+  uint64_t events = 0;
+  DrainBuffer(buffer, [&](const RawEvent*) { ++events; });
+  EXPECT_EQ(events, uint64_t{kPerThread} * Block::kSlots);
+  EXPECT_EQ(buffer->allocated.load(std::memory_order_relaxed), kPerThread);
+}
+
+// The writer drains while the thread records, as in a session: every event
+// is either collected or counted as dropped, the thread never holds more
+// than its budget, and a session's start and end (pre-faulting, trimming)
+// may run meanwhile.
+TEST_F(ThreadBufferTest, DrainingWhileRecordingKeepsOrCountsEveryEvent) {
+  constexpr uint32_t kBudget = 16;
+  constexpr int64_t kEvents = 2'000'000;  // about 60 times the budget
+  BufferRegistry::Get().set_max_blocks_per_thread(kBudget);
+  std::atomic<ThreadBuffer*> buffer{nullptr};
+  std::atomic<bool> done{false};
+  uint64_t dropped = 0;
+  std::thread recorder([&] {
+    ThreadBuffer* mine = BufferRegistry::Get().ForThisThread();
+    buffer.store(mine, std::memory_order_release);
+    Record(kEvents);
+    dropped = mine->dropped.load(std::memory_order_relaxed);
+    done.store(true, std::memory_order_release);
+  });
+  uint64_t events = 0;
+  ThreadBuffer* b = nullptr;
+  while ((b = buffer.load(std::memory_order_acquire)) == nullptr) {
+    std::this_thread::yield();
+  }
+  uint32_t most_held = 0;
+  for (int pass = 0; !done.load(std::memory_order_acquire); ++pass) {
+    DrainBuffer(b, [&](const RawEvent*) { ++events; });
+    if (pass % 64 == 0) BufferRegistry::Get().Prefault();
+    if (pass % 64 == 32) BufferRegistry::Get().TrimPools();
+    most_held =
+        std::max(most_held, b->allocated.load(std::memory_order_relaxed));
+  }
+  recorder.join();
+  DrainBuffer(b, [&](const RawEvent*) { ++events; });
+  EXPECT_EQ(events + dropped, static_cast<uint64_t>(kEvents));
+  EXPECT_LE(most_held, kBudget);
+}
+
+// The defaults hold at most 256 MiB of events for all threads together,
+// and one thread may not take all of it.
+TEST(ThreadBufferDefaults, BoundAllThreadsTo256MiB) {
+  const TraceOptions defaults;
+  EXPECT_LE(uint64_t{defaults.max_blocks_total} * Block::kBytes, 256 * kMiB);
+  EXPECT_LT(defaults.max_blocks_per_thread, defaults.max_blocks_total);
+  // Before any session the registry holds the same budgets.
+  EXPECT_EQ(defaults.max_blocks_per_thread, kDefaultMaxBlocksPerThread);
+  EXPECT_EQ(defaults.max_blocks_total, kDefaultMaxBlocksTotal);
+}
+
+}  // namespace
+}  // namespace podscope::profiler::internal
