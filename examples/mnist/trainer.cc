@@ -180,6 +180,17 @@ absl::Status Trainer::Step(absl::Span<const float> images,
     PODSCOPE_ASSIGN_OR_RETURN(auto g, rt::Grad(objective, replica.params));
     grads.push_back(std::move(g));
   }
+  PODSCOPE_RETURN_IF_ERROR(ReduceGradients(grads));
+  ApplySgd(grads);
+  for (Replica& replica : replicas_) {
+    PODSCOPE_TRACE("sync");
+    if (absl::Status s = replica.context->Sync(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ReduceGradients(
+    std::vector<std::vector<rt::Tensor>>& grads) {
   if (options_.communicator != nullptr) {
     // One all-reduce per parameter: the process's devices are summed
     // in-process, then across processes; the weights make the sum the
@@ -212,6 +223,10 @@ absl::Status Trainer::Step(absl::Span<const float> images,
       for (int r = 0; r < num_replicas(); ++r) grads[r][p] = means[r];
     }
   }
+  return absl::OkStatus();
+}
+
+void Trainer::ApplySgd(const std::vector<std::vector<rt::Tensor>>& grads) {
   for (int r = 0; r < num_replicas(); ++r) {
     PODSCOPE_TRACE("optimizer", "replica", r);
     rt::ScopedName optimizer("optimizer");
@@ -229,11 +244,6 @@ absl::Status Trainer::Step(absl::Span<const float> images,
           replica.params[i] - replica.velocity[i] * options_.learning_rate;
     }
   }
-  for (Replica& replica : replicas_) {
-    PODSCOPE_TRACE("sync");
-    if (absl::Status s = replica.context->Sync(); !s.ok()) return s;
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<float> Trainer::LastLoss() const {

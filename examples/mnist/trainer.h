@@ -116,6 +116,13 @@ class Trainer {
   // transferred to its device.
   absl::StatusOr<std::vector<runtime::Tensor>> ScatterImages(
       absl::Span<const float> images, const std::vector<int>& sizes) const;
+  // Makes grads[r][p] every replica's reduced gradient of parameter p: the
+  // weighted sum over every process's replicas, or the mean over this
+  // process's devices.
+  absl::Status ReduceGradients(
+      std::vector<std::vector<runtime::Tensor>>& grads);
+  // PyTorch's SGD with momentum on each replica's parameters.
+  void ApplySgd(const std::vector<std::vector<runtime::Tensor>>& grads);
   // The slices of a batch of n images, or an error when a replica would
   // get none.
   absl::StatusOr<std::vector<int>> Slices(int n) const;

@@ -107,6 +107,9 @@ class MainWindow : public QMainWindow {
   // and its selection to them.
   void ConnectPanels();
   void BuildMenus();
+  void BuildFileMenu();
+  void BuildViewMenu();
+  void BuildFindAndHelpMenus();
   void UpdateRecentMenu();
   void UpdateSessionMenu();
   void AddRecent(const QString& path);

@@ -18,6 +18,12 @@
 namespace podscope::viewer::app {
 
 void MainWindow::BuildMenus() {
+  BuildFileMenu();
+  BuildViewMenu();
+  BuildFindAndHelpMenus();
+}
+
+void MainWindow::BuildFileMenu() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open_file = file->addAction(tr("&Open File…"));
   open_file->setShortcut(QKeySequence::Open);
@@ -48,7 +54,9 @@ void MainWindow::BuildMenus() {
   quit->setShortcut(QKeySequence::Quit);
   connect(quit, &QAction::triggered, this, &QWidget::close);
   UpdateRecentMenu();
+}
 
+void MainWindow::BuildViewMenu() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   // The zoom and pan keys are the window's, so they work whichever panel
   // has focus; a text field keeps its letters (it overrides shortcuts).
@@ -118,7 +126,9 @@ void MainWindow::BuildMenus() {
   for (QDockWidget* d : findChildren<QDockWidget*>()) {
     view->addAction(d->toggleViewAction());
   }
+}
 
+void MainWindow::BuildFindAndHelpMenus() {
   QMenu* find = menuBar()->addMenu(tr("F&ind"));
   QAction* find_text = find->addAction(tr("&Find…"));
   find_text->setShortcut(QKeySequence::Find);
