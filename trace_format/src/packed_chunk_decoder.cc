@@ -99,6 +99,13 @@ class Decoder {
                            : Nested<kCoding12.exact_bits>(h.slices, bits, e);
       if (!s.ok()) return s;
     }
+    if (auto s = Timed(h, e); !s.ok()) return s;
+    if (auto s = Args(h, e); !s.ok()) return s;
+    return Flows(h, e);
+  }
+
+  // Instants, counters and stack samples, from the misc section.
+  absl::Status Timed(const TrackHeader& h, TrackEvents* e) {
     Cursor& m = sec_[kMiscSection];
     e->instants.resize(h.instants);
     int64_t time = 0;
@@ -133,11 +140,18 @@ class Decoder {
       time = AddDelta(time, static_cast<uint64_t>(UnZigZag(d)));
       s.ts_ns = time;
     }
-    auto valid = [&](uint64_t kind, uint64_t index) {
-      if (kind == 0) return index < e->slices.size();
-      if (kind == 1) return index < e->instants.size();
-      return false;
-    };
+    return absl::OkStatus();
+  }
+
+  // Whether an argument's or a flow's event (of kind 0, a slice, or 1, an
+  // instant) was decoded.
+  static bool Valid(const TrackEvents& e, uint64_t kind, uint64_t index) {
+    if (kind == 0) return index < e.slices.size();
+    if (kind == 1) return index < e.instants.size();
+    return false;
+  }
+
+  absl::Status Args(const TrackHeader& h, TrackEvents* e) {
     Cursor& ai = sec_[kArgIndexSection];
     Cursor& av = sec_[kArgValueSection];
     e->args.resize(h.args);
@@ -152,7 +166,7 @@ class Decoder {
       if (n > av.left()) return Malformed("arguments");
       const uint64_t index =
           (kind == previous_kind ? previous_index : 0) + delta;
-      if (!valid(kind, index)) {
+      if (!Valid(*e, kind, index)) {
         return Malformed("arguments refer to a missing event");
       }
       previous_kind = kind;
@@ -170,7 +184,7 @@ class Decoder {
         if (type != 0 && tz != 0) return Malformed("argument values");
         bool ok = true;
         if (type == 0) {
-          uint64_t v;
+          uint64_t v = 0;
           ok = av.Varint(&v);
           arg.value =
               static_cast<int64_t>(static_cast<uint64_t>(UnZigZag(v)) << tz);
@@ -188,9 +202,14 @@ class Decoder {
         if (!ok) return Malformed("argument values");
       }
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status Flows(const TrackHeader& h, TrackEvents* e) {
+    Cursor& m = sec_[kMiscSection];
     e->flows.resize(h.flows);
-    previous_kind = ~uint64_t{0};
-    previous_index = 0;
+    uint64_t previous_kind = ~uint64_t{0}, previous_index = 0;
+
     for (FlowLink& f : e->flows) {
       uint64_t kind, delta, phase;
       if (!m.Varint(&kind) || !m.Varint(&delta) || !m.Varint(&f.flow_id) ||
@@ -199,7 +218,7 @@ class Decoder {
       }
       const uint64_t index =
           (kind == previous_kind ? previous_index : 0) + delta;
-      if (!valid(kind, index))
+      if (!Valid(*e, kind, index))
         return Malformed("a flow refers to a missing event");
       if (phase > 2) return Malformed("unknown flow phase");
       previous_kind = kind;
@@ -229,6 +248,9 @@ class Decoder {
     return absl::OkStatus();
   }
 
+  // One function, over 100 lines, on purpose: the reader's per-slice loop,
+  // kept whole so that its cursors and predictor state stay in registers
+  // (format.read_events_per_s), as the encoder's Nested.
   template <uint32_t kExactBits>
   absl::Status Nested(uint64_t n, BitReader* bit_reader, TrackEvents* e) {
     constexpr DeltaCoding kCoding{kExactBits};

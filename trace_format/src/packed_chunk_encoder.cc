@@ -196,6 +196,10 @@ class Encoder {
   // reader order would.
   // kTableBits, when not 0, is TableBits(n), known to the compiler (the
   // table slots' shifts are then constants).
+  // One function, over 100 lines, on purpose: it is the writer's per-slice
+  // loop, and its state (time, open stack, predictor slots, stream
+  // cursors) lives in registers across the whole loop; split into calls it
+  // would go through memory at every slice (format.write_events_per_s).
   template <uint32_t kExactBits, bool kEndOrder, uint32_t kTableBits>
   bool Nested(const Slice* slices, size_t n, uint32_t first_root = 0) {
     Bytes& misc = sections_[kMiscSection];
