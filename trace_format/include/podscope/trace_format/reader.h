@@ -55,7 +55,9 @@ struct RecoveryReport {
   // Why an index that exists could not be used (empty when it could).
   std::string index_problem;
   // Byte ranges that held no intact record, and records or chunks that were
-  // intact on disk but could not be decoded.
+  // intact on disk but could not be decoded, by offset; damage that touches
+  // other damage is one range (SkippedRange::count), so a run of a million
+  // bad records costs one entry.
   std::vector<SkippedRange> skipped;
   // Bytes the scan ran through the CRC (zero when the index was used): the
   // work a damaged file cost, bounded by docs/trace-format.md "Recovery".
