@@ -172,6 +172,7 @@ bool TraceReader::LoadFromIndex(std::string* problem) {
 }
 
 void TraceReader::LoadByScanning() {
+  chunks_scanned_ = true;
   RecordScanner scanner(data_);
   RecordView record;
   // An index alone does not make a closed file: a file cut between the
@@ -371,7 +372,18 @@ absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
                 absl::StrCat("chunk ", i, ": ", s.message())});
     return s;
   };
-  auto record = ReadRecordAt(data_, info.offset);
+  // The scan CRC-checked every chunk it found (`podscope check` decodes
+  // them all right after); a chunk found through the index is checked now.
+  absl::StatusOr<RecordView> record;
+  if (chunks_scanned_) {
+    record = RecordView{
+        info.offset, RecordType::kChunk,
+        static_cast<RecordEncoding>(data_[info.offset + kRecordHeaderSize - 1]),
+        data_.substr(info.offset + kRecordHeaderSize,
+                     info.length - kRecordHeaderSize)};
+  } else {
+    record = ReadRecordAt(data_, info.offset);
+  }
   if (!record.ok()) return fail(record.status());
   if (record->type != RecordType::kChunk) {
     return fail(absl::DataLossError("the index points at a non-chunk record"));

@@ -156,6 +156,8 @@ class TraceReader {
   absl::flat_hash_map<uint32_t, proto::Stack> stacks_;
   absl::flat_hash_map<uint32_t, uint64_t> drops_;
   std::vector<ChunkInfo> chunks_;
+  // The chunks were found by the scan, which checked their CRCs.
+  bool chunks_scanned_ = false;
 
   mutable std::mutex mutex_;
   mutable RecoveryReport report_;           // guarded by mutex_ after Open
