@@ -148,5 +148,88 @@ TEST(AdversarialFiles, EveryKindIsCheckedInBoundedWorkAndMemory) {
   }
 }
 
+// `count` records of 11 bytes that are intact on disk but unusable: strings
+// tables that are not valid messages, or chunks whose framing is malformed.
+std::string TinyBadRecords(RecordType type, size_t count) {
+  const std::string one = EncodeRecord(type, RecordEncoding::kRaw, "\xff");
+  std::string out;
+  out.reserve(one.size() * count);
+  for (size_t i = 0; i < count; ++i) out += one;
+  return out;
+}
+
+std::string IntactStrings() {
+  proto::StringTable table;
+  table.set_first_id(1);
+  table.add_strings("kept");
+  return EncodeRecord(RecordType::kStrings, RecordEncoding::kRaw,
+                      table.SerializeAsString());
+}
+
+// A million unusable records in two runs: the report names each run's byte
+// range once, with the first record's reason and how many records it holds,
+// and costs no more than a few bytes per byte of the file.
+TEST(AdversarialFiles, AMillionTinyBadRecordsAreReportedAsTheirRanges) {
+  const std::string start = testing::damaged_internal::Start();
+  const std::string run = TinyBadRecords(RecordType::kStrings, 500'000);
+  const std::string kept = IntactStrings();
+  std::string file = start + run + kept + run;
+  const uint64_t size = file.size();
+  RecoveryReport report;
+  std::string kept_string;
+  const int64_t peak = PeakAllocated([&] {
+    auto reader = TraceReader::OpenBuffer(std::move(file), "tiny.podtrace",
+                                          {.verify_all = true});
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    report = (*reader)->report();
+    kept_string = std::string((*reader)->GetString(1));
+  });
+  EXPECT_EQ(kept_string, "kept");
+  ASSERT_EQ(report.skipped.size(), 2u);
+  EXPECT_EQ(report.skipped[0].offset, start.size());
+  EXPECT_EQ(report.skipped[0].bytes, run.size());
+  EXPECT_EQ(report.skipped[1].offset, start.size() + run.size() + kept.size());
+  EXPECT_EQ(report.skipped[1].bytes, run.size());
+  for (const SkippedRange& r : report.skipped) {
+    EXPECT_NE(r.reason.find("strings record at offset"), std::string::npos)
+        << r.reason;
+    EXPECT_NE(r.reason.find("499,999 more"), std::string::npos) << r.reason;
+  }
+  EXPECT_EQ(report.skipped_bytes(), 2 * run.size());
+  EXPECT_LE(peak, static_cast<int64_t>(3 * size));
+}
+
+// Chunks are found damaged when decoded, on several threads in any order:
+// a run of them is still one range, named for its first chunk.
+TEST(AdversarialFiles, ARunOfBadChunksIsOneRangeWhateverTheDecodingOrder) {
+  const std::string start = testing::damaged_internal::Start();
+  const std::string run = TinyBadRecords(RecordType::kChunk, 100'000);
+  std::string file = start + run;
+  auto reader = TraceReader::OpenBuffer(std::move(file), "chunks.podtrace",
+                                        {.verify_all = true});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  (*reader)->ForEachChunk(2, [](size_t, std::vector<TrackEvents>&) {});
+  const RecoveryReport report = (*reader)->report();
+  ASSERT_EQ(report.skipped.size(), 1u);
+  EXPECT_EQ(report.skipped[0].offset, start.size());
+  EXPECT_EQ(report.skipped[0].bytes, run.size());
+  EXPECT_EQ(report.skipped[0].reason.rfind("chunk 0: ", 0), 0u)
+      << report.skipped[0].reason;
+  EXPECT_NE(report.skipped[0].reason.find("99,999 more"), std::string::npos)
+      << report.skipped[0].reason;
+}
+
+// The benchmark's figure (reader.adversarial_peak_rss_ratio, at most 4 with
+// the mapped file itself) at the benchmark's size: the reader's own memory
+// stays under three times the file's size for every kind.
+TEST(AdversarialFiles, TheReaderHoldsLessThanThreeTimesTheFile) {
+  for (DamageKind kind : testing::kAllDamageKinds) {
+    SCOPED_TRACE(testing::DamageKindName(kind));
+    std::string file = MakeDamagedFile(kind, 33 * kMiB);
+    const int64_t peak = PeakAllocated([&] { Check(std::move(file)); });
+    EXPECT_LE(peak, static_cast<int64_t>(3 * 33 * kMiB));
+  }
+}
+
 }  // namespace
 }  // namespace podscope::trace_format

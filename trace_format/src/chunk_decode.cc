@@ -115,45 +115,57 @@ class DoubleCursor {
 // ------------------------------------------------------------- the decoder
 
 // Cols provides the cursors (by the proto field names) and ForEachArgs /
-// ForEachFlow calling a function with each parsed message.
+// ForEachFlow calling a function with each parsed message. Each kind of
+// event has its own function template below; all are instantiated with the
+// same Cols in this file, so the compiler keeps them as one loop each.
+
+// Nested slices: each slice's pops (slices closed before it opens) and two
+// boundary deltas per slice, its start and its end.
 template <typename Cols>
-absl::Status DecodeColumns(uint32_t track_id, Cols& c, TrackEvents* events) {
-  *events = TrackEvents();
-  events->track_id = track_id;
+absl::Status DecodeNestedSlices(uint32_t track_id, Cols& c, size_t n,
+                                TrackEvents* events) {
+  if (c.slice_pops.size() != n) {
+    return ColumnError(track_id, "slice_pops length != slice_name length");
+  }
+  if (c.slice_boundary_delta.size() != 2 * n) {
+    return ColumnError(track_id, "slice_boundary_delta length != 2 x slices");
+  }
+  events->slices.resize(n);
+  Slice* slices = events->slices.data();
+  std::vector<uint32_t> open;
+  int64_t time = 0;
+  auto close_one = [&]() {
+    Slice& s = slices[open.back()];
+    time = AddDelta(time, c.slice_boundary_delta.Next());
+    s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
+                                         static_cast<uint64_t>(s.start_ns));
+    open.pop_back();
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t pops = c.slice_pops.Next();
+    if (pops > open.size()) {
+      return ColumnError(track_id, "slice_pops closes unopened slices");
+    }
+    for (uint32_t p = 0; p < pops; ++p) close_one();
+    time = AddDelta(time, c.slice_boundary_delta.Next());
+    Slice& s = slices[i];
+    s.start_ns = time;
+    s.name = c.slice_name.Next();
+    s.depth = static_cast<uint32_t>(open.size());
+    open.push_back(static_cast<uint32_t>(i));
+  }
+  while (!open.empty()) close_one();
+  return absl::OkStatus();
+}
+
+template <typename Cols>
+absl::Status DecodeSlices(uint32_t track_id, Cols& c, TrackEvents* events) {
   const size_t n = c.slice_name.size();
   if (n > 0 && c.slice_boundary_delta.size() > 0) {
-    if (c.slice_pops.size() != n) {
-      return ColumnError(track_id, "slice_pops length != slice_name length");
-    }
-    if (c.slice_boundary_delta.size() != 2 * n) {
-      return ColumnError(track_id, "slice_boundary_delta length != 2 x slices");
-    }
-    events->slices.resize(n);
-    Slice* slices = events->slices.data();
-    std::vector<uint32_t> open;
-    int64_t time = 0;
-    auto close_one = [&]() {
-      Slice& s = slices[open.back()];
-      time = AddDelta(time, c.slice_boundary_delta.Next());
-      s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
-                                           static_cast<uint64_t>(s.start_ns));
-      open.pop_back();
-    };
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t pops = c.slice_pops.Next();
-      if (pops > open.size()) {
-        return ColumnError(track_id, "slice_pops closes unopened slices");
-      }
-      for (uint32_t p = 0; p < pops; ++p) close_one();
-      time = AddDelta(time, c.slice_boundary_delta.Next());
-      Slice& s = slices[i];
-      s.start_ns = time;
-      s.name = c.slice_name.Next();
-      s.depth = static_cast<uint32_t>(open.size());
-      open.push_back(static_cast<uint32_t>(i));
-    }
-    while (!open.empty()) close_one();
-  } else if (n > 0) {
+    return DecodeNestedSlices(track_id, c, n, events);
+  }
+  if (n > 0) {
+    // Flat: a start delta and a duration per slice.
     if (c.slice_start_delta.size() != n || c.slice_duration.size() != n) {
       return ColumnError(track_id,
                          "slice_start_delta/slice_duration length != slices");
@@ -167,12 +179,19 @@ absl::Status DecodeColumns(uint32_t track_id, Cols& c, TrackEvents* events) {
       s.name = c.slice_name.Next();
     }
     ComputeSliceDepths(&events->slices);
-  } else if (c.slice_boundary_delta.size() > 0 ||
-             c.slice_start_delta.size() > 0 || c.slice_pops.size() > 0 ||
-             c.slice_duration.size() > 0) {
+    return absl::OkStatus();
+  }
+  if (c.slice_boundary_delta.size() > 0 || c.slice_start_delta.size() > 0 ||
+      c.slice_pops.size() > 0 || c.slice_duration.size() > 0) {
     return ColumnError(track_id, "slice times without slice names");
   }
+  return absl::OkStatus();
+}
 
+// Instants, counters and stack samples: a time delta each, and a value.
+template <typename Cols>
+absl::Status DecodeTimedEvents(uint32_t track_id, Cols& c,
+                               TrackEvents* events) {
   if (c.instant_ts_delta.size() != c.instant_name.size()) {
     return ColumnError(track_id, "instant columns differ in length");
   }
@@ -214,18 +233,42 @@ absl::Status DecodeColumns(uint32_t track_id, Cols& c, TrackEvents* events) {
     time = AddDelta(time, static_cast<uint64_t>(c.sample_ts_delta.Next()));
     s = {time, c.sample_stack.Next()};
   }
+  return absl::OkStatus();
+}
 
-  auto check_ref = [&](proto::EventKind kind, uint32_t index) {
-    if (kind == proto::EVENT_KIND_SLICE) return index < events->slices.size();
-    if (kind == proto::EVENT_KIND_INSTANT) {
-      return index < events->instants.size();
-    }
-    return false;
-  };
+// Whether an argument or a flow's event exists (decoded before them).
+bool RefersToEvent(const TrackEvents& events, proto::EventKind kind,
+                   uint32_t index) {
+  if (kind == proto::EVENT_KIND_SLICE) return index < events.slices.size();
+  if (kind == proto::EVENT_KIND_INSTANT) return index < events.instants.size();
+  return false;
+}
+
+void CopyArg(const proto::Arg& p, Arg* arg) {
+  arg->key = p.key();
+  switch (p.value_case()) {
+    case proto::Arg::kIntValue:
+      arg->value = p.int_value();
+      break;
+    case proto::Arg::kDoubleValue:
+      arg->value = p.double_value();
+      break;
+    case proto::Arg::kStringValue:
+      arg->value = StringId{p.string_value()};
+      break;
+    case proto::Arg::VALUE_NOT_SET:
+      arg->value = int64_t{0};
+      break;
+  }
+}
+
+template <typename Cols>
+absl::Status DecodeArgsAndFlows(uint32_t track_id, Cols& c,
+                                TrackEvents* events) {
   absl::Status status;
   c.ForEachArgs([&](const proto::EventArgs& pa) {
     if (!status.ok()) return;
-    if (!check_ref(pa.kind(), pa.event_index())) {
+    if (!RefersToEvent(*events, pa.kind(), pa.event_index())) {
       status = ColumnError(track_id, "args refer to a missing event");
       return;
     }
@@ -233,29 +276,12 @@ absl::Status DecodeColumns(uint32_t track_id, Cols& c, TrackEvents* events) {
     a.kind = static_cast<EventKind>(pa.kind());
     a.index = pa.event_index();
     a.args.reserve(pa.args_size());
-    for (const proto::Arg& p : pa.args()) {
-      Arg& arg = a.args.emplace_back();
-      arg.key = p.key();
-      switch (p.value_case()) {
-        case proto::Arg::kIntValue:
-          arg.value = p.int_value();
-          break;
-        case proto::Arg::kDoubleValue:
-          arg.value = p.double_value();
-          break;
-        case proto::Arg::kStringValue:
-          arg.value = StringId{p.string_value()};
-          break;
-        case proto::Arg::VALUE_NOT_SET:
-          arg.value = int64_t{0};
-          break;
-      }
-    }
+    for (const proto::Arg& p : pa.args()) CopyArg(p, &a.args.emplace_back());
   });
   if (!status.ok()) return status;
   c.ForEachFlow([&](const proto::Flow& pf) {
     if (!status.ok()) return;
-    if (!check_ref(pf.kind(), pf.event_index())) {
+    if (!RefersToEvent(*events, pf.kind(), pf.event_index())) {
       status = ColumnError(track_id, "a flow refers to a missing event");
       return;
     }
@@ -269,6 +295,15 @@ absl::Status DecodeColumns(uint32_t track_id, Cols& c, TrackEvents* events) {
                              static_cast<FlowPhase>(pf.phase())});
   });
   return status;
+}
+
+template <typename Cols>
+absl::Status DecodeColumns(uint32_t track_id, Cols& c, TrackEvents* events) {
+  *events = TrackEvents();
+  events->track_id = track_id;
+  if (auto s = DecodeSlices(track_id, c, events); !s.ok()) return s;
+  if (auto s = DecodeTimedEvents(track_id, c, events); !s.ok()) return s;
+  return DecodeArgsAndFlows(track_id, c, events);
 }
 
 struct ProtoColumns {

@@ -17,21 +17,28 @@
 #include "podscope/base/parallel.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/trailer.h"
+#include "skipped_ranges.h"
+#include "string_index.h"
 
 namespace podscope::trace_format {
 namespace {
 
 template <typename Message>
-absl::Status ParsePayload(const RecordView& record, Message* message) {
-  auto payload = OpenPayload(record);
-  if (!payload.ok()) return payload.status();
-  const std::string_view bytes = payload->view();
+absl::Status ParseBytes(const RecordView& record, std::string_view bytes,
+                        Message* message) {
   if (!message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::DataLossError(absl::StrFormat(
         "%s record at offset %d: payload is not a valid %s message",
         RecordTypeName(record.type), record.offset, message->GetTypeName()));
   }
   return absl::OkStatus();
+}
+
+template <typename Message>
+absl::Status ParsePayload(const RecordView& record, Message* message) {
+  auto payload = OpenPayload(record);
+  if (!payload.ok()) return payload.status();
+  return ParseBytes(record, payload->view(), message);
 }
 
 }  // namespace
@@ -89,7 +96,7 @@ TraceReader::~TraceReader() {
 absl::Status TraceReader::Load(const ReaderOptions& options) {
   if (auto s = CheckFileHeader(data_, name_); !s.ok()) return s;
   report_.file_bytes = data_.size();
-  strings_.push_back({0, 0});
+  strings_ = std::make_unique<StringIndex>();
   metadata_.set_process_index(-1);
   std::string problem;
   if (!options.verify_all && LoadFromIndex(&problem)) {
@@ -99,21 +106,8 @@ absl::Status TraceReader::Load(const ReaderOptions& options) {
     report_.index_problem = problem;
     LoadByScanning();
   }
-  // By id, and for an id given more than once the last one given (the
-  // string placed last in string_bytes_).
-  std::sort(far_strings_.begin(), far_strings_.end(),
-            [](const FarString& a, const FarString& b) {
-              return a.id != b.id ? a.id > b.id : a.ref.offset > b.ref.offset;
-            });
-  far_strings_.erase(std::unique(far_strings_.begin(), far_strings_.end(),
-                                 [](const FarString& a, const FarString& b) {
-                                   return a.id == b.id;
-                                 }),
-                     far_strings_.end());
-  std::reverse(far_strings_.begin(), far_strings_.end());
-  far_strings_.shrink_to_fit();
+  strings_->Finish();
   chunk_failed_.assign(chunks_.size(), false);
-  learned_ranges_.resize(chunks_.size());
   ranges_learned_.assign(chunks_.size(), false);
   return absl::OkStatus();
 }
@@ -156,10 +150,7 @@ bool TraceReader::LoadFromIndex(std::string* problem) {
     metadata_.set_process_index(-1);
     tracks_.clear();
     track_by_id_.clear();
-    string_bytes_.clear();
-    strings_.assign(1, {0, 0});
-    far_strings_.clear();
-    strings_held_ = 0;
+    strings_->Clear();
     clock_.Clear();
     frames_.clear();
     stacks_.clear();
@@ -181,6 +172,7 @@ bool TraceReader::LoadFromIndex(std::string* problem) {
 }
 
 void TraceReader::LoadByScanning() {
+  chunks_scanned_ = true;
   RecordScanner scanner(data_);
   RecordView record;
   // An index alone does not make a closed file: a file cut between the
@@ -210,16 +202,15 @@ void TraceReader::LoadByScanning() {
       continue;
     }
     if (absl::Status s = ApplyRecord(record); !s.ok()) {
-      report_.skipped.push_back(
-          {record.offset, record.size(), std::string(s.message())});
+      // In file order, so a run of unusable records becomes one range at
+      // the end of the list.
+      AddSkippedRange(&report_.skipped,
+                      {record.offset, record.size(), std::string(s.message())});
     }
   }
   for (const SkippedRange& r : scanner.skipped()) report_.skipped.push_back(r);
   report_.scan_crc_bytes = scanner.crc_bytes();
-  std::sort(report_.skipped.begin(), report_.skipped.end(),
-            [](const SkippedRange& a, const SkippedRange& b) {
-              return a.offset < b.offset;
-            });
+  MergeSkippedRanges(&report_.skipped);
 }
 
 absl::Status TraceReader::ApplyRecord(const RecordView& record) {
@@ -230,15 +221,8 @@ absl::Status TraceReader::ApplyRecord(const RecordView& record) {
       metadata_ = std::move(m);
       return absl::OkStatus();
     }
-    case RecordType::kStrings: {
-      proto::StringTable table;
-      if (auto s = ParsePayload(record, &table); !s.ok()) return s;
-      if (table.first_id() == 0) {
-        return absl::DataLossError(absl::StrFormat(
-            "strings record at offset %d starts at id 0", record.offset));
-      }
-      return AddStrings(record, table);
-    }
+    case RecordType::kStrings:
+      return ApplyStrings(record);
     case RecordType::kTracks: {
       proto::TrackTable table;
       if (auto s = ParsePayload(record, &table); !s.ok()) return s;
@@ -286,41 +270,36 @@ absl::Status TraceReader::ApplyRecord(const RecordView& record) {
   }
 }
 
-absl::Status TraceReader::AddStrings(const RecordView& record,
-                                     const proto::StringTable& table) {
-  const uint64_t end = uint64_t{table.first_id()} + table.strings_size();
-  if (end > (uint64_t{1} << 32)) {
+absl::Status TraceReader::ApplyStrings(const RecordView& record) {
+  auto payload = OpenPayload(record);
+  if (!payload.ok()) return payload.status();
+  auto starts_at_zero = [&] {
     return absl::DataLossError(absl::StrFormat(
-        "strings record at offset %d: ids up to %d do not fit in 32 bits",
-        record.offset, end));
+        "strings record at offset %d starts at id 0", record.offset));
+  };
+  // Read in place, without a copy of each string, unless the payload takes
+  // protobuf to judge.
+  StringTableView view;
+  if (view.Parse(payload->view())) {
+    if (view.first_id() == 0) return starts_at_zero();
+    return strings_->Add(record.offset, view.first_id(), view.count(),
+                         view.bytes(),
+                         [&](const auto& put) { view.ForEach(put); });
   }
-  uint64_t bytes = string_bytes_.size();
+  proto::StringTable table;
+  if (auto s = ParseBytes(record, payload->view(), &table); !s.ok()) return s;
+  if (table.first_id() == 0) return starts_at_zero();
+  uint64_t bytes = 0;
   for (const std::string& str : table.strings()) bytes += str.size();
-  if (bytes >= kUnknownString) {
-    return absl::DataLossError(absl::StrFormat(
-        "strings record at offset %d: the file's strings exceed 4 GiB",
-        record.offset));
-  }
-  strings_held_ += table.strings_size();
-  // The table grows to ids the file really holds strings for (gaps are
-  // strings of lost records); an id far beyond them must not make the
-  // reader allocate a slot for every id below it.
-  const bool dense = end <= strings_.size() || end <= 2 * strings_held_ + 1024;
-  if (dense && strings_.size() < end) strings_.resize(end);
-  for (int i = 0; i < table.strings_size(); ++i) {
-    const std::string& str = table.strings(i);
-    const StringRef ref{static_cast<uint32_t>(string_bytes_.size()),
-                        static_cast<uint32_t>(str.size())};
-    string_bytes_.append(str);
-    const uint32_t id = table.first_id() + static_cast<uint32_t>(i);
-    if (dense) {
-      strings_[id] = ref;
-    } else {
-      far_strings_.push_back({id, ref});
-    }
-  }
-  return absl::OkStatus();
+  return strings_->Add(record.offset, table.first_id(), table.strings_size(),
+                       bytes, [&](const auto& put) {
+                         for (const std::string& str : table.strings()) {
+                           put(str);
+                         }
+                       });
 }
+
+size_t TraceReader::string_count() const { return strings_->table_size(); }
 
 const proto::Track* TraceReader::FindTrack(uint32_t id) const {
   auto it = track_by_id_.find(id);
@@ -328,17 +307,7 @@ const proto::Track* TraceReader::FindTrack(uint32_t id) const {
 }
 
 std::string_view TraceReader::GetString(uint32_t id) const {
-  const StringRef* ref = nullptr;
-  if (id < strings_.size() && strings_[id].length != kUnknownString) {
-    ref = &strings_[id];
-  } else if (!far_strings_.empty()) {
-    auto it = std::lower_bound(
-        far_strings_.begin(), far_strings_.end(), id,
-        [](const FarString& f, uint32_t id) { return f.id < id; });
-    if (it != far_strings_.end() && it->id == id) ref = &it->ref;
-  }
-  if (ref == nullptr) return "<lost string>";
-  return std::string_view(string_bytes_.data() + ref->offset, ref->length);
+  return strings_->Find(id).value_or("<lost string>");
 }
 
 const proto::Frame* TraceReader::FindFrame(uint32_t id) const {
@@ -363,18 +332,19 @@ uint64_t TraceReader::known_event_count() const {
   for (size_t i = 0; i < chunks_.size(); ++i) {
     if (chunks_[i].ranges_known) {
       total += chunks_[i].event_count;
-    } else if (ranges_learned_[i]) {
-      for (const proto::TrackRange& r : learned_ranges_[i]) {
-        total += r.event_count();
-      }
     }
+  }
+  for (const auto& [chunk, ranges] : learned_ranges_) {
+    for (const proto::TrackRange& r : ranges) total += r.event_count();
   }
   return total;
 }
 
 RecoveryReport TraceReader::report() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return report_;
+  RecoveryReport out = report_;
+  for (SkippedRange& r : out.skipped) r.reason = DescribeSkipped(r);
+  return out;
 }
 
 void TraceReader::AddSkipped(SkippedRange range) const {
@@ -382,11 +352,7 @@ void TraceReader::AddSkipped(SkippedRange range) const {
   range.offset = std::min<uint64_t>(range.offset, data_.size());
   range.bytes = std::min<uint64_t>(range.bytes, data_.size() - range.offset);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& skipped = report_.skipped;
-  auto pos = std::lower_bound(
-      skipped.begin(), skipped.end(), range.offset,
-      [](const SkippedRange& r, uint64_t offset) { return r.offset < offset; });
-  skipped.insert(pos, std::move(range));
+  AddSkippedRange(&report_.skipped, std::move(range));
 }
 
 absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
@@ -406,7 +372,18 @@ absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
                 absl::StrCat("chunk ", i, ": ", s.message())});
     return s;
   };
-  auto record = ReadRecordAt(data_, info.offset);
+  // The scan CRC-checked every chunk it found (`podscope check` decodes
+  // them all right after); a chunk found through the index is checked now.
+  absl::StatusOr<RecordView> record;
+  if (chunks_scanned_) {
+    record = RecordView{
+        info.offset, RecordType::kChunk,
+        static_cast<RecordEncoding>(data_[info.offset + kRecordHeaderSize - 1]),
+        data_.substr(info.offset + kRecordHeaderSize,
+                     info.length - kRecordHeaderSize)};
+  } else {
+    record = ReadRecordAt(data_, info.offset);
+  }
   if (!record.ok()) return fail(record.status());
   if (record->type != RecordType::kChunk) {
     return fail(absl::DataLossError("the index points at a non-chunk record"));
@@ -429,7 +406,7 @@ absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
       r.set_event_count(e.event_count());
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    learned_ranges_[i] = std::move(ranges);
+    if (!ranges.empty()) learned_ranges_[i] = std::move(ranges);
     ranges_learned_[i] = true;
   }
   return out;
@@ -451,7 +428,9 @@ bool TraceReader::ChunkMayHold(size_t i, uint32_t track_id, int64_t t0,
   if (!chunks_[i].ranges_known) {
     lock.lock();
     if (!ranges_learned_[i]) return true;
-    ranges = &learned_ranges_[i];
+    auto it = learned_ranges_.find(i);
+    if (it == learned_ranges_.end()) return false;  // no events
+    ranges = &it->second;
   }
   for (const proto::TrackRange& r : *ranges) {
     if (r.track_id() == track_id) return r.max_ns() >= t0 && r.min_ns() <= t1;

@@ -24,6 +24,8 @@
 
 namespace podscope::trace_format {
 
+class StringIndex;
+
 struct ReaderOptions {
   // Scan and CRC-check every record even when the file has an index (what
   // `podscope check` does). Otherwise an intact index is trusted and chunks
@@ -53,7 +55,9 @@ struct RecoveryReport {
   // Why an index that exists could not be used (empty when it could).
   std::string index_problem;
   // Byte ranges that held no intact record, and records or chunks that were
-  // intact on disk but could not be decoded.
+  // intact on disk but could not be decoded, by offset; damage that touches
+  // other damage is one range (SkippedRange::count), so a run of a million
+  // bad records costs one entry.
   std::vector<SkippedRange> skipped;
   // Bytes the scan ran through the CRC (zero when the index was used): the
   // work a damaged file cost, bounded by docs/trace-format.md "Recovery".
@@ -90,7 +94,7 @@ class TraceReader {
   // Ids below this are held in one table. A damaged or crafted file can
   // also give strings ids far beyond the strings it holds: those are kept
   // apart (GetString finds them) rather than making the table that large.
-  size_t string_count() const { return strings_.size(); }
+  size_t string_count() const;
   const proto::ClockRecord& clock() const { return clock_; }
   const proto::Frame* FindFrame(uint32_t id) const;
   const proto::Stack* FindStack(uint32_t id) const;
@@ -145,37 +149,25 @@ class TraceReader {
   proto::Metadata metadata_;
   std::vector<proto::Track> tracks_;
   absl::flat_hash_map<uint32_t, size_t> track_by_id_;
-  // Every string's bytes in one buffer, and each id's place in it: a
-  // string costs its bytes and 8 more, however short.
-  struct StringRef {
-    uint32_t offset = 0;
-    uint32_t length = kUnknownString;
-  };
-  static constexpr uint32_t kUnknownString = ~0u;
-  absl::Status AddStrings(const RecordView& record,
-                          const proto::StringTable& table);
-  std::string string_bytes_;
-  std::vector<StringRef> strings_;
-  // Strings whose ids lie far beyond the strings held (see string_count),
-  // sorted by id once loaded.
-  struct FarString {
-    uint32_t id;
-    StringRef ref;
-  };
-  std::vector<FarString> far_strings_;
-  uint64_t strings_held_ = 0;
+  absl::Status ApplyStrings(const RecordView& record);
+  std::unique_ptr<StringIndex> strings_;
   proto::ClockRecord clock_;
   absl::flat_hash_map<uint32_t, proto::Frame> frames_;
   absl::flat_hash_map<uint32_t, proto::Stack> stacks_;
   absl::flat_hash_map<uint32_t, uint64_t> drops_;
   std::vector<ChunkInfo> chunks_;
+  // The chunks were found by the scan, which checked their CRCs.
+  bool chunks_scanned_ = false;
 
   mutable std::mutex mutex_;
   mutable RecoveryReport report_;           // guarded by mutex_ after Open
   mutable std::vector<bool> chunk_failed_;  // guarded by mutex_
   // Per-track ranges of chunks of an unindexed file, learned when they are
-  // first decoded, so later time-range reads skip them.
-  mutable std::vector<std::vector<proto::TrackRange>> learned_ranges_;
+  // first decoded, so later time-range reads skip them; kept only for
+  // chunks that held events, so that a file of many tiny chunks costs a
+  // bit for each.
+  mutable absl::flat_hash_map<size_t, std::vector<proto::TrackRange>>
+      learned_ranges_;
   mutable std::vector<bool> ranges_learned_;  // both guarded by mutex_
   // Whether chunk i may hold events of `track_id` in [t0, t1].
   bool ChunkMayHold(size_t i, uint32_t track_id, int64_t t0, int64_t t1) const;

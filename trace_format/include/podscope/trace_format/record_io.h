@@ -109,11 +109,15 @@ absl::StatusOr<RecordView> ReadRecordAt(std::string_view file, uint64_t offset);
 std::string ValidateRecord(std::string_view file, uint64_t offset,
                            RecordView* record);
 
-// A range of the file that did not hold an intact record.
+// A range of the file that did not hold an intact record. Adjacent damage
+// is one range: `reason` says what was wrong at its start (and, in a
+// reader's report, how many more damaged stretches or unusable records
+// follow in the range), `count` how many it covers in all.
 struct SkippedRange {
   uint64_t offset = 0;
   uint64_t bytes = 0;
   std::string reason;
+  uint64_t count = 1;
 };
 
 // Walks the records of a file in order. When a record is damaged (torn,
