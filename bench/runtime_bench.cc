@@ -25,6 +25,7 @@
 #include "mnist/data.h"
 #include "mnist/trainer.h"
 #include "podscope/base/numeric.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/session.h"
 #include "podscope/runtime/ir/builder.h"
 #include "podscope/runtime/pjrt/client.h"
@@ -87,20 +88,17 @@ absl::StatusOr<Prepared> Prepare(const rt::GraphBuilder& builder,
                                  rt::Value output,
                                  const std::vector<rt::Literal>& arguments) {
   Prepared p;
-  auto client = rt::CreateClient(rt::ClientOptions());
-  if (!client.ok()) return client.status();
-  p.client = *std::move(client);
+  PODSCOPE_ASSIGN_OR_RETURN(auto client, rt::CreateClient(rt::ClientOptions()));
+  p.client = std::move(client);
   p.device = p.client->addressable_devices()[0];
-  auto graph = builder.Build({output});
-  if (!graph.ok()) return graph.status();
-  auto executable = p.client->Compile(*graph);
-  if (!executable.ok()) return executable.status();
-  p.executable = *std::move(executable);
+  PODSCOPE_ASSIGN_OR_RETURN(auto graph, builder.Build({output}));
+  PODSCOPE_ASSIGN_OR_RETURN(auto executable, p.client->Compile(graph));
+  p.executable = std::move(executable);
   for (const rt::Literal& literal : arguments) {
-    auto buffer = p.client->BufferFromLiteral(literal, p.device);
-    if (!buffer.ok()) return buffer.status();
-    if (absl::Status s = (*buffer)->Await(); !s.ok()) return s;
-    p.arguments.push_back(*std::move(buffer));
+    PODSCOPE_ASSIGN_OR_RETURN(auto buffer,
+                              p.client->BufferFromLiteral(literal, p.device));
+    if (absl::Status s = buffer->Await(); !s.ok()) return s;
+    p.arguments.push_back(std::move(buffer));
   }
   return p;
 }

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::bench {
 namespace {
@@ -217,16 +218,16 @@ absl::Status WriteSyntheticFile(const std::string& path,
                                 const SyntheticOptions& options,
                                 const std::string& host, int64_t pid,
                                 const trace_format::WriterOptions& wo) {
-  auto writer = trace_format::TraceWriter::Create(path, wo);
-  if (!writer.ok()) return writer.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto writer,
+                            trace_format::TraceWriter::Create(path, wo));
   trace_format::proto::Metadata m;
   m.set_host(host);
   m.set_pid(pid);
   m.set_producer("podscope synthetic trace");
   m.set_start_monotonic_ns(options.start_ns);
-  (*writer)->SetMetadata(m);
-  WriteSyntheticTrace(GenerateSyntheticTrace(options), writer->get());
-  return (*writer)->Close();
+  writer->SetMetadata(m);
+  WriteSyntheticTrace(GenerateSyntheticTrace(options), writer.get());
+  return writer->Close();
 }
 
 }  // namespace podscope::bench

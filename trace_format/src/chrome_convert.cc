@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 
 namespace podscope::trace_format::json_internal {
 namespace od = simdjson::ondemand;
@@ -140,11 +141,10 @@ ChromeConverter::ChromeConverter(TraceWriter* writer, JsonEventStream* in,
 absl::Status ChromeConverter::Run(const std::function<bool()>& tick) {
   uint64_t n = 0;
   while (true) {
-    auto item = in_->Next();
-    if (!item.ok()) return item.status();
-    if (item->kind == JsonItem::kEnd) break;
-    absl::Status s = item->kind == JsonItem::kEvent ? HandleEvent(*item)
-                                                    : HandleMember(*item);
+    PODSCOPE_ASSIGN_OR_RETURN(auto item, in_->Next());
+    if (item.kind == JsonItem::kEnd) break;
+    absl::Status s =
+        item.kind == JsonItem::kEvent ? HandleEvent(item) : HandleMember(item);
     if (!s.ok()) return s;
     if ((++n & 4095) == 0 && tick && !tick()) {
       return absl::CancelledError(absl::StrCat(in_->name(), ": cancelled"));

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "podscope/base/json.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/clock_model.h"
 
 namespace podscope::trace_format {
@@ -343,9 +344,8 @@ class Exporter {
 absl::StatusOr<ChromeExportStats> ExportChrome(
     std::span<const TraceReader* const> readers, const std::string& out_path,
     const ChromeExportOptions& options) {
-  auto out = JsonOut::Open(out_path, options.gzip);
-  if (!out.ok()) return out.status();
-  Exporter exporter(out->get(), options);
+  PODSCOPE_ASSIGN_OR_RETURN(auto out, JsonOut::Open(out_path, options.gzip));
+  Exporter exporter(out.get(), options);
   if (auto s = exporter.Run(readers); !s.ok()) return s;
   ChromeExportStats stats;
   stats.events = exporter.events();

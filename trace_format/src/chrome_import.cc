@@ -15,6 +15,7 @@
 #include "chrome_convert.h"
 #include "json_stream.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/import.h"
 #include "podscope/trace_format/writer.h"
@@ -271,18 +272,17 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonBuffer(
     std::string_view data, const std::string& name,
     const std::string& out_path) {
   auto in = JsonEventStream::FromBuffer(data, name);
-  auto writer = TraceWriter::Create(out_path);
-  if (!writer.ok()) return writer.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(out_path));
   Converted converted;
   absl::Status s =
-      Convert(in.get(), writer->get(), nullptr, &converted, name, 0);
+      Convert(in.get(), writer.get(), nullptr, &converted, name, 0);
   if (s.ok()) {
     converted.metadata.set_session_id("import");
     if (converted.metadata.process_index() < 0) {
       converted.metadata.set_process_index(0);
     }
-    (*writer)->SetMetadata(converted.metadata);
-    s = (*writer)->Close();
+    writer->SetMetadata(converted.metadata);
+    s = writer->Close();
   }
   if (!s.ok()) return s;
   return converted.result;
@@ -297,9 +297,9 @@ absl::StatusOr<std::vector<std::string>> ImportChromeTrace(
   chrome.cancel = options.cancel;
   chrome.on_file_error = options.on_file_error;
   chrome.files_done = options.progress;
-  auto result = ImportChromeJsonFiles(files, out_dir, chrome);
-  if (!result.ok()) return result.status();
-  return std::move(result->paths);
+  PODSCOPE_ASSIGN_OR_RETURN(auto result,
+                            ImportChromeJsonFiles(files, out_dir, chrome));
+  return std::move(result.paths);
 }
 
 }  // namespace podscope::trace_format

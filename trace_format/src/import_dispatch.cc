@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "podscope/base/coding.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/import.h"
 
@@ -297,10 +298,9 @@ absl::StatusOr<std::string> ResolveTracePath(const std::string& path,
   std::vector<std::pair<fs::path, SourceFormat>> foreign;
   fs::path root;
   if (fs::is_regular_file(st)) {
-    auto format = DetectFormat(path);
-    if (!format.ok()) return format.status();
-    if (*format == SourceFormat::kPodtrace) return path;
-    foreign.emplace_back(fs::absolute(path, ec).lexically_normal(), *format);
+    PODSCOPE_ASSIGN_OR_RETURN(auto format, DetectFormat(path));
+    if (format == SourceFormat::kPodtrace) return path;
+    foreign.emplace_back(fs::absolute(path, ec).lexically_normal(), format);
   } else if (fs::is_directory(st)) {
     root = fs::absolute(path, ec).lexically_normal();
     for (fs::recursive_directory_iterator

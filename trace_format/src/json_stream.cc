@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include "podscope/base/status_macros.h"
+
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -210,9 +212,8 @@ absl::StatusOr<bool> JsonEventStream::SkipSpace() {
   while (true) {
     while (pos_ < end_ && IsSpace(buf_[pos_])) ++pos_;
     if (pos_ < end_) return true;
-    auto more = Ensure(1);
-    if (!more.ok()) return more.status();
-    if (!*more) return false;
+    PODSCOPE_ASSIGN_OR_RETURN(auto more, Ensure(1));
+    if (!more) return false;
   }
 }
 
@@ -234,9 +235,8 @@ absl::StatusOr<size_t> JsonEventStream::ValueLength() {
     } else if (Scan(p, n, st)) {
       return st.i;
     }
-    auto more = Ensure(st.i + 1);
-    if (!more.ok()) return more.status();
-    if (!*more) {
+    PODSCOPE_ASSIGN_OR_RETURN(auto more, Ensure(st.i + 1));
+    if (!more) {
       if (scalar) return end_ - pos_;
       return Error(base_ + end_,
                    absl::StrCat("the file ends inside the value that starts "
@@ -258,9 +258,8 @@ JsonItem JsonEventStream::Item(JsonItem::Kind kind, size_t length) {
 
 absl::StatusOr<JsonItem> JsonEventStream::NextInArray() {
   while (true) {
-    auto have = SkipSpace();
-    if (!have.ok()) return have.status();
-    if (!*have) {
+    PODSCOPE_ASSIGN_OR_RETURN(auto have, SkipSpace());
+    if (!have) {
       if (in_object_) {
         return Error(base_ + end_,
                      "the file ends inside the \"traceEvents\" array "
@@ -278,9 +277,8 @@ absl::StatusOr<JsonItem> JsonEventStream::NextInArray() {
         return NextMember();
       }
       state_ = State::kDone;
-      auto more = SkipSpace();
-      if (!more.ok()) return more.status();
-      if (*more)
+      PODSCOPE_ASSIGN_OR_RETURN(auto more, SkipSpace());
+      if (more)
         return Error(base_ + pos_, "unexpected text after the JSON array");
       return JsonItem{};
     }
@@ -300,18 +298,16 @@ absl::StatusOr<JsonItem> JsonEventStream::NextInArray() {
       // there; elsewhere it is an error.
       return Error(base_ + pos_, "unexpected ','");
     }
-    auto length = ValueLength();
-    if (!length.ok()) return length.status();
+    PODSCOPE_ASSIGN_OR_RETURN(auto length, ValueLength());
     state_ = State::kArrayNext;
-    return Item(JsonItem::kEvent, *length);
+    return Item(JsonItem::kEvent, length);
   }
 }
 
 absl::StatusOr<JsonItem> JsonEventStream::NextMember() {
   while (true) {
-    auto have = SkipSpace();
-    if (!have.ok()) return have.status();
-    if (!*have) {
+    PODSCOPE_ASSIGN_OR_RETURN(auto have, SkipSpace());
+    if (!have) {
       return Error(base_ + end_,
                    "the file ends inside the top-level object (truncated?)");
     }
@@ -320,9 +316,8 @@ absl::StatusOr<JsonItem> JsonEventStream::NextMember() {
       if (c == '}') {
         ++pos_;
         state_ = State::kDone;
-        auto more = SkipSpace();
-        if (!more.ok()) return more.status();
-        if (*more) {
+        PODSCOPE_ASSIGN_OR_RETURN(auto more, SkipSpace());
+        if (more) {
           return Error(base_ + pos_, "unexpected text after the JSON object");
         }
         return JsonItem{};
@@ -340,20 +335,19 @@ absl::StatusOr<JsonItem> JsonEventStream::NextMember() {
       return Error(base_ + pos_, absl::StrCat("expected a member name, found '",
                                               std::string(1, c), "'"));
     }
-    auto key_length = ValueLength();
-    if (!key_length.ok()) return key_length.status();
-    std::string key(buf_.data() + pos_ + 1, *key_length - 2);
-    pos_ += *key_length;
+    PODSCOPE_ASSIGN_OR_RETURN(auto key_length, ValueLength());
+    std::string key(buf_.data() + pos_ + 1, key_length - 2);
+    pos_ += key_length;
     have = SkipSpace();
     if (!have.ok()) return have.status();
-    if (!*have || buf_[pos_] != ':') {
+    if (!have || buf_[pos_] != ':') {
       return Error(base_ + pos_,
                    absl::StrCat("expected ':' after member \"", key, "\""));
     }
     ++pos_;
     have = SkipSpace();
     if (!have.ok()) return have.status();
-    if (!*have) {
+    if (!have) {
       return Error(base_ + end_,
                    "the file ends inside the top-level object "
                    "(truncated?)");
@@ -366,12 +360,11 @@ absl::StatusOr<JsonItem> JsonEventStream::NextMember() {
       state_ = State::kArrayFirst;
       return NextInArray();
     }
-    auto length = ValueLength();
-    if (!length.ok()) return length.status();
+    PODSCOPE_ASSIGN_OR_RETURN(auto length, ValueLength());
     state_ = State::kObjectComma;
     // The key's text lives in the buffer just before the value, unless the
     // buffer moved; keep a copy beside the item.
-    JsonItem item = Item(JsonItem::kMember, *length);
+    JsonItem item = Item(JsonItem::kMember, length);
     member_key_ = std::move(key);
     item.key = member_key_;
     return item;
@@ -381,16 +374,14 @@ absl::StatusOr<JsonItem> JsonEventStream::NextMember() {
 absl::StatusOr<JsonItem> JsonEventStream::Next() {
   switch (state_) {
     case State::kStart: {
-      auto have = Ensure(3);
-      if (!have.ok()) return have.status();
+      PODSCOPE_ASSIGN_OR_RETURN(auto have, Ensure(3));
       // A UTF-8 byte order mark.
       if (end_ - pos_ >= 3 &&
           std::memcmp(buf_.data() + pos_, "\xEF\xBB\xBF", 3) == 0) {
         pos_ += 3;
       }
-      auto more = SkipSpace();
-      if (!more.ok()) return more.status();
-      if (!*more) return Error(0, "the file is empty");
+      PODSCOPE_ASSIGN_OR_RETURN(auto more, SkipSpace());
+      if (!more) return Error(0, "the file is empty");
       const char c = buf_[pos_];
       if (c == '[') {
         ++pos_;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "podscope/base/parallel.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/trailer.h"
 #include "skipped_ranges.h"
@@ -36,9 +37,8 @@ absl::Status ParseBytes(const RecordView& record, std::string_view bytes,
 
 template <typename Message>
 absl::Status ParsePayload(const RecordView& record, Message* message) {
-  auto payload = OpenPayload(record);
-  if (!payload.ok()) return payload.status();
-  return ParseBytes(record, payload->view(), message);
+  PODSCOPE_ASSIGN_OR_RETURN(auto payload, OpenPayload(record));
+  return ParseBytes(record, payload.view(), message);
 }
 
 }  // namespace
@@ -271,8 +271,7 @@ absl::Status TraceReader::ApplyRecord(const RecordView& record) {
 }
 
 absl::Status TraceReader::ApplyStrings(const RecordView& record) {
-  auto payload = OpenPayload(record);
-  if (!payload.ok()) return payload.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto payload, OpenPayload(record));
   auto starts_at_zero = [&] {
     return absl::DataLossError(absl::StrFormat(
         "strings record at offset %d starts at id 0", record.offset));
@@ -280,14 +279,14 @@ absl::Status TraceReader::ApplyStrings(const RecordView& record) {
   // Read in place, without a copy of each string, unless the payload takes
   // protobuf to judge.
   StringTableView view;
-  if (view.Parse(payload->view())) {
+  if (view.Parse(payload.view())) {
     if (view.first_id() == 0) return starts_at_zero();
     return strings_->Add(record.offset, view.first_id(), view.count(),
                          view.bytes(),
                          [&](const auto& put) { view.ForEach(put); });
   }
   proto::StringTable table;
-  if (auto s = ParseBytes(record, payload->view(), &table); !s.ok()) return s;
+  if (auto s = ParseBytes(record, payload.view(), &table); !s.ok()) return s;
   if (table.first_id() == 0) return starts_at_zero();
   uint64_t bytes = 0;
   for (const std::string& str : table.strings()) bytes += str.size();

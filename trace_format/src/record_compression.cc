@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "huffman_deflate.h"
 #include "podscope/base/coding.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/record_io.h"
 #include "record_framing.h"
@@ -176,9 +177,8 @@ absl::StatusOr<Payload> OpenPayload(const RecordView& record) {
 }
 
 absl::StatusOr<std::string> DecodePayload(const RecordView& record) {
-  auto payload = OpenPayload(record);
-  if (!payload.ok()) return payload.status();
-  return std::string(payload->view());
+  PODSCOPE_ASSIGN_OR_RETURN(auto payload, OpenPayload(record));
+  return std::string(payload.view());
 }
 
 }  // namespace podscope::trace_format

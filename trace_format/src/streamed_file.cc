@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/trace.pb.h"
 #include "podscope/trace_format/trailer.h"
@@ -13,10 +14,8 @@
 namespace podscope::trace_format {
 absl::StatusOr<std::unique_ptr<StreamedFile>> StreamedFile::Create(
     const std::string& path) {
-  auto sink = OpenFileSink(path);
-  if (!sink.ok()) return sink.status();
-  return std::unique_ptr<StreamedFile>(
-      new StreamedFile(path, *std::move(sink)));
+  PODSCOPE_ASSIGN_OR_RETURN(auto sink, OpenFileSink(path));
+  return std::unique_ptr<StreamedFile>(new StreamedFile(path, std::move(sink)));
 }
 
 std::unique_ptr<StreamedFile> StreamedFile::Adopt(int fd, std::string path) {
@@ -116,9 +115,8 @@ absl::StatusOr<proto::Index> StreamedFile::BuildIndex() {
   if (absl::Status s = sink_->Flush(false); !s.ok()) return s;
   proto::Index index;
   {
-    auto reader = TraceReader::Open(path_);
-    if (!reader.ok()) return reader.status();
-    const TraceReader& r = **reader;
+    PODSCOPE_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(path_));
+    const TraceReader& r = *reader;
     std::map<uint32_t, proto::TrackRange> totals;  // by track id
     uint64_t events = 0;
     for (size_t i = 0; i < r.chunks().size(); ++i) {

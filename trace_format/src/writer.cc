@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/sorting.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/base/utf8.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/trailer.h"
@@ -136,9 +137,8 @@ void ToReaderOrder(TrackEvents* e) {
 
 absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(
     const std::string& path, const WriterOptions& options) {
-  auto sink = OpenFileSink(path);
-  if (!sink.ok()) return sink.status();
-  return Create(*std::move(sink), options);
+  PODSCOPE_ASSIGN_OR_RETURN(auto sink, OpenFileSink(path));
+  return Create(std::move(sink), options);
 }
 
 absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
 #include "podscope/base/numeric.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/xspace.h"
 #include "podscope/trace_format/xspace_extras.pb.h"
 #include "xspace_names.h"
@@ -573,17 +574,16 @@ absl::StatusOr<XSpaceExportStats> ExportXSpace(
   for (const TraceReader* r : readers) ++per_host[r->metadata().host()];
   for (const TraceReader* r : readers) {
     Exporter exporter(*r, options);
-    auto space = exporter.Run();
-    if (!space.ok()) return space.status();
+    PODSCOPE_ASSIGN_OR_RETURN(auto space, exporter.Run());
     // The host comes from the file: one sanitiser makes it a name.
     const std::string host = base::SafeFileComponent(r->metadata().host());
     const std::string stem = per_host[r->metadata().host()] > 1
                                  ? absl::StrCat(host, ".", r->metadata().pid())
                                  : host;
-    auto written = WriteNewFile(dir_fd.get(), dir, stem, ".xplane.pb",
-                                space->SerializeAsString());
-    if (!written.ok()) return written.status();
-    const fs::path path = dir / *written;
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto written, WriteNewFile(dir_fd.get(), dir, stem, ".xplane.pb",
+                                   space.SerializeAsString()));
+    const fs::path path = dir / written;
     stats.files.push_back(path.string());
     stats.events += exporter.events();
     stats.bytes += fs::file_size(path, ec);

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/import.h"
 #include "podscope/trace_format/writer.h"
@@ -45,21 +46,19 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 absl::StatusOr<std::string> ImportOne(const std::string& file,
                                       const std::string& out_dir,
                                       const XSpaceImportFacts& facts) {
-  auto data = ReadWholeFile(file);
-  if (!data.ok()) return data.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto data, ReadWholeFile(file));
   // Written to a temporary name, renamed when complete.
   const fs::path tmp =
       fs::path(out_dir) / absl::StrCat(".import-", facts.process_index, ".tmp");
-  auto writer = TraceWriter::Create(tmp.string());
-  if (!writer.ok()) return writer.status();
-  auto stats = XSpaceToPodtrace(*data, facts, **writer);
+  PODSCOPE_ASSIGN_OR_RETURN(auto writer, TraceWriter::Create(tmp.string()));
+  auto stats = XSpaceToPodtrace(data, facts, *writer);
   if (!stats.ok()) {
     std::error_code ec;
-    (*writer)->Close().IgnoreError();
+    writer->Close().IgnoreError();
     fs::remove(tmp, ec);
     return stats.status();
   }
-  if (absl::Status s = (*writer)->Close(); !s.ok()) return s;
+  if (absl::Status s = writer->Close(); !s.ok()) return s;
   // The host comes from the file: one sanitiser makes it a name, and a
   // name taken (two files of one host and pid) gets a suffix.
   std::string stem =

@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "name_match.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/viewer/analysis.h"
 
 namespace podscope::viewer {
@@ -33,9 +34,7 @@ bool Matched(const std::vector<char>& m, StringId id) {
 
 absl::StatusOr<std::vector<SearchHit>> Search(const TraceStore& store,
                                               const SearchQuery& query) {
-  auto matches_or = Matches(store, query);
-  if (!matches_or.ok()) return matches_or.status();
-  const std::vector<char>& m = *matches_or;
+  PODSCOPE_ASSIGN_OR_RETURN(const std::vector<char> m, Matches(store, query));
   std::vector<SearchHit> hits;
   if (query.limit == 0) return hits;
   for (TrackId t : internal::TracksOrAll(store, query.tracks)) {
@@ -85,9 +84,7 @@ absl::StatusOr<std::optional<SearchHit>> SearchStep(const TraceStore& store,
                                                     const SearchQuery& query,
                                                     const EventRef& from,
                                                     bool forward) {
-  auto matches_or = Matches(store, query);
-  if (!matches_or.ok()) return matches_or.status();
-  const std::vector<char>& m = *matches_or;
+  PODSCOPE_ASSIGN_OR_RETURN(const std::vector<char> m, Matches(store, query));
   const SearchHit origin = HitOf(store, from);
   std::optional<SearchHit> best;
   auto consider = [&](const SearchHit& h) {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "describe_track.h"
 #include "podscope/base/parallel.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/import.h"
 #include "podscope/trace_format/reader.h"
@@ -423,16 +424,15 @@ absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
   // Foreign traces (XSpace, Chrome JSON) are opened through their import.
   tf::ImportOptions import_options;
   import_options.cancel = options.cancel;
-  auto resolved = tf::ResolveTracePath(given_path, import_options);
-  if (!resolved.ok()) return resolved.status();
-  const std::string& path = *resolved;
-  auto sessions = TraceStore::ListSessions(path);
-  if (!sessions.ok()) return sessions.status();
-  const SessionInfo* chosen = &sessions->back();  // the newest
+  PODSCOPE_ASSIGN_OR_RETURN(auto resolved,
+                            tf::ResolveTracePath(given_path, import_options));
+  const std::string& path = resolved;
+  PODSCOPE_ASSIGN_OR_RETURN(auto sessions, TraceStore::ListSessions(path));
+  const SessionInfo* chosen = &sessions.back();  // the newest
   if (!options.session.empty()) {
     chosen = nullptr;
     std::string names;
-    for (const SessionInfo& s : *sessions) {
+    for (const SessionInfo& s : sessions) {
       if (s.name == options.session) chosen = &s;
       absl::StrAppend(&names, names.empty() ? "" : ", ", s.name);
     }
@@ -468,7 +468,7 @@ absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
   auto store = std::unique_ptr<TraceStore>(new TraceStore());
   store->overview_ = overview;
   store->align_clocks_ = options.align_clocks;
-  store->sessions_ = std::move(*sessions);
+  store->sessions_ = std::move(sessions);
   store->session_ = *std::find_if(
       store->sessions_.begin(), store->sessions_.end(),
       [&](const SessionInfo& s) { return s.path == chosen_path; });

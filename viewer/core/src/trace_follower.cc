@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "describe_track.h"
 #include "podscope/base/parallel.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/trace_format/chunk_codec.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/trace_files.h"
@@ -338,12 +339,11 @@ class FileRefresh {
 absl::Status TraceFollower::ReadFile(File* file, FollowUpdate* update) {
   std::error_code ec;
   const uint64_t size = fs::file_size(file->path, ec);
-  auto reader_or = tf::TraceReader::Open(file->path);
-  if (!reader_or.ok()) return reader_or.status();
+  PODSCOPE_ASSIGN_OR_RETURN(auto reader, tf::TraceReader::Open(file->path));
   file->problem.reset();
   file->size_read = ec ? 0 : size;
 
-  FileRefresh refresh(store_.get(), file, **reader_or, update);
+  FileRefresh refresh(store_.get(), file, *reader, update);
   if (!refresh.OpenProcess()) {
     file->size_read = 0;  // read it again once the metadata is there
     return absl::OkStatus();
