@@ -338,15 +338,13 @@ absl::StatusOr<JsonItem> JsonEventStream::NextMember() {
     PODSCOPE_ASSIGN_OR_RETURN(auto key_length, ValueLength());
     std::string key(buf_.data() + pos_ + 1, key_length - 2);
     pos_ += key_length;
-    have = SkipSpace();
-    if (!have.ok()) return have.status();
+    PODSCOPE_ASSIGN_OR_RETURN(have, SkipSpace());
     if (!have || buf_[pos_] != ':') {
       return Error(base_ + pos_,
                    absl::StrCat("expected ':' after member \"", key, "\""));
     }
     ++pos_;
-    have = SkipSpace();
-    if (!have.ok()) return have.status();
+    PODSCOPE_ASSIGN_OR_RETURN(have, SkipSpace());
     if (!have) {
       return Error(base_ + end_,
                    "the file ends inside the top-level object "
@@ -374,7 +372,8 @@ absl::StatusOr<JsonItem> JsonEventStream::NextMember() {
 absl::StatusOr<JsonItem> JsonEventStream::Next() {
   switch (state_) {
     case State::kStart: {
-      PODSCOPE_ASSIGN_OR_RETURN(auto have, Ensure(3));
+      // Whether 3 bytes are there or fewer, the checks below hold.
+      PODSCOPE_RETURN_IF_ERROR(Ensure(3).status());
       // A UTF-8 byte order mark.
       if (end_ - pos_ >= 3 &&
           std::memcmp(buf_.data() + pos_, "\xEF\xBB\xBF", 3) == 0) {
