@@ -17,8 +17,11 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QtTest>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "details_panel.h"
 #include "main_window.h"
@@ -170,6 +173,24 @@ QString WriteTakingTurnsSession() {
 
 }  // namespace
 
+// Rank `rank`'s first slice named `name` that starts at least `from_ns`
+// and before `to_ns` after the session's first event.
+std::optional<EventRef> RankSlice(const TraceStore& s, int rank,
+                                  std::string_view name, int64_t from_ns = 0,
+                                  int64_t to_ns = INT64_MAX) {
+  for (const TrackInfo& info : s.tracks()) {
+    if (s.processes()[info.process].process_index != rank) continue;
+    const SliceColumns& c = s.data(info.id).slices;
+    for (uint32_t i = 0; i < c.size(); ++i) {
+      const int64_t at = c.start(i) - s.first_ns();
+      if (s.str(c.name(i)) == name && at >= from_ns && at < to_ns) {
+        return EventRef{info.id, tf::EventKind::kSlice, i};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 class PodPanelTest : public QObject {
   Q_OBJECT
 
@@ -237,16 +258,7 @@ class PodPanelTest : public QObject {
     // tooltip: rank 0's all-reduce of step 0 waited 3 ms.
     {
       const TraceStore& s = *w.store();
-      std::optional<EventRef> waited;
-      for (const TrackInfo& info : s.tracks()) {
-        if (s.processes()[info.process].process_index != 0) continue;
-        const SliceColumns& c = s.data(info.id).slices;
-        for (uint32_t i = 0; i < c.size() && !waited; ++i) {
-          if (s.str(c.name(i)) == "all_reduce") {
-            waited = EventRef{info.id, tf::EventKind::kSlice, i};
-          }
-        }
-      }
+      const std::optional<EventRef> waited = RankSlice(s, 0, "all_reduce");
       QVERIFY(waited.has_value());
       w.timeline()->Select(*waited, /*reveal=*/true);
       QTableWidget* args = w.details()->args_table();
@@ -287,18 +299,8 @@ class PodPanelTest : public QObject {
 
     // Selecting rank 0's all-reduce of step 2 outlines its peers on every
     // rank.
-    std::optional<EventRef> collective;
-    for (const TrackInfo& info : s.tracks()) {
-      if (s.processes()[info.process].process_index != 0) continue;
-      const SliceColumns& c = s.data(info.id).slices;
-      for (uint32_t i = 0; i < c.size(); ++i) {
-        if (s.str(c.name(i)) == "all_reduce" &&
-            c.start(i) - s.first_ns() > 2 * 20'000'000 &&
-            c.start(i) - s.first_ns() < 3 * 20'000'000) {
-          collective = EventRef{info.id, tf::EventKind::kSlice, i};
-        }
-      }
-    }
+    const std::optional<EventRef> collective =
+        RankSlice(s, 0, "all_reduce", 2 * 20'000'000 + 1, 3 * 20'000'000);
     QVERIFY(collective.has_value());
     t->Select(*collective, /*reveal=*/true);
     QCOMPARE(pod->peers().size(), size_t{kRanks});
@@ -383,16 +385,7 @@ class PodPanelTest : public QObject {
     QVERIFY(loaded.wait(30000) || loaded.count() > 0);
     QVERIFY(w.WaitUntilIdle(30000));
     const TraceStore& s = *w.store();
-    std::optional<EventRef> collective;
-    for (const TrackInfo& info : s.tracks()) {
-      if (s.processes()[info.process].process_index != 0) continue;
-      const SliceColumns& c = s.data(info.id).slices;
-      for (uint32_t i = 0; i < c.size() && !collective; ++i) {
-        if (s.str(c.name(i)) == "all_reduce") {
-          collective = EventRef{info.id, tf::EventKind::kSlice, i};
-        }
-      }
-    }
+    const std::optional<EventRef> collective = RankSlice(s, 0, "all_reduce");
     QVERIFY(collective.has_value());
     w.timeline()->Select(*collective, /*reveal=*/true);
     QTableWidget* peers = w.details()->peers_table();
