@@ -45,6 +45,26 @@ void operator delete(void* p) noexcept { Uncounted(p); }
 void operator delete[](void* p) noexcept { Uncounted(p); }
 void operator delete(void* p, size_t) noexcept { Uncounted(p); }
 void operator delete[](void* p, size_t) noexcept { Uncounted(p); }
+// The nothrow forms too (std::stable_sort's buffer comes from one): every
+// form a delete above may free must come from Counted's malloc.
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return Counted(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return Counted(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept { Uncounted(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  Uncounted(p);
+}
 
 namespace podscope::trace_format {
 namespace {
