@@ -191,6 +191,16 @@ std::optional<EventRef> RankSlice(const TraceStore& s, int rank,
   return std::nullopt;
 }
 
+// Shows `w` at 1600×1000, opens the session in `dir` and waits until it
+// is loaded and idle.
+bool OpenInWindow(MainWindow& w, const QString& dir) {
+  w.resize(1600, 1000);
+  w.show();
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.OpenPath(dir);
+  return (loaded.wait(30000) || loaded.count() > 0) && w.WaitUntilIdle(30000);
+}
+
 class PodPanelTest : public QObject {
   Q_OBJECT
 
@@ -199,12 +209,7 @@ class PodPanelTest : public QObject {
     const QString dir = WriteSession();
     QVERIFY(!dir.isEmpty());
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    QSignalSpy loaded(&w, &MainWindow::loaded);
-    w.OpenPath(dir);
-    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
-    QVERIFY(w.WaitUntilIdle(30000));
+    QVERIFY(OpenInWindow(w, dir));
     PodPanel* pod = w.pod();
     QTableWidget* table = pod->table();
 
@@ -378,12 +383,7 @@ class PodPanelTest : public QObject {
   void collectiveDetailsShowItsPeers() {
     const QString dir = WriteSession();
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    QSignalSpy loaded(&w, &MainWindow::loaded);
-    w.OpenPath(dir);
-    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
-    QVERIFY(w.WaitUntilIdle(30000));
+    QVERIFY(OpenInWindow(w, dir));
     const TraceStore& s = *w.store();
     const std::optional<EventRef> collective = RankSlice(s, 0, "all_reduce");
     QVERIFY(collective.has_value());
@@ -440,12 +440,7 @@ class PodPanelTest : public QObject {
   void timeRowSelectsTheSlowestStep() {
     const QString dir = WriteSession();
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    QSignalSpy loaded(&w, &MainWindow::loaded);
-    w.OpenPath(dir);
-    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
-    QVERIFY(w.WaitUntilIdle(30000));
+    QVERIFY(OpenInWindow(w, dir));
     PodPanel* pod = w.pod();
     pod->tabs()->setCurrentIndex(1);
     QTableWidget* time = pod->view_table(0);
@@ -468,12 +463,7 @@ class PodPanelTest : public QObject {
   void detailsArgumentsUseTheirSpace() {
     const QString dir = WriteSession();
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    QSignalSpy loaded(&w, &MainWindow::loaded);
-    w.OpenPath(dir);
-    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
-    QVERIFY(w.WaitUntilIdle(30000));
+    QVERIFY(OpenInWindow(w, dir));
     const TraceStore& s = *w.store();
     std::optional<EventRef> kernel;
     for (const TrackInfo& info : s.tracks()) {
@@ -510,12 +500,7 @@ class PodPanelTest : public QObject {
   void statisticsPerHostSplitsByRank() {
     const QString dir = WriteSession();
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    QSignalSpy loaded(&w, &MainWindow::loaded);
-    w.OpenPath(dir);
-    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
-    QVERIFY(w.WaitUntilIdle(30000));
+    QVERIFY(OpenInWindow(w, dir));
     StatsPanel* stats = w.stats();
     stats->by_host_box()->setChecked(true);
     QVERIFY(w.WaitUntilIdle(30000));
@@ -543,12 +528,7 @@ class PodPanelTest : public QObject {
     const QString dir = WriteTakingTurnsSession();
     QVERIFY(!dir.isEmpty());
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    QSignalSpy loaded(&w, &MainWindow::loaded);
-    w.OpenPath(dir);
-    QVERIFY(loaded.wait(30000) || loaded.count() > 0);
-    QVERIFY(w.WaitUntilIdle(30000));
+    QVERIFY(OpenInWindow(w, dir));
     PodPanel* pod = w.pod();
     const QString verdict = pod->verdict()->text();
     QVERIFY2(verdict.startsWith("No consistent straggler: rank 1 caused the "
