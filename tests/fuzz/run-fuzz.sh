@@ -58,13 +58,15 @@ run_fuzzer() {
   "$fuzz_bin/${name}_fuzzer" \
     -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 \
     -timeout=25 -print_final_stats=1 \
-    -artifact_prefix="$artifacts/${name}-" "$work/$name/corpus" 2>&1 |
-    tee "$work/$name/fuzz.log" || status=$?
+    -artifact_prefix="$artifacts/${name}-" "$work/$name/corpus" \
+    >"$work/$name/fuzz.log" 2>&1 || status=$?
+  # libFuzzer's progress lines stay in the log; a problem prints its end.
   if [[ $status -ne 0 ]] || grep -qE "ERROR: (libFuzzer|AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error:" "$work/$name/fuzz.log"; then
+    tail -n 60 "$work/$name/fuzz.log" >&2
     echo "run-fuzz: the $name fuzzer found a problem (exit $status); inputs in $artifacts" >&2
     failed=1
   else
-    echo "run-fuzz: $name: no crash in ${seconds}s ($(ls "$work/$name/corpus" | wc -l) inputs in the corpus)"
+    echo "run-fuzz: $name: no crash in ${seconds}s, $(grep -oE '^Done [0-9]+ runs' "$work/$name/fuzz.log" | cut -d' ' -f2) runs ($(ls "$work/$name/corpus" | wc -l) inputs in the corpus)"
   fi
 }
 
