@@ -6,7 +6,9 @@
 // timeline to that rank's step, and selecting a collective outlines its
 // peers on the other ranks. On a 2-rank session whose ranks take turns
 // being last, no one is named, and the verdict still shows how much the
-// ranks wait and links to the worst wait.
+// ranks wait and links to the worst wait. Where a step's device work
+// outlasts its host slice, a cell and a Time row show the whole step
+// window that `podscope analyze` measures, not the host slice alone.
 #include "pod_panel.h"
 
 #include <QCheckBox>
@@ -27,6 +29,7 @@
 #include "main_window.h"
 #include "peer_links.h"
 #include "podscope/trace_format/writer.h"
+#include "rank_test_capture.h"
 #include "stats_panel.h"
 #include "timeline_widget.h"
 
@@ -555,6 +558,54 @@ class PodPanelTest : public QObject {
     QVERIFY(axis.t1() >= step5 + 5'000'000 + 1'700'000);
     QVERIFY(axis.span() < 5'000'000);
     QCOMPARE(w.timeline()->highlighted().size(), size_t{2});
+  }
+  // A step's window runs to the end of the device work it launched (the
+  // same window as `podscope analyze`'s step table): a cell click and a
+  // Time row click zoom to that window, not to the shorter host slice.
+  void stepCellsZoomToTheStepWindow() {
+    using viewer::testing::kRankStepSlice;
+    using viewer::testing::kRankStepWindow;
+    using viewer::testing::RankStepStart;
+    using viewer::testing::WriteRankSession;
+    const QString tmp = QString::fromLocal8Bit(qgetenv("TEST_TMPDIR"));
+    const std::string root =
+        (tmp.isEmpty() ? std::string("/tmp") : tmp.toStdString()) +
+        "/pod_panel_window_" + std::to_string(getpid());
+    std::filesystem::remove_all(root);
+    const QString dir =
+        QString::fromStdString(WriteRankSession(root, /*ranks=*/2,
+                                                /*steps=*/4));
+    MainWindow w;
+    QVERIFY(OpenInWindow(w, dir));
+    const TraceStore& s = *w.store();
+    TimelineWidget* t = w.timeline();
+    // Rank 1's step 2: host slice [start, start + 12 ms), window to 16 ms.
+    const int64_t start = s.first_ns() + RankStepStart(1, 2) - 1'000'000;
+    QTableWidget* table = w.pod()->table();
+    const QRect cell = table->visualItemRect(table->item(2, 1));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+    QVERIFY(t->selected().has_value());
+    QCOMPARE(s.StartOf(*t->selected()), start);
+    QCOMPARE(s.DurationOf(*t->selected()), kRankStepSlice);
+    QVERIFY2(
+        t->axis().t0() <= start && t->axis().t1() >= start + kRankStepWindow,
+        qPrintable(QStringLiteral("shown %1..%2 ms after the step")
+                       .arg((t->axis().t0() - start) / 1e6)
+                       .arg((t->axis().t1() - start) / 1e6)));
+    QVERIFY(t->axis().span() < 2 * kRankStepWindow);
+
+    // The Time view's row of rank 0: its slowest step, whole.
+    w.pod()->tabs()->setCurrentIndex(1);
+    QTableWidget* time = w.pod()->view_table(0);
+    t->ZoomToTimes(s.first_ns(), s.last_ns());
+    const QRect row = time->visualItemRect(time->item(0, 0));
+    QTest::mouseClick(time->viewport(), Qt::LeftButton, {}, row.center());
+    QVERIFY(t->selected().has_value());
+    const int64_t slowest = s.StartOf(*t->selected());
+    QCOMPARE(s.DurationOf(*t->selected()), kRankStepSlice);
+    QVERIFY(t->axis().t0() <= slowest);
+    QVERIFY(t->axis().t1() >= slowest + kRankStepWindow);
+    QVERIFY(t->axis().span() < 2 * kRankStepWindow);
   }
 };
 

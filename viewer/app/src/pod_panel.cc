@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "podscope/base/numeric.h"
 #include "time_format.h"
 
 namespace podscope::viewer::app {
@@ -225,7 +226,14 @@ void PodPanel::ActivateCell(int row, int column) {
       !r.steps[row].present) {
     return;
   }
-  emit eventRequested(r.steps[row].event);
+  // The step's slice is selected; the view shows the step's whole window,
+  // which runs on to the end of the device work the step launched.
+  const PodStep& step = r.steps[row];
+  emit eventRequested(step.event);
+  emit timesRequested(
+      step.start_ns,
+      base::SaturatingAdd(step.start_ns,
+                          std::max<int64_t>(step.duration_ns, 1)));
 }
 
 void PodPanel::ActivateViewRow(size_t view, int row) {
@@ -234,11 +242,10 @@ void PodPanel::ActivateViewRow(size_t view, int row) {
     return;
   }
   const PodView::Row& r = model_.views[view].rows[row];
-  if (r.event) {
-    emit eventRequested(*r.event);
-  } else if (r.t1 > r.t0) {
-    emit timesRequested(r.t0, r.t1);
-  }
+  // A row may name an event, a time window, or both (a step: its slice,
+  // and its window to the end of its device work).
+  if (r.event) emit eventRequested(*r.event);
+  if (r.t1 > r.t0) emit timesRequested(r.t0, r.t1);
 }
 
 void PodPanel::ShowSelection(std::optional<EventRef> event) {
