@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <random>
 
 namespace podscope::analysis_testing {
 
@@ -164,6 +165,72 @@ std::string WriteSynchronousJob(
                    {"collective_id", "world#" + std::to_string(k)}});
     }
     if (!(*t)->Close().ok()) return "";
+  }
+  return dir;
+}
+
+std::string WriteTrainingJob(const std::string& name,
+                             const TrainingJobShape& shape) {
+  const std::string dir = FreshDir(name);
+  std::mt19937_64 rng(shape.seed);
+  std::uniform_real_distribution<double> jitter(1 - shape.noise,
+                                                1 + shape.noise);
+  auto length = [&](int rank, int step, const std::string& op, double ns) {
+    const double scale = shape.scale ? shape.scale(rank, step, op) : 1.0;
+    return static_cast<int64_t>(ns * scale * jitter(rng));
+  };
+  std::vector<std::unique_ptr<RankTrace>> traces;
+  std::vector<uint32_t> main, dev;
+  for (int r = 0; r < shape.ranks; ++r) {
+    auto t = RankTrace::Create(dir + "/rank" + std::to_string(r) + ".podtrace",
+                               "host" + std::to_string(r), r, shape.ranks);
+    if (!t.ok()) return "";
+    main.push_back((*t)->Thread("main"));
+    dev.push_back((*t)->Device("device 0 (CPU) stream", 0));
+    traces.push_back(std::move(*t));
+  }
+  int64_t start = 1'000'000;
+  for (int s = 0; s < shape.steps; ++s) {
+    std::vector<int64_t> arrive(shape.ranks);
+    for (int r = 0; r < shape.ranks; ++r) {
+      RankTrace& t = *traces[r];
+      int64_t at = start;
+      auto compile = [&](const std::string& signature) {
+        t.Slice(main[r], at, 5'000'000, "Compile",
+                {{"graph_hash", signature == "f32[32,784]" ? "a1" : "b2"},
+                 {"cache_hit", int64_t{0}},
+                 {"signature", signature}});
+        at += 5'000'000;
+      };
+      if (s == 0) compile("f32[32,784]");
+      if (s == shape.recompile_at) compile("f32[17,784]");
+      if (!shape.extra_scope.empty()) {
+        t.Slice(main[r], at, 100'000, shape.extra_scope);
+        at += 100'000;
+      }
+      const int64_t loader = length(r, s, "loader_next", 500'000);
+      t.Slice(main[r], at, loader, "loader_next");
+      at += loader;
+      const int64_t conv = length(r, s, "conv2d", 2'000'000);
+      const int64_t matmul = length(r, s, "matmul", 1'000'000);
+      t.Slice(main[r], at, conv + matmul, "forward");
+      t.Slice(dev[r], at, conv, "conv2d");
+      t.Slice(dev[r], at + conv, matmul, "matmul");
+      arrive[r] = at + conv + matmul;
+    }
+    const int64_t end =
+        *std::max_element(arrive.begin(), arrive.end()) + 200'000;
+    for (int r = 0; r < shape.ranks; ++r) {
+      traces[r]->Slice(dev[r], arrive[r], end - arrive[r], "all_reduce",
+                       {{"wait_ns", end - 200'000 - arrive[r]},
+                        {"collective_id", "world#" + std::to_string(s)}});
+      traces[r]->Slice(main[r], start, end - start, "train_step",
+                       {{"step", int64_t{s}}});
+    }
+    start = end;
+  }
+  for (auto& t : traces) {
+    if (!t->Close().ok()) return "";
   }
   return dir;
 }

@@ -72,6 +72,31 @@ std::string WriteSynchronousJob(
     const std::string& name, int ranks, int steps, int per_step,
     const std::function<int64_t(int rank, int collective)>& compute_ns);
 
+// A data-parallel training job for the diff tests and benchmark: each of
+// `steps` steps (`train_step`, arg step) on each rank runs `loader_next`
+// (data loading) on the main thread, then `forward` with the device ops
+// `conv2d` and `matmul` on the rank's stream, then an `all_reduce`
+// (collective_id "world#<step>") that ends 200 µs after the last rank
+// arrives. Durations are 0.5 ms (loader), 2 ms (conv2d) and 1 ms
+// (matmul), times `scale(rank, step, op)`, times a jitter drawn from
+// [1 - noise, 1 + noise] by a generator seeded with `seed`. Step 0 starts
+// with a `Compile` that misses the cache (signature "f32[32,784]"); with
+// `recompile_at` >= 0 that step starts with another miss, of signature
+// "f32[17,784]". A non-empty `extra_scope` adds a 100 µs host scope of
+// that name before the loader in every step. Returns the session folder
+// ("" when writing failed).
+struct TrainingJobShape {
+  int ranks = 4;
+  int steps = 40;
+  uint64_t seed = 1;
+  double noise = 0.03;
+  std::function<double(int rank, int step, const std::string& op)> scale;
+  int recompile_at = -1;
+  std::string extra_scope;
+};
+std::string WriteTrainingJob(const std::string& name,
+                             const TrainingJobShape& shape);
+
 // One rank whose recorded machine peak (10 GFLOP/s, 1 GB/s, "cached") is
 // below what its kernels reached: `dense/dot` (op dot) at 20 GFLOP/s and
 // `relu/fusion` (op fusion) at 4 GB/s.

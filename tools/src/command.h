@@ -55,6 +55,7 @@ struct Command {
 extern const Command kCheckCommand;
 extern const Command kSummaryCommand;
 extern const Command kAnalyzeCommand;
+extern const Command kDiffCommand;
 extern const Command kExportCommand;
 extern const Command kCaptureCommand;
 extern const Command kLaunchCommand;

@@ -13,14 +13,15 @@ namespace podscope::tools {
 namespace {
 
 constexpr const Command* kCommands[] = {
-    &kCheckCommand,  &kSummaryCommand, &kAnalyzeCommand,
+    &kCheckCommand,  &kSummaryCommand, &kAnalyzeCommand, &kDiffCommand,
     &kExportCommand, &kCaptureCommand, &kLaunchCommand,
 };
 
 constexpr std::string_view kExitCodes =
     "Exit codes:\n"
     "  0  success (check: every file intact)\n"
-    "  1  check found damage but recovered what it could\n"
+    "  1  check found damage but recovered what it could; diff: a\n"
+    "     --fail_if condition held\n"
     "  2  usage error (unknown command or flag, missing or bad argument)\n"
     "  3  a file is unreadable or not found\n"
     "     (summary and export: nothing readable at PATH; unreadable files\n"

@@ -15,6 +15,11 @@ void FlagParser::AddString(std::string_view name, std::string* value,
   flags_.push_back({std::string(name), short_name, Kind::kString, value});
 }
 
+void FlagParser::AddStrings(std::string_view name,
+                            std::vector<std::string>* values) {
+  flags_.push_back({std::string(name), 0, Kind::kStrings, values});
+}
+
 void FlagParser::AddInt(std::string_view name, int64_t* value, int64_t min,
                         int64_t max) {
   flags_.push_back({std::string(name), 0, Kind::kInt, value, min, max});
@@ -42,6 +47,9 @@ absl::Status FlagParser::Set(const Flag& flag, std::string_view spelled,
       return absl::OkStatus();
     case Kind::kString:
       *static_cast<std::string*>(flag.value) = std::string(value);
+      return absl::OkStatus();
+    case Kind::kStrings:
+      static_cast<std::vector<std::string>*>(flag.value)->emplace_back(value);
       return absl::OkStatus();
     case Kind::kInt: {
       int64_t n = 0;

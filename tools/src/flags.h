@@ -23,6 +23,8 @@ class FlagParser {
   // optional.
   void AddString(std::string_view name, std::string* value,
                  char short_name = 0);
+  // Like AddString, repeatable: each occurrence appends its value.
+  void AddStrings(std::string_view name, std::vector<std::string>* values);
   // A whole number in [min, max].
   void AddInt(std::string_view name, int64_t* value, int64_t min, int64_t max);
 
@@ -34,7 +36,7 @@ class FlagParser {
                      std::vector<std::string>* positional, bool* help) const;
 
  private:
-  enum class Kind { kBool, kString, kInt };
+  enum class Kind { kBool, kString, kStrings, kInt };
   struct Flag {
     std::string name;
     char short_name = 0;
