@@ -5,10 +5,17 @@
 // Headlines:
 //   analysis.ms_per_million_events  AnalyzePod time per million events
 //   analysis.vs_read                AnalyzePod time / TraceStore::Open time
+//   diff.steps_per_s                `podscope diff`'s work (both sessions
+//                                   opened, then DiffSessions) on two
+//                                   1,000-step 8-rank sessions: steps of
+//                                   both sessions per second
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +24,7 @@
 #include "podscope/base/numeric.h"
 #include "podscope/trace_format/writer.h"
 #include "podscope/viewer/pod_analysis.h"
+#include "podscope/viewer/session_diff.h"
 #include "podscope/viewer/trace_store.h"
 
 namespace podscope::bench {
@@ -158,11 +166,113 @@ void BM_AnalyzePod(benchmark::State& state) {
 }
 BENCHMARK(BM_AnalyzePod)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A data-parallel job of `steps` steps on 8 ranks: per step a loader
+// scope, a forward scope over two device ops, an all-reduce joined by
+// collective_id, with durations jittered by `seed` (and conv2d on rank 5
+// scaled by `slow`).
+std::string WriteTrainingJob(const std::string& name, int steps, uint64_t seed,
+                             double slow) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("podscope-bench-diff-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> jitter(0.97, 1.03);
+  std::vector<std::unique_ptr<tf::TraceWriter>> w;
+  std::vector<uint32_t> main, dev;
+  for (int r = 0; r < kRanks; ++r) {
+    w.push_back(*tf::TraceWriter::Create(
+        (dir / ("rank" + std::to_string(r) + ".podtrace")).string()));
+    tf::proto::Metadata m;
+    m.set_host("host" + std::to_string(r));
+    m.set_pid(100 + r);
+    m.set_process_index(r);
+    m.set_process_count(kRanks);
+    w[r]->SetMetadata(m);
+    tf::proto::Track t;
+    t.set_kind(tf::proto::TRACK_KIND_THREAD);
+    t.set_name("main");
+    main.push_back(w[r]->AddTrack(t));
+    t.set_kind(tf::proto::TRACK_KIND_DEVICE_STREAM);
+    t.set_name("device stream");
+    t.set_device_id(0);
+    dev.push_back(w[r]->AddTrack(t));
+  }
+  int64_t start = 0;
+  std::vector<int64_t> arrive(kRanks);
+  for (int64_t st = 0; st < steps; ++st) {
+    for (int r = 0; r < kRanks; ++r) {
+      tf::TraceWriter& x = *w[r];
+      const int64_t load = static_cast<int64_t>(500'000 * jitter(rng));
+      const int64_t conv =
+          static_cast<int64_t>(2'000'000 * jitter(rng) * (r == 5 ? slow : 1.0));
+      const int64_t mm = static_cast<int64_t>(1'000'000 * jitter(rng));
+      x.AddSlice(main[r], start, load, x.InternString("loader_next"));
+      x.AddSlice(main[r], start + load, conv + mm, x.InternString("forward"));
+      x.AddSlice(dev[r], start + load, conv, x.InternString("conv2d"));
+      x.AddSlice(dev[r], start + load + conv, mm, x.InternString("matmul"));
+      arrive[r] = start + load + conv + mm;
+    }
+    const int64_t end =
+        *std::max_element(arrive.begin(), arrive.end()) + 200'000;
+    for (int r = 0; r < kRanks; ++r) {
+      tf::TraceWriter& x = *w[r];
+      const std::vector<tf::Arg> ar = {
+          {x.InternString("collective_id"),
+           tf::StringId{x.InternString("world#" + std::to_string(st))}},
+          {x.InternString("wait_ns"), end - 200'000 - arrive[r]}};
+      x.AddSlice(dev[r], arrive[r], end - arrive[r],
+                 x.InternString("all_reduce"), ar);
+      const std::vector<tf::Arg> step = {{x.InternString("step"), st}};
+      x.AddSlice(main[r], start, end - start, x.InternString("train_step"),
+                 step);
+    }
+    start = end;
+  }
+  for (auto& x : w) {
+    if (!x->Close().ok()) return "";
+  }
+  return dir.string();
+}
+
+void BM_Diff(benchmark::State& state) {
+  constexpr int kDiffSteps = 1000;
+  static const std::string base = WriteTrainingJob("base", kDiffSteps, 1, 1.0);
+  static const std::string cand = WriteTrainingJob("cand", kDiffSteps, 2, 1.3);
+  if (base.empty() || cand.empty()) {
+    state.SkipWithError("writing the sessions failed");
+    return;
+  }
+  size_t compared = 0;
+  bool found = false;
+  for (auto _ : state) {
+    auto b = viewer::TraceStore::Open(base);
+    auto c = viewer::TraceStore::Open(cand);
+    if (!b.ok() || !c.ok()) {
+      state.SkipWithError("opening the sessions failed");
+      return;
+    }
+    const viewer::SessionDiff d = viewer::DiffSessions(**b, **c);
+    compared = d.base_steps + d.cand_steps;
+    found = d.step_median.significant && d.largest_rank == 5;
+    benchmark::DoNotOptimize(d);
+  }
+  // The slower conv2d on rank 5 must be found, or the figure means nothing.
+  if (!found) state.SkipWithError("the diff did not find rank 5's change");
+  state.counters["steps_compared"] = static_cast<double>(compared);
+  state.counters["diff.steps_per_s"] =
+      benchmark::Counter(static_cast<double>(compared),
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Diff)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2);
+
 }  // namespace
 }  // namespace podscope::bench
 
 int main(int argc, char** argv) {
   podscope::bench::RegisterHeadline("analysis.ms_per_million_events", "ms");
   podscope::bench::RegisterHeadline("analysis.vs_read", "x");
+  podscope::bench::RegisterHeadline("diff.steps_per_s", "steps/s");
   return podscope::bench::RunBenchmarksWithHeadlines(argc, argv);
 }
