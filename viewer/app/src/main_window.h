@@ -23,6 +23,7 @@ class QSettings;
 namespace podscope::viewer::app {
 
 class CaptureDialog;
+class CompareWindow;
 class DetailsPanel;
 class FlameGraphWidget;
 class LiveSession;
@@ -85,6 +86,9 @@ class MainWindow : public QMainWindow {
   // File › Capture…: shows the capture dialog (made on first use); a
   // capture that writes files opens its session folder here.
   CaptureDialog* ShowCaptureDialog();
+  // File › Compare…: a window comparing two sessions (compare_window.h),
+  // deleted when closed.
+  CompareWindow* ShowCompare(const QString& baseline, const QString& candidate);
 
  signals:
   void loaded(bool ok);

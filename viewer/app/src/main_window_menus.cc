@@ -10,6 +10,7 @@
 #include <QMessageBox>
 #include <QSettings>
 
+#include "compare_window.h"
 #include "main_window.h"
 #include "mesh_view.h"
 #include "search_bar.h"
@@ -21,6 +22,15 @@ void MainWindow::BuildMenus() {
   BuildFileMenu();
   BuildViewMenu();
   BuildFindAndHelpMenus();
+}
+
+CompareWindow* MainWindow::ShowCompare(const QString& baseline,
+                                       const QString& candidate) {
+  auto* window = new CompareWindow();
+  window->setAttribute(Qt::WA_DeleteOnClose);
+  window->show();
+  window->Open(baseline, candidate);
+  return window;
 }
 
 void MainWindow::BuildFileMenu() {
@@ -42,6 +52,15 @@ void MainWindow::BuildFileMenu() {
   QAction* capture = file->addAction(tr("&Capture…"));
   capture->setShortcut(QKeySequence("Ctrl+Shift+C"));
   connect(capture, &QAction::triggered, this, [this] { ShowCaptureDialog(); });
+  QAction* compare = file->addAction(tr("Co&mpare…"));
+  connect(compare, &QAction::triggered, this, [this] {
+    const QString baseline = QFileDialog::getExistingDirectory(
+        this, tr("Compare: the baseline session folder"));
+    if (baseline.isEmpty()) return;
+    const QString candidate = QFileDialog::getExistingDirectory(
+        this, tr("Compare: the candidate session folder"), baseline);
+    if (!candidate.isEmpty()) ShowCompare(baseline, candidate);
+  });
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   session_menu_ = file->addMenu(tr("&Session"));
   session_menu_->setEnabled(false);
