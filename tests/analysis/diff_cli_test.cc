@@ -1,6 +1,8 @@
 // `podscope diff` as a user runs it: on two written training jobs, one
 // with an op slower on one rank, as text, as JSON and as a CI gate; and on
-// bad input (a missing session, a malformed or unknown --fail_if).
+// bad input (a missing session, a malformed or unknown --fail_if). And
+// `podscope query` on the same sessions: a table, CSV, JSON, and a
+// statement SQLite rejects.
 #include <string>
 #include <vector>
 
@@ -115,6 +117,40 @@ TEST(DiffCliTest, BadInputIsNamed) {
   r = RunPodscope({"diff", "--fail_if", "op:nope > 1%", p.base, p.cand});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("no figure 'op:nope'"));
+}
+
+TEST(QueryCliTest, AnswersAsTableCsvAndJson) {
+  const Pair& p = SlowerConvPair();
+  const std::string sql =
+      "SELECT rank, count(*) AS n, sum(dur) AS total FROM slices WHERE name "
+      "= 'conv2d' GROUP BY rank ORDER BY total DESC";
+  RunResult r = RunPodscope({"query", p.cand, sql});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::StartsWith("rank  n   total"));
+  EXPECT_THAT(r.out, HasSubstr("(4 rows)"));
+  // Rank 1's conv2d is the slow one: first by total time.
+  EXPECT_THAT(r.out, HasSubstr("\n1     40  "));
+
+  r = RunPodscope({"query", "--csv", p.cand, sql});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::StartsWith("rank,n,total\n1,40,"));
+
+  r = RunPodscope({"query", "--json", p.cand, sql});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  simdjson::dom::parser parser;
+  auto doc = parser.parse(r.out);
+  ASSERT_FALSE(doc.error()) << r.out;
+  simdjson::dom::array rows = doc.value_unsafe().get_array().value();
+  ASSERT_EQ(rows.size(), 4u);
+  simdjson::dom::element first = rows.at(0).value();
+  EXPECT_EQ(first["rank"].get_int64().value(), 1);
+  EXPECT_EQ(first["n"].get_int64().value(), 40);
+
+  r = RunPodscope({"query", p.cand, "SELECT nope FROM slices"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no such column: nope"));
+  r = RunPodscope({"query", p.cand});
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ extern const Command kCheckCommand;
 extern const Command kSummaryCommand;
 extern const Command kAnalyzeCommand;
 extern const Command kDiffCommand;
+extern const Command kQueryCommand;
 extern const Command kExportCommand;
 extern const Command kCaptureCommand;
 extern const Command kLaunchCommand;

@@ -13,8 +13,8 @@ namespace podscope::tools {
 namespace {
 
 constexpr const Command* kCommands[] = {
-    &kCheckCommand,  &kSummaryCommand, &kAnalyzeCommand, &kDiffCommand,
-    &kExportCommand, &kCaptureCommand, &kLaunchCommand,
+    &kCheckCommand, &kSummaryCommand, &kAnalyzeCommand, &kDiffCommand,
+    &kQueryCommand, &kExportCommand,  &kCaptureCommand, &kLaunchCommand,
 };
 
 constexpr std::string_view kExitCodes =
