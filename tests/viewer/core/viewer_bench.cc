@@ -3,6 +3,9 @@
 // store. Prints the headline figures
 //   viewer.open_s, viewer.bytes_per_event, viewer.query_ms_max,
 //   analyze.events_per_s (events of the store / AnalyzePod's wall time)
+//   query.scan_events_per_s  `SELECT name, sum(dur) FROM slices GROUP BY
+//                            name`: slices scanned per second
+//   query.point_ms           one rank's slices in a 1 ms window
 // after the Google Benchmark output. `--viewer_events=N` picks the capture
 // size (default 100 M; 10 M for a quick run); captures are cached in
 // $TMPDIR/podscope_viewer_bench_<N>.
@@ -19,8 +22,10 @@
 #endif
 
 #include "bench_capture.h"
+#include "podscope/base/numeric.h"
 #include "podscope/viewer/lod.h"
 #include "podscope/viewer/pod_analysis.h"
+#include "podscope/viewer/session_query.h"
 #include "podscope/viewer/trace_store.h"
 
 namespace {
@@ -115,10 +120,52 @@ int main(int argc, char** argv) {
             .count();
     analyze_s = pass == 0 ? s : std::min(analyze_s, s);
   }
+  // SQL over the same session (`podscope query`): a scan of every slice
+  // grouped by name (best of two), and one rank's slices in a 1 ms window
+  // (median of five).
+  auto query = podscope::viewer::SessionQuery::Create(*g_store);
+  if (!query.ok()) return 1;
+  uint64_t slices = 0;
+  for (const auto& t : g_store->tracks()) {
+    slices += g_store->data(t.id).slices.size();
+  }
+  auto run = [&](const std::string& sql) {
+    std::vector<std::string> columns;
+    uint64_t rows = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const absl::Status s = (*query)->Run(
+        sql, &columns, [&](const std::vector<podscope::viewer::QueryValue>&) {
+          ++rows;
+          return true;
+        });
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    if (!s.ok())
+      std::fprintf(stderr, "query failed: %s\n", s.ToString().c_str());
+    return s.ok() ? seconds : -1.0;
+  };
+  double scan_s = 1e30;
+  for (int pass = 0; pass < 2; ++pass) {
+    scan_s = std::min(scan_s,
+                      run("SELECT name, sum(dur) FROM slices GROUP BY name"));
+  }
+  const int64_t middle =
+      g_store->first_ns() + (g_store->last_ns() - g_store->first_ns()) / 2;
+  std::vector<double> points;
+  for (int pass = 0; pass < 5; ++pass) {
+    const int64_t t = middle + pass * 1'000'000;
+    points.push_back(run(
+        "SELECT * FROM slices WHERE rank = 0 AND ts >= " + std::to_string(t) +
+        " AND ts < " + std::to_string(t + 1'000'000)));
+  }
   std::printf("viewer.open_s %.3f s\n", open_s);
   std::printf("viewer.bytes_per_event %.2f bytes/event\n", per_event);
   std::printf("viewer.query_ms_max %.3f ms\n", g_query_ms_max);
   std::printf("analyze.events_per_s %.0f events/s\n",
               static_cast<double>(g_store->event_count()) / analyze_s);
+  std::printf("query.scan_events_per_s %.0f events/s\n",
+              static_cast<double>(slices) / scan_s);
+  std::printf("query.point_ms %.3f ms\n", podscope::base::Median(points) * 1e3);
   return 0;
 }

@@ -2,7 +2,8 @@
 // store's columns that take equality on rank, host and name and ranges on
 // ts from SQLite and answer them from the store (the processes' track
 // lists, the string table, and binary searches over starts, which ascend
-// within each depth of a track).
+// within each depth of a track). Text columns point into the store, which
+// outlives the query (SQLITE_STATIC: no copy per row).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -250,8 +251,7 @@ void SliceCursor::Column(sqlite3_context* c, int column) {
       return;
     case 1:
       sqlite3_result_text(c, p.host_name.data(),
-                          static_cast<int>(p.host_name.size()),
-                          SQLITE_TRANSIENT);
+                          static_cast<int>(p.host_name.size()), SQLITE_STATIC);
       return;
     case 2:
       sqlite3_result_int64(c, p.pid);
@@ -269,7 +269,7 @@ void SliceCursor::Column(sqlite3_context* c, int column) {
     case 6: {
       const std::string_view n = store_.str(s.name(i_));
       sqlite3_result_text(c, n.data(), static_cast<int>(n.size()),
-                          SQLITE_TRANSIENT);
+                          SQLITE_STATIC);
       return;
     }
     case 7: {
