@@ -30,7 +30,7 @@ check() {
   done
   linked=$(grep -hoE 'podscope::[a-z_]+' $(find "$dir" -name CMakeLists.txt) |
            sed -E 's/podscope::([a-z_]+)/\1/' | sed -E 's/^(profiler)_server$/\1/;
-             s/^viewer_core$/viewer/' | sort -u)
+             s/^viewer_(core|query)$/viewer/' | sort -u)
   for m in $linked; do
     case " $allowed " in
       *" $m "*) ;;
