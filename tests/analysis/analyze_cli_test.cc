@@ -268,6 +268,26 @@ TEST(AnalyzeCliTest, LaunchedTrainMnistJob) {
         std::string_view(c["graph_hash"].get_string().value()).empty());
   }
   EXPECT_TRUE(rank0 && rank1);
+
+  // The critical path of the slowest step runs over both ranks' work and
+  // is as long as the step's window, within 1 %.
+  const RunResult cp = RunPodscope(
+      {"analyze", "--json", "--critical_path", sessions[0].string()});
+  ASSERT_EQ(cp.exit_code, 0) << cp.err;
+  simdjson::dom::parser cp_parser;
+  simdjson::dom::element path = Parse(cp_parser, cp.out)["critical_path"];
+  const int64_t window =
+      path["end_ns"].get_int64().value() - path["start_ns"].get_int64().value();
+  const int64_t length = path["length_ns"].get_int64().value();
+  EXPECT_GT(window, 0);
+  EXPECT_NEAR(static_cast<double>(length), static_cast<double>(window),
+              0.01 * static_cast<double>(window));
+  simdjson::dom::array segments = path["segments"].get_array().value();
+  EXPECT_GT(segments.size(), 1u);
+  for (simdjson::dom::element s : segments) {
+    const int64_t rank = s["rank"].get_int64().value();
+    EXPECT_TRUE(rank == 0 || rank == 1);
+  }
   // The runtime's trace contract: compiles carry their signature, memory
   // comes from Allocate/Free with live buffers at the peak, kernels carry
   // flops against the measured machine peak.

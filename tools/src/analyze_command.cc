@@ -1,10 +1,12 @@
 // `podscope analyze`: the multi-host analyses of viewer/core
 // (pod_analysis.h) over one session, as tables or JSON.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analyze_print.h"
 #include "command.h"
+#include "critical_path_print.h"
 #include "flags.h"
 #include "import_path.h"
 #include "podscope/viewer/pod_analysis.h"
@@ -37,13 +39,19 @@ are imported first. Prints:
     step time, and each rank's communication/computation overlap;
   - per op and op kind: flops, bytes, GFLOP/s, arithmetic intensity and
     the fraction of the host's roofline bound (machine.peak_* attributes);
-  - per device: the memory peak, when, and the buffers live at it.
+  - per device: the memory peak, when, and the buffers live at it;
+  - with --critical_path, the chain of work across ranks that set one
+    step's length (program order, launches, and each collective's wait
+    for its last rank), with totals by category and by rank.
 docs/analysis.md defines every number.
 
 Flags:
   --json          Print one JSON document (times in ns, shares in [0, 1])
   --top N         Entries per list (default 20, 0: all)
   --session NAME  For a capture folder: the session to analyse
+  --critical_path Also the critical path of a step (the slowest after the
+                  first, or --step)
+  --step N        The step whose critical path is shown
   -h, --help      Show this help
 
 Exit codes: 0 success, 2 usage error, 3 PATH not found or nothing readable
@@ -54,7 +62,11 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
   bool json = false;
   int64_t top = 20;
   std::string session;
+  bool critical = false;
+  int64_t step = -1;
   FlagParser flags;
+  flags.AddBool("critical_path", &critical);
+  flags.AddInt("step", &step, 0, int64_t{1} << 62);
   flags.AddBool("json", &json);
   flags.AddInt("top", &top, 0, 1000000000);
   flags.AddString("session", &session);
@@ -101,9 +113,23 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
   viewer::PodAnalysisOptions options;
   options.top = static_cast<size_t>(top);
   const viewer::PodAnalysis analysis = viewer::AnalyzePod(**store, options);
-  const std::string text =
-      json ? AnalysisJson(paths[0], **store, analysis)
+  std::optional<viewer::CriticalPath> path;
+  if (critical) {
+    const int row = step >= 0 ? RowOfStep(analysis.steps, step)
+                              : DefaultCriticalPathRow(analysis.steps);
+    if (row < 0) {
+      std::fprintf(io.err, "podscope analyze: %s\n",
+                   step >= 0 ? ("no step " + std::to_string(step)).c_str()
+                             : "no steps: no critical path");
+      return step >= 0 ? kExitUsage : kExitUnreadable;
+    }
+    path = viewer::AnalyzeCriticalPath(**store, analysis.steps,
+                                       analysis.stragglers, row);
+  }
+  std::string text =
+      json ? AnalysisJson(paths[0], **store, analysis, path ? &*path : nullptr)
            : AnalysisText(**store, analysis, static_cast<size_t>(top));
+  if (path && !json) text += CriticalPathText(analysis.steps, *path);
   if (std::fputs(text.c_str(), io.out) < 0) {
     std::fprintf(io.err, "podscope analyze: cannot write the output\n");
     return kExitInternal;

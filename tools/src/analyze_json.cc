@@ -3,6 +3,7 @@
 #include <string>
 
 #include "analyze_print.h"
+#include "critical_path_print.h"
 #include "podscope/base/json.h"
 #include "podscope/viewer/analysis_labels.h"
 
@@ -245,8 +246,8 @@ void Roofline(const viewer::TraceStore& store,
 }  // namespace
 
 std::string AnalysisJson(const std::string& path,
-                         const viewer::TraceStore& store,
-                         const PodAnalysis& a) {
+                         const viewer::TraceStore& store, const PodAnalysis& a,
+                         const viewer::CriticalPath* critical_path) {
   std::string out;
   JsonWriter j(&out);
   j.BeginObject();
@@ -311,6 +312,10 @@ std::string AnalysisJson(const std::string& path,
     j.EndObject();
   }
   j.EndArray();
+  if (critical_path != nullptr) {
+    j.Key("critical_path");
+    CriticalPathJson(a.steps, *critical_path, j);
+  }
   j.EndObject();
 
   return out;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "podscope/viewer/critical_path.h"
 #include "podscope/viewer/pod_analysis.h"
 #include "podscope/viewer/trace_store.h"
 
@@ -17,7 +18,8 @@ std::string AnalysisText(const viewer::TraceStore& store,
                          const viewer::PodAnalysis& a, size_t top);
 std::string AnalysisJson(const std::string& path,
                          const viewer::TraceStore& store,
-                         const viewer::PodAnalysis& a);
+                         const viewer::PodAnalysis& a,
+                         const viewer::CriticalPath* critical_path = nullptr);
 
 }  // namespace podscope::tools
 

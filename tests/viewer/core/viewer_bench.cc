@@ -3,6 +3,8 @@
 // store. Prints the headline figures
 //   viewer.open_s, viewer.bytes_per_event, viewer.query_ms_max,
 //   analyze.events_per_s (events of the store / AnalyzePod's wall time)
+//   critical_path.events_per_s  events of the store / the time to find the
+//                            critical path of every step
 //   query.scan_events_per_s  `SELECT name, sum(dur) FROM slices GROUP BY
 //                            name`: slices scanned per second
 //   query.point_ms           one rank's slices in a 1 ms window
@@ -23,6 +25,7 @@
 
 #include "bench_capture.h"
 #include "podscope/base/numeric.h"
+#include "podscope/viewer/critical_path.h"
 #include "podscope/viewer/lod.h"
 #include "podscope/viewer/pod_analysis.h"
 #include "podscope/viewer/session_query.h"
@@ -120,6 +123,27 @@ int main(int argc, char** argv) {
             .count();
     analyze_s = pass == 0 ? s : std::min(analyze_s, s);
   }
+  // The critical path of every step (`podscope analyze --critical_path`
+  // for each), over the events of the store.
+  double critical_s = 0;
+  size_t critical_rows = 0;
+  {
+    const podscope::viewer::StepBreakdown steps =
+        podscope::viewer::AnalyzeSteps(*g_store);
+    const podscope::viewer::StragglerReport stragglers =
+        podscope::viewer::AnalyzeStragglers(*g_store, steps);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t row = 0; row < steps.rows.size(); ++row) {
+      podscope::viewer::CriticalPath path =
+          podscope::viewer::AnalyzeCriticalPath(*g_store, steps, stragglers,
+                                                static_cast<int>(row));
+      benchmark::DoNotOptimize(path);
+    }
+    critical_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    critical_rows = steps.rows.size();
+  }
   // SQL over the same session (`podscope query`): a scan of every slice
   // grouped by name (best of two), and one rank's slices in a 1 ms window
   // (median of five).
@@ -164,6 +188,11 @@ int main(int argc, char** argv) {
   std::printf("viewer.query_ms_max %.3f ms\n", g_query_ms_max);
   std::printf("analyze.events_per_s %.0f events/s\n",
               static_cast<double>(g_store->event_count()) / analyze_s);
+  std::fprintf(stderr, "critical paths of %zu steps in %.3f s\n", critical_rows,
+               critical_s);
+  std::printf(
+      "critical_path.events_per_s %.0f events/s\n",
+      static_cast<double>(g_store->event_count()) / std::max(critical_s, 1e-9));
   std::printf("query.scan_events_per_s %.0f events/s\n",
               static_cast<double>(slices) / scan_s);
   std::printf("query.point_ms %.3f ms\n", podscope::base::Median(points) * 1e3);

@@ -1,0 +1,68 @@
+// The critical path of a step across the job (`podscope analyze
+// --critical_path`): the chain of work that set the step's length, walked
+// back from the step's last event over every rank. docs/analysis.md
+// defines it.
+//
+// The dependencies: program order on each thread and device stream (a
+// track's work runs one unit after another; on a thread holding the step
+// slices, the units are the step's direct children); a device op after the
+// host call that launched it (a flow from a host slice to the op); and a
+// collective's end after the last participant's arrival (collectives
+// joined across ranks by `collective_id`, as the straggler analysis joins
+// them). Walking back from the event that ends the step last, each unit's
+// start is explained by whichever of its predecessors finished last: the
+// previous unit on its track, its launch, or, for a collective, the rank
+// that arrived last, whose work before it continues the path. A stretch
+// with no work on the path's track is idle.
+#ifndef PODSCOPE_VIEWER_CRITICAL_PATH_H_
+#define PODSCOPE_VIEWER_CRITICAL_PATH_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "podscope/viewer/pod_analysis.h"
+#include "podscope/viewer/trace_store.h"
+
+namespace podscope::viewer {
+
+struct PathSegment {
+  int rank = 0;  // RankInfo::rank
+  TrackId track = 0;
+  std::string track_name;
+  std::string name;  // the unit's name; "(idle)" for a gap
+  StepCategory category = StepCategory::kIdle;
+  int64_t start_ns = 0;  // the part of the unit on the path
+  int64_t end_ns = 0;
+  bool has_event = false;
+  EventRef event;
+  // E.g. "waited for rank 2 in all_reduce world#8".
+  std::string note;
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct CriticalPath {
+  int row = -1;                       // StepBreakdown::rows index
+  int64_t step = 0;                   // the row's step
+  int64_t start_ns = 0, end_ns = 0;   // the step's window over all ranks
+  std::vector<PathSegment> segments;  // in time order
+  std::array<int64_t, kStepCategoryCount> by_category{};
+  // Time on the path per rank, in the order of StepBreakdown::ranks.
+  std::vector<int64_t> by_rank;
+  int64_t length_ns() const {
+    return segments.empty()
+               ? 0
+               : segments.back().end_ns - segments.front().start_ns;
+  }
+};
+
+// The path of step row `row`; an empty path (no segments) when the row
+// has no events.
+CriticalPath AnalyzeCriticalPath(const TraceStore& store,
+                                 const StepBreakdown& steps,
+                                 const StragglerReport& stragglers, int row);
+
+}  // namespace podscope::viewer
+
+#endif  // PODSCOPE_VIEWER_CRITICAL_PATH_H_

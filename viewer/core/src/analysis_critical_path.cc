@@ -1,0 +1,311 @@
+// The critical path of a step across ranks (critical_path.h): each
+// track's units in the step, then a walk back from the step's last event.
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "analysis_pod_util.h"
+#include "podscope/base/strings.h"
+#include "podscope/viewer/critical_path.h"
+
+namespace podscope::viewer {
+namespace {
+
+struct Unit {
+  int64_t start = 0, end = 0;
+  EventRef event;
+};
+
+struct TrackUnits {
+  size_t rank = 0;  // index in StepBreakdown::ranks
+  TrackId track = 0;
+  bool device = false;
+  std::vector<Unit> units;  // by start, not overlapping
+};
+
+// The units of one track in [w0, w1): on the thread that holds the rank's
+// step slices, the direct children of the steps; elsewhere the outermost
+// slices. Empty slices carry no time and are left out.
+std::vector<Unit> CollectUnits(const TraceStore& store, TrackId track,
+                               uint32_t depth, int64_t w0, int64_t w1) {
+  std::vector<Unit> out;
+  const SliceColumns& s = store.data(track).slices;
+  if (depth >= s.depth_count()) return out;
+  uint32_t lo = s.depth_begin(depth), hi = s.depth_end(depth);
+  // Ends ascend within a depth: the first slice ending after w0.
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (s.end(mid) <= w0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  for (uint32_t i = lo; i < s.depth_end(depth) && s.start(i) < w1; ++i) {
+    const int64_t a = std::max(s.start(i), w0), b = std::min(s.end(i), w1);
+    if (b <= a) continue;
+    out.push_back({a, b, {track, trace_format::EventKind::kSlice, i}});
+  }
+  return out;
+}
+
+StepCategory CategoryOf(const TraceStore& store, const TrackUnits& t,
+                        const Unit& u, bool collective) {
+  if (collective) return StepCategory::kCollectiveTransfer;
+  if (t.device) return StepCategory::kCompute;
+  const std::string_view name = store.str(store.NameOf(u.event));
+  if (base::ContainsIgnoreCase(name, "loader") ||
+      base::ContainsIgnoreCase(store.tracks()[t.track].name, "loader")) {
+    return StepCategory::kDataLoading;
+  }
+  return StepCategory::kHost;
+}
+
+uint64_t Key(const EventRef& e) { return (uint64_t{e.track} << 32) | e.index; }
+
+class Walker {
+ public:
+  Walker(const TraceStore& store, const StepBreakdown& steps,
+         const StragglerReport& stragglers, int row)
+      : store_(store),
+        steps_(steps),
+        row_(row),
+        keys_(store),
+        is_collective_(store, keys_) {
+    for (size_t k = 0; k < stragglers.collectives.size(); ++k) {
+      for (const CollectiveArrival& a : stragglers.collectives[k].arrivals) {
+        collective_of_[Key(a.event)] = k;
+      }
+    }
+    collectives_ = &stragglers.collectives;
+  }
+
+  CriticalPath Run();
+
+ private:
+  void CollectTracks();
+  const Unit* Covering(const TrackUnits& t, int64_t at) const;
+  const Unit* Before(const TrackUnits& t, int64_t at) const;
+  // The host slice that launched device op `u` (a flow from a thread of
+  // the same process), if any.
+  std::optional<EventRef> Launch(const TrackUnits& t, const Unit& u) const;
+  TrackUnits* FindTrack(TrackId id);
+  void Emit(const TrackUnits& t, std::string name, StepCategory c, int64_t a,
+            int64_t b, const Unit* u, std::string note);
+
+  const TraceStore& store_;
+  const StepBreakdown& steps_;
+  const int row_;
+  const pod::Keys keys_;
+  pod::CollectiveTest is_collective_;
+  const std::vector<JoinedCollective>* collectives_;
+  // A slice (track << 32 | index) -> its collective.
+  absl::flat_hash_map<uint64_t, size_t> collective_of_;
+  std::vector<TrackUnits> tracks_;
+  absl::flat_hash_map<TrackId, size_t> track_index_;
+  int64_t w0_ = 0, w1_ = 0;
+  std::vector<PathSegment> backwards_;
+};
+
+void Walker::CollectTracks() {
+  const StepRow& row = steps_.rows[row_];
+  for (size_t r = 0; r < row.ranks.size() && r < steps_.ranks.size(); ++r) {
+    const StepCell& cell = row.ranks[r];
+    const ProcessInfo& p = store_.processes()[steps_.ranks[r].process];
+    for (TrackId track : p.tracks) {
+      const TrackInfo& info = store_.tracks()[track];
+      const bool device = pod::IsDevice(info);
+      if (!device && !pod::IsThread(info)) continue;
+      uint32_t depth = 0;
+      if (cell.present && cell.event.track == track) {
+        depth = store_.data(track).slices.depth(cell.event.index) + 1;
+      }
+      TrackUnits t;
+      t.rank = r;
+      t.track = track;
+      t.device = device;
+      t.units = CollectUnits(store_, track, depth, w0_, w1_);
+      if (t.units.empty()) continue;
+      track_index_[track] = tracks_.size();
+      tracks_.push_back(std::move(t));
+    }
+  }
+}
+
+const Unit* Walker::Covering(const TrackUnits& t, int64_t at) const {
+  // The last unit starting before `at`; it covers `at` when it ends at or
+  // after it.
+  auto it =
+      std::lower_bound(t.units.begin(), t.units.end(), at,
+                       [](const Unit& u, int64_t v) { return u.start < v; });
+  if (it == t.units.begin()) return nullptr;
+  --it;
+  return it->end >= at ? &*it : nullptr;
+}
+
+const Unit* Walker::Before(const TrackUnits& t, int64_t at) const {
+  auto it =
+      std::upper_bound(t.units.begin(), t.units.end(), at,
+                       [](int64_t v, const Unit& u) { return v < u.end; });
+  if (it == t.units.begin()) return nullptr;
+  return &*(it - 1);
+}
+
+std::optional<EventRef> Walker::Launch(const TrackUnits& t,
+                                       const Unit& u) const {
+  if (!t.device) return std::nullopt;
+  const ProcessId p = store_.tracks()[t.track].process;
+  std::optional<EventRef> best;
+  for (const TraceStore::FlowEnd& f : store_.Flows(u.event)) {
+    if (f.event.kind != trace_format::EventKind::kSlice) continue;
+    const TrackInfo& other = store_.tracks()[f.event.track];
+    if (other.process != p || !pod::IsThread(other)) continue;
+    if (!best || store_.StartOf(f.event) > store_.StartOf(*best)) {
+      best = f.event;
+    }
+  }
+  return best;
+}
+
+TrackUnits* Walker::FindTrack(TrackId id) {
+  auto it = track_index_.find(id);
+  return it == track_index_.end() ? nullptr : &tracks_[it->second];
+}
+
+void Walker::Emit(const TrackUnits& t, std::string name, StepCategory c,
+                  int64_t a, int64_t b, const Unit* u, std::string note) {
+  if (b <= a) return;
+  PathSegment s;
+  s.rank = steps_.ranks[t.rank].rank;
+  s.track = t.track;
+  s.track_name = store_.tracks()[t.track].name;
+  s.name = std::move(name);
+  s.category = c;
+  s.start_ns = a;
+  s.end_ns = b;
+  if (u != nullptr) {
+    s.has_event = true;
+    s.event = u->event;
+  }
+  s.note = std::move(note);
+  // Consecutive idle stretches of one track are one.
+  if (!backwards_.empty() && c == StepCategory::kIdle &&
+      backwards_.back().category == StepCategory::kIdle &&
+      backwards_.back().track == t.track && backwards_.back().start_ns == b) {
+    backwards_.back().start_ns = a;
+    return;
+  }
+  backwards_.push_back(std::move(s));
+}
+
+CriticalPath Walker::Run() {
+  CriticalPath out;
+  out.row = row_;
+  const StepRow& row = steps_.rows[row_];
+  out.step = row.step;
+  w0_ = std::numeric_limits<int64_t>::max();
+  w1_ = std::numeric_limits<int64_t>::min();
+  for (const StepCell& c : row.ranks) {
+    if (!c.present) continue;
+    w0_ = std::min(w0_, c.start_ns);
+    w1_ = std::max(w1_, c.start_ns + c.duration_ns);
+  }
+  out.by_rank.assign(steps_.ranks.size(), 0);
+  if (w1_ <= w0_) return out;
+  out.start_ns = w0_;
+  out.end_ns = w1_;
+  CollectTracks();
+  // The step ends with the unit that ends last.
+  TrackUnits* at = nullptr;
+  int64_t t = std::numeric_limits<int64_t>::min();
+  for (TrackUnits& tu : tracks_) {
+    if (tu.units.back().end > t) {
+      t = tu.units.back().end;
+      at = &tu;
+    }
+  }
+  if (at == nullptr) return out;
+  size_t budget = 16;
+  for (const TrackUnits& tu : tracks_) budget += 4 * tu.units.size();
+  while (t > w0_ && budget-- > 0) {
+    const Unit* u = Covering(*at, t);
+    if (u == nullptr) {
+      const Unit* prev = Before(*at, t);
+      const int64_t from = prev ? std::max(prev->end, w0_) : w0_;
+      Emit(*at, "(idle)", StepCategory::kIdle, from, t, nullptr, "");
+      if (prev == nullptr || from >= t) break;
+      t = from;
+      continue;
+    }
+    const std::string name(store_.str(store_.NameOf(u->event)));
+    auto joined = collective_of_.find(Key(u->event));
+    if (joined != collective_of_.end()) {
+      const JoinedCollective& c = (*collectives_)[joined->second];
+      const CollectiveArrival* last = nullptr;
+      for (const CollectiveArrival& a : c.arrivals) {
+        if (a.rank == c.last_rank) last = &a;
+      }
+      if (last != nullptr && last->rank != static_cast<int>(at->rank) &&
+          last->start_ns > u->start) {
+        // This rank waited: the path goes on from the last arrival.
+        const int64_t from = std::min(std::max(last->start_ns, w0_), t);
+        const int last_rank = steps_.ranks[last->rank].rank;
+        Emit(*at, name, StepCategory::kCollectiveTransfer, from, t, u,
+             absl::StrCat("waited for rank ", last_rank, " in ", c.name, " ",
+                          c.key));
+        TrackUnits* next = FindTrack(last->event.track);
+        if (next == nullptr) break;
+        at = next;
+        t = from;
+        continue;
+      }
+    }
+    const StepCategory cat =
+        CategoryOf(store_, *at, *u,
+                   joined != collective_of_.end() ||
+                       is_collective_(u->event, store_.NameOf(u->event)));
+    Emit(*at, name, cat, std::max(u->start, w0_), t, u, "");
+    if (u->start <= w0_) break;
+    // What let it start: the previous unit on its track, or its launch.
+    const Unit* prev = Before(*at, u->start);
+    const int64_t prev_end =
+        prev ? prev->end : std::numeric_limits<int64_t>::min();
+    if (const auto launch = Launch(*at, *u)) {
+      const int64_t launched = std::min(
+          store_.StartOf(*launch) + store_.DurationOf(*launch), u->start);
+      TrackUnits* host = FindTrack(launch->track);
+      if (host != nullptr && launched > prev_end) {
+        Emit(*at, "(waiting for launch)", StepCategory::kIdle, launched,
+             u->start, nullptr, "");
+        at = host;
+        t = launched;
+        continue;
+      }
+    }
+    t = u->start;
+  }
+  std::reverse(backwards_.begin(), backwards_.end());
+  out.segments = std::move(backwards_);
+  for (const PathSegment& s : out.segments) {
+    out.by_category[static_cast<int>(s.category)] += s.duration_ns();
+    for (size_t r = 0; r < steps_.ranks.size(); ++r) {
+      if (steps_.ranks[r].rank == s.rank) out.by_rank[r] += s.duration_ns();
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CriticalPath AnalyzeCriticalPath(const TraceStore& store,
+                                 const StepBreakdown& steps,
+                                 const StragglerReport& stragglers, int row) {
+  if (row < 0 || static_cast<size_t>(row) >= steps.rows.size()) return {};
+  return Walker(store, steps, stragglers, row).Run();
+}
+
+}  // namespace podscope::viewer
