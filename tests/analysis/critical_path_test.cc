@@ -172,5 +172,55 @@ TEST(CriticalPath, AnOpThatWaitedForItsLaunchGoesBackToTheHost) {
   EXPECT_EQ(p.length_ns(), p.end_ns - p.start_ns);
 }
 
+WhatIfResult WhatIfOn(const Analysed& a, const std::string& spec) {
+  auto change = ParseWhatIf(spec);
+  EXPECT_TRUE(change.ok()) << change.status();
+  if (!change.ok()) return {};
+  return SimulateWhatIf(*a.store, a.steps, a.stragglers, 0, *change);
+}
+
+TEST(WhatIf, TheStragglersLoaderAtTheMedian) {
+  // Loaders 1 ms and 3 ms: the median of the two is 2 ms; rank 1 then
+  // arrives at 2 + 0.05 + 2 ms and the step ends 200 µs later.
+  const Analysed a =
+      Analyse(WriteStep("wi-loader", 2, {1000, 3000}, {2000, 2000}));
+  const WhatIfResult r = WhatIfOn(a, "loader:1=median");
+  EXPECT_EQ(r.step_ns, 5'250'000);
+  EXPECT_EQ(r.modelled_ns, 5'250'000);
+  EXPECT_EQ(r.changed_ns, 4'250'000);
+  EXPECT_EQ(r.units_changed, 1u);
+}
+
+TEST(WhatIf, AFasterOpOnTheLateRank) {
+  // conv2d 50 % faster everywhere: rank 2's 4 ms becomes 2 ms and it
+  // still arrives last, at 0.55 + 2 ms.
+  const Analysed a =
+      Analyse(WriteStep("wi-op", 3, {500, 500, 500}, {1000, 1000, 4000}));
+  WhatIfResult r = WhatIfOn(a, "op:conv2d=-50%");
+  EXPECT_EQ(r.modelled_ns, r.step_ns);
+  EXPECT_EQ(r.step_ns, 4'750'000);
+  EXPECT_EQ(r.changed_ns, 2'750'000);
+  EXPECT_EQ(r.units_changed, 3u);
+  // Without waiting, the step still lasts as long as its slowest rank.
+  r = WhatIfOn(a, "collectives=0");
+  EXPECT_EQ(r.changed_ns, 4'750'000);
+  // A name no slice has changes nothing.
+  r = WhatIfOn(a, "op:nothing=-90%");
+  EXPECT_EQ(r.changed_ns, r.step_ns);
+  EXPECT_EQ(r.units_changed, 0u);
+}
+
+TEST(WhatIf, SpecsAreChecked) {
+  for (const char* bad :
+       {"op:conv2d", "op:conv2d=-20", "op:=-20%", "op:conv2d=-120%",
+        "loader:x=median", "loader:1=fast", "faster"}) {
+    EXPECT_FALSE(ParseWhatIf(bad).ok()) << bad;
+  }
+  auto w = ParseWhatIf("op:layer 1/conv=+25%");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->name, "layer 1/conv");
+  EXPECT_DOUBLE_EQ(w->factor, 1.25);
+}
+
 }  // namespace
 }  // namespace podscope::viewer

@@ -52,6 +52,11 @@ Flags:
   --critical_path Also the critical path of a step (the slowest after the
                   first, or --step)
   --step N        The step whose critical path is shown
+  --what_if SPEC  Re-time that step with one change and print its new
+                  length: op:NAME=-20% (every slice named NAME 20 %
+                  shorter; +N % longer), collectives=0 (no collective
+                  waits for the last rank), loader:R=median (rank R's data
+                  loading as long as the ranks' median)
   -h, --help      Show this help
 
 Exit codes: 0 success, 2 usage error, 3 PATH not found or nothing readable
@@ -64,7 +69,9 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
   std::string session;
   bool critical = false;
   int64_t step = -1;
+  std::string what_if_spec;
   FlagParser flags;
+  flags.AddString("what_if", &what_if_spec);
   flags.AddBool("critical_path", &critical);
   flags.AddInt("step", &step, 0, int64_t{1} << 62);
   flags.AddBool("json", &json);
@@ -113,7 +120,16 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
   viewer::PodAnalysisOptions options;
   options.top = static_cast<size_t>(top);
   const viewer::PodAnalysis analysis = viewer::AnalyzePod(**store, options);
+  std::optional<viewer::WhatIf> what_if;
+  if (!what_if_spec.empty()) {
+    auto w = viewer::ParseWhatIf(what_if_spec);
+    if (!w.ok())
+      return UsageError(io, "analyze", std::string(w.status().message()));
+    what_if = *w;
+    critical = true;
+  }
   std::optional<viewer::CriticalPath> path;
+  std::optional<viewer::WhatIfResult> retimed;
   if (critical) {
     const int row = step >= 0 ? RowOfStep(analysis.steps, step)
                               : DefaultCriticalPathRow(analysis.steps);
@@ -125,11 +141,17 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
     }
     path = viewer::AnalyzeCriticalPath(**store, analysis.steps,
                                        analysis.stragglers, row);
+    if (what_if) {
+      retimed = viewer::SimulateWhatIf(**store, analysis.steps,
+                                       analysis.stragglers, row, *what_if);
+    }
   }
   std::string text =
       json ? AnalysisJson(paths[0], **store, analysis, path ? &*path : nullptr)
            : AnalysisText(**store, analysis, static_cast<size_t>(top));
   if (path && !json) text += CriticalPathText(analysis.steps, *path);
+  if (retimed && !json) text += WhatIfText(*what_if, path->step, *retimed);
+  if (retimed && json) text = WithWhatIfJson(text, *what_if, *retimed);
   if (std::fputs(text.c_str(), io.out) < 0) {
     std::fprintf(io.err, "podscope analyze: cannot write the output\n");
     return kExitInternal;

@@ -127,4 +127,43 @@ void CriticalPathJson(const StepBreakdown& steps, const CriticalPath& path,
   j.EndObject();
 }
 
+std::string WhatIfText(const viewer::WhatIf& change, int64_t step,
+                       const viewer::WhatIfResult& r) {
+  using base::FormatDuration;
+  const double pct =
+      r.modelled_ns > 0
+          ? 100.0 * static_cast<double>(r.changed_ns - r.modelled_ns) /
+                static_cast<double>(r.modelled_ns)
+          : 0;
+  std::string out = absl::StrFormat(
+      "\nWhat if %s: step %d would take %s instead of %s (%+.1f %%; %d units "
+      "changed).\n",
+      change.text, step, FormatDuration(r.changed_ns),
+      FormatDuration(r.modelled_ns), pct, r.units_changed);
+  if (r.modelled_ns != r.step_ns) {
+    absl::StrAppendFormat(&out,
+                          "  (the model re-times the step as recorded to %s "
+                          "against %s measured: the trace has dependencies "
+                          "it does not see)\n",
+                          FormatDuration(r.modelled_ns),
+                          FormatDuration(r.step_ns));
+  }
+  return out;
+}
+
+std::string WithWhatIfJson(std::string json, const viewer::WhatIf& change,
+                           const viewer::WhatIfResult& r) {
+  const size_t close = json.rfind('}');
+  if (close == std::string::npos) return json;
+  std::string member;
+  base::JsonWriter j(&member, base::JsonLayout::kOneLine);
+  j.BeginObject();
+  j.Field("spec", change.text).Field("step_ns", r.step_ns);
+  j.Field("modelled_ns", r.modelled_ns).Field("changed_ns", r.changed_ns);
+  j.Field("units_changed", r.units_changed);
+  j.EndObject();
+  json.insert(close, ",\n  \"what_if\": " + member + "\n");
+  return json;
+}
+
 }  // namespace podscope::tools

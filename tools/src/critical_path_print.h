@@ -22,6 +22,14 @@ std::string CriticalPathText(const viewer::StepBreakdown& steps,
 void CriticalPathJson(const viewer::StepBreakdown& steps,
                       const viewer::CriticalPath& path, base::JsonWriter& j);
 
+// "What if op:conv2d=-20%: step 7 would take 10.1 ms instead of 12.3 ms
+// (-17.9 %) ..."
+std::string WhatIfText(const viewer::WhatIf& change, int64_t step,
+                       const viewer::WhatIfResult& r);
+// `json` (one object) with a "what_if" member added before its end.
+std::string WithWhatIfJson(std::string json, const viewer::WhatIf& change,
+                           const viewer::WhatIfResult& r);
+
 }  // namespace podscope::tools
 
 #endif  // PODSCOPE_TOOLS_CRITICAL_PATH_PRINT_H_

@@ -4,54 +4,23 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis_pod_util.h"
+#include "critical_path_units.h"
 #include "podscope/base/strings.h"
 #include "podscope/viewer/critical_path.h"
 
 namespace podscope::viewer {
 namespace {
 
-struct Unit {
-  int64_t start = 0, end = 0;
-  EventRef event;
-};
-
-struct TrackUnits {
-  size_t rank = 0;  // index in StepBreakdown::ranks
-  TrackId track = 0;
-  bool device = false;
-  std::vector<Unit> units;  // by start, not overlapping
-};
-
-// The units of one track in [w0, w1): on the thread that holds the rank's
-// step slices, the direct children of the steps; elsewhere the outermost
-// slices. Empty slices carry no time and are left out.
-std::vector<Unit> CollectUnits(const TraceStore& store, TrackId track,
-                               uint32_t depth, int64_t w0, int64_t w1) {
-  std::vector<Unit> out;
-  const SliceColumns& s = store.data(track).slices;
-  if (depth >= s.depth_count()) return out;
-  uint32_t lo = s.depth_begin(depth), hi = s.depth_end(depth);
-  // Ends ascend within a depth: the first slice ending after w0.
-  while (lo < hi) {
-    const uint32_t mid = lo + (hi - lo) / 2;
-    if (s.end(mid) <= w0) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  for (uint32_t i = lo; i < s.depth_end(depth) && s.start(i) < w1; ++i) {
-    const int64_t a = std::max(s.start(i), w0), b = std::min(s.end(i), w1);
-    if (b <= a) continue;
-    out.push_back({a, b, {track, trace_format::EventKind::kSlice, i}});
-  }
-  return out;
-}
+using cp::CollectStepTracks;
+using cp::StepWindow;
+using cp::TrackUnits;
+using cp::Unit;
 
 StepCategory CategoryOf(const TraceStore& store, const TrackUnits& t,
                         const Unit& u, bool collective) {
@@ -112,27 +81,9 @@ class Walker {
 };
 
 void Walker::CollectTracks() {
-  const StepRow& row = steps_.rows[row_];
-  for (size_t r = 0; r < row.ranks.size() && r < steps_.ranks.size(); ++r) {
-    const StepCell& cell = row.ranks[r];
-    const ProcessInfo& p = store_.processes()[steps_.ranks[r].process];
-    for (TrackId track : p.tracks) {
-      const TrackInfo& info = store_.tracks()[track];
-      const bool device = pod::IsDevice(info);
-      if (!device && !pod::IsThread(info)) continue;
-      uint32_t depth = 0;
-      if (cell.present && cell.event.track == track) {
-        depth = store_.data(track).slices.depth(cell.event.index) + 1;
-      }
-      TrackUnits t;
-      t.rank = r;
-      t.track = track;
-      t.device = device;
-      t.units = CollectUnits(store_, track, depth, w0_, w1_);
-      if (t.units.empty()) continue;
-      track_index_[track] = tracks_.size();
-      tracks_.push_back(std::move(t));
-    }
+  tracks_ = CollectStepTracks(store_, steps_, row_, w0_, w1_);
+  for (size_t i = 0; i < tracks_.size(); ++i) {
+    track_index_[tracks_[i].track] = i;
   }
 }
 
@@ -207,13 +158,7 @@ CriticalPath Walker::Run() {
   out.row = row_;
   const StepRow& row = steps_.rows[row_];
   out.step = row.step;
-  w0_ = std::numeric_limits<int64_t>::max();
-  w1_ = std::numeric_limits<int64_t>::min();
-  for (const StepCell& c : row.ranks) {
-    if (!c.present) continue;
-    w0_ = std::min(w0_, c.start_ns);
-    w1_ = std::max(w1_, c.start_ns + c.duration_ns);
-  }
+  std::tie(w0_, w1_) = StepWindow(steps_, row_);
   out.by_rank.assign(steps_.ranks.size(), 0);
   if (w1_ <= w0_) return out;
   out.start_ns = w0_;

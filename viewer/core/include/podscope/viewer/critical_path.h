@@ -20,8 +20,10 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "podscope/viewer/pod_analysis.h"
 #include "podscope/viewer/trace_store.h"
 
@@ -62,6 +64,37 @@ struct CriticalPath {
 CriticalPath AnalyzeCriticalPath(const TraceStore& store,
                                  const StepBreakdown& steps,
                                  const StragglerReport& stragglers, int row);
+
+// What if one thing were different (`podscope analyze --what_if SPEC`):
+//   op:NAME=-20%        every slice named NAME 20 % shorter (or +N % longer)
+//   collectives=0       no collective waits: each ends its transfer time
+//                       after its own rank arrives
+//   loader:R=median     rank R's data loading as long as the ranks' median
+struct WhatIf {
+  enum class Kind { kOp, kNoCollectiveWait, kLoaderMedian };
+  Kind kind = Kind::kOp;
+  std::string name;   // kOp
+  double factor = 1;  // kOp: 0.8 for -20 %
+  int rank = -1;      // kLoaderMedian: RankInfo::rank
+  std::string text;   // as given
+};
+absl::StatusOr<WhatIf> ParseWhatIf(std::string_view spec);
+
+// The step re-timed: every unit of every rank keeps its dependencies (the
+// critical path's: program order, launch, a collective's last arrival)
+// and the latency it had beyond them, with the change applied to the
+// units' durations (a unit holding slices of the named op is shortened by
+// their share).
+struct WhatIfResult {
+  int64_t step_ns = 0;      // the step's window as recorded
+  int64_t modelled_ns = 0;  // the model, unchanged (equals step_ns unless
+                            // the trace breaks the model's rules)
+  int64_t changed_ns = 0;   // the model with the change
+  uint64_t units_changed = 0;
+};
+WhatIfResult SimulateWhatIf(const TraceStore& store, const StepBreakdown& steps,
+                            const StragglerReport& stragglers, int row,
+                            const WhatIf& change);
 
 }  // namespace podscope::viewer
 
