@@ -593,6 +593,15 @@ class PodPanelTest : public QObject {
                        .arg((t->axis().t0() - start) / 1e6)
                        .arg((t->axis().t1() - start) / 1e6)));
     QVERIFY(t->axis().span() < 2 * kRankStepWindow);
+    // The step's critical path is stated and outlined on the timeline.
+    const QString path = w.pod()->path_label()->text();
+    QVERIFY2(path.startsWith("Critical path of step 2 ("), qPrintable(path));
+    QVERIFY(!w.pod()->path().empty());
+    QCOMPARE(t->highlighted(), w.pod()->path());
+    for (const EventRef& e : w.pod()->path()) {
+      QVERIFY(s.StartOf(e) + s.DurationOf(e) > start - 200'000);
+      QVERIFY(s.StartOf(e) < start + kRankStepWindow + 200'000);
+    }
 
     // The Time view's row of rank 0: its slowest step, whole.
     w.pod()->tabs()->setCurrentIndex(1);

@@ -62,6 +62,8 @@ PodModel BuildPodModel(const TraceStore& store) {
     }
   }
 
+  m.steps = std::make_shared<const StepBreakdown>(steps);
+  m.stragglers = std::make_shared<const StragglerReport>(stragglers);
   for (const CompileEvent& c : compiles.compiles) {
     std::string text = absl::StrCat(label(c.rank));
     if (c.step >= 0) absl::StrAppend(&text, " · step ", c.step);

@@ -9,6 +9,7 @@
 #define PODSCOPE_VIEWER_APP_POD_MODEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ struct PodModel {
   std::vector<Compile> compiles;  // by start
   // The other analyses as tables (pod_views.h).
   std::vector<PodView> views;
+  // What a step's critical path is computed from (critical_path.h), on
+  // demand when a step is shown.
+  std::shared_ptr<const StepBreakdown> steps;
+  std::shared_ptr<const StragglerReport> stragglers;
 };
 
 PodModel BuildPodModel(const TraceStore& store);

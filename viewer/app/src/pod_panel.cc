@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "podscope/base/numeric.h"
+#include "podscope/viewer/critical_path.h"
 #include "time_format.h"
 
 namespace podscope::viewer::app {
@@ -48,6 +49,11 @@ PodPanel::PodPanel(QWidget* parent) : QWidget(parent) {
     emit eventRequested(*model_.evidence);
     emit timesRequested(model_.evidence_start_ns, model_.evidence_end_ns);
   });
+  path_ = new QLabel;
+  path_->setObjectName("pod.path");
+  path_->setWordWrap(true);
+  path_->hide();  // shown with a step's path: no room taken before
+  layout->addWidget(path_);
   auto* split = new QSplitter(Qt::Horizontal);
   table_ = new QTableWidget(0, 0);
   table_->setObjectName("pod.table");
@@ -234,6 +240,53 @@ void PodPanel::ActivateCell(int row, int column) {
       step.start_ns,
       base::SaturatingAdd(step.start_ns,
                           std::max<int64_t>(step.duration_ns, 1)));
+  ShowCriticalPath(row);
+}
+
+void PodPanel::ShowCriticalPath(int row) {
+  path_events_.clear();
+  path_->clear();
+  path_->hide();
+  if (!store_ || !model_.steps || !model_.stragglers) return;
+  const CriticalPath p =
+      AnalyzeCriticalPath(*store_, *model_.steps, *model_.stragglers, row);
+  if (p.segments.empty()) return;
+  for (const PathSegment& s : p.segments) {
+    if (s.has_event &&
+        (path_events_.empty() || path_events_.back() != s.event)) {
+      path_events_.push_back(s.event);
+    }
+  }
+  QStringList parts;
+  for (int c = 0; c < kStepCategoryCount; ++c) {
+    if (p.by_category[c] <= 0) continue;
+    parts << tr("%1 %2")
+                 .arg(QString::fromStdString(std::string(
+                     StepCategoryName(static_cast<StepCategory>(c)))))
+                 .arg(D(p.by_category[c]));
+  }
+  size_t most = 0;
+  for (size_t r = 1; r < p.by_rank.size(); ++r) {
+    if (p.by_rank[r] > p.by_rank[most]) most = r;
+  }
+  QString waits;
+  for (const PathSegment& s : p.segments) {
+    if (!s.note.empty()) {
+      waits = tr("; %1").arg(QString::fromStdString(s.note));
+      break;
+    }
+  }
+  const int most_rank =
+      most < model_.steps->ranks.size() ? model_.steps->ranks[most].rank : 0;
+  path_->setText(
+      tr("Critical path of step %1 (%2, outlined): %3; most on rank %4%5.")
+          .arg(p.step)
+          .arg(D(p.length_ns()))
+          .arg(parts.join(", "))
+          .arg(most_rank)
+          .arg(waits));
+  path_->show();
+  emit peersChanged(path_events_);
 }
 
 void PodPanel::ActivateViewRow(size_t view, int row) {

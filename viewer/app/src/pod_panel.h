@@ -45,6 +45,10 @@ class PodPanel : public QWidget {
   QLabel* verdict() const { return verdict_; }
   QListWidget* compiles() const { return compiles_; }
   QListWidget* peers_list() const { return peers_list_; }
+  // The critical path of the step last shown from the table: a sentence,
+  // and its events (outlined on the timeline).
+  QLabel* path_label() const { return path_; }
+  const std::vector<EventRef>& path() const { return path_events_; }
   const std::vector<EventRef>& peers() const { return peers_; }
   // Activates cell (step row, rank column), as a click does.
   void ActivateCell(int row, int column);
@@ -67,6 +71,7 @@ class PodPanel : public QWidget {
 
  private:
   void Show(PodModel model);
+  void ShowCriticalPath(int row);
 
   std::shared_ptr<const TraceStore> store_;
   PodModel model_;
@@ -74,6 +79,8 @@ class PodPanel : public QWidget {
   QLabel* note_;
   QTableWidget* table_;
   QLabel* verdict_;
+  QLabel* path_;
+  std::vector<EventRef> path_events_;
   QListWidget* compiles_;
   QListWidget* peers_list_;
   QTabWidget* tabs_;
