@@ -29,6 +29,7 @@
 #include "main_window.h"
 #include "peer_links.h"
 #include "podscope/trace_format/writer.h"
+#include "query_panel.h"
 #include "rank_test_capture.h"
 #include "stats_panel.h"
 #include "timeline_widget.h"
@@ -615,6 +616,35 @@ class PodPanelTest : public QObject {
     QVERIFY(t->axis().t0() <= slowest);
     QVERIFY(t->axis().t1() >= slowest + kRankStepWindow);
     QVERIFY(t->axis().span() < 2 * kRankStepWindow);
+  }
+  // The Query panel: SQL over the open session; a row with an id shows
+  // its slice.
+  void queryPanelListsRowsThatLinkToTheTimeline() {
+    const QString dir = WriteSession();
+    MainWindow w;
+    QVERIFY(OpenInWindow(w, dir));
+    QueryPanel* q = w.query();
+    QSignalSpy done(q, &QueryPanel::finished);
+    q->Run(
+        "SELECT id, rank, ts FROM slices WHERE name = 'train_step' AND rank "
+        "= 1 ORDER BY ts");
+    QVERIFY(done.wait(30000) || done.count() > 0);
+    QCOMPARE(q->table()->rowCount(), kSteps);
+    QCOMPARE(q->table()->horizontalHeaderItem(0)->text(), QStringLiteral("id"));
+    QVERIFY2(q->status()->text().contains("click a row"),
+             qPrintable(q->status()->text()));
+    q->ActivateRow(2);
+    const TraceStore& s = *w.store();
+    QVERIFY(w.timeline()->selected().has_value());
+    const EventRef e = *w.timeline()->selected();
+    QCOMPARE(std::string(s.str(s.NameOf(e))), std::string("train_step"));
+    QCOMPARE(s.processes()[s.tracks()[e.track].process].process_index, 1);
+    QCOMPARE(QString::number(s.StartOf(e)), q->table()->item(2, 2)->text());
+
+    q->Run("SELECT nope FROM slices");
+    QVERIFY(done.wait(30000) || done.count() > 1);
+    QVERIFY2(q->status()->text().startsWith("Error: SQL: no such column"),
+             qPrintable(q->status()->text()));
   }
 };
 

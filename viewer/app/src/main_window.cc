@@ -33,6 +33,7 @@
 #include "live_session.h"
 #include "mesh_view.h"
 #include "pod_panel.h"
+#include "query_panel.h"
 #include "search_bar.h"
 #include "stats_panel.h"
 #include "steps_panel.h"
@@ -106,6 +107,7 @@ void MainWindow::BuildDocks() {
   flame_ = new FlameGraphWidget;
   steps_ = new StepsPanel;
   pod_ = new PodPanel;
+  query_ = new QueryPanel;
   auto dock = [this](QWidget* w, const QString& title, const char* name,
                      Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
@@ -127,6 +129,9 @@ void MainWindow::BuildDocks() {
   QDockWidget* pod_dock =
       dock(pod_, tr("Pod"), "dock.pod", Qt::BottomDockWidgetArea);
   tabifyDockWidget(steps_dock, pod_dock);
+  QDockWidget* query_dock =
+      dock(query_, tr("Query"), "dock.query", Qt::BottomDockWidgetArea);
+  tabifyDockWidget(pod_dock, query_dock);
   stats_dock->raise();
   resizeDocks({details_dock}, {380}, Qt::Horizontal);
   resizeDocks({stats_dock}, {260}, Qt::Vertical);
@@ -168,6 +173,8 @@ void MainWindow::ConnectPanels() {
           &TimelineWidget::ZoomToEvent);
   connect(pod_, &PodPanel::timesRequested, timeline_,
           &TimelineWidget::ZoomToTimes);
+  connect(query_, &QueryPanel::eventRequested, timeline_,
+          &TimelineWidget::ZoomToEvent);
   connect(pod_, &PodPanel::peersChanged, timeline_,
           &TimelineWidget::SetHighlighted);
   connect(timeline_, &TimelineWidget::rangeChanged, this,
@@ -327,6 +334,7 @@ void MainWindow::LoadDetail(const std::vector<ProcessId>& processes) {
   flame_->SetStore(store_);
   steps_->SetStore(store_);
   pod_->SetStore(store_);
+  query_->SetStore(store_);
   UpdateRangeConsumers();
 }
 
@@ -345,6 +353,7 @@ void MainWindow::SetStore(std::shared_ptr<const TraceStore> store,
   flame_->SetStore(background);
   steps_->SetStore(background);
   pod_->SetStore(background);
+  query_->SetStore(background);
   timeline_->SetStore(store_);
   UpdateSessionMenu();
   UpdateBanner();

@@ -24,6 +24,7 @@ namespace podscope::viewer::app {
 
 class CaptureDialog;
 class CompareWindow;
+class QueryPanel;
 class DetailsPanel;
 class FlameGraphWidget;
 class LiveSession;
@@ -79,6 +80,7 @@ class MainWindow : public QMainWindow {
   FlameGraphWidget* flame_graph() const { return flame_; }
   StepsPanel* steps() const { return steps_; }
   PodPanel* pod() const { return pod_; }
+  QueryPanel* query() const { return query_; }
   // Loads the events of processes of a store opened as an overview (what
   // expanding a host row does); waits for the panels' background work
   // first, since the store grows in place.
@@ -143,6 +145,7 @@ class MainWindow : public QMainWindow {
   StatsPanel* stats_;
   FlameGraphWidget* flame_;
   StepsPanel* steps_;
+  QueryPanel* query_ = nullptr;
   PodPanel* pod_;
   QFrame* banner_;
   QLabel* banner_text_;
