@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 
+#include "event_pump.h"
 #include "podscope/base/numeric.h"
 #include "time_format.h"
 #include "timeline_widget.h"
@@ -118,15 +119,7 @@ void CompareWindow::Open(const QString& baseline, const QString& candidate) {
 }
 
 bool CompareWindow::WaitUntilIdle(int timeout_ms) {
-  QElapsedTimer timer;
-  timer.start();
-  while (busy()) {
-    if (timer.elapsed() > timeout_ms) return false;
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    if (busy()) QThread::msleep(2);
-  }
-  QApplication::processEvents();
-  return true;
+  return PumpEventsWhile([this] { return busy(); }, timeout_ms);
 }
 
 void CompareWindow::AddRow(const std::vector<QString>& cells, bool significant,

@@ -29,6 +29,7 @@
 
 #include "capture_dialog.h"
 #include "details_panel.h"
+#include "event_pump.h"
 #include "flame_graph_widget.h"
 #include "live_session.h"
 #include "mesh_view.h"
@@ -242,19 +243,12 @@ void MainWindow::OpenPath(const QString& path, const QString& session) {
 bool MainWindow::loading() const { return loader_->busy(); }
 
 bool MainWindow::WaitUntilIdle(int timeout_ms) {
-  QElapsedTimer timer;
-  timer.start();
-  auto busy = [this] {
-    return loading() || stats_->busy() || flame_->busy() || steps_->busy() ||
-           pod_->busy();
-  };
-  while (busy()) {
-    if (timer.elapsed() > timeout_ms) return false;
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    if (busy()) QThread::msleep(2);
-  }
-  QApplication::processEvents();
-  return true;
+  return PumpEventsWhile(
+      [this] {
+        return loading() || stats_->busy() || flame_->busy() ||
+               steps_->busy() || pod_->busy();
+      },
+      timeout_ms);
 }
 
 void MainWindow::OnLoadFinished() {

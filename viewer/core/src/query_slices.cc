@@ -149,6 +149,26 @@ std::vector<TrackId> TracksFor(const TraceStore& store, const Bounds& b,
   return out;
 }
 
+// The columns every row of a process has: host, pid and rank.
+enum class ProcessColumn { kHost, kPid, kRank };
+void ResultProcess(sqlite3_context* c, const TraceStore& store, ProcessId p,
+                   ProcessColumn column) {
+  const ProcessInfo& info = store.processes()[p];
+  switch (column) {
+    case ProcessColumn::kHost:
+      sqlite3_result_text(c, info.host_name.data(),
+                          static_cast<int>(info.host_name.size()),
+                          SQLITE_STATIC);
+      return;
+    case ProcessColumn::kPid:
+      sqlite3_result_int64(c, info.pid);
+      return;
+    case ProcessColumn::kRank:
+      sqlite3_result_int64(c, RankOf(store, p));
+      return;
+  }
+}
+
 class SliceCursor : public Cursor {
  public:
   SliceCursor(const TraceStore& store, TableContext* ctx)
@@ -242,7 +262,6 @@ class SliceCursor : public Cursor {
 void SliceCursor::Column(sqlite3_context* c, int column) {
   const TrackId track = tracks_[track_];
   const TrackInfo& info = store_.tracks()[track];
-  const ProcessInfo& p = store_.processes()[info.process];
   const SliceColumns& s = S();
   const EventRef ref{track, trace_format::EventKind::kSlice, i_};
   switch (column) {
@@ -250,14 +269,10 @@ void SliceCursor::Column(sqlite3_context* c, int column) {
       sqlite3_result_int64(c, Rowid());
       return;
     case 1:
-      sqlite3_result_text(c, p.host_name.data(),
-                          static_cast<int>(p.host_name.size()), SQLITE_STATIC);
-      return;
     case 2:
-      sqlite3_result_int64(c, p.pid);
-      return;
     case 3:
-      sqlite3_result_int64(c, RankOf(store_, info.process));
+      ResultProcess(c, store_, info.process,
+                    static_cast<ProcessColumn>(column - 1));
       return;
     case 4:
       sqlite3_result_int64(c, track);
@@ -343,22 +358,16 @@ class CounterCursor : public Cursor {
   void Column(sqlite3_context* c, int column) override {
     const TrackId track = tracks_[track_];
     const TrackInfo& info = store_.tracks()[track];
-    const ProcessInfo& p = store_.processes()[info.process];
     const CounterColumns& k = store_.data(track).counters;
     switch (column) {
       case 0:
         sqlite3_result_int64(c, track);
         return;
       case 1:
-        sqlite3_result_text(c, p.host_name.data(),
-                            static_cast<int>(p.host_name.size()),
-                            SQLITE_TRANSIENT);
-        return;
       case 2:
-        sqlite3_result_int64(c, p.pid);
-        return;
       case 3:
-        sqlite3_result_int64(c, RankOf(store_, info.process));
+        ResultProcess(c, store_, info.process,
+                      static_cast<ProcessColumn>(column - 1));
         return;
       case 4:
         sqlite3_result_text(c, info.name.data(),
