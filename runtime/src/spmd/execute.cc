@@ -229,9 +229,10 @@ std::vector<int> GroupOf(const Mesh& mesh, const State& from, int position) {
 
 // The global value of a group: partial tiles are combined over their
 // reduction group (in position order, so every device gets bitwise the
-// same), tiles are assembled.
+// same), tiles are assembled. The group's tiles are moved from `tiles`
+// (groups do not overlap, so no other group needs them).
 Literal Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
-                 const std::vector<Literal>& tiles, const State& from,
+                 std::vector<Literal>& tiles, const State& from,
                  const Shape& global, const std::vector<int>& group) {
   const Sharding fs = spmd::ToSharding(from, mesh_ptr);
   std::map<std::vector<int64_t>, Literal> combined;
@@ -241,11 +242,16 @@ Literal Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
     for (int d = 0; d < fs.rank(); ++d) tile.push_back(fs.TileIndex(d, q));
     auto it = combined.find(tile);
     if (it == combined.end()) {
-      combined.emplace(tile, tiles[q]);
+      combined.emplace(tile, std::move(tiles[q]));
       representative[tile] = q;
     } else {
       Accumulate(it->second, tiles[q], from.partial_max);
     }
+  }
+  // One tile that is the whole value (partial results, or a replicated
+  // source): nothing to place.
+  if (combined.size() == 1 && combined.begin()->second.shape() == global) {
+    return std::move(combined.begin()->second);
   }
   Literal full(global);
   for (const auto& [tile, literal] : combined) {
@@ -378,32 +384,61 @@ absl::Status SpmdExecutor::RunCollective(const SpmdProgram& program, size_t k,
                  info.group_size);
   const Shape shard_shape =
       spmd::ToSharding(c.from, mesh_).ShardShape(c.global);
+  // Every local shard straight into the literal the exchange takes, the
+  // devices' copies enqueued at once so that their streams run together.
   std::vector<Literal> local(n);
+  std::vector<Event> copied(n);
   for (int p = 0; p < n; ++p) {
     if (devices_[p] == nullptr) continue;
-    PODSCOPE_ASSIGN_OR_RETURN(local[p], slots[p][c.input]->ToLiteral().Await());
+    local[p] = Literal(slots[p][c.input]->shape());
+    copied[p] = slots[p][c.input]->ToHost(local[p].untyped_data(),
+                                          local[p].size_bytes());
+  }
+  for (int p = 0; p < n; ++p) {
+    if (devices_[p] != nullptr) PODSCOPE_RETURN_IF_ERROR(copied[p].Await());
   }
   PODSCOPE_ASSIGN_OR_RETURN(
       std::vector<Literal> all,
       ExchangeAll(communicator_, devices_, process_of_, std::move(local),
                   shard_shape, &collective_bytes_));
-  // Devices of one group see the same global value: assembled once.
-  std::map<std::vector<int>, Literal> assembled;
+  // Devices of one group see the same global value: assembled once, and
+  // when their shard is all of it, shared by their transfers.
+  std::map<std::vector<int>, std::shared_ptr<const Literal>> assembled;
   const Sharding to = spmd::ToSharding(c.to, mesh_);
+  const bool whole = to.ShardShape(c.global) == c.global;
   for (int p = 0; p < n; ++p) {
     if (devices_[p] == nullptr) continue;
     const std::vector<int> group = GroupOf(*mesh_, c.from, p);
     auto it = assembled.find(group);
     if (it == assembled.end()) {
       it = assembled
-               .emplace(group, Assemble(mesh_, all, c.from, c.global, group))
+               .emplace(group, std::make_shared<const Literal>(Assemble(
+                                   mesh_, all, c.from, c.global, group)))
                .first;
     }
-    PODSCOPE_ASSIGN_OR_RETURN(
-        slots[p][c.output], client_->BufferFromLiteral(
-                                ExtractShard(it->second, to, p), devices_[p]));
+    if (whole) {
+      PODSCOPE_ASSIGN_OR_RETURN(slots[p][c.output],
+                                SharedToDevice(it->second, devices_[p]));
+    } else {
+      PODSCOPE_ASSIGN_OR_RETURN(
+          slots[p][c.output],
+          client_->BufferFromLiteral(ExtractShard(*it->second, to, p),
+                                     devices_[p]));
+    }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<BufferPtr> SpmdExecutor::SharedToDevice(
+    const std::shared_ptr<const Literal>& value, Device* device) {
+  PODSCOPE_ASSIGN_OR_RETURN(
+      BufferPtr buffer,
+      client_->BufferFromHost(
+          value->untyped_data(), value->shape(), device,
+          HostBufferSemantics::kImmutableUntilTransferCompletes));
+  // The value lives until every transfer that reads it has run.
+  buffer->ready().OnReady([value](const absl::Status&) {});
+  return buffer;
 }
 
 std::vector<ShardedValue> SpmdExecutor::Outputs(const SpmdProgram& program,

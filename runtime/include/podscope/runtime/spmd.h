@@ -250,6 +250,9 @@ class SpmdExecutor {
   absl::Status RunSegments(const SpmdProgram& program, size_t k, Slots& slots);
   absl::Status RunCollective(const SpmdProgram& program, size_t k,
                              Slots& slots);
+  // `value` transferred to `device` without a copy of its own.
+  absl::StatusOr<BufferPtr> SharedToDevice(
+      const std::shared_ptr<const Literal>& value, Device* device);
   std::vector<ShardedValue> Outputs(const SpmdProgram& program,
                                     const Slots& slots) const;
 
