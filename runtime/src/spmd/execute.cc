@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,6 +20,50 @@
 namespace podscope::runtime {
 
 using spmd::State;
+
+// A step's collectives move the same shapes every step; fresh host memory
+// for them would cost a page fault per page each time, and zeroing it the
+// main thread's time while the devices wait. Literals come back here when
+// their step is done with them. Bounded: what is beyond the bounds is
+// freed.
+class SpmdExecutor::HostPool {
+ public:
+  // A literal of `shape` with stale contents: the caller overwrites all of
+  // it.
+  Literal Take(const Shape& shape) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(shape.ToString());
+      if (it != free_.end() && !it->second.empty()) {
+        Literal literal = std::move(it->second.back());
+        it->second.pop_back();
+        bytes_ -= literal.size_bytes();
+        return literal;
+      }
+    }
+    return Literal(shape);
+  }
+
+  // `literal` kept for a later Take (a moved-from one is dropped).
+  void Put(Literal literal) {
+    if (literal.untyped_data() == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Literal>& same = free_[literal.shape().ToString()];
+    if (same.size() >= kMaxPerShape ||
+        bytes_ + literal.size_bytes() > kMaxBytes) {
+      return;
+    }
+    bytes_ += literal.size_bytes();
+    same.push_back(std::move(literal));
+  }
+
+ private:
+  static constexpr size_t kMaxPerShape = 16;
+  static constexpr int64_t kMaxBytes = int64_t{256} << 20;
+  std::mutex mu_;
+  std::map<std::string, std::vector<Literal>> free_;  // guarded by mu_
+  int64_t bytes_ = 0;                                 // guarded by mu_
+};
 
 SpmdProgram::~SpmdProgram() = default;
 
@@ -125,6 +170,7 @@ absl::StatusOr<std::unique_ptr<SpmdExecutor>> SpmdExecutor::Create(
   e->client_ = client;
   e->mesh_ = mesh;
   e->communicator_ = communicator;
+  e->host_pool_ = std::make_shared<HostPool>();
   std::vector<int> local_per_process(client->process_count(), 0);
   for (int id : mesh->device_ids()) {
     absl::StatusOr<Device*> d = client->LookupDevice(id);
@@ -231,9 +277,11 @@ std::vector<int> GroupOf(const Mesh& mesh, const State& from, int position) {
 // reduction group (in position order, so every device gets bitwise the
 // same), tiles are assembled. The group's tiles are moved from `tiles`
 // (groups do not overlap, so no other group needs them).
+template <typename Pool>
 Literal Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
                  std::vector<Literal>& tiles, const State& from,
-                 const Shape& global, const std::vector<int>& group) {
+                 const Shape& global, const std::vector<int>& group,
+                 Pool& pool) {
   const Sharding fs = spmd::ToSharding(from, mesh_ptr);
   std::map<std::vector<int64_t>, Literal> combined;
   std::map<std::vector<int64_t>, int> representative;
@@ -253,9 +301,12 @@ Literal Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
   if (combined.size() == 1 && combined.begin()->second.shape() == global) {
     return std::move(combined.begin()->second);
   }
-  Literal full(global);
-  for (const auto& [tile, literal] : combined) {
+  // The group's tiles cover every index of the value: all of it is
+  // written.
+  Literal full = pool.Take(global);
+  for (auto& [tile, literal] : combined) {
     InsertShard(literal, fs, representative[tile], full);
+    pool.Put(std::move(literal));
   }
   return full;
 }
@@ -390,7 +441,7 @@ absl::Status SpmdExecutor::RunCollective(const SpmdProgram& program, size_t k,
   std::vector<Event> copied(n);
   for (int p = 0; p < n; ++p) {
     if (devices_[p] == nullptr) continue;
-    local[p] = Literal(slots[p][c.input]->shape());
+    local[p] = host_pool_->Take(slots[p][c.input]->shape());
     copied[p] = slots[p][c.input]->ToHost(local[p].untyped_data(),
                                           local[p].size_bytes());
   }
@@ -411,10 +462,15 @@ absl::Status SpmdExecutor::RunCollective(const SpmdProgram& program, size_t k,
     const std::vector<int> group = GroupOf(*mesh_, c.from, p);
     auto it = assembled.find(group);
     if (it == assembled.end()) {
-      it = assembled
-               .emplace(group, std::make_shared<const Literal>(Assemble(
-                                   mesh_, all, c.from, c.global, group)))
-               .first;
+      // Back to the pool once every transfer that reads it has run.
+      std::shared_ptr<Literal> value(
+          new Literal(
+              Assemble(mesh_, all, c.from, c.global, group, *host_pool_)),
+          [pool = host_pool_](Literal* done) {
+            pool->Put(std::move(*done));
+            delete done;
+          });
+      it = assembled.emplace(group, std::move(value)).first;
     }
     if (whole) {
       PODSCOPE_ASSIGN_OR_RETURN(slots[p][c.output],
@@ -426,6 +482,8 @@ absl::Status SpmdExecutor::RunCollective(const SpmdProgram& program, size_t k,
                                      devices_[p]));
     }
   }
+  // The tiles accumulated into another one are done with.
+  for (Literal& tile : all) host_pool_->Put(std::move(tile));
   return absl::OkStatus();
 }
 

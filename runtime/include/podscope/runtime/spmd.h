@@ -262,6 +262,9 @@ class SpmdExecutor {
   std::vector<Device*> devices_;  // by mesh position; null if not local
   std::vector<int> process_of_;   // by mesh position
   int64_t collective_bytes_ = 0;
+  // The collectives' host literals, kept for the next step (execute.cc).
+  class HostPool;
+  std::shared_ptr<HostPool> host_pool_;
 };
 
 }  // namespace podscope::runtime
