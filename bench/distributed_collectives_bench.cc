@@ -5,6 +5,12 @@
 //       over Gloo's ring all-reduce called directly in the same processes
 //       and run, alternating; the 4 B .. 64 MB curve goes to the log.
 //   collectives.allreduce_busbw_gbps     the runtime's bus bandwidth there.
+//   collectives.allreduce_small_latency_ratio  the runtime's all-reduce
+//       latency over Gloo's ring called directly, for small messages (f32
+//       sum of 4 B, 64 B, 1 KB and 4 KB, 4 processes, in the same processes
+//       and run, alternating): the median latency of each over many
+//       repetitions, and the geometric mean of the four sizes' ratios
+//       (each size's is printed to the log).
 //   train.dp2_step_ms                    examples/train_mnist's step over two
 //       processes (a batch of 32 per process, one device each, gradient
 //       all-reduce).
@@ -24,6 +30,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -133,15 +140,14 @@ int AllReduceWorker() {
     gloo::BarrierOptions b(context);
     gloo::barrier(b);
   };
-  std::FILE* out =
-      rank == 0 ? std::fopen((dir + "/allreduce.txt").c_str(), "w") : nullptr;
-  for (int64_t bytes = 4; bytes <= (int64_t{64} << 20); bytes *= 16) {
+  // Times `reps` all-reduces of `bytes` through the runtime (`ours`) and
+  // Gloo directly (`raw`). Each repetition times both, alternating which
+  // goes first, so that neither always runs right after the barrier or on
+  // a warmer cache; the first `warmup` repetitions are not kept.
+  auto compare = [&](int64_t bytes, int warmup, int reps,
+                     std::vector<double>* ours, std::vector<double>* raw) {
     const int64_t n = bytes / 4;
     std::vector<float> a(n, 1.0f), b(n, 1.0f);
-    const int reps = bytes >= (int64_t{4} << 20) ? 8 : 30;
-    std::vector<double> ours, raw;
-    // Each repetition times both, alternating which goes first, so that
-    // neither always runs right after the barrier or on a warmer cache.
     auto time_ours = [&]() -> std::optional<double> {
       raw_barrier();
       const auto t0 = Clock::now();
@@ -166,7 +172,7 @@ int AllReduceWorker() {
       gloo::allreduce(opts);
       return Seconds(t0, Clock::now());
     };
-    for (int rep = 0; rep < reps + 1; ++rep) {  // the first is a warm-up
+    for (int rep = 0; rep < warmup + reps; ++rep) {
       std::optional<double> mine;
       double theirs = 0;
       if (rep % 2 == 0) {
@@ -176,10 +182,19 @@ int AllReduceWorker() {
         theirs = time_raw();
         mine = time_ours();
       }
-      if (!mine) return 1;
-      if (rep == 0) continue;
-      ours.push_back(*mine);
-      raw.push_back(theirs);
+      if (!mine) return false;
+      if (rep < warmup) continue;
+      ours->push_back(*mine);
+      raw->push_back(theirs);
+    }
+    return true;
+  };
+  std::FILE* out =
+      rank == 0 ? std::fopen((dir + "/allreduce.txt").c_str(), "w") : nullptr;
+  for (int64_t bytes = 4; bytes <= (int64_t{64} << 20); bytes *= 16) {
+    std::vector<double> ours, raw;
+    if (!compare(bytes, 1, bytes >= (int64_t{4} << 20) ? 8 : 30, &ours, &raw)) {
+      return 1;
     }
     if (out != nullptr) {
       const double factor = 2.0 * (world - 1) / world;
@@ -189,6 +204,19 @@ int AllReduceWorker() {
     }
   }
   if (out != nullptr) std::fclose(out);
+  // Small messages: latency, over enough repetitions that the median
+  // stands above the machine's noise.
+  std::FILE* lat =
+      rank == 0 ? std::fopen((dir + "/latency.txt").c_str(), "w") : nullptr;
+  for (int64_t bytes : {4, 64, 1024, 4096}) {
+    std::vector<double> ours, raw;
+    if (!compare(bytes, 20, 300, &ours, &raw)) return 1;
+    if (lat != nullptr) {
+      std::fprintf(lat, "%lld %.6g %.6g\n", static_cast<long long>(bytes),
+                   Quantile(ours, 0.5) * 1e6, Quantile(raw, 0.5) * 1e6);
+    }
+  }
+  if (lat != nullptr) std::fclose(lat);
   return 0;
 }
 
@@ -209,13 +237,26 @@ void BM_AllReduceVsGloo(benchmark::State& state) {
     ratio = ours / raw;
     busbw = ours;
   }
+  std::ifstream lat(dir + "/latency.txt");
+  double ours_us = 0, raw_us = 0, log_latency_ratios = 0;
+  int latency_rows = 0;
+  while (lat >> bytes >> ours_us >> raw_us) {
+    ++latency_rows;
+    std::printf(
+        "allreduce latency: %10lld B  runtime %8.1f us  gloo %8.1f us  "
+        "ratio %.3f\n",
+        bytes, ours_us, raw_us, ours_us / raw_us);
+    log_latency_ratios += std::log(ours_us / raw_us);
+  }
   std::filesystem::remove_all(dir);
-  if (!ok || rows == 0) {
+  if (!ok || rows == 0 || latency_rows == 0) {
     state.SkipWithError("an all-reduce worker failed");
     return;
   }
   state.counters["collectives.allreduce_ratio_vs_gloo"] = ratio;
   state.counters["collectives.allreduce_busbw_gbps"] = busbw;
+  state.counters["collectives.allreduce_small_latency_ratio"] =
+      std::exp(log_latency_ratios / latency_rows);
 }
 BENCHMARK(BM_AllReduceVsGloo)->Iterations(1)->Unit(benchmark::kSecond);
 
@@ -360,6 +401,7 @@ BENCHMARK(BM_DataParallelTrainStep)->Iterations(1)->Unit(benchmark::kSecond);
 const bool kHeadlines = [] {
   RegisterHeadline("collectives.allreduce_ratio_vs_gloo", "x");
   RegisterHeadline("collectives.allreduce_busbw_gbps", "GB/s");
+  RegisterHeadline("collectives.allreduce_small_latency_ratio", "x");
   RegisterHeadline("train.dp2_step_ms", "ms");
   RegisterHeadline("train.dp2_profiling_overhead_pct", "%");
   RegisterHeadline("train.dp2_profiling_overhead_ci_low_pct", "%");

@@ -25,12 +25,8 @@ absl::Status RunAllReduce(const KernelArgs& args) {
   if (bytes > 0 && args.output != args.inputs[0]) {
     std::memmove(args.output, args.inputs[0], bytes);
   }
-  Communicator::State::Call call{"AllReduce", "ring",         ReduceOpName(op),
-                                 bytes,       st->world_size, {}};
-  return st->Run(call, [&](uint32_t tag) {
-    return st->AllReduceInPlace(type, args.output, count, op, tag,
-                                st->world_size);
-  });
+  return st->RunAllReduce(type, args.output, count, op, st->world_size,
+                          st->world_size, {}, nullptr);
 }
 
 }  // namespace podscope::runtime::internal

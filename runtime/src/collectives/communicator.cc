@@ -38,6 +38,16 @@ namespace {
 // Slots of the reduce-scatter ring (outside the prefixes Gloo uses).
 constexpr uint8_t kReduceScatterSlotPrefix = 0x40;
 
+// The largest all-reduce (bytes per rank) whose own result times the wait
+// instead of a barrier entered first. No rank can have the result before
+// the last rank arrived, so the time from arrival to the result is the
+// wait plus the all-reduce's latency after the last arrival; up to here
+// that latency is of the order of a barrier's (the error the barrier's
+// measurement has too), while the barrier would cost a small all-reduce
+// about as many messages again. Above, moving the data takes longer than
+// a barrier, and the barrier costs little beside it.
+constexpr int64_t kWaitFromResultMaxBytes = int64_t{16} << 10;
+
 profiler::TrackHandle HostCollectivesTrack() {
   static const profiler::TrackHandle track =
       profiler::RegisterDeviceStreamTrack(-1, 0, "collectives");
@@ -188,7 +198,8 @@ absl::Status Communicator::State::Run(
     try {
       // Whether to measure must not depend on this rank's recording state:
       // the barrier is a collective every rank has to enter.
-      if (options.measure_wait && call.measure_wait && world_size > 1) {
+      if (options.measure_wait && call.measure_wait && world_size > 1 &&
+          call.last_arrival_ns == nullptr) {
         gloo::BarrierOptions barrier(context);
         barrier.setTag(tag);
         barrier.setTimeout(timeout());
@@ -196,6 +207,10 @@ absl::Status Communicator::State::Run(
         wait_ns = profiler::NowNs() - arrival;
       }
       status = body(tag);
+      if (options.measure_wait && call.measure_wait &&
+          call.last_arrival_ns != nullptr && *call.last_arrival_ns > 0) {
+        wait_ns = std::max<int64_t>(0, *call.last_arrival_ns - arrival);
+      }
     } catch (const std::exception& e) {
       status = ErrorFromGloo(what, e);
     }
@@ -230,24 +245,41 @@ absl::Status Communicator::State::Run(
   return status;
 }
 
-absl::Status Communicator::State::AllReduceInPlace(ElementType type, void* data,
-                                                   int64_t count, ReduceOp op,
-                                                   uint32_t tag, int divisor) {
+bool Communicator::State::WaitFromResult(int64_t bytes) const {
+  // An empty all-reduce sends nothing: only the barrier can time its wait.
+  return bytes > 0 && bytes <= kWaitFromResultMaxBytes && world_size > 1;
+}
+
+absl::Status Communicator::State::RunAllReduce(
+    ElementType type, void* data, int64_t count, ReduceOp op, int divisor,
+    int participants, profiler::TrackHandle track,
+    const std::function<absl::Status()>& fill, int64_t ticket) {
   PODSCOPE_ASSIGN_OR_RETURN(internal::ReduceFn fn,
                             internal::ReduceFunction(type, op));
-  if (count > 0 && world_size > 1) {
-    gloo::AllreduceOptions opts(context);
-    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    WithType(type, data, [&](auto* p) { opts.setOutput(p, count); });
-    opts.setReduceFunction(fn);
-    opts.setTag(tag);
-    opts.setTimeout(timeout());
-    gloo::allreduce(opts);
-  }
-  if (op == ReduceOp::kMean) {
-    internal::DivideInPlace(type, data, count, divisor);
-  }
-  return absl::OkStatus();
+  const int64_t bytes = count * ElementSize(type);
+  int64_t result_ns = 0;
+  Call call{"AllReduce", "ring", ReduceOpName(op), bytes, participants, track};
+  if (WaitFromResult(bytes)) call.last_arrival_ns = &result_ns;
+  return Run(
+      call,
+      [&](uint32_t tag) -> absl::Status {
+        if (fill) PODSCOPE_RETURN_IF_ERROR(fill());
+        if (count > 0 && world_size > 1) {
+          gloo::AllreduceOptions opts(context);
+          opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+          WithType(type, data, [&](auto* p) { opts.setOutput(p, count); });
+          opts.setReduceFunction(fn);
+          opts.setTag(tag);
+          opts.setTimeout(timeout());
+          gloo::allreduce(opts);
+          result_ns = profiler::NowNs();
+        }
+        if (op == ReduceOp::kMean) {
+          internal::DivideInPlace(type, data, count, divisor);
+        }
+        return absl::OkStatus();
+      },
+      ticket);
 }
 
 Communicator::Communicator(std::shared_ptr<State> state)
@@ -348,14 +380,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
 absl::Status Communicator::AllReduce(ElementType type, void* data,
                                      int64_t count, ReduceOp op) {
   PODSCOPE_RETURN_IF_ERROR(CheckCount("AllReduce", count, data));
-  PODSCOPE_RETURN_IF_ERROR(internal::ReduceFunction(type, op).status());
-  State::Call call{"AllReduce",        "ring",
-                   ReduceOpName(op),   count * ElementSize(type),
-                   state_->world_size, {}};
-  return state_->Run(call, [&](uint32_t tag) {
-    return state_->AllReduceInPlace(type, data, count, op, tag,
-                                    state_->world_size);
-  });
+  return state_->RunAllReduce(type, data, count, op, state_->world_size,
+                              state_->world_size, {}, nullptr);
 }
 
 absl::Status Communicator::AllGather(ElementType type, const void* input,

@@ -94,11 +94,9 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
                                   track, ticket](absl::Status in, void* out) {
     const int64_t count = shape.num_elements();
     const int64_t bytes = shape.byte_size();
-    State::Call call{"AllReduce", "ring",       ReduceOpName(op),
-                     bytes,       participants, track};
-    return st->Run(
-        call,
-        [&](uint32_t tag) {
+    return st->RunAllReduce(
+        shape.element_type(), out, count, op, participants, participants, track,
+        [&]() -> absl::Status {
           PODSCOPE_RETURN_IF_ERROR(in);
           if (bytes > 0) {
             std::memcpy(out, BufferAccess::Data(*inputs[0]), bytes);
@@ -106,8 +104,7 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
           for (size_t i = 1; i < inputs.size(); ++i) {
             fn(out, out, BufferAccess::Data(*inputs[i]), count);
           }
-          return st->AllReduceInPlace(shape.element_type(), out, count, op, tag,
-                                      participants);
+          return absl::OkStatus();
         },
         ticket);
   });

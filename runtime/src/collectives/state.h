@@ -64,6 +64,10 @@ struct Communicator::State {
     int participants = 0;
     profiler::TrackHandle track;  // invalid: default_track
     bool measure_wait = true;     // Barrier and Rendezvous do not
+    // Set when the body learns by itself when the last rank had arrived
+    // (an all-reduce's result): Run enters no wait barrier, and the body
+    // stores that moment (profiler::NowNs()) here; 0 when it did not.
+    int64_t* last_arrival_ns = nullptr;
   };
   uint64_t TakeTicket();
   // Runs `body(tag)` as collective `ticket` (a fresh ticket when negative)
@@ -74,11 +78,21 @@ struct Communicator::State {
                    const std::function<absl::Status(uint32_t tag)>& body,
                    int64_t ticket = -1);
 
-  // The host all-reduce in place; `divisor` divides for kMean (the number
-  // of contributions summed). Call it from inside Run's body: Gloo
-  // errors are thrown.
-  absl::Status AllReduceInPlace(ElementType type, void* data, int64_t count,
-                                ReduceOp op, uint32_t tag, int divisor);
+  // Whether an all-reduce of `bytes` per rank times its wait by its own
+  // result (Call::last_arrival_ns) rather than by a barrier entered first:
+  // small ones, where the barrier would cost as much as the all-reduce.
+  bool WaitFromResult(int64_t bytes) const;
+
+  // One traced all-reduce of `count` elements in place at `data`: `fill`
+  // (may be null) runs first inside the turn and writes this process's
+  // contribution there (a device form reduces its local buffers); then
+  // Gloo's ring all-reduce. `divisor` divides for kMean (the
+  // contributions summed), `participants` is what the trace says.
+  absl::Status RunAllReduce(ElementType type, void* data, int64_t count,
+                            ReduceOp op, int divisor, int participants,
+                            profiler::TrackHandle track,
+                            const std::function<absl::Status()>& fill,
+                            int64_t ticket = -1);
 };
 
 // The communicator created last in this process with id `id`

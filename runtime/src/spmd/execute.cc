@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,6 +20,50 @@
 namespace podscope::runtime {
 
 using spmd::State;
+
+// A step's collectives move the same shapes every step; fresh host memory
+// for them would cost a page fault per page each time, and zeroing it the
+// main thread's time while the devices wait. Literals come back here when
+// their step is done with them. Bounded: what is beyond the bounds is
+// freed.
+class SpmdExecutor::HostPool {
+ public:
+  // A literal of `shape` with stale contents: the caller overwrites all of
+  // it.
+  Literal Take(const Shape& shape) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(shape.ToString());
+      if (it != free_.end() && !it->second.empty()) {
+        Literal literal = std::move(it->second.back());
+        it->second.pop_back();
+        bytes_ -= literal.size_bytes();
+        return literal;
+      }
+    }
+    return Literal(shape);
+  }
+
+  // `literal` kept for a later Take (a moved-from one is dropped).
+  void Put(Literal literal) {
+    if (literal.untyped_data() == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Literal>& same = free_[literal.shape().ToString()];
+    if (same.size() >= kMaxPerShape ||
+        bytes_ + literal.size_bytes() > kMaxBytes) {
+      return;
+    }
+    bytes_ += literal.size_bytes();
+    same.push_back(std::move(literal));
+  }
+
+ private:
+  static constexpr size_t kMaxPerShape = 16;
+  static constexpr int64_t kMaxBytes = int64_t{256} << 20;
+  std::mutex mu_;
+  std::map<std::string, std::vector<Literal>> free_;  // guarded by mu_
+  int64_t bytes_ = 0;                                 // guarded by mu_
+};
 
 SpmdProgram::~SpmdProgram() = default;
 
@@ -125,6 +170,7 @@ absl::StatusOr<std::unique_ptr<SpmdExecutor>> SpmdExecutor::Create(
   e->client_ = client;
   e->mesh_ = mesh;
   e->communicator_ = communicator;
+  e->host_pool_ = std::make_shared<HostPool>();
   std::vector<int> local_per_process(client->process_count(), 0);
   for (int id : mesh->device_ids()) {
     absl::StatusOr<Device*> d = client->LookupDevice(id);
@@ -229,10 +275,13 @@ std::vector<int> GroupOf(const Mesh& mesh, const State& from, int position) {
 
 // The global value of a group: partial tiles are combined over their
 // reduction group (in position order, so every device gets bitwise the
-// same), tiles are assembled.
+// same), tiles are assembled. The group's tiles are moved from `tiles`
+// (groups do not overlap, so no other group needs them).
+template <typename Pool>
 Literal Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
-                 const std::vector<Literal>& tiles, const State& from,
-                 const Shape& global, const std::vector<int>& group) {
+                 std::vector<Literal>& tiles, const State& from,
+                 const Shape& global, const std::vector<int>& group,
+                 Pool& pool) {
   const Sharding fs = spmd::ToSharding(from, mesh_ptr);
   std::map<std::vector<int64_t>, Literal> combined;
   std::map<std::vector<int64_t>, int> representative;
@@ -241,15 +290,23 @@ Literal Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
     for (int d = 0; d < fs.rank(); ++d) tile.push_back(fs.TileIndex(d, q));
     auto it = combined.find(tile);
     if (it == combined.end()) {
-      combined.emplace(tile, tiles[q]);
+      combined.emplace(tile, std::move(tiles[q]));
       representative[tile] = q;
     } else {
       Accumulate(it->second, tiles[q], from.partial_max);
     }
   }
-  Literal full(global);
-  for (const auto& [tile, literal] : combined) {
+  // One tile that is the whole value (partial results, or a replicated
+  // source): nothing to place.
+  if (combined.size() == 1 && combined.begin()->second.shape() == global) {
+    return std::move(combined.begin()->second);
+  }
+  // The group's tiles cover every index of the value: all of it is
+  // written.
+  Literal full = pool.Take(global);
+  for (auto& [tile, literal] : combined) {
     InsertShard(literal, fs, representative[tile], full);
+    pool.Put(std::move(literal));
   }
   return full;
 }
@@ -378,32 +435,68 @@ absl::Status SpmdExecutor::RunCollective(const SpmdProgram& program, size_t k,
                  info.group_size);
   const Shape shard_shape =
       spmd::ToSharding(c.from, mesh_).ShardShape(c.global);
+  // Every local shard straight into the literal the exchange takes, the
+  // devices' copies enqueued at once so that their streams run together.
   std::vector<Literal> local(n);
+  std::vector<Event> copied(n);
   for (int p = 0; p < n; ++p) {
     if (devices_[p] == nullptr) continue;
-    PODSCOPE_ASSIGN_OR_RETURN(local[p], slots[p][c.input]->ToLiteral().Await());
+    local[p] = host_pool_->Take(slots[p][c.input]->shape());
+    copied[p] = slots[p][c.input]->ToHost(local[p].untyped_data(),
+                                          local[p].size_bytes());
+  }
+  for (int p = 0; p < n; ++p) {
+    if (devices_[p] != nullptr) PODSCOPE_RETURN_IF_ERROR(copied[p].Await());
   }
   PODSCOPE_ASSIGN_OR_RETURN(
       std::vector<Literal> all,
       ExchangeAll(communicator_, devices_, process_of_, std::move(local),
                   shard_shape, &collective_bytes_));
-  // Devices of one group see the same global value: assembled once.
-  std::map<std::vector<int>, Literal> assembled;
+  // Devices of one group see the same global value: assembled once, and
+  // when their shard is all of it, shared by their transfers.
+  std::map<std::vector<int>, std::shared_ptr<const Literal>> assembled;
   const Sharding to = spmd::ToSharding(c.to, mesh_);
+  const bool whole = to.ShardShape(c.global) == c.global;
   for (int p = 0; p < n; ++p) {
     if (devices_[p] == nullptr) continue;
     const std::vector<int> group = GroupOf(*mesh_, c.from, p);
     auto it = assembled.find(group);
     if (it == assembled.end()) {
-      it = assembled
-               .emplace(group, Assemble(mesh_, all, c.from, c.global, group))
-               .first;
+      // Back to the pool once every transfer that reads it has run.
+      std::shared_ptr<Literal> value(
+          new Literal(
+              Assemble(mesh_, all, c.from, c.global, group, *host_pool_)),
+          [pool = host_pool_](Literal* done) {
+            pool->Put(std::move(*done));
+            delete done;
+          });
+      it = assembled.emplace(group, std::move(value)).first;
     }
-    PODSCOPE_ASSIGN_OR_RETURN(
-        slots[p][c.output], client_->BufferFromLiteral(
-                                ExtractShard(it->second, to, p), devices_[p]));
+    if (whole) {
+      PODSCOPE_ASSIGN_OR_RETURN(slots[p][c.output],
+                                SharedToDevice(it->second, devices_[p]));
+    } else {
+      PODSCOPE_ASSIGN_OR_RETURN(
+          slots[p][c.output],
+          client_->BufferFromLiteral(ExtractShard(*it->second, to, p),
+                                     devices_[p]));
+    }
   }
+  // The tiles accumulated into another one are done with.
+  for (Literal& tile : all) host_pool_->Put(std::move(tile));
   return absl::OkStatus();
+}
+
+absl::StatusOr<BufferPtr> SpmdExecutor::SharedToDevice(
+    const std::shared_ptr<const Literal>& value, Device* device) {
+  PODSCOPE_ASSIGN_OR_RETURN(
+      BufferPtr buffer,
+      client_->BufferFromHost(
+          value->untyped_data(), value->shape(), device,
+          HostBufferSemantics::kImmutableUntilTransferCompletes));
+  // The value lives until every transfer that reads it has run.
+  buffer->ready().OnReady([value](const absl::Status&) {});
+  return buffer;
 }
 
 std::vector<ShardedValue> SpmdExecutor::Outputs(const SpmdProgram& program,

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -125,8 +126,10 @@ int CheckOps(Communicator& comm, int salt_base) {
   std::vector<ReduceOp> ops = {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin};
   if (type != ElementType::kPred) ops.push_back(ReduceOp::kMean);
   int salt = salt_base;
+  // The largest size times its wait with a barrier, the others by their
+  // result.
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{world + 1}, int64_t{1000},
-                    int64_t{4099}}) {
+                    int64_t{4099}, int64_t{70001}}) {
     for (ReduceOp op : ops) {
       ++salt;
       std::vector<T> data(n);
@@ -349,9 +352,10 @@ int TraceWorker() {
   return 0;
 }
 
-// Records every kind of collective: all-gather, reduce-scatter, broadcast
-// and barrier on the host "collectives" track (rank 1 arrives late at the
-// first), the all_reduce IR op on device 0's stream, and an all-reduce that
+// Records every kind of collective: all-gather, reduce-scatter, broadcast,
+// barrier and a small all-reduce on the host "collectives" track (rank 1
+// arrives late at the first and the last), the all_reduce IR op on device
+// 0's stream, and an all-reduce that
 // fails because rank 1 has gone (rank 1 closes its trace first).
 int TraceOpsWorker() {
   auto store = Store();
@@ -377,6 +381,11 @@ int TraceOpsWorker() {
   std::vector<float> b(50, float(rank));
   WORKER_OK(comm->Broadcast(ElementType::kF32, b.data(), 50, 1));
   WORKER_OK(comm->Barrier());
+  if (rank == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // late again
+  }
+  std::vector<float> small(7, 1.0f);
+  WORKER_OK(comm->AllReduce(absl::MakeSpan(small), ReduceOp::kSum));
 
   CommunicatorOptions on_device;
   on_device.trace_device = device;
@@ -408,6 +417,43 @@ int TraceOpsWorker() {
   absl::Status s = doomed->AllReduce(absl::MakeSpan(v), ReduceOp::kSum);
   WORKER_CHECK(!s.ok(), "an all-reduce with a dead peer succeeded");
   WORKER_OK(profiler::StopTrace().status());
+  return 0;
+}
+
+// Bytes this process has written (to its sockets, here) so far.
+int64_t BytesWritten() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  int64_t value = -1;
+  while (io >> key >> value) {
+    if (key == "wchar:") return value;
+  }
+  return -1;
+}
+
+// The same small all-reduces on a communicator that times their wait and
+// on one that does not: prints the bytes each made this process write.
+int WaitCostWorker() {
+  auto store = Store();
+  auto timed = Connect(*store, "timed");
+  CommunicatorOptions untimed_options;
+  untimed_options.measure_wait = false;
+  auto untimed = Connect(*store, "untimed", untimed_options);
+  std::vector<float> v(256, 1.0f);
+  int64_t written[2] = {0, 0};
+  Communicator* comms[2] = {timed.get(), untimed.get()};
+  for (int k = 0; k < 2; ++k) {
+    WORKER_OK(comms[k]->Barrier());
+    const int64_t before = BytesWritten();
+    for (int i = 0; i < 20; ++i) {
+      WORKER_OK(comms[k]->AllReduce(absl::MakeSpan(v), ReduceOp::kSum));
+    }
+    written[k] = BytesWritten() - before;
+    WORKER_CHECK(before >= 0 && written[k] > 0, "no /proc/self/io wchar");
+  }
+  std::printf("WRITTEN timed %lld untimed %lld\n",
+              static_cast<long long>(written[0]),
+              static_cast<long long>(written[1]));
   return 0;
 }
 
@@ -582,6 +628,24 @@ std::string StringArg(const profiler::testing::TraceFile& f,
   return "";
 }
 
+// Timing the wait of a small all-reduce (a few KB, latency-bound) costs no
+// messages: a barrier before it would double what it sends and its
+// latency.
+TEST(Collectives, TimingTheWaitOfASmallAllReduceSendsNothingMore) {
+  const std::string dir = testing::FreshRunDir("wait_cost");
+  const auto results = RunWorkers("wait_cost", 2, dir);
+  ExpectAllSucceeded(results);
+  for (const auto& result : results) {
+    long long timed = -1, untimed = -1;
+    const size_t at = result.output.find("WRITTEN");
+    ASSERT_NE(at, std::string::npos) << result.output;
+    ASSERT_EQ(std::sscanf(result.output.c_str() + at,
+                          "WRITTEN timed %lld untimed %lld", &timed, &untimed),
+              2);
+    EXPECT_EQ(timed, untimed);
+  }
+}
+
 TEST(Collectives, EachRankTracesItsCollectivesWithSharedIds) {
   const std::string dir = testing::FreshRunDir("trace");
   ExpectAllSucceeded(RunWorkers("trace", 2, dir));
@@ -670,6 +734,7 @@ TEST(Collectives, EveryKindOfCollectiveIsTracedWithItsArgs) {
       {"tops#1", "collectives", "ReduceScatter", "max", "ring", 101 * 4},
       {"tops#2", "collectives", "Broadcast", "", "one_to_all", 50 * 4},
       {"tops#3", "collectives", "Barrier", "", "all_to_all", 0},
+      {"tops#4", "collectives", "AllReduce", "sum", "ring", 7 * 4},
       {"tir#0", "device 0 (CPU) stream", "AllReduce", "sum", "ring", 5 * 4},
   };
   for (int r = 0; r < 2; ++r) {
@@ -692,6 +757,9 @@ TEST(Collectives, EveryKindOfCollectiveIsTracedWithItsArgs) {
   // Rank 1 came to the all-gather 200 ms late: rank 0 waited for it.
   EXPECT_GT(ranks[0]["tops#0"].wait_ns, 100'000'000);
   EXPECT_LT(ranks[1]["tops#0"].wait_ns, 100'000'000);
+  // And to the small all-reduce, whose result times the wait.
+  EXPECT_GT(ranks[0]["tops#4"].wait_ns, 100'000'000);
+  EXPECT_LT(ranks[1]["tops#4"].wait_ns, 100'000'000);
   // The failed all-reduce: only rank 0 recorded it, marked failed.
   ASSERT_TRUE(ranks[0].count("tfail#1"));
   EXPECT_EQ(ranks[0]["tfail#1"].name, "AllReduce");
@@ -708,10 +776,15 @@ int main(int argc, char** argv) {
   using namespace podscope::runtime;
   if (argc >= 3 && std::string(argv[1]) == "--worker") {
     const std::map<std::string, std::function<int()>> workers = {
-        {"ops", OpsWorker},         {"two_comms", TwoCommunicatorsWorker},
-        {"devices", DevicesWorker}, {"rendezvous", RendezvousWorker},
-        {"trace", TraceWorker},     {"trace_ops", TraceOpsWorker},
-        {"ir", IrWorker},           {"dead_peer", DeadPeerWorker},
+        {"ops", OpsWorker},
+        {"two_comms", TwoCommunicatorsWorker},
+        {"devices", DevicesWorker},
+        {"rendezvous", RendezvousWorker},
+        {"trace", TraceWorker},
+        {"trace_ops", TraceOpsWorker},
+        {"ir", IrWorker},
+        {"dead_peer", DeadPeerWorker},
+        {"wait_cost", WaitCostWorker},
     };
     auto it = workers.find(argv[2]);
     if (it == workers.end()) {

@@ -250,6 +250,9 @@ class SpmdExecutor {
   absl::Status RunSegments(const SpmdProgram& program, size_t k, Slots& slots);
   absl::Status RunCollective(const SpmdProgram& program, size_t k,
                              Slots& slots);
+  // `value` transferred to `device` without a copy of its own.
+  absl::StatusOr<BufferPtr> SharedToDevice(
+      const std::shared_ptr<const Literal>& value, Device* device);
   std::vector<ShardedValue> Outputs(const SpmdProgram& program,
                                     const Slots& slots) const;
 
@@ -259,6 +262,9 @@ class SpmdExecutor {
   std::vector<Device*> devices_;  // by mesh position; null if not local
   std::vector<int> process_of_;   // by mesh position
   int64_t collective_bytes_ = 0;
+  // The collectives' host literals, kept for the next step (execute.cc).
+  class HostPool;
+  std::shared_ptr<HostPool> host_pool_;
 };
 
 }  // namespace podscope::runtime
