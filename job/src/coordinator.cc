@@ -29,6 +29,7 @@
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/grpc_credentials.h"
+#include "src/doctor_wire.h"
 #include "src/key_rules.h"
 #include "src/rank_credential.h"
 
@@ -60,7 +61,8 @@ struct Member {
   uint64_t incarnation = 0;
   std::string secret;  // the rank's credential (RegisterResponse)
   SteadyClock::time_point last_heartbeat;
-  bool leaving = false;  // entered the shutdown barrier
+  bool leaving = false;            // entered the shutdown barrier
+  std::optional<RankState> state;  // the job doctor's, from its heartbeats
 };
 
 // A barrier some rank waits in. Waiters hold it, so that it can leave the
@@ -149,7 +151,8 @@ class Service final : public pb::CoordinationService::Service {
     }
     if (!slot) {
       slot = Member{req->host(), req->pid(),         req->incarnation(),
-                    NewSecret(), SteadyClock::now(), false};
+                    NewSecret(), SteadyClock::now(), false,
+                    std::nullopt};
       ++registered_;
       cv_.notify_all();
     }
@@ -186,6 +189,16 @@ class Service final : public pb::CoordinationService::Service {
                    pb::HeartbeatResponse* resp) override {
     const int64_t received = profiler::ProfilerNowNs();
     if (Status s = Authorize(ctx); !s.ok()) return s;
+    std::optional<RankState> state;
+    if (req->has_state()) {
+      absl::StatusOr<RankState> parsed = internal::FromProto(req->state());
+      if (!parsed.ok()) {
+        return Status(StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("heartbeat from rank ", req->rank(), ": ",
+                                   parsed.status().message()));
+      }
+      state = *std::move(parsed);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       const int rank = req->rank();
@@ -197,9 +210,15 @@ class Service final : public pb::CoordinationService::Service {
       }
       if (Status s = RequireRank(*ctx, rank, "heartbeat"); !s.ok()) return s;
       members_[rank]->last_heartbeat = SteadyClock::now();
+      if (state.has_value()) members_[rank]->state = std::move(state);
       if (!job_error_.ok()) {
         resp->set_job_error_code(static_cast<int>(job_error_.code()));
         resp->set_job_error(std::string(job_error_.message()));
+      }
+      if (verdict_.kind != VerdictKind::kHealthy) {
+        resp->set_verdict_kind(static_cast<int>(verdict_.kind));
+        resp->set_verdict(verdict_.sentence);
+        resp->set_verdict_key(verdict_.key());
       }
     }
     resp->set_server_receive_ns(received);
@@ -335,6 +354,45 @@ class Service final : public pb::CoordinationService::Service {
                 /*leaving=*/true);
   }
 
+  Status JobState(ServerContext* ctx, const pb::JobStateRequest*,
+                  pb::JobStateResponse* resp) override {
+    if (Status s = Authorize(ctx); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = SteadyClock::now();
+    resp->set_now_ns(profiler::ProfilerNowNs());
+    for (int r = 0; r < options_.world_size; ++r) {
+      pb::RankView* view = resp->add_ranks();
+      view->set_rank(r);
+      const std::optional<Member>& m = members_[r];
+      if (!m) continue;
+      view->set_registered(true);
+      view->set_host(m->host);
+      view->set_pid(m->pid);
+      view->set_heartbeat_age_ms(
+          std::chrono::duration_cast<std::chrono::milliseconds>(
+              now - m->last_heartbeat)
+              .count());
+      view->set_leaving(m->leaving);
+      if (m->state.has_value()) {
+        internal::ToProto(*m->state, view->mutable_state());
+      }
+    }
+    if (verdict_.kind != VerdictKind::kHealthy) {
+      resp->set_verdict_kind(static_cast<int>(verdict_.kind));
+      resp->set_verdict(verdict_.sentence);
+    }
+    if (!job_error_.ok()) {
+      resp->set_job_error_code(static_cast<int>(job_error_.code()));
+      resp->set_job_error(std::string(job_error_.message()));
+    }
+    return Status::OK;
+  }
+
+  Verdict verdict() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return verdict_;
+  }
+
  private:
   static Status Stopped() {
     return Status(StatusCode::UNAVAILABLE, "the coordinator is shutting down");
@@ -462,7 +520,7 @@ class Service final : public pb::CoordinationService::Service {
     return Status::OK;
   }
 
-  // Marks silent ranks dead.
+  // Marks silent ranks dead, and judges stalls and desyncs.
   void Watch() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
@@ -475,13 +533,43 @@ class Service final : public pb::CoordinationService::Service {
         if (!m || m->leaving || now - m->last_heartbeat <= limit) continue;
         const double silent =
             std::chrono::duration<double>(now - m->last_heartbeat).count();
+        std::string last;
+        if (m->state.has_value()) {
+          last = LastCollectiveClause(*m->state, profiler::ProfilerNowNs());
+        }
         job_error_ = absl::AbortedError(absl::StrFormat(
             "rank %d (host %s, pid %d) is dead or hung: no heartbeat for "
-            "%.1f s",
-            r, m->host, m->pid, silent));
+            "%.1f s%s",
+            r, m->host, m->pid, silent,
+            last.empty() ? ""
+                         : absl::StrCat(" (last collective: ", last, ")")));
+        verdict_ = {VerdictKind::kDead, r, "", -1,
+                    std::string(job_error_.message())};
         cv_.notify_all();
         break;
       }
+      if (job_error_.ok()) Judge();
+    }
+  }
+
+  // The doctor's verdict from the ranks' states; with fail_on_stall a
+  // stall or desync fails the job. Not while ranks are leaving: a job
+  // shutting down waits in no collective.
+  void Judge() {
+    std::vector<std::optional<RankState>> states;
+    for (const std::optional<Member>& m : members_) {
+      if (!m || m->leaving) {
+        verdict_ = {};
+        return;
+      }
+      states.push_back(m->state);
+    }
+    verdict_ = JudgeJob(states, profiler::ProfilerNowNs(), options_.stall);
+    if (verdict_.kind != VerdictKind::kHealthy && options_.fail_on_stall) {
+      job_error_ = absl::AbortedError(
+          absl::StrCat("the job doctor failed the job (--on_stall fail): ",
+                       verdict_.sentence));
+      cv_.notify_all();
     }
   }
 
@@ -504,6 +592,7 @@ class Service final : public pb::CoordinationService::Service {
   std::map<std::string, std::string> kv_;
   size_t store_bytes_ = 0;  // keys and values in kv_
   std::map<std::string, std::shared_ptr<BarrierState>> barriers_;
+  Verdict verdict_;  // guarded by mu_
   std::thread watcher_;
 };
 
@@ -520,6 +609,7 @@ class CoordinatorImpl final : public Coordinator {
   }
   absl::Status job_status() const override { return service_->job_status(); }
   int registered_ranks() const override { return service_->registered(); }
+  Verdict verdict() const override { return service_->verdict(); }
   void Stop() override {
     std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return;
