@@ -121,6 +121,22 @@ ThreadScopes Read(const internal::ScopeStack& s, uint64_t now_ticks,
 
 int64_t CurrentThreadId() { return internal::CurrentTid(); }
 
+int CaptureScopeIds(uint32_t* ids, int max) {
+  const internal::ScopeStack* s = internal::t_scopes;
+  if (s == nullptr || max <= 0) return 0;
+  const int depth = static_cast<int>(std::min(
+      s->depth.load(std::memory_order_relaxed), internal::ScopeStack::kDepth));
+  const int n = std::min(depth, max);
+  for (int i = 0; i < n; ++i) {
+    ids[i] = s->names[i].load(std::memory_order_relaxed);
+  }
+  return n;
+}
+
+std::string ScopeName(uint32_t id) {
+  return std::string(internal::StringRegistry::Get().Lookup(id));
+}
+
 std::optional<ThreadScopes> ReadThreadScopes(int64_t tid) {
   internal::StackRegistry& registry = internal::Registry();
   std::lock_guard<std::mutex> lock(registry.mu);

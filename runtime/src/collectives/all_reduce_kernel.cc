@@ -27,6 +27,8 @@ absl::Status RunAllReduce(const KernelArgs& args) {
   }
   Communicator::State::Call call{"AllReduce", "ring",         ReduceOpName(op),
                                  bytes,       st->world_size, {}};
+  call.dtype = ElementTypeName(type);
+  call.count = count;
   return st->Run(call, [&](uint32_t tag) {
     return st->AllReduceInPlace(type, args.output, count, op, tag,
                                 st->world_size);

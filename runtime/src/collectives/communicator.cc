@@ -171,6 +171,13 @@ absl::Status Communicator::State::Run(
   } next_turn{this};
   const uint32_t tag = static_cast<uint32_t>(seq);
   const std::string id = absl::StrCat(prefix, "#", seq);
+  // The journal's sequence is the collective_id's.
+  internal::CollectiveJournal& journal = internal::CollectiveJournal::Get();
+  const uint64_t journaled = journal.Enter(
+      {prefix, seq, std::string_view(call.name.data(), call.name.size()),
+       std::string_view(call.dtype.data(), call.dtype.size()), call.count,
+       std::string_view(call.op.data(), call.op.size()), call.root},
+      call.site != nullptr ? *call.site : internal::IssueSite::Here());
   const bool recording = profiler::IsRecording();
   const int64_t arrival = profiler::NowNs();
   int64_t wait_ns = 0;
@@ -227,6 +234,7 @@ absl::Status Communicator::State::Run(
          {"collective_id", std::string_view(id)},
          {"ok", int64_t{status.ok()}}});
   }
+  journal.Finish(journaled, status.ok());
   return status;
 }
 
@@ -352,6 +360,8 @@ absl::Status Communicator::AllReduce(ElementType type, void* data,
   State::Call call{"AllReduce",        "ring",
                    ReduceOpName(op),   count * ElementSize(type),
                    state_->world_size, {}};
+  call.dtype = ElementTypeName(type);
+  call.count = count;
   return state_->Run(call, [&](uint32_t tag) {
     return state_->AllReduceInPlace(type, data, count, op, tag,
                                     state_->world_size);
@@ -366,6 +376,8 @@ absl::Status Communicator::AllGather(ElementType type, const void* input,
   }
   State::Call call{"AllGather",        "ring", "", count * ElementSize(type),
                    state_->world_size, {}};
+  call.dtype = ElementTypeName(type);
+  call.count = count;
   return state_->Run(call, [&](uint32_t tag) {
     if (count == 0) return absl::OkStatus();
     if (state_->world_size == 1) {
@@ -404,6 +416,8 @@ absl::Status Communicator::ReduceScatter(ElementType type, const void* input,
   const int64_t esize = ElementSize(type);
   State::Call call{"ReduceScatter", "ring", ReduceOpName(op),
                    count * esize,   world,  {}};
+  call.dtype = ElementTypeName(type);
+  call.count = count;
   return state_->Run(call, [&](uint32_t tag) {
     auto range = [&](int r) { return ReduceScatterRange(count, world, r); };
     const auto [mine_begin, mine_end] = range(rank);
@@ -480,6 +494,9 @@ absl::Status Communicator::Broadcast(ElementType type, void* data,
                    count * ElementSize(type),
                    state_->world_size,
                    {}};
+  call.dtype = ElementTypeName(type);
+  call.count = count;
+  call.root = root;
   return state_->Run(call, [&](uint32_t tag) {
     if (count == 0 || state_->world_size == 1) return absl::OkStatus();
     gloo::BroadcastOptions opts(state_->context);

@@ -90,27 +90,32 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
   const profiler::TrackHandle track =
       internal::StreamTrackOf(*local[0]->device());
   const int64_t ticket = static_cast<int64_t>(st->TakeTicket());
-  return RunOnFirstStream(local, [st, inputs, shape, op, fn, participants,
-                                  track, ticket](absl::Status in, void* out) {
-    const int64_t count = shape.num_elements();
-    const int64_t bytes = shape.byte_size();
-    State::Call call{"AllReduce", "ring",       ReduceOpName(op),
-                     bytes,       participants, track};
-    return st->Run(
-        call,
-        [&](uint32_t tag) {
-          PODSCOPE_RETURN_IF_ERROR(in);
-          if (bytes > 0) {
-            std::memcpy(out, BufferAccess::Data(*inputs[0]), bytes);
-          }
-          for (size_t i = 1; i < inputs.size(); ++i) {
-            fn(out, out, BufferAccess::Data(*inputs[i]), count);
-          }
-          return st->AllReduceInPlace(shape.element_type(), out, count, op, tag,
-                                      participants);
-        },
-        ticket);
-  });
+  const internal::IssueSite site = internal::IssueSite::Here();
+  return RunOnFirstStream(
+      local, [st, inputs, shape, op, fn, participants, track, ticket, site](
+                 absl::Status in, void* out) {
+        const int64_t count = shape.num_elements();
+        const int64_t bytes = shape.byte_size();
+        State::Call call{"AllReduce", "ring",       ReduceOpName(op),
+                         bytes,       participants, track};
+        call.dtype = ElementTypeName(shape.element_type());
+        call.count = count;
+        call.site = &site;
+        return st->Run(
+            call,
+            [&](uint32_t tag) {
+              PODSCOPE_RETURN_IF_ERROR(in);
+              if (bytes > 0) {
+                std::memcpy(out, BufferAccess::Data(*inputs[0]), bytes);
+              }
+              for (size_t i = 1; i < inputs.size(); ++i) {
+                fn(out, out, BufferAccess::Data(*inputs[i]), count);
+              }
+              return st->AllReduceInPlace(shape.element_type(), out, count, op,
+                                          tag, participants);
+            },
+            ticket);
+      });
 }
 
 absl::StatusOr<std::vector<BufferPtr>> Communicator::Broadcast(
@@ -126,11 +131,16 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::Broadcast(
       internal::StreamTrackOf(*local[0]->device());
   const int participants = st->world_size * static_cast<int>(local.size());
   const int64_t ticket = static_cast<int64_t>(st->TakeTicket());
-  return RunOnFirstStream(local, [st, source, root, track, participants,
-                                  ticket](absl::Status in, void* out) {
+  const internal::IssueSite site = internal::IssueSite::Here();
+  return RunOnFirstStream(local, [st, source, root, track, participants, ticket,
+                                  site](absl::Status in, void* out) {
     const Shape& shape = source->shape();
     const int64_t bytes = shape.byte_size();
     State::Call call{"Broadcast", "one_to_all", "", bytes, participants, track};
+    call.dtype = ElementTypeName(shape.element_type());
+    call.count = shape.num_elements();
+    call.root = root;
+    call.site = &site;
     return st->Run(
         call,
         [&](uint32_t tag) {

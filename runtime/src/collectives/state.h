@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "collectives/journal.h"
 #include "gloo/context.h"
 #include "gloo/transport/device.h"
 #include "podscope/profiler/recorder.h"
@@ -64,6 +65,12 @@ struct Communicator::State {
     int participants = 0;
     profiler::TrackHandle track;  // invalid: default_track
     bool measure_wait = true;     // Barrier and Rendezvous do not
+    // For the collective journal (journal.h).
+    absl::string_view dtype;  // ElementTypeName; "" when none
+    int64_t count = -1;       // elements; -1 when none
+    int root = -1;
+    // Where it was issued, when not on the thread that runs it.
+    const internal::IssueSite* site = nullptr;
   };
   uint64_t TakeTicket();
   // Runs `body(tag)` as collective `ticket` (a fresh ticket when negative)

@@ -42,6 +42,13 @@ std::optional<ThreadScopes> ReadThreadScopes(int64_t tid);
 // Every live thread that has recorded a scope.
 std::vector<ThreadScopes> ReadAllThreadScopes();
 
+// The calling thread's open scopes as name ids, outermost first: up to
+// `max` written to `ids`; returns how many. No lock, no allocation (the
+// collective journal calls it for every collective).
+int CaptureScopeIds(uint32_t* ids, int max);
+// The name of a scope id from CaptureScopeIds.
+std::string ScopeName(uint32_t id);
+
 }  // namespace podscope::profiler
 
 #endif  // PODSCOPE_PROFILER_SCOPE_STACK_H_

@@ -1,0 +1,196 @@
+// The job doctor on real processes, real gRPC on loopback and real Gloo:
+// three ranks under `podscope launch`, one of them stuck in a scope, slow,
+// skipping an all-reduce or calling a different collective. The launcher's
+// output carries the verdict in the sentence written out here; a rank only
+// slow below the threshold gets none. Thresholds come from
+// $PODSCOPE_STALL_AFTER_MS so that each test takes seconds.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "process.h"
+#include "trace_file.h"
+
+namespace podscope::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using testing::Process;
+
+const std::string kPodscope = PODSCOPE_BIN;
+const std::string kWorker = DIST_WORKER;
+
+std::string StringArg(const profiler::testing::TraceFile& f,
+                      const profiler::testing::TrackView& t, uint32_t i,
+                      const std::string& key) {
+  const auto* args = t.events.FindArgs(trace_format::EventKind::kSlice, i);
+  if (args == nullptr) return "";
+  for (const auto& a : args->args) {
+    if (f.Name(a.key) != key) continue;
+    if (const auto* v = std::get_if<trace_format::StringId>(&a.value)) {
+      return f.Name(v->id);
+    }
+  }
+  return "";
+}
+
+struct JobRun {
+  int status = -1;
+  std::string output;
+  std::string dir;
+};
+
+JobRun RunScenario(const std::string& scenario, const std::string& on_stall) {
+  JobRun run;
+  run.dir = testing::FreshDir("podscope-doctor-test", scenario);
+  std::vector<std::string> argv = {kPodscope, "launch",     "--nproc_per_node",
+                                   "3",       "--grace_ms", "2000"};
+  if (!on_stall.empty()) {
+    argv.push_back("--on_stall");
+    argv.push_back(on_stall);
+  }
+  for (const char* a : {"doctor", "--victim", "1", "--steps", "4"}) {
+    if (std::string(a) == "doctor") argv.push_back(kWorker);
+    argv.push_back(a);
+  }
+  argv.insert(argv.end(), {"--scenario", scenario, "--logdir", run.dir});
+  Process launcher(argv, {"PODSCOPE_STALL_AFTER_MS=1500",
+                          "PODSCOPE_HEARTBEAT_INTERVAL_MS=200",
+                          "PODSCOPE_DOCTOR_DIR=" + run.dir + "/doctor"});
+  run.status = launcher.Wait(90000);
+  run.output = launcher.output();
+  return run;
+}
+
+// The verdict lines rank 0 printed for the launcher.
+std::vector<std::string> Verdicts(const std::string& output) {
+  std::vector<std::string> out;
+  std::istringstream in(output);
+  std::string line;
+  const std::string mark = "[rank 0] podscope: job doctor: ";
+  while (std::getline(in, line)) {
+    if (line.rfind(mark, 0) == 0) out.push_back(line.substr(mark.size()));
+  }
+  return out;
+}
+
+TEST(Doctor, RankStuckInAScopeWithLiveHeartbeatsIsNamed) {
+  const JobRun run = RunScenario("stuck", "");
+  ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
+  // The default policy waits: the victim goes on once it is told.
+  EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.output;
+  const std::vector<std::string> verdicts = Verdicts(run.output);
+  ASSERT_FALSE(verdicts.empty()) << run.output;
+  // Barrier #0, all-reduces #1 and #2, then #3 at step 2.
+  EXPECT_THAT(
+      verdicts[0],
+      MatchesRegex("all_reduce #3 of group world \\(f32 x 1024, sum\\) has "
+                   "waited [0-9.]+ s: ranks 0, 2 entered it from train_step > "
+                   "backward > grad_sync; rank 1 has not \xE2\x80\x94 it has "
+                   "been in train_step > data_loading > read_batch for "
+                   "[0-9.]+ s \\(last collective: #2\\)"));
+  // Every rank was told, the victim too.
+  EXPECT_THAT(run.output, HasSubstr("verdict reached rank 1: all_reduce #3"));
+}
+
+TEST(Doctor, RankOnlySlowBelowTheThresholdIsNotReported) {
+  const JobRun run = RunScenario("slow", "");
+  ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
+  EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.output;
+  EXPECT_THAT(Verdicts(run.output), ::testing::IsEmpty()) << run.output;
+}
+
+TEST(Doctor, RankThatSkippedAnAllReduceIsNamedAndFailsTheJob) {
+  const JobRun run = RunScenario("skip", "fail");
+  ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
+  EXPECT_NE(WEXITSTATUS(run.status), 0) << run.output;
+  // Rank 1's step-3 all-reduce was the others' #3: they wait in #4 while
+  // rank 1 waits at the finish barrier.
+  const std::vector<std::string> verdicts = Verdicts(run.output);
+  ASSERT_FALSE(verdicts.empty()) << run.output;
+  EXPECT_THAT(verdicts[0],
+              MatchesRegex("all_reduce #4 of group world \\(f32 x 1024, "
+                           "sum\\) has waited [0-9.]+ s: ranks 0, 2 entered "
+                           "it from train_step > backward > grad_sync; rank 1 "
+                           "has not \xE2\x80\x94 it has been in finish for "
+                           "[0-9.]+ s \\(last collective: #3\\)"));
+  EXPECT_THAT(run.output,
+              HasSubstr("the job doctor failed the job (--on_stall fail): "
+                        "all_reduce #4 of group world"));
+}
+
+TEST(Doctor, RankThatCalledADifferentCollectiveIsADesync) {
+  const JobRun run = RunScenario("different", "fail");
+  ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
+  EXPECT_NE(WEXITSTATUS(run.status), 0) << run.output;
+  const std::vector<std::string> verdicts = Verdicts(run.output);
+  ASSERT_FALSE(verdicts.empty()) << run.output;
+  EXPECT_EQ(verdicts[0],
+            "desync at #3 of group world: ranks 0, 2 called all_reduce (f32 x "
+            "1024); rank 1 called broadcast (f32 x 1024, root 0) from "
+            "train_step > eval > sync_metrics");
+}
+
+// Every rank wrote its journal when the verdict reached it; its entries'
+// collective_id are those its trace carries for the same collectives.
+TEST(Doctor, JournalAgreesWithTheTracesCollectiveIds) {
+  const JobRun run = RunScenario("stuck", "");
+  ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
+  std::vector<std::string> journals;
+  for (const auto& e :
+       std::filesystem::directory_iterator(run.dir + "/doctor")) {
+    journals.push_back(e.path().string());
+  }
+  ASSERT_EQ(journals.size(), 3u) << run.output;
+  std::set<std::string> traced;
+  for (const auto& e : std::filesystem::directory_iterator(run.dir + "/run")) {
+    if (e.path().extension() != ".podtrace") continue;
+    auto f = profiler::testing::ReadTraceFile(e.path().string());
+    ASSERT_NE(f.reader, nullptr);
+    const int rank = f.reader->metadata().process_index();
+    for (const auto& track : f.tracks) {
+      for (uint32_t i = 0; i < track.events.slices.size(); ++i) {
+        const std::string id = StringArg(f, track, i, "collective_id");
+        if (!id.empty()) {
+          traced.insert(std::to_string(rank) + " " +
+                        f.Name(track.events.slices[i].name) + " " + id);
+        }
+      }
+    }
+  }
+  const std::map<std::string, std::string> names = {
+      {"barrier", "Barrier"}, {"all_reduce", "AllReduce"}};
+  int checked = 0;
+  for (const std::string& path : journals) {
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)),
+                           std::istreambuf_iterator<char>());
+    std::smatch rank;
+    ASSERT_TRUE(std::regex_search(text, rank, std::regex(R"("rank": (\d+))")))
+        << text;
+    const std::regex entry(
+        R"re("collective_id": "([^"]+)", "kind": "([a-z_]+)")re");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), entry);
+         it != std::sregex_iterator(); ++it) {
+      const std::string key =
+          rank[1].str() + " " + names.at((*it)[2].str()) + " " + (*it)[1].str();
+      EXPECT_TRUE(traced.count(key)) << key << "\n" << text;
+      ++checked;
+    }
+  }
+  // Barrier #0 and all-reduces #1..#3 on every rank but the stuck one.
+  EXPECT_GE(checked, 11) << run.output;
+}
+
+}  // namespace
+}  // namespace podscope::runtime
