@@ -23,7 +23,8 @@
 //            train_step > backward > grad_sync (an f32 x 1024 sum
 //            all-reduce). At step 2 rank --victim does what --scenario says:
 //            stuck (waits in read_batch until the job doctor's verdict
-//            reaches it), slow (600 ms more in read_batch), skip (no
+//            reaches it), dead (the same, then sleeps for the test to kill
+//            it), slow (600 ms more in read_batch), skip (no
 //            all-reduce), different (a broadcast from eval > sync_metrics
 //            instead). Then every rank waits in a "finish" scope at a
 //            barrier and shuts down.
@@ -330,7 +331,7 @@ absl::Status DoctorStep(rt::Job& job, rt::Communicator& comm, int step,
   {
     PODSCOPE_TRACE("data_loading");
     PODSCOPE_TRACE("read_batch");
-    if (victim && scenario == "stuck") {
+    if (victim && (scenario == "stuck" || scenario == "dead")) {
       // Stuck here until the verdict about it arrives by heartbeat.
       const auto give_up =
           std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -339,9 +340,12 @@ absl::Status DoctorStep(rt::Job& job, rt::Communicator& comm, int step,
              std::chrono::steady_clock::now() < give_up) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
-      std::printf("verdict reached rank %d: %s\n", job.rank(),
+      std::printf("verdict reached rank %d pid %d: %s\n", job.rank(), getpid(),
                   job.doctor_verdict().sentence.c_str());
       std::fflush(stdout);
+      // "dead": the test kills this rank now.
+      if (scenario == "dead")
+        std::this_thread::sleep_for(std::chrono::seconds(60));
     }
     if (victim && scenario == "slow") {
       std::this_thread::sleep_for(std::chrono::milliseconds(600));

@@ -6,6 +6,7 @@
 // $PODSCOPE_STALL_AFTER_MS so that each test takes seconds.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -100,7 +101,8 @@ TEST(Doctor, RankStuckInAScopeWithLiveHeartbeatsIsNamed) {
                    "been in train_step > data_loading > read_batch for "
                    "[0-9.]+ s \\(last collective: #2\\)"));
   // Every rank was told, the victim too.
-  EXPECT_THAT(run.output, HasSubstr("verdict reached rank 1: all_reduce #3"));
+  EXPECT_THAT(run.output, MatchesRegex("(.|\n)*verdict reached rank 1 pid "
+                                       "[0-9]+: all_reduce #3(.|\n)*"));
 }
 
 TEST(Doctor, RankOnlySlowBelowTheThresholdIsNotReported) {
@@ -139,6 +141,39 @@ TEST(Doctor, RankThatCalledADifferentCollectiveIsADesync) {
             "desync at #3 of group world: ranks 0, 2 called all_reduce (f32 x "
             "1024); rank 1 called broadcast (f32 x 1024, root 0) from "
             "train_step > eval > sync_metrics");
+}
+
+// A rank killed after its last all-reduce: the existing dead-rank verdict,
+// now naming that collective.
+TEST(Doctor, DeadRankVerdictNamesItsLastCollective) {
+  const std::string dir = testing::FreshDir("podscope-doctor-test", "dead");
+  Process launcher(
+      {kPodscope, "launch", "--nproc_per_node", "3", "--grace_ms", "2000",
+       kWorker, "doctor", "--victim", "1", "--steps", "4", "--scenario", "dead",
+       "--logdir", dir},
+      {"PODSCOPE_STALL_AFTER_MS=1500", "PODSCOPE_HEARTBEAT_INTERVAL_MS=200",
+       "PODSCOPE_DEAD_AFTER_MS=2000"});
+  std::string line;
+  const std::regex parked(R"(\[rank 1\] verdict reached rank 1 pid (\d+))");
+  pid_t victim = 0;
+  while (victim == 0 && launcher.ReadLine(&line, 60000)) {
+    std::smatch m;
+    if (std::regex_search(line, m, parked)) victim = std::stoi(m[1]);
+  }
+  ASSERT_NE(victim, 0) << launcher.output();
+  kill(victim, SIGKILL);
+  const int status = launcher.Wait(60000);
+  const std::string output = launcher.output();
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_NE(WEXITSTATUS(status), 0) << output;
+  EXPECT_THAT(output,
+              MatchesRegex("(.|\n)*\\[rank 0\\] podscope: rank 0 \\(host "
+                           "[^)]+\\): the job failed: rank 1 \\(host [^,]+, "
+                           "pid " +
+                           std::to_string(victim) +
+                           "\\) is dead or hung: no heartbeat for [0-9.]+ s "
+                           "\\(last collective: all_reduce #2 of group world, "
+                           "finished\\)(.|\n)*"));
 }
 
 // Every rank wrote its journal when the verdict reached it; its entries'
