@@ -24,7 +24,8 @@
 //            all-reduce). At step 2 rank --victim does what --scenario says:
 //            stuck (waits in read_batch until the job doctor's verdict
 //            reaches it), dead (the same, then sleeps for the test to kill
-//            it), slow (600 ms more in read_batch), skip (no
+//            it), hold (waits in read_batch until the file --release
+//            exists), slow (600 ms more in read_batch), skip (no
 //            all-reduce), different (a broadcast from eval > sync_metrics
 //            instead). Then every rank waits in a "finish" scope at a
 //            barrier and shuts down.
@@ -35,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -326,7 +328,8 @@ int RunCollective(int argc, char** argv) {
 
 // One step of the doctor mode's training loop.
 absl::Status DoctorStep(rt::Job& job, rt::Communicator& comm, int step,
-                        bool victim, const std::string& scenario) {
+                        bool victim, const std::string& scenario,
+                        const std::string& release) {
   PODSCOPE_TRACE("train_step");
   {
     PODSCOPE_TRACE("data_loading");
@@ -346,6 +349,12 @@ absl::Status DoctorStep(rt::Job& job, rt::Communicator& comm, int step,
       // "dead": the test kills this rank now.
       if (scenario == "dead")
         std::this_thread::sleep_for(std::chrono::seconds(60));
+    }
+    if (victim && scenario == "hold") {
+      // Held here until the test creates the release file.
+      while (!std::filesystem::exists(release)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
     }
     if (victim && scenario == "slow") {
       std::this_thread::sleep_for(std::chrono::milliseconds(600));
@@ -379,11 +388,17 @@ int RunDoctor(int argc, char** argv) {
                                        (*job)->world_size(), "world", copts);
   if (!comm.ok()) return Die(comm.status());
   if (absl::Status s = (*comm)->Barrier(); !s.ok()) return Die(s);
+  if ((*job)->rank() == 0) {
+    std::printf("coordinator %s\n",
+                (*job)->environment().coordinator_address.c_str());
+    std::fflush(stdout);
+  }
   const std::string scenario = Flag(argc, argv, "scenario", "");
   const bool victim = (*job)->rank() == IntFlag(argc, argv, "victim", 1);
   const int steps = static_cast<int>(IntFlag(argc, argv, "steps", 4));
   for (int k = 0; k < steps; ++k) {
-    absl::Status s = DoctorStep(**job, **comm, k, victim && k == 2, scenario);
+    absl::Status s = DoctorStep(**job, **comm, k, victim && k == 2, scenario,
+                                Flag(argc, argv, "release", ""));
     if (!s.ok()) return Die(s);
   }
   {

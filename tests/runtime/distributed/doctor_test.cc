@@ -176,6 +176,59 @@ TEST(Doctor, DeadRankVerdictNamesItsLastCollective) {
                            "finished\\)(.|\n)*"));
 }
 
+std::string ReadAll(const std::string& command, int* status) {
+  std::string out;
+  std::FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *status = pclose(p);
+  return out;
+}
+
+// `podscope doctor --once` on a live job with a rank held in a scope: the
+// verdict, its exit status, and where each rank is.
+TEST(Doctor, DoctorCommandShowsTheLiveJob) {
+  const std::string dir = testing::FreshDir("podscope-doctor-test", "live");
+  const std::string release = dir + "/release";
+  Process launcher(
+      {kPodscope, "launch", "--nproc_per_node", "3", "--grace_ms", "2000",
+       kWorker, "doctor", "--victim", "1", "--steps", "4", "--scenario", "hold",
+       "--release", release, "--logdir", dir},
+      {"PODSCOPE_STALL_AFTER_MS=1500", "PODSCOPE_HEARTBEAT_INTERVAL_MS=200"});
+  std::string line, coordinator;
+  bool judged = false;
+  while (!judged && launcher.ReadLine(&line, 60000)) {
+    const std::string mark = "[rank 0] coordinator ";
+    if (line.rfind(mark, 0) == 0) coordinator = line.substr(mark.size());
+    judged = line.find("[rank 0] podscope: job doctor: all_reduce #3") == 0;
+  }
+  ASSERT_TRUE(judged && !coordinator.empty()) << launcher.output();
+  int status = -1;
+  const std::string json = ReadAll(
+      kPodscope + " doctor --job " + coordinator + " --once --json", &status);
+  int text_status = -1;
+  const std::string text = ReadAll(
+      kPodscope + " doctor --job " + coordinator + " --once", &text_status);
+  std::ofstream(release).put('\n');
+  EXPECT_EQ(launcher.Wait(60000), 0) << launcher.output();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 7) << json;  // stalled
+  EXPECT_THAT(json, HasSubstr("\"verdict\": \"stalled\""));
+  EXPECT_THAT(json, HasSubstr("\"sentence\": \"all_reduce #3 of group world "
+                              "(f32 x 1024, sum) has waited "));
+  EXPECT_THAT(json, HasSubstr("\"scopes\": [\"train_step\", "
+                              "\"data_loading\", \"read_batch\"]"));
+  EXPECT_THAT(json, HasSubstr("\"in_flight\": true"));
+  ASSERT_TRUE(WIFEXITED(text_status));
+  EXPECT_EQ(WEXITSTATUS(text_status), 7) << text;
+  EXPECT_THAT(text, HasSubstr("3 ranks, stalled"));
+  EXPECT_THAT(text, HasSubstr("in all_reduce #3 of world for "));
+  EXPECT_THAT(text, HasSubstr("last all_reduce #2 of world"));
+  EXPECT_THAT(text, HasSubstr("train_step > data_loading > read_batch for "));
+}
+
 // Every rank wrote its journal when the verdict reached it; its entries'
 // collective_id are those its trace carries for the same collectives.
 TEST(Doctor, JournalAgreesWithTheTracesCollectiveIds) {
