@@ -159,9 +159,14 @@ std::optional<Verdict> Stall(const GroupView& view,
     last_entry = std::max(last_entry, g->last_call.entered_ns);
     median = std::max(median, g->median_ns);
   }
-  const int64_t threshold = std::max(
-      absl::ToInt64Nanoseconds(policy.stall_after),
-      static_cast<int64_t>(policy.median_factor * static_cast<double>(median)));
+  // In double, capped: a rank's median is its word, not to be trusted
+  // with an overflow.
+  const double scaled = std::min(
+      policy.median_factor * static_cast<double>(std::max<int64_t>(median, 0)),
+      1e18);
+  const int64_t threshold =
+      std::max(absl::ToInt64Nanoseconds(policy.stall_after),
+               static_cast<int64_t>(scaled));
   const CollectiveCall& call = view.state[in[0]]->last_call;
   const int64_t since = missing.empty() ? last_entry : first_entry;
   if (now_ns - since <= threshold) return std::nullopt;

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "google/protobuf/unknown_field_set.h"
+#include "src/doctor_wire.h"
+
 namespace podscope::job {
 namespace {
 
@@ -91,6 +94,13 @@ TEST(Doctor, ThresholdIsTwentyTimesTheMedianWhenThatIsLonger) {
   const int64_t later = 121 * kS;
   for (auto& r : ranks) r->taken_ns = later;
   EXPECT_EQ(JudgeJob(ranks, later, {}).kind, VerdictKind::kStalled);
+}
+
+TEST(Doctor, AnAbsurdMedianDoesNotOverflowTheThreshold) {
+  const int64_t now = 112 * kS + 100'000'000;
+  auto ranks = OneRankInDataLoading(now);
+  ranks[0]->groups[0].median_ns = INT64_MAX;
+  EXPECT_EQ(JudgeJob(ranks, now, {}).kind, VerdictKind::kHealthy);
 }
 
 TEST(Doctor, StateTakenBeforeTheThresholdCannotConvict) {
@@ -177,6 +187,52 @@ TEST(Doctor, TrimKeepsTheInnermostScopesAndCapsStrings) {
   EXPECT_EQ(r.issuer->scopes.back(), "s11");
   EXPECT_EQ(r.groups.size(), size_t{DoctorLimits::kMaxGroups});
   EXPECT_EQ(r.groups[0].group.size(), DoctorLimits::kMaxString);
+}
+
+// What a hostile rank may send: the coordinator parses a state within the
+// limits and refuses one beyond them, naming the field.
+TEST(DoctorWire, StateWithinTheLimitsRoundTrips) {
+  RankState r = Rank(AllReduce(3, 5), false, 9);
+  coordination::RankState wire;
+  internal::ToProto(r, &wire);
+  absl::StatusOr<RankState> back = internal::FromProto(wire);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->groups.at(0).last_call.scopes, r.groups[0].last_call.scopes);
+  EXPECT_EQ(back->issuer->scopes, r.issuer->scopes);
+  EXPECT_EQ(back->taken_ns, 9);
+}
+
+TEST(DoctorWire, StateBeyondTheLimitsIsRefusedNamingTheField) {
+  const RankState r = Rank(AllReduce(3, 5), false, 9);
+  coordination::RankState wire;
+  internal::ToProto(r, &wire);
+
+  coordination::RankState groups = wire;
+  for (int i = 0; i < DoctorLimits::kMaxGroups; ++i) {
+    *groups.add_groups() = wire.groups(0);
+  }
+  EXPECT_THAT(internal::FromProto(groups).status().message(),
+              ::testing::HasSubstr("groups has 5, at most 4"));
+
+  coordination::RankState scopes = wire;
+  for (int i = 0; i < DoctorLimits::kMaxScopes; ++i) {
+    scopes.mutable_issuer()->add_scopes("s");
+  }
+  EXPECT_THAT(internal::FromProto(scopes).status().message(),
+              ::testing::HasSubstr("the issuing thread's scopes has 11"));
+
+  coordination::RankState name = wire;
+  name.mutable_groups(0)->set_group(std::string(65, 'g'));
+  EXPECT_THAT(internal::FromProto(name).status().message(),
+              ::testing::HasSubstr("has 65, at most 64"));
+
+  // Within every count, but padded with a field the protocol does not
+  // know: too many bytes in all.
+  coordination::RankState big = wire;
+  big.GetReflection()->MutableUnknownFields(&big)->AddLengthDelimited(
+      99, std::string(5000, 'x'));
+  EXPECT_THAT(internal::FromProto(big).status().message(),
+              ::testing::HasSubstr("the state (bytes) has"));
 }
 
 }  // namespace
