@@ -200,6 +200,8 @@ TEST(DoctorWire, StateWithinTheLimitsRoundTrips) {
   EXPECT_EQ(back->groups.at(0).last_call.scopes, r.groups[0].last_call.scopes);
   EXPECT_EQ(back->issuer->scopes, r.issuer->scopes);
   EXPECT_EQ(back->taken_ns, 9);
+  // A typical state (one group, three scopes twice) is a few hundred bytes.
+  EXPECT_LT(wire.ByteSizeLong(), 300u);
 }
 
 TEST(DoctorWire, StateBeyondTheLimitsIsRefusedNamingTheField) {
