@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <mutex>
 #include <string>
@@ -77,6 +78,7 @@ struct CollectiveJournal::Impl {
   uint64_t next_token = 1;  // token t lives at ring[t % kRingEntries]
   absl::flat_hash_map<std::string, Group> groups;
   int64_t last_issuer_tid = 0;
+  std::atomic<int64_t> step{-1};
 
   const Entry* Find(uint64_t token) const {
     if (token == 0 || token >= next_token ||
@@ -151,6 +153,14 @@ void CollectiveJournal::Finish(uint64_t token, bool ok) {
   g.durations[e.kind.data()].Add(now - e.entered_ns);
 }
 
+void CollectiveJournal::NoteStep(int64_t step) {
+  std::atomic<int64_t>& current = impl().step;
+  int64_t seen = current.load(std::memory_order_relaxed);
+  while (step > seen && !current.compare_exchange_weak(
+                            seen, step, std::memory_order_relaxed)) {
+  }
+}
+
 std::string CollectiveJournal::KindName(std::string_view kind) {
   std::string out;
   for (size_t i = 0; i < kind.size(); ++i) {
@@ -215,6 +225,7 @@ job::RankState CollectiveJournal::Snapshot(int64_t offset_ns) const {
     }
   }
   state.issuer = std::move(issuer);
+  state.step = impl().step.load(std::memory_order_relaxed);
   state.taken_ns = profiler::ProfilerNowNs() + offset_ns;
   return state;
 }

@@ -51,6 +51,9 @@ class CollectiveJournal {
   // Records `call` as entered now; returns the token Finish takes.
   uint64_t Enter(const JournalCall& call, const IssueSite& site);
   void Finish(uint64_t token, bool ok);
+  // The rank's current step (the largest a lazy context has ended), sent
+  // with the heartbeat.
+  void NoteStep(int64_t step);
 
   // The rank's state for its heartbeat, times moved onto the job clock
   // (+offset_ns); the issuer is the thread of the last collective entered,

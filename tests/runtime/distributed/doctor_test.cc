@@ -129,6 +129,11 @@ TEST(Doctor, RankThatSkippedAnAllReduceIsNamedAndFailsTheJob) {
   EXPECT_THAT(run.output,
               HasSubstr("the job doctor failed the job (--on_stall fail): "
                         "all_reduce #4 of group world"));
+  // The launcher's own last word names the rank too.
+  EXPECT_THAT(run.output,
+              MatchesRegex("(.|\n)*podscope launch: job failed: .*; the job "
+                           "doctor said: all_reduce #4 of group world .*; rank "
+                           "1 has not .*"));
 }
 
 TEST(Doctor, RankThatCalledADifferentCollectiveIsADesync) {
