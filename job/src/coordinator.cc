@@ -549,7 +549,26 @@ class Service final : public pb::CoordinationService::Service {
         break;
       }
       if (job_error_.ok()) Judge();
+      Announce(lock);
     }
+  }
+
+  // Tells CoordinatorOptions::on_verdict of a new verdict, of one that
+  // stands again every 10 s, and of its end.
+  void Announce(std::unique_lock<std::mutex>& lock) {
+    if (!options_.on_verdict) return;
+    const std::string key =
+        verdict_.kind == VerdictKind::kHealthy ? "" : verdict_.key();
+    const auto now = SteadyClock::now();
+    const bool again =
+        !key.empty() && now - announced_at_ >= std::chrono::seconds(10);
+    if (key == announced_key_ && !again) return;
+    announced_key_ = key;
+    announced_at_ = now;
+    const Verdict verdict = verdict_;
+    lock.unlock();
+    options_.on_verdict(verdict);
+    lock.lock();
   }
 
   // The doctor's verdict from the ranks' states; with fail_on_stall a
@@ -593,6 +612,9 @@ class Service final : public pb::CoordinationService::Service {
   size_t store_bytes_ = 0;  // keys and values in kv_
   std::map<std::string, std::shared_ptr<BarrierState>> barriers_;
   Verdict verdict_;  // guarded by mu_
+  // Watcher thread only: the verdict last announced, and when.
+  std::string announced_key_;
+  SteadyClock::time_point announced_at_;
   std::thread watcher_;
 };
 

@@ -204,9 +204,8 @@ class JobImpl final : public Job {
   absl::Duration interval_;
   absl::Duration dead_after_;
   std::string doctor_dir_;
-  // Heartbeat thread only: the verdict last reported, and when.
+  // Heartbeat thread only: the verdict last seen.
   std::string reported_key_;
-  std::chrono::steady_clock::time_point reported_at_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<CoordinationClient> client_;
   std::unique_ptr<profiler::ProfilerServer> profiler_server_;
@@ -280,6 +279,16 @@ absl::Status JobImpl::Register() {
     c.dead_after = dead_after_;
     c.stall.stall_after =
         EnvMs("PODSCOPE_STALL_AFTER_MS", options_.stall_after);
+    // Rank 0 speaks for the job, the moment its coordinator judges.
+    c.on_verdict = [](const job::Verdict& verdict) {
+      if (verdict.kind == job::VerdictKind::kHealthy) {
+        std::fprintf(stderr, "podscope: job doctor: the job moves again\n");
+      } else {
+        std::fprintf(stderr, "podscope: job doctor: %s\n",
+                     verdict.sentence.c_str());
+      }
+      std::fflush(stderr);
+    };
     c.fail_on_stall = options_.on_stall == InitOptions::OnStall::kFail;
     if (const char* on_stall = std::getenv("PODSCOPE_ON_STALL")) {
       if (std::string_view(on_stall) == "fail") c.fail_on_stall = true;
@@ -524,25 +533,12 @@ void JobImpl::OnVerdict(const job::HeartbeatResult& beat) {
     std::lock_guard<std::mutex> lock(mu_);
     verdict_ = verdict;
   }
-  const auto now = std::chrono::steady_clock::now();
   if (verdict.kind == job::VerdictKind::kHealthy) {
-    if (!reported_key_.empty() && env_.rank == 0) {
-      std::fprintf(stderr, "podscope: job doctor: the job moves again\n");
-    }
     reported_key_.clear();
     return;
   }
   const bool fresh = beat.verdict_key != reported_key_;
   if (fresh) WriteDoctorDump(verdict);
-  // Rank 0 speaks for the job: once per verdict, and again every 10 s
-  // while it lasts (with the time waited so far).
-  if (env_.rank == 0 &&
-      (fresh || now - reported_at_ >= std::chrono::seconds(10))) {
-    std::fprintf(stderr, "podscope: job doctor: %s\n",
-                 verdict.sentence.c_str());
-    std::fflush(stderr);
-    reported_at_ = now;
-  }
   reported_key_ = beat.verdict_key;
   if (fresh && options_.on_doctor_verdict) options_.on_doctor_verdict(verdict);
 }

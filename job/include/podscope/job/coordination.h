@@ -32,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,6 +80,10 @@ struct CoordinatorOptions {
   // every heartbeat answer while it lasts).
   StallPolicy stall;
   bool fail_on_stall = false;
+  // Called on the coordinator's watch thread (no lock held) when the
+  // verdict changes, again every 10 s while it stands, and with kHealthy
+  // when it ends: rank 0 prints it for the launcher from here.
+  std::function<void(const Verdict&)> on_verdict;
 };
 
 class Coordinator {
