@@ -14,8 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -25,9 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "collectives/journal.h"
+#include "distributed/doctor_dump.h"
 #include "distributed/job_topology.h"
 #include "podscope/base/clock_fit.h"
-#include "podscope/base/file_names.h"
 #include "podscope/base/net.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/base/time.h"
@@ -280,15 +278,7 @@ absl::Status JobImpl::Register() {
     c.stall.stall_after =
         EnvMs("PODSCOPE_STALL_AFTER_MS", options_.stall_after);
     // Rank 0 speaks for the job, the moment its coordinator judges.
-    c.on_verdict = [](const job::Verdict& verdict) {
-      if (verdict.kind == job::VerdictKind::kHealthy) {
-        std::fprintf(stderr, "podscope: job doctor: the job moves again\n");
-      } else {
-        std::fprintf(stderr, "podscope: job doctor: %s\n",
-                     verdict.sentence.c_str());
-      }
-      std::fflush(stderr);
-    };
+    c.on_verdict = &internal::PrintVerdict;
     c.fail_on_stall = options_.on_stall == InitOptions::OnStall::kFail;
     if (const char* on_stall = std::getenv("PODSCOPE_ON_STALL")) {
       if (std::string_view(on_stall) == "fail") c.fail_on_stall = true;
@@ -550,23 +540,7 @@ void JobImpl::WriteDoctorDump(const job::Verdict& verdict) {
     std::lock_guard<std::mutex> lock(mu_);
     offset = clock_.offset_ns;
   }
-  std::error_code ec;
-  std::filesystem::create_directories(doctor_dir_, ec);
-  const std::string path =
-      absl::StrCat(doctor_dir_, "/", base::SafeFileComponent(host_), ".",
-                   getpid(), ".journal.json");
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << internal::CollectiveJournal::Get().ToJson(offset, env_.rank,
-                                                     verdict.sentence);
-    if (!out) {
-      std::fprintf(stderr, "podscope: rank %d: cannot write %s\n", env_.rank,
-                   tmp.c_str());
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
+  internal::WriteJournalFile(doctor_dir_, host_, env_.rank, offset, verdict);
 }
 
 void JobImpl::Fail(const absl::Status& status) {

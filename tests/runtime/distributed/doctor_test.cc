@@ -85,7 +85,7 @@ std::vector<std::string> Verdicts(const std::string& output) {
   return out;
 }
 
-TEST(Doctor, RankStuckInAScopeWithLiveHeartbeatsIsNamed) {
+TEST(JobDoctor, RankStuckInAScopeWithLiveHeartbeatsIsNamed) {
   const JobRun run = RunScenario("stuck", "");
   ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
   // The default policy waits: the victim goes on once it is told.
@@ -105,14 +105,14 @@ TEST(Doctor, RankStuckInAScopeWithLiveHeartbeatsIsNamed) {
                                        "[0-9]+: all_reduce #3(.|\n)*"));
 }
 
-TEST(Doctor, RankOnlySlowBelowTheThresholdIsNotReported) {
+TEST(JobDoctor, RankOnlySlowBelowTheThresholdIsNotReported) {
   const JobRun run = RunScenario("slow", "");
   ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
   EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.output;
   EXPECT_THAT(Verdicts(run.output), ::testing::IsEmpty()) << run.output;
 }
 
-TEST(Doctor, RankThatSkippedAnAllReduceIsNamedAndFailsTheJob) {
+TEST(JobDoctor, RankThatSkippedAnAllReduceIsNamedAndFailsTheJob) {
   const JobRun run = RunScenario("skip", "fail");
   ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
   EXPECT_NE(WEXITSTATUS(run.status), 0) << run.output;
@@ -136,7 +136,7 @@ TEST(Doctor, RankThatSkippedAnAllReduceIsNamedAndFailsTheJob) {
                            "1 has not .*"));
 }
 
-TEST(Doctor, RankThatCalledADifferentCollectiveIsADesync) {
+TEST(JobDoctor, RankThatCalledADifferentCollectiveIsADesync) {
   const JobRun run = RunScenario("different", "fail");
   ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
   EXPECT_NE(WEXITSTATUS(run.status), 0) << run.output;
@@ -150,7 +150,7 @@ TEST(Doctor, RankThatCalledADifferentCollectiveIsADesync) {
 
 // A rank killed after its last all-reduce: the existing dead-rank verdict,
 // now naming that collective.
-TEST(Doctor, DeadRankVerdictNamesItsLastCollective) {
+TEST(JobDoctor, DeadRankVerdictNamesItsLastCollective) {
   const std::string dir = testing::FreshDir("podscope-doctor-test", "dead");
   Process launcher(
       {kPodscope, "launch", "--nproc_per_node", "3", "--grace_ms", "2000",
@@ -194,7 +194,7 @@ std::string ReadAll(const std::string& command, int* status) {
 
 // `podscope doctor --once` on a live job with a rank held in a scope: the
 // verdict, its exit status, and where each rank is.
-TEST(Doctor, DoctorCommandShowsTheLiveJob) {
+TEST(JobDoctor, DoctorCommandShowsTheLiveJob) {
   const std::string dir = testing::FreshDir("podscope-doctor-test", "live");
   const std::string release = dir + "/release";
   Process launcher(
@@ -236,7 +236,7 @@ TEST(Doctor, DoctorCommandShowsTheLiveJob) {
 
 // Every rank wrote its journal when the verdict reached it; its entries'
 // collective_id are those its trace carries for the same collectives.
-TEST(Doctor, JournalAgreesWithTheTracesCollectiveIds) {
+TEST(JobDoctor, JournalAgreesWithTheTracesCollectiveIds) {
   const JobRun run = RunScenario("stuck", "");
   ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
   std::vector<std::string> journals;
