@@ -31,6 +31,7 @@
 #include "podscope/profiler/grpc_credentials.h"
 #include "src/doctor_wire.h"
 #include "src/key_rules.h"
+#include "src/key_value_table.h"
 #include "src/rank_credential.h"
 
 namespace podscope::job {
@@ -41,11 +42,6 @@ using grpc::ServerContext;
 using grpc::Status;
 using grpc::StatusCode;
 using SteadyClock = std::chrono::steady_clock;
-
-// A directory answer holds at most this many entries and bytes; the client
-// asks for the rest page by page.
-constexpr size_t kDirectoryPageEntries = 4096;
-constexpr size_t kDirectoryPageBytes = size_t{4} << 20;
 
 Status ToGrpc(const absl::Status& s) {
   return Status(static_cast<StatusCode>(s.code()), std::string(s.message()));
@@ -95,7 +91,7 @@ Status Exhausted(std::string what) {
 class Service final : public pb::CoordinationService::Service {
  public:
   explicit Service(const CoordinatorOptions& options)
-      : options_(options), members_(options.world_size) {
+      : options_(options), members_(options.world_size), kv_(options.limits) {
     watcher_ = std::thread([this] { Watch(); });
   }
   ~Service() override { Stop(); }
@@ -229,37 +225,16 @@ class Service final : public pb::CoordinationService::Service {
   Status KeySet(ServerContext* ctx, const pb::KeySetRequest* req,
                 pb::KeySetResponse*) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
-    const StoreLimits& limits = options_.limits;
     if (Status s = CheckKeySize(req->key()); !s.ok()) return s;
-    if (req->value().size() > limits.max_value_bytes) {
-      return Exhausted(absl::StrCat("value of key '", req->key(), "' is ",
-                                    req->value().size(),
-                                    " bytes; the store's limit is ",
-                                    limits.max_value_bytes, " bytes a value"));
-    }
     std::lock_guard<std::mutex> lock(mu_);
     const int rank = CallerRank(*ctx);
     if (rank < 0) return NotARank("set key '" + req->key() + "'");
     if (absl::Status s = internal::CheckKeyWriter(rank, req->key()); !s.ok()) {
       return ToGrpc(s);
     }
-    auto it = kv_.find(req->key());
-    const size_t old_bytes =
-        it == kv_.end() ? 0 : it->first.size() + it->second.size();
-    const size_t new_bytes = req->key().size() + req->value().size();
-    if (it == kv_.end() && kv_.size() >= limits.max_keys) {
-      return Exhausted(absl::StrCat("the job's store holds ", kv_.size(),
-                                    " keys, its limit; key '", req->key(),
-                                    "' was not set"));
+    if (absl::Status s = kv_.Set(req->key(), req->value()); !s.ok()) {
+      return ToGrpc(s);
     }
-    if (store_bytes_ - old_bytes + new_bytes > limits.max_total_bytes) {
-      return Exhausted(absl::StrCat(
-          "setting key '", req->key(), "' would make the job's store ",
-          store_bytes_ - old_bytes + new_bytes, " bytes; its limit is ",
-          limits.max_total_bytes, " bytes"));
-    }
-    store_bytes_ = store_bytes_ - old_bytes + new_bytes;
-    kv_[req->key()] = req->value();
     cv_.notify_all();
     return Status::OK;
   }
@@ -271,9 +246,8 @@ class Service final : public pb::CoordinationService::Service {
     std::unique_lock<std::mutex> lock(mu_);
     const auto deadline = Deadline(ctx, req->wait_ms());
     while (true) {
-      auto it = kv_.find(req->key());
-      if (it != kv_.end()) {
-        resp->set_value(it->second);
+      if (const std::string* value = kv_.Find(req->key())) {
+        resp->set_value(*value);
         return Status::OK;
       }
       if (req->wait_ms() <= 0) {
@@ -295,30 +269,8 @@ class Service final : public pb::CoordinationService::Service {
     if (Status s = Authorize(ctx); !s.ok()) return s;
     if (Status s = CheckKeySize(req->prefix()); !s.ok()) return s;
     if (Status s = CheckKeySize(req->page_after()); !s.ok()) return s;
-    const size_t max_entries =
-        req->page_size() > 0
-            ? std::min<size_t>(req->page_size(), kDirectoryPageEntries)
-            : kDirectoryPageEntries;
     std::lock_guard<std::mutex> lock(mu_);
-    const std::string& prefix = req->prefix();
-    auto it = req->page_after().empty() ? kv_.lower_bound(prefix)
-                                        : kv_.upper_bound(req->page_after());
-    if (it != kv_.end() && it->first < prefix) it = kv_.lower_bound(prefix);
-    size_t bytes = 0;
-    for (; it != kv_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
-         ++it) {
-      const size_t entry = it->first.size() + it->second.size();
-      if (resp->entries_size() > 0 &&
-          (static_cast<size_t>(resp->entries_size()) >= max_entries ||
-           bytes + entry > kDirectoryPageBytes)) {
-        resp->set_more(true);
-        break;
-      }
-      pb::KeyValue* kv = resp->add_entries();
-      kv->set_key(it->first);
-      kv->set_value(it->second);
-      bytes += entry;
-    }
+    kv_.Page(req->prefix(), req->page_after(), req->page_size(), resp);
     return Status::OK;
   }
 
@@ -332,11 +284,7 @@ class Service final : public pb::CoordinationService::Service {
     if (absl::Status s = internal::CheckKeyWriter(rank, req->key()); !s.ok()) {
       return ToGrpc(s);
     }
-    auto it = kv_.find(req->key());
-    if (it != kv_.end()) {
-      store_bytes_ -= it->first.size() + it->second.size();
-      kv_.erase(it);
-    }
+    kv_.Delete(req->key());
     return Status::OK;
   }
 
@@ -608,8 +556,7 @@ class Service final : public pb::CoordinationService::Service {
   bool started_ = false;
   bool stopping_ = false;
   absl::Status job_error_;
-  std::map<std::string, std::string> kv_;
-  size_t store_bytes_ = 0;  // keys and values in kv_
+  internal::KeyValueTable kv_;
   std::map<std::string, std::shared_ptr<BarrierState>> barriers_;
   Verdict verdict_;  // guarded by mu_
   // Watcher thread only: the verdict last announced, and when.
