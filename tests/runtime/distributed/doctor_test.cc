@@ -12,12 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "../../common/netns.h"
 #include "process.h"
 #include "trace_file.h"
 
@@ -283,6 +285,121 @@ TEST(JobDoctor, JournalAgreesWithTheTracesCollectiveIds) {
   }
   // Barrier #0 and all-reduces #1..#3 on every rank but the stuck one.
   EXPECT_GE(checked, 11) << run.output;
+}
+
+// `n` network namespaces on one bridge, host i at 10.S.0.(i+2) on its
+// interface interface(i); removed on destruction.
+class BridgedHosts {
+ public:
+  explicit BridgedHosts(int n) {
+    tag_ = std::to_string(getpid() % 100000);
+    subnet_ = 140 + getpid() % 100;
+    bridge_ = "pdbd" + tag_;
+    ok_ = Run("set -e; ip link add " + bridge_ + " type bridge; ip addr add " +
+              Net() + ".1/24 dev " + bridge_ + "; ip link set " + bridge_ +
+              " up");
+    for (int i = 0; ok_ && i < n; ++i) {
+      const std::string ns = "podscope-dd" + tag_ + "-" + std::to_string(i);
+      const std::string h = "pdd" + tag_ + "h" + std::to_string(i);
+      names_.push_back(ns);
+      links_.push_back(h);
+      const std::string x = "; ip netns exec " + ns + " ";
+      ok_ =
+          Run("set -e; ip netns add " + ns + "; ip link add " + h +
+              " type veth peer name " + interface(i) + "; ip link set " +
+              interface(i) + " netns " + ns + "; ip link set " + h +
+              " master " + bridge_ + "; ip link set " + h + " up" + x +
+              "ip addr add " + address(i) + "/24 dev " + interface(i) + x +
+              "ip link set " + interface(i) + " up" + x + "ip link set lo up");
+    }
+  }
+  ~BridgedHosts() {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      Run("ip link del " + links_[i] + " >/dev/null 2>&1");
+      Run("ip netns del " + names_[i] + " >/dev/null 2>&1");
+    }
+    Run("ip link del " + bridge_ + " >/dev/null 2>&1");
+  }
+  bool ok() const { return ok_; }
+  const std::string& name(int i) const { return names_[i]; }
+  std::string interface(int i) const {
+    return "pdd" + tag_ + "n" + std::to_string(i);
+  }
+  std::string address(int i) const {
+    return Net() + "." + std::to_string(i + 2);
+  }
+
+ private:
+  static bool Run(const std::string& cmd) {
+    return std::system(cmd.c_str()) == 0;
+  }
+  std::string Net() const { return "10." + std::to_string(subnet_) + ".0"; }
+  bool ok_ = true;
+  int subnet_ = 0;
+  std::string tag_, bridge_;
+  std::vector<std::string> names_, links_;
+};
+
+// The same verdicts in a job across three network-namespace hosts, one
+// launcher each: a rank stuck in a scope, then a desync failing the job.
+TEST(JobDoctor, VerdictsAcrossThreeHosts) {
+  PODSCOPE_SKIP_WITHOUT_NETWORK_NAMESPACES();
+  BridgedHosts hosts(3);
+  ASSERT_TRUE(hosts.ok()) << "could not set up network namespaces";
+  for (const std::string scenario : {"stuck", "different"}) {
+    SCOPED_TRACE(scenario);
+    const std::string dir =
+        testing::FreshDir("podscope-doctor-test", "hosts-" + scenario);
+    const std::string rdzv =
+        hosts.address(0) + ":" + std::to_string(21000 + getpid() % 10000);
+    std::vector<std::unique_ptr<Process>> launchers;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<std::string> argv = {
+          "ip",          "netns",           "exec",
+          hosts.name(i), kPodscope,         "launch",
+          "--insecure",  "--nnodes",        "3",
+          "--node_rank", std::to_string(i), "--nproc_per_node",
+          "1",           "--rdzv_endpoint", rdzv};
+      if (scenario == "different") {
+        argv.insert(argv.end(), {"--on_stall", "fail"});
+      }
+      argv.insert(argv.end(), {kWorker, "doctor", "--victim", "1", "--steps",
+                               "4", "--scenario", scenario, "--logdir", dir});
+      launchers.push_back(std::make_unique<Process>(
+          argv,
+          std::vector<std::string>{"PODSCOPE_JOB_TOKEN=doctor-hosts-token",
+                                   "GLOO_SOCKET_IFNAME=" + hosts.interface(i),
+                                   "PODSCOPE_STALL_AFTER_MS=1500",
+                                   "PODSCOPE_HEARTBEAT_INTERVAL_MS=200"}));
+    }
+    std::vector<int> status(3);
+    for (int i = 0; i < 3; ++i) status[i] = launchers[i]->Wait(90000);
+    const std::string host0 = launchers[0]->output();
+    const std::vector<std::string> verdicts = Verdicts(host0);
+    ASSERT_FALSE(verdicts.empty()) << host0 << launchers[1]->output();
+    if (scenario == "stuck") {
+      EXPECT_THAT(verdicts[0],
+                  MatchesRegex("all_reduce #3 of group world \\(f32 x 1024, "
+                               "sum\\) has waited [0-9.]+ s: ranks 0, 2 "
+                               "entered it from train_step > backward > "
+                               "grad_sync; rank 1 has not \xE2\x80\x94 it has "
+                               "been in train_step > data_loading > "
+                               "read_batch for [0-9.]+ s \\(last collective: "
+                               "#2\\)"));
+      EXPECT_THAT(launchers[1]->output(),
+                  HasSubstr("verdict reached rank 1 pid"));
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_TRUE(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0)
+            << launchers[i]->output();
+      }
+    } else {
+      EXPECT_EQ(verdicts[0],
+                "desync at #3 of group world: ranks 0, 2 called all_reduce "
+                "(f32 x 1024); rank 1 called broadcast (f32 x 1024, root 0) "
+                "from train_step > eval > sync_metrics");
+      EXPECT_TRUE(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) != 0) << host0;
+    }
+  }
 }
 
 }  // namespace
