@@ -59,6 +59,7 @@ struct Member {
   SteadyClock::time_point last_heartbeat;
   bool leaving = false;            // entered the shutdown barrier
   std::optional<RankState> state;  // the job doctor's, from its heartbeats
+  uint64_t verdicts_told = 0;      // the last verdict serial it was told
 };
 
 // A barrier some rank waits in. Waiters hold it, so that it can leave the
@@ -146,9 +147,9 @@ class Service final : public pb::CoordinationService::Service {
                        req->host(), " pid ", req->pid(), ") was refused"));
     }
     if (!slot) {
-      slot = Member{req->host(), req->pid(),         req->incarnation(),
-                    NewSecret(), SteadyClock::now(), false,
-                    std::nullopt};
+      slot = Member{
+          req->host(),        req->pid(), req->incarnation(), NewSecret(),
+          SteadyClock::now(), false,      std::nullopt,       0};
       ++registered_;
       cv_.notify_all();
     }
@@ -211,10 +212,17 @@ class Service final : public pb::CoordinationService::Service {
         resp->set_job_error_code(static_cast<int>(job_error_.code()));
         resp->set_job_error(std::string(job_error_.message()));
       }
-      if (verdict_.kind != VerdictKind::kHealthy) {
-        resp->set_verdict_kind(static_cast<int>(verdict_.kind));
-        resp->set_verdict(verdict_.sentence);
-        resp->set_verdict_key(verdict_.key());
+      // A verdict that ended before this rank's heartbeat is still told
+      // once: every rank writes its journal for every verdict.
+      Member& m = *members_[rank];
+      const Verdict* tell = verdict_.kind != VerdictKind::kHealthy ? &verdict_
+                            : m.verdicts_told < verdict_serial_ ? &last_verdict_
+                                                                : nullptr;
+      if (tell != nullptr) {
+        resp->set_verdict_kind(static_cast<int>(tell->kind));
+        resp->set_verdict(tell->sentence);
+        resp->set_verdict_key(tell->key());
+        m.verdicts_told = verdict_serial_;
       }
     }
     resp->set_server_receive_ns(received);
@@ -497,6 +505,10 @@ class Service final : public pb::CoordinationService::Service {
         break;
       }
       if (job_error_.ok()) Judge();
+      if (verdict_.kind != VerdictKind::kHealthy) {
+        if (verdict_.key() != last_verdict_.key()) ++verdict_serial_;
+        last_verdict_ = verdict_;
+      }
       Announce(lock);
     }
   }
@@ -559,6 +571,9 @@ class Service final : public pb::CoordinationService::Service {
   internal::KeyValueTable kv_;
   std::map<std::string, std::shared_ptr<BarrierState>> barriers_;
   Verdict verdict_;  // guarded by mu_
+  // The last verdict that was not healthy, and how many there have been.
+  Verdict last_verdict_;         // guarded by mu_
+  uint64_t verdict_serial_ = 0;  // guarded by mu_
   // Watcher thread only: the verdict last announced, and when.
   std::string announced_key_;
   SteadyClock::time_point announced_at_;

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../common/netns.h"
@@ -239,13 +240,36 @@ TEST(JobDoctor, DoctorCommandShowsTheLiveJob) {
 // Every rank wrote its journal when the verdict reached it; its entries'
 // collective_id are those its trace carries for the same collectives.
 TEST(JobDoctor, JournalAgreesWithTheTracesCollectiveIds) {
-  const JobRun run = RunScenario("stuck", "");
-  ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
+  JobRun run;
+  run.dir = testing::FreshDir("podscope-doctor-test", "journal");
+  const std::string release = run.dir + "/release";
+  Process launcher(
+      {kPodscope, "launch", "--nproc_per_node", "3", "--grace_ms", "2000",
+       kWorker, "doctor", "--victim", "1", "--steps", "4", "--scenario", "hold",
+       "--release", release, "--logdir", run.dir},
+      {"PODSCOPE_STALL_AFTER_MS=1500", "PODSCOPE_HEARTBEAT_INTERVAL_MS=200",
+       "PODSCOPE_DOCTOR_DIR=" + run.dir + "/doctor"});
+  // Rank 1 is held until every rank has written its journal.
   std::vector<std::string> journals;
-  for (const auto& e :
-       std::filesystem::directory_iterator(run.dir + "/doctor")) {
-    journals.push_back(e.path().string());
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (journals.size() < 3 && std::chrono::steady_clock::now() < give_up) {
+    journals.clear();
+    std::error_code ec;
+    for (const auto& e :
+         std::filesystem::directory_iterator(run.dir + "/doctor", ec)) {
+      if (e.path().string().ends_with(".journal.json")) {
+        journals.push_back(e.path().string());
+      }
+    }
+    if (journals.size() < 3) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
+  std::ofstream(release).put('\n');
+  run.status = launcher.Wait(60000);
+  run.output = launcher.output();
+  ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
   ASSERT_EQ(journals.size(), 3u) << run.output;
   std::set<std::string> traced;
   for (const auto& e : std::filesystem::directory_iterator(run.dir + "/run")) {
@@ -351,7 +375,8 @@ TEST(JobDoctor, VerdictsAcrossThreeHosts) {
     const std::string dir =
         testing::FreshDir("podscope-doctor-test", "hosts-" + scenario);
     const std::string rdzv =
-        hosts.address(0) + ":" + std::to_string(21000 + getpid() % 10000);
+        hosts.address(0) + ":" +
+        std::to_string(21000 + getpid() % 5000 * 2 + (scenario == "stuck"));
     std::vector<std::unique_ptr<Process>> launchers;
     for (int i = 0; i < 3; ++i) {
       std::vector<std::string> argv = {
