@@ -237,6 +237,17 @@ TEST(JobDoctor, DoctorCommandShowsTheLiveJob) {
   EXPECT_THAT(text, HasSubstr("train_step > data_loading > read_batch for "));
 }
 
+// No coordinator at the address: exit status 6, saying so.
+TEST(JobDoctor, DoctorCommandWithoutACoordinatorSaysSo) {
+  int status = -1;
+  const std::string out =
+      ReadAll(kPodscope + " doctor --once --job 127.0.0.1:1 2>&1", &status);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 6) << out;
+  EXPECT_THAT(out, HasSubstr("podscope doctor: job state: the job's "
+                             "coordinator at 127.0.0.1:1 is unreachable"));
+}
+
 // Every rank wrote its journal when the verdict reached it; its entries'
 // collective_id are those its trace carries for the same collectives.
 TEST(JobDoctor, JournalAgreesWithTheTracesCollectiveIds) {
