@@ -75,7 +75,7 @@ void BM_Journal(benchmark::State& state) {
       auto t0 = Clock::now();
       for (int i = 0; i < kRound; ++i) {
         const uint64_t token =
-            journal.Enter({"bench_journal", static_cast<uint64_t>(i),
+            journal.Enter({"bench_journal", 1, static_cast<uint64_t>(i),
                            "AllReduce", "f32", 1, "sum", -1},
                           rt::internal::IssueSite::Here());
         journal.Finish(token, true);

@@ -144,10 +144,20 @@ std::optional<Verdict> Stall(const GroupView& view,
   int64_t top = -1;
   for (const GroupState* g : view.state) top = std::max(top, LastEntered(g));
   if (top < 0) return std::nullopt;
+  // A group smaller than the job (a sub-communicator) has as members only
+  // the ranks that reported it.
+  bool whole_job = true;
+  for (const GroupState* g : view.state) {
+    if (g != nullptr && g->size > 0 &&
+        g->size < static_cast<int>(view.ranks.size())) {
+      whole_job = false;
+    }
+  }
   std::vector<size_t> in, missing;
   int64_t first_entry = INT64_MAX, last_entry = 0, median = 0;
   for (size_t i = 0; i < view.ranks.size(); ++i) {
     const GroupState* g = view.state[i];
+    if (g == nullptr && !whole_job) continue;
     if (LastEntered(g) < top) {
       missing.push_back(i);
       continue;

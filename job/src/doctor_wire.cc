@@ -49,6 +49,7 @@ void ToProto(const RankState& state, pb::RankState* out) {
     pg->set_last_entered(g.last_entered);
     pg->set_last_finished(g.last_finished);
     pg->set_median_ns(g.median_ns);
+    pg->set_size(g.size);
     pb::CollectiveCall* c = pg->mutable_last_call();
     c->set_sequence(g.last_call.sequence);
     c->set_kind(g.last_call.kind);
@@ -94,6 +95,7 @@ absl::StatusOr<RankState> FromProto(const pb::RankState& in) {
     g.last_entered = pg.last_entered();
     g.last_finished = pg.last_finished();
     g.median_ns = pg.median_ns();
+    g.size = pg.size();
     g.last_call.sequence = c.sequence();
     g.last_call.kind = c.kind();
     g.last_call.dtype = c.dtype();

@@ -111,6 +111,28 @@ TEST(Doctor, StateTakenBeforeTheThresholdCannotConvict) {
   EXPECT_EQ(JudgeJob(ranks, now, {}).kind, VerdictKind::kHealthy);
 }
 
+TEST(Doctor, RanksOutsideASmallerGroupAreNotMissing) {
+  const int64_t now = 112 * kS + 100'000'000;
+  // Group "trio" is ranks 0, 1 and 3 of the four: 0 and 1 wait in its #418
+  // for rank 3; rank 2, not a member, is nobody's concern.
+  auto ranks = OneRankInDataLoading(now);
+  for (auto& r : ranks) {
+    r->groups[0].group = "trio";
+    r->groups[0].size = 3;
+  }
+  ranks[2]->groups.clear();
+  ranks[3]->groups[0].last_entered = 417;
+  ranks[3]->groups[0].last_finished = 417;
+  ranks[3]->groups[0].last_call.sequence = 417;
+  const Verdict v = JudgeJob(ranks, now, {});
+  EXPECT_EQ(v.kind, VerdictKind::kStalled);
+  EXPECT_EQ(v.rank, 3);
+  EXPECT_THAT(v.sentence,
+              ::testing::HasSubstr("ranks 0, 1 entered it from train_step > "
+                                   "backward > grad_sync; rank 3 has not"));
+  EXPECT_THAT(v.sentence, ::testing::Not(::testing::HasSubstr("rank 2")));
+}
+
 TEST(Doctor, DifferentCallsAtOneSequenceAreADesync) {
   const int64_t now = 101 * kS;
   std::vector<std::optional<RankState>> ranks;

@@ -174,7 +174,8 @@ absl::Status Communicator::State::Run(
   // The journal's sequence is the collective_id's.
   internal::CollectiveJournal& journal = internal::CollectiveJournal::Get();
   const uint64_t journaled = journal.Enter(
-      {prefix, seq, std::string_view(call.name.data(), call.name.size()),
+      {prefix, world_size, seq,
+       std::string_view(call.name.data(), call.name.size()),
        std::string_view(call.dtype.data(), call.dtype.size()), call.count,
        std::string_view(call.op.data(), call.op.size()), call.root},
       call.site != nullptr ? *call.site : internal::IssueSite::Here());

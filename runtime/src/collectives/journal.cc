@@ -55,6 +55,7 @@ struct Durations {
 };
 
 struct Group {
+  int size = 0;
   int64_t last_entered = -1;
   int64_t last_finished = -1;
   uint64_t last_token = 0;  // the entry of last_entered
@@ -131,6 +132,7 @@ uint64_t CollectiveJournal::Enter(const JournalCall& call,
     it = m.groups.emplace(std::string(e.group_view()), Group()).first;
   }
   Group& g = it->second;
+  g.size = call.group_size;
   g.last_entered = static_cast<int64_t>(call.sequence);
   g.last_token = token;
   m.last_issuer_tid = site.tid;
@@ -188,6 +190,7 @@ job::RankState CollectiveJournal::Snapshot(int64_t offset_ns) const {
       out.group = name;
       out.last_entered = g.last_entered;
       out.last_finished = g.last_finished;
+      out.size = g.size;
       job::CollectiveCall& c = out.last_call;
       c.sequence = static_cast<int64_t>(e->sequence);
       c.kind = KindName(e->kind);

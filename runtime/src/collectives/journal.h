@@ -32,6 +32,7 @@ struct IssueSite {
 
 struct JournalCall {
   std::string_view group;  // the communicator's prefix
+  int group_size = 0;      // the communicator's world size
   uint64_t sequence = 0;
   std::string_view kind;   // a literal, e.g. "AllReduce"
   std::string_view dtype;  // a literal, "" when none

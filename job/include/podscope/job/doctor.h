@@ -57,6 +57,9 @@ struct GroupState {
   CollectiveCall last_call;    // the call with sequence last_entered
   // The recent median duration of last_call.kind in this group (0: none).
   int64_t median_ns = 0;
+  // How many ranks the group has (0: unknown, taken as the whole job). A
+  // rank that never reported a smaller group is not one of its members.
+  int size = 0;
 };
 
 // The thread that issued the rank's last collective (or the main thread).
