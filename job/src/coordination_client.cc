@@ -16,6 +16,7 @@
 #include "podscope/job/coordination.h"
 #include "podscope/job/coordination_service.grpc.pb.h"
 #include "podscope/profiler/grpc_credentials.h"
+#include "src/doctor_wire.h"
 #include "src/rank_credential.h"
 
 namespace podscope::job {
@@ -190,12 +191,17 @@ absl::StatusOr<RegisterResult> CoordinationClient::Register(
 }
 
 absl::StatusOr<HeartbeatResult> CoordinationClient::Heartbeat(
-    int rank, uint64_t incarnation, absl::Duration timeout,
-    int64_t (*clock)()) {
+    int rank, uint64_t incarnation, absl::Duration timeout, int64_t (*clock)(),
+    const RankState* state) {
   if (absl::Status a = impl_->aborted(); !a.ok()) return a;
   pb::HeartbeatRequest req;
   req.set_rank(rank);
   req.set_incarnation(incarnation);
+  if (state != nullptr) {
+    RankState trimmed = *state;
+    TrimRankState(trimmed);
+    internal::ToProto(trimmed, req.mutable_state());
+  }
   pb::HeartbeatResponse resp;
   HeartbeatResult result;
   grpc::Status s;
@@ -213,7 +219,57 @@ absl::StatusOr<HeartbeatResult> CoordinationClient::Heartbeat(
     result.job_status = absl::Status(
         static_cast<absl::StatusCode>(resp.job_error_code()), resp.job_error());
   }
+  if (resp.verdict_kind() > 0 &&
+      resp.verdict_kind() <= static_cast<int>(VerdictKind::kDead)) {
+    result.verdict_kind = static_cast<VerdictKind>(resp.verdict_kind());
+    result.verdict = resp.verdict();
+    result.verdict_key = resp.verdict_key();
+  }
   return result;
+}
+
+absl::StatusOr<JobStateView> CoordinationClient::JobState(
+    absl::Duration timeout) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::JobStateRequest req;
+  pb::JobStateResponse resp;
+  {
+    Impl::Call call(impl_.get(), After(timeout));
+    absl::Status s = impl_->Result(
+        impl_->stub_->JobState(&call.ctx, req, &resp), "job state");
+    if (!s.ok()) return s;
+  }
+  JobStateView view;
+  view.now_ns = resp.now_ns();
+  if (resp.verdict_kind() > 0 &&
+      resp.verdict_kind() <= static_cast<int>(VerdictKind::kDead)) {
+    view.verdict_kind = static_cast<VerdictKind>(resp.verdict_kind());
+    view.verdict = resp.verdict();
+  }
+  if (resp.job_error_code() != 0) {
+    view.job_status = absl::Status(
+        static_cast<absl::StatusCode>(resp.job_error_code()), resp.job_error());
+  }
+  for (const pb::RankView& r : resp.ranks()) {
+    RankView v;
+    v.rank = r.rank();
+    v.registered = r.registered();
+    v.host = r.host();
+    v.pid = r.pid();
+    v.heartbeat_age_ms = r.heartbeat_age_ms();
+    v.leaving = r.leaving();
+    if (r.has_state()) {
+      auto state = internal::FromProto(r.state());
+      if (!state.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            "job state: the coordinator sent rank ", r.rank(),
+            "'s state beyond the doctor's limits: ", state.status().message()));
+      }
+      v.state = *std::move(state);
+    }
+    view.ranks.push_back(std::move(v));
+  }
+  return view;
 }
 
 absl::Status CoordinationClient::Barrier(std::string_view name, int rank,

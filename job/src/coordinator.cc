@@ -29,7 +29,9 @@
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/grpc_credentials.h"
+#include "src/doctor_wire.h"
 #include "src/key_rules.h"
+#include "src/key_value_table.h"
 #include "src/rank_credential.h"
 
 namespace podscope::job {
@@ -40,11 +42,6 @@ using grpc::ServerContext;
 using grpc::Status;
 using grpc::StatusCode;
 using SteadyClock = std::chrono::steady_clock;
-
-// A directory answer holds at most this many entries and bytes; the client
-// asks for the rest page by page.
-constexpr size_t kDirectoryPageEntries = 4096;
-constexpr size_t kDirectoryPageBytes = size_t{4} << 20;
 
 Status ToGrpc(const absl::Status& s) {
   return Status(static_cast<StatusCode>(s.code()), std::string(s.message()));
@@ -60,7 +57,9 @@ struct Member {
   uint64_t incarnation = 0;
   std::string secret;  // the rank's credential (RegisterResponse)
   SteadyClock::time_point last_heartbeat;
-  bool leaving = false;  // entered the shutdown barrier
+  bool leaving = false;            // entered the shutdown barrier
+  std::optional<RankState> state;  // the job doctor's, from its heartbeats
+  uint64_t verdicts_told = 0;      // the last verdict serial it was told
 };
 
 // A barrier some rank waits in. Waiters hold it, so that it can leave the
@@ -93,7 +92,7 @@ Status Exhausted(std::string what) {
 class Service final : public pb::CoordinationService::Service {
  public:
   explicit Service(const CoordinatorOptions& options)
-      : options_(options), members_(options.world_size) {
+      : options_(options), members_(options.world_size), kv_(options.limits) {
     watcher_ = std::thread([this] { Watch(); });
   }
   ~Service() override { Stop(); }
@@ -148,8 +147,9 @@ class Service final : public pb::CoordinationService::Service {
                        req->host(), " pid ", req->pid(), ") was refused"));
     }
     if (!slot) {
-      slot = Member{req->host(), req->pid(),         req->incarnation(),
-                    NewSecret(), SteadyClock::now(), false};
+      slot = Member{
+          req->host(),        req->pid(), req->incarnation(), NewSecret(),
+          SteadyClock::now(), false,      std::nullopt,       0};
       ++registered_;
       cv_.notify_all();
     }
@@ -186,6 +186,16 @@ class Service final : public pb::CoordinationService::Service {
                    pb::HeartbeatResponse* resp) override {
     const int64_t received = profiler::ProfilerNowNs();
     if (Status s = Authorize(ctx); !s.ok()) return s;
+    std::optional<RankState> state;
+    if (req->has_state()) {
+      absl::StatusOr<RankState> parsed = internal::FromProto(req->state());
+      if (!parsed.ok()) {
+        return Status(StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("heartbeat from rank ", req->rank(), ": ",
+                                   parsed.status().message()));
+      }
+      state = *std::move(parsed);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       const int rank = req->rank();
@@ -197,9 +207,22 @@ class Service final : public pb::CoordinationService::Service {
       }
       if (Status s = RequireRank(*ctx, rank, "heartbeat"); !s.ok()) return s;
       members_[rank]->last_heartbeat = SteadyClock::now();
+      if (state.has_value()) members_[rank]->state = std::move(state);
       if (!job_error_.ok()) {
         resp->set_job_error_code(static_cast<int>(job_error_.code()));
         resp->set_job_error(std::string(job_error_.message()));
+      }
+      // A verdict that ended before this rank's heartbeat is still told
+      // once: every rank writes its journal for every verdict.
+      Member& m = *members_[rank];
+      const Verdict* tell = verdict_.kind != VerdictKind::kHealthy ? &verdict_
+                            : m.verdicts_told < verdict_serial_ ? &last_verdict_
+                                                                : nullptr;
+      if (tell != nullptr) {
+        resp->set_verdict_kind(static_cast<int>(tell->kind));
+        resp->set_verdict(tell->sentence);
+        resp->set_verdict_key(tell->key());
+        m.verdicts_told = verdict_serial_;
       }
     }
     resp->set_server_receive_ns(received);
@@ -210,37 +233,16 @@ class Service final : public pb::CoordinationService::Service {
   Status KeySet(ServerContext* ctx, const pb::KeySetRequest* req,
                 pb::KeySetResponse*) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
-    const StoreLimits& limits = options_.limits;
     if (Status s = CheckKeySize(req->key()); !s.ok()) return s;
-    if (req->value().size() > limits.max_value_bytes) {
-      return Exhausted(absl::StrCat("value of key '", req->key(), "' is ",
-                                    req->value().size(),
-                                    " bytes; the store's limit is ",
-                                    limits.max_value_bytes, " bytes a value"));
-    }
     std::lock_guard<std::mutex> lock(mu_);
     const int rank = CallerRank(*ctx);
     if (rank < 0) return NotARank("set key '" + req->key() + "'");
     if (absl::Status s = internal::CheckKeyWriter(rank, req->key()); !s.ok()) {
       return ToGrpc(s);
     }
-    auto it = kv_.find(req->key());
-    const size_t old_bytes =
-        it == kv_.end() ? 0 : it->first.size() + it->second.size();
-    const size_t new_bytes = req->key().size() + req->value().size();
-    if (it == kv_.end() && kv_.size() >= limits.max_keys) {
-      return Exhausted(absl::StrCat("the job's store holds ", kv_.size(),
-                                    " keys, its limit; key '", req->key(),
-                                    "' was not set"));
+    if (absl::Status s = kv_.Set(req->key(), req->value()); !s.ok()) {
+      return ToGrpc(s);
     }
-    if (store_bytes_ - old_bytes + new_bytes > limits.max_total_bytes) {
-      return Exhausted(absl::StrCat(
-          "setting key '", req->key(), "' would make the job's store ",
-          store_bytes_ - old_bytes + new_bytes, " bytes; its limit is ",
-          limits.max_total_bytes, " bytes"));
-    }
-    store_bytes_ = store_bytes_ - old_bytes + new_bytes;
-    kv_[req->key()] = req->value();
     cv_.notify_all();
     return Status::OK;
   }
@@ -252,9 +254,8 @@ class Service final : public pb::CoordinationService::Service {
     std::unique_lock<std::mutex> lock(mu_);
     const auto deadline = Deadline(ctx, req->wait_ms());
     while (true) {
-      auto it = kv_.find(req->key());
-      if (it != kv_.end()) {
-        resp->set_value(it->second);
+      if (const std::string* value = kv_.Find(req->key())) {
+        resp->set_value(*value);
         return Status::OK;
       }
       if (req->wait_ms() <= 0) {
@@ -276,30 +277,8 @@ class Service final : public pb::CoordinationService::Service {
     if (Status s = Authorize(ctx); !s.ok()) return s;
     if (Status s = CheckKeySize(req->prefix()); !s.ok()) return s;
     if (Status s = CheckKeySize(req->page_after()); !s.ok()) return s;
-    const size_t max_entries =
-        req->page_size() > 0
-            ? std::min<size_t>(req->page_size(), kDirectoryPageEntries)
-            : kDirectoryPageEntries;
     std::lock_guard<std::mutex> lock(mu_);
-    const std::string& prefix = req->prefix();
-    auto it = req->page_after().empty() ? kv_.lower_bound(prefix)
-                                        : kv_.upper_bound(req->page_after());
-    if (it != kv_.end() && it->first < prefix) it = kv_.lower_bound(prefix);
-    size_t bytes = 0;
-    for (; it != kv_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
-         ++it) {
-      const size_t entry = it->first.size() + it->second.size();
-      if (resp->entries_size() > 0 &&
-          (static_cast<size_t>(resp->entries_size()) >= max_entries ||
-           bytes + entry > kDirectoryPageBytes)) {
-        resp->set_more(true);
-        break;
-      }
-      pb::KeyValue* kv = resp->add_entries();
-      kv->set_key(it->first);
-      kv->set_value(it->second);
-      bytes += entry;
-    }
+    kv_.Page(req->prefix(), req->page_after(), req->page_size(), resp);
     return Status::OK;
   }
 
@@ -313,11 +292,7 @@ class Service final : public pb::CoordinationService::Service {
     if (absl::Status s = internal::CheckKeyWriter(rank, req->key()); !s.ok()) {
       return ToGrpc(s);
     }
-    auto it = kv_.find(req->key());
-    if (it != kv_.end()) {
-      store_bytes_ -= it->first.size() + it->second.size();
-      kv_.erase(it);
-    }
+    kv_.Delete(req->key());
     return Status::OK;
   }
 
@@ -333,6 +308,45 @@ class Service final : public pb::CoordinationService::Service {
     if (Status s = Authorize(ctx); !s.ok()) return s;
     return Wait(ctx, kShutdownBarrier, req->rank(), req->timeout_ms(),
                 /*leaving=*/true);
+  }
+
+  Status JobState(ServerContext* ctx, const pb::JobStateRequest*,
+                  pb::JobStateResponse* resp) override {
+    if (Status s = Authorize(ctx); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = SteadyClock::now();
+    resp->set_now_ns(profiler::ProfilerNowNs());
+    for (int r = 0; r < options_.world_size; ++r) {
+      pb::RankView* view = resp->add_ranks();
+      view->set_rank(r);
+      const std::optional<Member>& m = members_[r];
+      if (!m) continue;
+      view->set_registered(true);
+      view->set_host(m->host);
+      view->set_pid(m->pid);
+      view->set_heartbeat_age_ms(
+          std::chrono::duration_cast<std::chrono::milliseconds>(
+              now - m->last_heartbeat)
+              .count());
+      view->set_leaving(m->leaving);
+      if (m->state.has_value()) {
+        internal::ToProto(*m->state, view->mutable_state());
+      }
+    }
+    if (verdict_.kind != VerdictKind::kHealthy) {
+      resp->set_verdict_kind(static_cast<int>(verdict_.kind));
+      resp->set_verdict(verdict_.sentence);
+    }
+    if (!job_error_.ok()) {
+      resp->set_job_error_code(static_cast<int>(job_error_.code()));
+      resp->set_job_error(std::string(job_error_.message()));
+    }
+    return Status::OK;
+  }
+
+  Verdict verdict() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return verdict_;
   }
 
  private:
@@ -462,7 +476,7 @@ class Service final : public pb::CoordinationService::Service {
     return Status::OK;
   }
 
-  // Marks silent ranks dead.
+  // Marks silent ranks dead, and judges stalls and desyncs.
   void Watch() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
@@ -475,13 +489,66 @@ class Service final : public pb::CoordinationService::Service {
         if (!m || m->leaving || now - m->last_heartbeat <= limit) continue;
         const double silent =
             std::chrono::duration<double>(now - m->last_heartbeat).count();
+        std::string last;
+        if (m->state.has_value()) {
+          last = LastCollectiveClause(*m->state, profiler::ProfilerNowNs());
+        }
         job_error_ = absl::AbortedError(absl::StrFormat(
             "rank %d (host %s, pid %d) is dead or hung: no heartbeat for "
-            "%.1f s",
-            r, m->host, m->pid, silent));
+            "%.1f s%s",
+            r, m->host, m->pid, silent,
+            last.empty() ? ""
+                         : absl::StrCat(" (last collective: ", last, ")")));
+        verdict_ = {VerdictKind::kDead, r, "", -1,
+                    std::string(job_error_.message())};
         cv_.notify_all();
         break;
       }
+      if (job_error_.ok()) Judge();
+      if (verdict_.kind != VerdictKind::kHealthy) {
+        if (verdict_.key() != last_verdict_.key()) ++verdict_serial_;
+        last_verdict_ = verdict_;
+      }
+      Announce(lock);
+    }
+  }
+
+  // Tells CoordinatorOptions::on_verdict of a new verdict, of one that
+  // stands again every 10 s, and of its end.
+  void Announce(std::unique_lock<std::mutex>& lock) {
+    if (!options_.on_verdict) return;
+    const std::string key =
+        verdict_.kind == VerdictKind::kHealthy ? "" : verdict_.key();
+    const auto now = SteadyClock::now();
+    const bool again =
+        !key.empty() && now - announced_at_ >= std::chrono::seconds(10);
+    if (key == announced_key_ && !again) return;
+    announced_key_ = key;
+    announced_at_ = now;
+    const Verdict verdict = verdict_;
+    lock.unlock();
+    options_.on_verdict(verdict);
+    lock.lock();
+  }
+
+  // The doctor's verdict from the ranks' states; with fail_on_stall a
+  // stall or desync fails the job. Not while ranks are leaving: a job
+  // shutting down waits in no collective.
+  void Judge() {
+    std::vector<std::optional<RankState>> states;
+    for (const std::optional<Member>& m : members_) {
+      if (!m || m->leaving) {
+        verdict_ = {};
+        return;
+      }
+      states.push_back(m->state);
+    }
+    verdict_ = JudgeJob(states, profiler::ProfilerNowNs(), options_.stall);
+    if (verdict_.kind != VerdictKind::kHealthy && options_.fail_on_stall) {
+      job_error_ = absl::AbortedError(
+          absl::StrCat("the job doctor failed the job (--on_stall fail): ",
+                       verdict_.sentence));
+      cv_.notify_all();
     }
   }
 
@@ -501,9 +568,15 @@ class Service final : public pb::CoordinationService::Service {
   bool started_ = false;
   bool stopping_ = false;
   absl::Status job_error_;
-  std::map<std::string, std::string> kv_;
-  size_t store_bytes_ = 0;  // keys and values in kv_
+  internal::KeyValueTable kv_;
   std::map<std::string, std::shared_ptr<BarrierState>> barriers_;
+  Verdict verdict_;  // guarded by mu_
+  // The last verdict that was not healthy, and how many there have been.
+  Verdict last_verdict_;         // guarded by mu_
+  uint64_t verdict_serial_ = 0;  // guarded by mu_
+  // Watcher thread only: the verdict last announced, and when.
+  std::string announced_key_;
+  SteadyClock::time_point announced_at_;
   std::thread watcher_;
 };
 
@@ -520,6 +593,7 @@ class CoordinatorImpl final : public Coordinator {
   }
   absl::Status job_status() const override { return service_->job_status(); }
   int registered_ranks() const override { return service_->registered(); }
+  Verdict verdict() const override { return service_->verdict(); }
   void Stop() override {
     std::lock_guard<std::mutex> lock(stop_mu_);
     if (stopped_) return;

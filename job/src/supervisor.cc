@@ -303,6 +303,7 @@ class Supervision {
     while (true) {
       const size_t nl = buf.find('\n', start);
       if (nl == std::string::npos) break;
+      NoteDoctor(std::string_view(buf).substr(start, nl - start));
       if (options_.prefix_output) std::fprintf(f, "[rank %d] ", w.rank);
       std::fwrite(buf.data() + start, 1, nl + 1 - start, f);
       start = nl + 1;
@@ -315,6 +316,15 @@ class Supervision {
       buf.clear();
     }
     std::fflush(f);
+  }
+
+  // Rank 0 prints the job doctor's verdicts (docs/doctor.md); the last one
+  // standing names the rank in the launcher's own verdict.
+  void NoteDoctor(std::string_view line) {
+    constexpr std::string_view kMark = "podscope: job doctor: ";
+    if (line.substr(0, kMark.size()) != kMark) return;
+    line.remove_prefix(kMark.size());
+    doctor_.assign(line == "the job moves again" ? "" : line.substr(0, 4096));
   }
 
   void CloseOutput(Worker& w, int stream) {
@@ -469,6 +479,9 @@ class Supervision {
       absl::StrAppend(&result.message, "; first to exit: rank ", first.rank,
                       " (", Describe(first.status), ")");
     }
+    if (!doctor_.empty()) {
+      absl::StrAppend(&result.message, "; the job doctor said: ", doctor_);
+    }
     return result;
   }
 
@@ -477,6 +490,7 @@ class Supervision {
   std::vector<Worker> workers_;
   absl::Status start_error_;
   int first_failure_ = -1;  // index into workers_
+  std::string doctor_;      // the job doctor's last verdict, if it stands
   int received_signal_ = 0;
   Clock::time_point term_at_ = kNever;  // SIGTERM the rest, after a failure
   Clock::time_point kill_at_ = kNever;  // SIGKILL what still runs

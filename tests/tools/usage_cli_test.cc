@@ -92,6 +92,13 @@ TEST(UsageErrors, MissingAndMalformedArguments) {
   ExpectUsageError({"export", "--format", "chrome", "-o", "y"},
                    "expects a PATH");
   ExpectUsageError({"export", "--gzip=1"}, "--gzip takes no value");
+  ExpectUsageError({"doctor", "--once"}, "--job is required");
+  ExpectUsageError({"doctor", "--job", "127.0.0.1:1", "x"},
+                   "unexpected argument 'x'");
+  ExpectUsageError({"doctor", "--job", "127.0.0.1:1", "--interval_ms", "0"},
+                   "--interval_ms");
+  ExpectUsageError({"launch", "--on_stall", "maybe", "prog"},
+                   "--on_stall 'maybe': expected report or fail");
 }
 
 TEST(UsageErrors, BareCommandShowsHelpOnStderr) {

@@ -17,7 +17,8 @@ constexpr std::string_view kHelp =
     R"(Usage: podscope launch [--nnodes N] [--node_rank R] [--nproc_per_node P]
                        [--rdzv_endpoint HOST:PORT] [--max_restarts 0]
                        [--failure_wait_ms MS] [--grace_ms MS]
-                       [--tls_ca FILE | --insecure] PROGRAM [ARGS...]
+                       [--tls_ca FILE | --insecure]
+                       [--on_stall report|fail] PROGRAM [ARGS...]
 
 Starts P copies of PROGRAM on this node, as torchrun does, each with
   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
@@ -59,6 +60,11 @@ Flags:
                         (passed to the workers as PODSCOPE_JOB_TLS_CA)
   --insecure            Across hosts without TLS (trusted networks only;
                         passed to the workers as PODSCOPE_JOB_INSECURE=1)
+  --on_stall report|fail  What the job doctor's stall or desync verdict
+                        does (docs/doctor.md): report keeps the job waiting
+                        and rank 0 prints the verdict (default); fail ends
+                        the job with it, naming the rank (passed to the
+                        workers as PODSCOPE_ON_STALL)
   -h, --help            Show this help
 Dashes may replace underscores (--nproc-per-node), as torchrun allows.
 )";
@@ -66,7 +72,8 @@ Dashes may replace underscores (--nproc-per-node), as torchrun allows.
 bool TakesValue(std::string_view name) {
   return name == "nnodes" || name == "node_rank" || name == "nproc_per_node" ||
          name == "rdzv_endpoint" || name == "max_restarts" ||
-         name == "grace_ms" || name == "failure_wait_ms" || name == "tls_ca";
+         name == "grace_ms" || name == "failure_wait_ms" || name == "tls_ca" ||
+         name == "on_stall";
 }
 
 // Launcher flags come first; everything from PROGRAM on is the program's.
@@ -120,7 +127,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   const size_t i = *program;
   int64_t nnodes = 1, node_rank = 0, nproc = 1, max_restarts = 0;
   int64_t grace_ms = 5000, failure_wait_ms = 10000;
-  std::string rdzv, tls_ca;
+  std::string rdzv, tls_ca, on_stall;
   bool insecure = false;
   FlagParser flags;
   flags.AddInt("nnodes", &nnodes, 1, 100000);
@@ -132,6 +139,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   flags.AddString("rdzv_endpoint", &rdzv);
   flags.AddString("tls_ca", &tls_ca);
   flags.AddBool("insecure", &insecure);
+  flags.AddString("on_stall", &on_stall);
   std::vector<std::string> positional;
   bool help = false;
   if (absl::Status s = flags.Parse(flag_args, &positional, &help); !s.ok()) {
@@ -150,6 +158,11 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     return UsageError(io, "launch",
                       "--nnodes > 1 needs --rdzv_endpoint HOST:PORT");
   }
+  if (!on_stall.empty() && on_stall != "report" && on_stall != "fail") {
+    return UsageError(
+        io, "launch",
+        absl::StrCat("--on_stall '", on_stall, "': expected report or fail"));
+  }
   if (max_restarts != 0) {
     return UsageError(io, "launch",
                       "--max_restarts: only 0 is supported (a failed worker "
@@ -164,6 +177,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
   o.insecure = insecure;
   o.grace_period = absl::Milliseconds(grace_ms);
   o.failure_wait = absl::Milliseconds(failure_wait_ms);
+  if (!on_stall.empty()) o.extra_env.push_back("PODSCOPE_ON_STALL=" + on_stall);
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   o.out = io.out;
   o.err = io.err;

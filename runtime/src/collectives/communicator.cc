@@ -181,6 +181,14 @@ absl::Status Communicator::State::Run(
   } next_turn{this};
   const uint32_t tag = static_cast<uint32_t>(seq);
   const std::string id = absl::StrCat(prefix, "#", seq);
+  // The journal's sequence is the collective_id's.
+  internal::CollectiveJournal& journal = internal::CollectiveJournal::Get();
+  const uint64_t journaled = journal.Enter(
+      {prefix, world_size, seq,
+       std::string_view(call.name.data(), call.name.size()),
+       std::string_view(call.dtype.data(), call.dtype.size()), call.count,
+       std::string_view(call.op.data(), call.op.size()), call.root},
+      call.site != nullptr ? *call.site : internal::IssueSite::Here());
   const bool recording = profiler::IsRecording();
   const int64_t arrival = profiler::NowNs();
   int64_t wait_ns = 0;
@@ -242,6 +250,7 @@ absl::Status Communicator::State::Run(
          {"collective_id", std::string_view(id)},
          {"ok", int64_t{status.ok()}}});
   }
+  journal.Finish(journaled, status.ok());
   return status;
 }
 
@@ -253,12 +262,16 @@ bool Communicator::State::WaitFromResult(int64_t bytes) const {
 absl::Status Communicator::State::RunAllReduce(
     ElementType type, void* data, int64_t count, ReduceOp op, int divisor,
     int participants, profiler::TrackHandle track,
-    const std::function<absl::Status()>& fill, int64_t ticket) {
+    const std::function<absl::Status()>& fill, int64_t ticket,
+    const internal::IssueSite* site) {
   PODSCOPE_ASSIGN_OR_RETURN(internal::ReduceFn fn,
                             internal::ReduceFunction(type, op));
   const int64_t bytes = count * ElementSize(type);
   int64_t result_ns = 0;
   Call call{"AllReduce", "ring", ReduceOpName(op), bytes, participants, track};
+  call.dtype = ElementTypeName(type);
+  call.count = count;
+  call.site = site;
   if (WaitFromResult(bytes)) call.last_arrival_ns = &result_ns;
   return Run(
       call,
@@ -392,6 +405,8 @@ absl::Status Communicator::AllGather(ElementType type, const void* input,
   }
   State::Call call{"AllGather",        "ring", "", count * ElementSize(type),
                    state_->world_size, {}};
+  call.dtype = ElementTypeName(type);
+  call.count = count;
   return state_->Run(call, [&](uint32_t tag) {
     if (count == 0) return absl::OkStatus();
     if (state_->world_size == 1) {
@@ -430,6 +445,8 @@ absl::Status Communicator::ReduceScatter(ElementType type, const void* input,
   const int64_t esize = ElementSize(type);
   State::Call call{"ReduceScatter", "ring", ReduceOpName(op),
                    count * esize,   world,  {}};
+  call.dtype = ElementTypeName(type);
+  call.count = count;
   return state_->Run(call, [&](uint32_t tag) {
     auto range = [&](int r) { return ReduceScatterRange(count, world, r); };
     const auto [mine_begin, mine_end] = range(rank);
@@ -506,6 +523,9 @@ absl::Status Communicator::Broadcast(ElementType type, void* data,
                    count * ElementSize(type),
                    state_->world_size,
                    {}};
+  call.dtype = ElementTypeName(type);
+  call.count = count;
+  call.root = root;
   return state_->Run(call, [&](uint32_t tag) {
     if (count == 0 || state_->world_size == 1) return absl::OkStatus();
     gloo::BroadcastOptions opts(state_->context);

@@ -90,8 +90,12 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
   const profiler::TrackHandle track =
       internal::StreamTrackOf(*local[0]->device());
   const int64_t ticket = static_cast<int64_t>(st->TakeTicket());
+  // The journal names the scopes of the thread that issued it, not the
+  // stream's.
+  const internal::IssueSite site = internal::IssueSite::Here();
   return RunOnFirstStream(local, [st, inputs, shape, op, fn, participants,
-                                  track, ticket](absl::Status in, void* out) {
+                                  track, ticket,
+                                  site](absl::Status in, void* out) {
     const int64_t count = shape.num_elements();
     const int64_t bytes = shape.byte_size();
     return st->RunAllReduce(
@@ -106,7 +110,7 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::AllReduce(
           }
           return absl::OkStatus();
         },
-        ticket);
+        ticket, &site);
   });
 }
 
@@ -123,11 +127,16 @@ absl::StatusOr<std::vector<BufferPtr>> Communicator::Broadcast(
       internal::StreamTrackOf(*local[0]->device());
   const int participants = st->world_size * static_cast<int>(local.size());
   const int64_t ticket = static_cast<int64_t>(st->TakeTicket());
-  return RunOnFirstStream(local, [st, source, root, track, participants,
-                                  ticket](absl::Status in, void* out) {
+  const internal::IssueSite site = internal::IssueSite::Here();
+  return RunOnFirstStream(local, [st, source, root, track, participants, ticket,
+                                  site](absl::Status in, void* out) {
     const Shape& shape = source->shape();
     const int64_t bytes = shape.byte_size();
     State::Call call{"Broadcast", "one_to_all", "", bytes, participants, track};
+    call.dtype = ElementTypeName(shape.element_type());
+    call.count = shape.num_elements();
+    call.root = root;
+    call.site = &site;
     return st->Run(
         call,
         [&](uint32_t tag) {

@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "collectives/journal.h"
 #include "gloo/context.h"
 #include "gloo/transport/device.h"
 #include "podscope/profiler/recorder.h"
@@ -68,6 +69,12 @@ struct Communicator::State {
     // (an all-reduce's result): Run enters no wait barrier, and the body
     // stores that moment (profiler::NowNs()) here; 0 when it did not.
     int64_t* last_arrival_ns = nullptr;
+    // For the collective journal (journal.h).
+    absl::string_view dtype;  // ElementTypeName; "" when none
+    int64_t count = -1;       // elements; -1 when none
+    int root = -1;
+    // Where it was issued, when not on the thread that runs it.
+    const internal::IssueSite* site = nullptr;
   };
   uint64_t TakeTicket();
   // Runs `body(tag)` as collective `ticket` (a fresh ticket when negative)
@@ -87,12 +94,15 @@ struct Communicator::State {
   // (may be null) runs first inside the turn and writes this process's
   // contribution there (a device form reduces its local buffers); then
   // Gloo's ring all-reduce. `divisor` divides for kMean (the
-  // contributions summed), `participants` is what the trace says.
+  // contributions summed), `participants` is what the trace says. The
+  // journal records its dtype and count, and `site` when it was issued on
+  // another thread than the one running it.
   absl::Status RunAllReduce(ElementType type, void* data, int64_t count,
                             ReduceOp op, int divisor, int participants,
                             profiler::TrackHandle track,
                             const std::function<absl::Status()>& fill,
-                            int64_t ticket = -1);
+                            int64_t ticket = -1,
+                            const internal::IssueSite* site = nullptr);
 };
 
 // The communicator created last in this process with id `id`

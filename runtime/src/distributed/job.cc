@@ -22,6 +22,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "collectives/journal.h"
+#include "distributed/doctor_dump.h"
 #include "distributed/job_topology.h"
 #include "podscope/base/clock_fit.h"
 #include "podscope/base/net.h"
@@ -137,6 +139,11 @@ class JobImpl final : public Job {
 
   std::string profiler_address() const override { return published_; }
 
+  job::Verdict doctor_verdict() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return verdict_;
+  }
+
   absl::Status Shutdown(absl::Duration timeout) override {
     std::lock_guard<std::mutex> lock(shutdown_mu_);
     if (shut_down_) return shutdown_status_;
@@ -168,6 +175,12 @@ class JobImpl final : public Job {
   // The best of `probes` lean probes, if rank 0's port answers.
   std::optional<ClockProbe> LeanProbe(int probes);
   void Fail(const absl::Status& status);
+  // Where this rank is, for the job doctor, on the job clock.
+  job::RankState DoctorState() const;
+  void OnVerdict(const job::HeartbeatResult& beat);
+  // Where a rank learns of a stall, desync or dead-rank verdict: it writes
+  // its journal into the job's doctor folder (and, later, its recent trace).
+  void WriteDoctorDump(const job::Verdict& verdict);
 
   void StopHeartbeats() {
     {
@@ -188,6 +201,9 @@ class JobImpl final : public Job {
   bool loopback_ = true;
   absl::Duration interval_;
   absl::Duration dead_after_;
+  std::string doctor_dir_;
+  // Heartbeat thread only: the verdict last seen.
+  std::string reported_key_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<CoordinationClient> client_;
   std::unique_ptr<profiler::ProfilerServer> profiler_server_;
@@ -200,9 +216,10 @@ class JobImpl final : public Job {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;    // guarded by mu_
-  absl::Status health_;  // guarded by mu_
-  JobClock clock_;       // guarded by mu_
+  bool stop_ = false;     // guarded by mu_
+  absl::Status health_;   // guarded by mu_
+  JobClock clock_;        // guarded by mu_
+  job::Verdict verdict_;  // guarded by mu_
   // Heartbeat thread only: the offsets recorded (for the job clock's fit).
   std::deque<base::ClockSample> recorded_;
 
@@ -215,6 +232,11 @@ absl::Status JobImpl::Start() {
   interval_ =
       EnvMs("PODSCOPE_HEARTBEAT_INTERVAL_MS", options_.heartbeat_interval);
   dead_after_ = EnvMs("PODSCOPE_DEAD_AFTER_MS", options_.dead_after);
+  doctor_dir_ = options_.doctor_dir;
+  if (const char* dir = std::getenv("PODSCOPE_DOCTOR_DIR");
+      doctor_dir_.empty() && dir != nullptr) {
+    doctor_dir_ = dir;
+  }
   PODSCOPE_RETURN_IF_ERROR(Register());
   if (env_.rank == 0 && env_.world_size > 1) StartClockProbeServer();
   PODSCOPE_RETURN_IF_ERROR(PublishDevices());
@@ -253,6 +275,15 @@ absl::Status JobImpl::Register() {
     c.tls = env_.tls;
     c.heartbeat_interval = interval_;
     c.dead_after = dead_after_;
+    c.stall.stall_after =
+        EnvMs("PODSCOPE_STALL_AFTER_MS", options_.stall_after);
+    // Rank 0 speaks for the job, the moment its coordinator judges.
+    c.on_verdict = &internal::PrintVerdict;
+    c.fail_on_stall = options_.on_stall == InitOptions::OnStall::kFail;
+    if (const char* on_stall = std::getenv("PODSCOPE_ON_STALL")) {
+      if (std::string_view(on_stall) == "fail") c.fail_on_stall = true;
+      if (std::string_view(on_stall) == "report") c.fail_on_stall = false;
+    }
     auto coordinator = job::StartCoordinator(c);
     if (!coordinator.ok()) {
       return absl::Status(coordinator.status().code(),
@@ -442,8 +473,9 @@ void JobImpl::HeartbeatLoop() {
     cv_.wait_for(lock, period, [this] { return stop_; });
     if (stop_) break;
     lock.unlock();
+    const job::RankState state = DoctorState();
     auto beat = client_->Heartbeat(env_.rank, incarnation_, rpc_timeout,
-                                   &profiler::ProfilerNowNs);
+                                   &profiler::ProfilerNowNs, &state);
     const auto now = std::chrono::steady_clock::now();
     if (beat.ok()) {
       last_ok = now;
@@ -451,6 +483,7 @@ void JobImpl::HeartbeatLoop() {
       // path's, when rank 0 answers it, are tighter.
       std::optional<ClockProbe> lean = LeanProbe(kLeanProbesPerBeat);
       OnProbe(lean ? *lean : beat->probe);
+      OnVerdict(*beat);
       if (!beat->job_status.ok()) {
         Fail(beat->job_status);
         return;
@@ -471,6 +504,43 @@ void JobImpl::HeartbeatLoop() {
     }
     lock.lock();
   }
+}
+
+job::RankState JobImpl::DoctorState() const {
+  int64_t offset = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    offset = clock_.offset_ns;
+  }
+  return internal::CollectiveJournal::Get().Snapshot(offset);
+}
+
+void JobImpl::OnVerdict(const job::HeartbeatResult& beat) {
+  job::Verdict verdict;
+  verdict.kind = beat.verdict_kind;
+  verdict.sentence = beat.verdict;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    verdict_ = verdict;
+  }
+  if (verdict.kind == job::VerdictKind::kHealthy) {
+    reported_key_.clear();
+    return;
+  }
+  const bool fresh = beat.verdict_key != reported_key_;
+  if (fresh) WriteDoctorDump(verdict);
+  reported_key_ = beat.verdict_key;
+  if (fresh && options_.on_doctor_verdict) options_.on_doctor_verdict(verdict);
+}
+
+void JobImpl::WriteDoctorDump(const job::Verdict& verdict) {
+  if (doctor_dir_.empty()) return;
+  int64_t offset = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    offset = clock_.offset_ns;
+  }
+  internal::WriteJournalFile(doctor_dir_, host_, env_.rank, offset, verdict);
 }
 
 void JobImpl::Fail(const absl::Status& status) {

@@ -4,6 +4,7 @@
 #include "podscope/runtime/lazy/lazy.h"
 
 #include "absl/strings/str_cat.h"
+#include "collectives/journal.h"
 #include "instrumentation.h"
 #include "lazy/lazy_internal.h"
 #include "lazy/lazy_spmd.h"
@@ -242,6 +243,7 @@ absl::Status LazyContext::Sync() {
   ++step_count_;
   last_fingerprint_ = fingerprint;
   internal::IncrementCounter(internal::kStepCount);
+  internal::CollectiveJournal::Get().NoteStep(step_count_);
   if (internal::ObserverActive()) {
     internal::Observer().OnStep(
         {device_, step_count_, fingerprint, internal::NowNs()});

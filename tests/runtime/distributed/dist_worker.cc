@@ -18,6 +18,17 @@
 //            then blocks in an all-reduce that rank 1 never joins, prints
 //            how it ended ("all-reduce failed after S s: STATUS"), closes
 //            its trace and exits with kPeerFailureExitCode.
+//   doctor   Job::Init, trace into --logdir, a Communicator "world"; then
+//            --steps steps of train_step > data_loading > read_batch and
+//            train_step > backward > grad_sync (an f32 x 1024 sum
+//            all-reduce). At step 2 rank --victim does what --scenario says:
+//            stuck (waits in read_batch until the job doctor's verdict
+//            reaches it), dead (the same, then sleeps for the test to kill
+//            it), hold (waits in read_batch until the file --release
+//            exists), slow (600 ms more in read_batch), skip (no
+//            all-reduce), different (a broadcast from eval > sync_metrics
+//            instead). Then every rank waits in a "finish" scope at a
+//            barrier and shuts down.
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -314,6 +326,95 @@ int RunCollective(int argc, char** argv) {
   return podscope::job::kPeerFailureExitCode;
 }
 
+// One step of the doctor mode's training loop.
+absl::Status DoctorStep(rt::Job& job, rt::Communicator& comm, int step,
+                        bool victim, const std::string& scenario,
+                        const std::string& release) {
+  PODSCOPE_TRACE("train_step");
+  {
+    PODSCOPE_TRACE("data_loading");
+    PODSCOPE_TRACE("read_batch");
+    if (victim && (scenario == "stuck" || scenario == "dead")) {
+      // Stuck here until the verdict about it arrives by heartbeat.
+      const auto give_up =
+          std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (job.doctor_verdict().kind ==
+                 podscope::job::VerdictKind::kHealthy &&
+             std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      std::printf("verdict reached rank %d pid %d: %s\n", job.rank(), getpid(),
+                  job.doctor_verdict().sentence.c_str());
+      std::fflush(stdout);
+      // "dead": the test kills this rank now.
+      if (scenario == "dead")
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+    }
+    if (victim && scenario == "hold") {
+      // Held here until the test creates the release file.
+      while (!std::filesystem::exists(release)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    if (victim && scenario == "slow") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    }
+  }
+  std::vector<float> v(1024, 1.0f);
+  if (victim && scenario == "different") {
+    PODSCOPE_TRACE("eval");
+    PODSCOPE_TRACE("sync_metrics");
+    return comm.Broadcast(rt::ElementType::kF32, v.data(), 1024, 0);
+  }
+  if (victim && scenario == "skip") return absl::OkStatus();
+  PODSCOPE_TRACE("backward");
+  PODSCOPE_TRACE("grad_sync");
+  (void)step;
+  return comm.AllReduce(absl::MakeSpan(v), rt::ReduceOp::kSum);
+}
+
+int RunDoctor(int argc, char** argv) {
+  auto job = rt::Job::Init();
+  if (!job.ok()) return Die(job.status());
+  prof::TraceOptions t;
+  t.session_id = "run";
+  if (absl::Status s = prof::StartTrace(Flag(argc, argv, "logdir", ""), t);
+      !s.ok()) {
+    return Die(s);
+  }
+  rt::CommunicatorOptions copts;
+  copts.timeout = absl::Seconds(40);
+  auto comm = rt::Communicator::Create((*job)->store(), (*job)->rank(),
+                                       (*job)->world_size(), "world", copts);
+  if (!comm.ok()) return Die(comm.status());
+  if (absl::Status s = (*comm)->Barrier(); !s.ok()) return Die(s);
+  if ((*job)->rank() == 0) {
+    std::printf("coordinator %s\n",
+                (*job)->environment().coordinator_address.c_str());
+    std::fflush(stdout);
+  }
+  const std::string scenario = Flag(argc, argv, "scenario", "");
+  const bool victim = (*job)->rank() == IntFlag(argc, argv, "victim", 1);
+  const int steps = static_cast<int>(IntFlag(argc, argv, "steps", 4));
+  for (int k = 0; k < steps; ++k) {
+    absl::Status s = DoctorStep(**job, **comm, k, victim && k == 2, scenario,
+                                Flag(argc, argv, "release", ""));
+    if (!s.ok()) return Die(s);
+  }
+  {
+    PODSCOPE_TRACE("finish");
+    if (absl::Status s = (*job)->Barrier("finish", absl::Seconds(60));
+        !s.ok()) {
+      return Die(s);
+    }
+  }
+  auto path = prof::StopTrace();
+  if (!path.ok()) return Die(path.status());
+  if (absl::Status s = (*job)->Shutdown(); !s.ok()) return Die(s);
+  std::printf("done rank %d\n", (*job)->rank());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -324,9 +425,10 @@ int main(int argc, char** argv) {
   if (mode == "spawn") return RunSpawn();
   if (mode == "spawn_failure") return RunSpawnFailure(argc, argv);
   if (mode == "collective") return RunCollective(argc, argv);
+  if (mode == "doctor") return RunDoctor(argc, argv);
   std::fprintf(
       stderr,
-      "usage: dist_worker env|sigterm|job|spawn|spawn_failure|collective "
-      "[flags]\n");
+      "usage: dist_worker env|sigterm|job|spawn|spawn_failure|collective|"
+      "doctor [flags]\n");
   return 64;
 }

@@ -32,7 +32,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "podscope/job/doctor.h"
 #include "podscope/job/environment.h"
 #include "podscope/job/key_value_store.h"
 #include "podscope/profiler/clock_probe.h"
@@ -72,6 +75,15 @@ struct CoordinatorOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration dead_after = absl::Seconds(6);
   StoreLimits limits;
+  // The job doctor (docs/doctor.md): when a collective counts as stalled,
+  // and whether a stall or desync fails the job (else it is reported with
+  // every heartbeat answer while it lasts).
+  StallPolicy stall;
+  bool fail_on_stall = false;
+  // Called on the coordinator's watch thread (no lock held) when the
+  // verdict changes, again every 10 s while it stands, and with kHealthy
+  // when it ends: rank 0 prints it for the launcher from here.
+  std::function<void(const Verdict&)> on_verdict;
 };
 
 class Coordinator {
@@ -84,6 +96,8 @@ class Coordinator {
   virtual absl::Status job_status() const = 0;
   // How many ranks have registered so far.
   virtual int registered_ranks() const = 0;
+  // The job doctor's verdict now.
+  virtual Verdict verdict() const = 0;
   // Wakes every waiting call with UNAVAILABLE and stops serving.
   // Idempotent; the destructor calls it.
   virtual void Stop() = 0;
@@ -109,6 +123,29 @@ using ClockProbe = profiler::PeerClockProbe;
 struct HeartbeatResult {
   ClockProbe probe;
   absl::Status job_status;  // the job's failure, if any
+  // The job doctor's verdict (kHealthy: none), its sentence, and a key
+  // that stays the same while it is about the same collective.
+  VerdictKind verdict_kind = VerdictKind::kHealthy;
+  std::string verdict;
+  std::string verdict_key;
+};
+
+// The job as its coordinator sees it (`podscope doctor`).
+struct RankView {
+  int rank = 0;
+  bool registered = false;
+  std::string host;
+  int64_t pid = 0;
+  int64_t heartbeat_age_ms = 0;
+  bool leaving = false;  // in the shutdown barrier
+  std::optional<RankState> state;
+};
+struct JobStateView {
+  std::vector<RankView> ranks;
+  int64_t now_ns = 0;  // the job clock when the coordinator answered
+  VerdictKind verdict_kind = VerdictKind::kHealthy;
+  std::string verdict;
+  absl::Status job_status;
 };
 
 class CoordinationClient : public KeyValueStore {
@@ -132,9 +169,14 @@ class CoordinationClient : public KeyValueStore {
                                           uint64_t incarnation,
                                           absl::Duration timeout);
   // One heartbeat and clock probe; `clock` reads the local profiler clock.
+  // `state`, when given, tells the job doctor where the rank is (trimmed to
+  // DoctorLimits here).
   absl::StatusOr<HeartbeatResult> Heartbeat(int rank, uint64_t incarnation,
                                             absl::Duration timeout,
-                                            int64_t (*clock)());
+                                            int64_t (*clock)(),
+                                            const RankState* state = nullptr);
+  // Every rank's state and the verdict; needs only the job token.
+  absl::StatusOr<JobStateView> JobState(absl::Duration timeout);
   absl::Status Barrier(std::string_view name, int rank, absl::Duration timeout);
   absl::Status Shutdown(int rank, absl::Duration timeout);
 

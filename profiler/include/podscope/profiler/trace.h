@@ -163,6 +163,49 @@ PendingArg MakeArg(uint32_t key, const T& value) {
 void RecordInstant(uint32_t name, Level level);
 void RecordCounter(uint32_t name, double value);
 
+// The open scopes of a recording thread, readable from other threads (the
+// job's heartbeat reads them, scope_stack.h): a shadow stack of name ids
+// and start ticks, and the ticks of the thread's last scope edge. Relaxed
+// stores only; a reader may see a stack mid-change, never out of bounds.
+struct ScopeStack {
+  static constexpr uint32_t kDepth = 16;
+  std::atomic<uint32_t> depth{0};
+  std::atomic<uint32_t> names[kDepth] = {};
+  std::atomic<uint64_t> starts[kDepth] = {};
+  std::atomic<uint64_t> last_ticks{0};
+  int64_t tid = 0;
+  bool in_use = false;  // guarded by the registry's mutex
+};
+extern thread_local constinit ScopeStack* t_scopes
+    __attribute__((tls_model("initial-exec")));
+// The calling thread's stack, registered on first use; nullptr past the
+// thread's exit.
+ScopeStack* ThisThreadScopeStack();
+
+__attribute__((always_inline)) inline void PushScope(uint32_t name,
+                                                     uint64_t ticks) {
+  ScopeStack* s = t_scopes;
+  if (__builtin_expect(s == nullptr, false)) {
+    s = ThisThreadScopeStack();
+    if (s == nullptr) return;
+  }
+  const uint32_t d = s->depth.load(std::memory_order_relaxed);
+  if (__builtin_expect(d < ScopeStack::kDepth, true)) {
+    s->names[d].store(name, std::memory_order_relaxed);
+    s->starts[d].store(ticks, std::memory_order_relaxed);
+  }
+  s->depth.store(d + 1, std::memory_order_relaxed);
+  s->last_ticks.store(ticks, std::memory_order_relaxed);
+}
+
+__attribute__((always_inline)) inline void PopScope(uint64_t ticks) {
+  ScopeStack* s = t_scopes;
+  if (__builtin_expect(s == nullptr, false)) return;
+  const uint32_t d = s->depth.load(std::memory_order_relaxed);
+  s->depth.store(d == 0 ? 0 : d - 1, std::memory_order_relaxed);
+  s->last_ticks.store(ticks, std::memory_order_relaxed);
+}
+
 }  // namespace internal
 
 // A scope: records a slice from construction to destruction, if a session
@@ -175,11 +218,13 @@ class Trace {
     if (__builtin_expect(!internal::Enabled(level), true)) return;
     name_ = internal::SiteId(site);
     start_ = Ticks();
+    internal::PushScope(name_, start_);
   }
   explicit Trace(std::string_view name, Level level = Level::kInfo) {
     if (!internal::Enabled(level)) return;
     name_ = internal::InternDynamic(name);
     start_ = Ticks();
+    internal::PushScope(name_, start_);
   }
   // Arguments come from `make_args()`, a callable returning a tuple of
   // alternating keys (string literals) and values, called only when
@@ -193,11 +238,13 @@ class Trace {
             std::make_index_sequence<std::tuple_size_v<decltype(make_args())> /
                                      2>{});
     start_ = Ticks();
+    internal::PushScope(name_, start_);
   }
 
   ~Trace() {
     if (start_ == 0) return;
     const uint64_t end = Ticks();
+    internal::PopScope(end);
     if (__builtin_expect((num_args_ | flow_out_ | flow_in_) == 0, true)) {
       internal::RecordSlice(start_, end, name_);
     } else {

@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "podscope/job/doctor.h"
 #include "podscope/job/environment.h"
 #include "podscope/job/key_value_store.h"
 
@@ -67,6 +68,28 @@ struct InitOptions {
   // examples/train_mnist asks for). A port in use is reported on stderr
   // and the rank runs on without a server.
   int profiler_port = 0;
+
+  // The job doctor (docs/doctor.md). Every heartbeat tells the coordinator
+  // where this rank is (its collective journal and the issuing thread's
+  // open scopes); the coordinator calls a collective stalled when some
+  // ranks entered it and others had not within the larger of stall_after
+  // and 20x its recent median duration ($PODSCOPE_STALL_AFTER_MS
+  // overrides), and a desync when ranks entered one sequence number with
+  // different calls. Rank 0's options decide for the job.
+  absl::Duration stall_after = absl::Seconds(10);
+  // What a stall or desync does: kReport keeps the job waiting and reports
+  // the verdict (rank 0 prints it, again every 10 s while it lasts); kFail
+  // fails the job with it, like a dead rank. $PODSCOPE_ON_STALL=fail|report
+  // overrides (`podscope launch --on_stall fail` sets it).
+  enum class OnStall { kReport, kFail };
+  OnStall on_stall = OnStall::kReport;
+  // Where a verdict makes this rank write its journal,
+  // <doctor_dir>/<host>.<pid>.journal.json. Empty: $PODSCOPE_DOCTOR_DIR;
+  // when that is unset too, nothing is written.
+  std::string doctor_dir;
+  // Called on the heartbeat thread when this rank learns of a new verdict
+  // (after its journal is written).
+  std::function<void(const job::Verdict&)> on_doctor_verdict;
 };
 
 // The clock of this rank against rank 0's: reference = local + offset,
@@ -112,6 +135,10 @@ class Job {
   virtual absl::Status health() const = 0;
 
   virtual JobClock clock() const = 0;
+
+  // The job doctor's verdict as of the last heartbeat (kind and sentence;
+  // kHealthy when none).
+  virtual job::Verdict doctor_verdict() const = 0;
 
   // "host:port" of the profiler server Init started and published; empty
   // when it started none.
