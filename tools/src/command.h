@@ -10,7 +10,7 @@
 //      ones are warnings)
 //   4  internal or I/O error, e.g. the output file cannot be written
 //   5  capture: some workers did not answer (the others' files are complete)
-//   6  capture: no worker answered
+//   6  capture: no worker answered (dump: no server wrote its file)
 //
 // Adding a subcommand: write tools/src/<name>_command.cc defining a
 // `Command`, declare it below and list it in commands.cc.
@@ -58,6 +58,7 @@ extern const Command kAnalyzeCommand;
 extern const Command kExportCommand;
 extern const Command kCaptureCommand;
 extern const Command kLaunchCommand;
+extern const Command kDumpCommand;
 
 // Every command, in the order `--help` lists them.
 std::span<const Command* const> AllCommands();

@@ -13,8 +13,8 @@ namespace podscope::tools {
 namespace {
 
 constexpr const Command* kCommands[] = {
-    &kCheckCommand,  &kSummaryCommand, &kAnalyzeCommand,
-    &kExportCommand, &kCaptureCommand, &kLaunchCommand,
+    &kCheckCommand,   &kSummaryCommand, &kAnalyzeCommand, &kExportCommand,
+    &kCaptureCommand, &kDumpCommand,    &kLaunchCommand,
 };
 
 constexpr std::string_view kExitCodes =
@@ -28,7 +28,7 @@ constexpr std::string_view kExitCodes =
     "  4  internal or I/O error (e.g. the output cannot be written)\n"
     "  5  capture: some workers did not answer (the others' files are\n"
     "     complete)\n"
-    "  6  capture: no worker answered\n"
+    "  6  capture: no worker answered (dump: no server wrote its file)\n"
     "  launch exits with the first failing worker's status (exit code, or\n"
     "  128 + signal; 75: the worker stopped because a peer died)\n";
 

@@ -47,6 +47,11 @@ struct ServerOptions {
   // must lie inside it). Empty means $PODSCOPE_XPROF_REPOSITORY_ROOT; with
   // neither, such requests are refused and only emit_xspace answers.
   std::string xprof_repository_root;
+  // The folder under which DumpFlightRecorder requests write
+  // <session>/<host>.<pid>.podtrace (the request names the session only).
+  // Empty means $PODSCOPE_DUMP_ROOT; with neither, such requests are
+  // refused.
+  std::string dump_root;
   // The host name GetInfo reports, under which capture clients file this
   // process's trace. Empty means the machine's (gethostname); containers
   // that all share one host name can say which they are. Clients treat it
