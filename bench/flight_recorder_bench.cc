@@ -147,7 +147,12 @@ void BM_DumpLast30s(benchmark::State& state) {
     // Fill more than the window, so that the dump holds a whole one.
     const auto until = std::chrono::steady_clock::now() + options.window +
                        std::chrono::seconds(1);
-    while (t.ok && std::chrono::steady_clock::now() < until) t.Step();
+    // Steps are queued on the device: wait for each, so that the window
+    // holds 30 s of training rather than of queueing.
+    while (t.ok && std::chrono::steady_clock::now() < until) {
+      t.Step();
+      t.ok = t.ok && t.trainer->LastLoss().ok();
+    }
     for (int i = 0; i < 3; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       auto dump = profiler::DumpFlightRecorder(

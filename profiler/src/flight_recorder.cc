@@ -89,10 +89,9 @@ class Recorder {
     return s;
   }
 
-  // The file of the last window, with `reason` in its metadata.
-  absl::StatusOr<std::string> Assemble(const std::string& session_id,
-                                       std::string_view reason,
-                                       internal::FlightRing::Assembled* what) {
+  // The records of the last window, with `reason` in their metadata.
+  absl::StatusOr<internal::FlightRing::Snapshot> Take(
+      const std::string& session_id, std::string_view reason) {
     if (!error_.ok()) return error_;
     internal::RecordingClock window = clock_;
     window.start_ns = std::max(clock_.start_ns, MonotonicNs() - WindowNs());
@@ -113,11 +112,9 @@ class Recorder {
     writer_->SetMetadata(m);
     writer_->AddClockSnapshot(clock_.skew.Apply(MonotonicNs()), RealtimeNs());
     PODSCOPE_RETURN_IF_ERROR(Cut());
-    std::string file =
-        ring_.Assemble(FileClock().ToNs(Ticks()) - WindowNs(), what);
     // Later cuts describe the recorder again, not this dump.
     facts_generation_ = 0;
-    return file;
+    return ring_.Take(FileClock().ToNs(Ticks()) - WindowNs());
   }
 
   FlightRecorderStats Stats() const {
@@ -396,20 +393,20 @@ absl::StatusOr<FlightRecorderDump> DumpFlightRecorder(const std::string& dir,
     }
     if (internal::SessionsDraining() == 0) g_recorder->DrainOwn();
   }
-  FlightRecorderDump dump;
-  std::string bytes;
+  internal::FlightRing::Snapshot snapshot;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (g_recorder == nullptr) {
       return absl::FailedPreconditionError(
           "DumpFlightRecorder: the flight recorder stopped");
     }
-    internal::FlightRing::Assembled what;
-    PODSCOPE_ASSIGN_OR_RETURN(bytes,
-                              g_recorder->Assemble(session_id, reason, &what));
-    dump.events = what.events;
-    dump.window_start_ns = what.first_cut_ns;
+    PODSCOPE_ASSIGN_OR_RETURN(snapshot, g_recorder->Take(session_id, reason));
   }
+  // The records are shared, not copied: the recorder goes on meanwhile.
+  const std::string bytes = internal::FlightRing::Assemble(snapshot);
+  FlightRecorderDump dump;
+  dump.events = snapshot.events;
+  dump.window_start_ns = snapshot.first_cut_ns;
   const std::string stem = base::SafeFileComponent(
       absl::StrCat(internal::HostName(), ".", getpid()));
   PODSCOPE_ASSIGN_OR_RETURN(dump.path, WriteDumpFile(dir, stem, bytes));

@@ -79,19 +79,22 @@ void FlightRing::AddRecord(std::string framed, uint64_t offset) {
       unpaired_.push_back({offset, std::move(framed)});
       return;
     case tf::RecordType::kMetadata:
-      dictionary_bytes_ += framed.size() - metadata_.size();
-      metadata_ = std::move(framed);
+      dictionary_bytes_ += framed.size();
+      if (metadata_) dictionary_bytes_ -= metadata_->size();
+      metadata_ = std::make_shared<const std::string>(std::move(framed));
       return;
     case tf::RecordType::kDropCounts:
-      dictionary_bytes_ += framed.size() - drop_counts_.size();
-      drop_counts_ = std::move(framed);
+      dictionary_bytes_ += framed.size();
+      if (drop_counts_) dictionary_bytes_ -= drop_counts_->size();
+      drop_counts_ = std::make_shared<const std::string>(std::move(framed));
       return;
     case tf::RecordType::kIndex:
     case tf::RecordType::kTrailer:
       return;  // the recorder never closes its writer
     default:
       dictionary_bytes_ += framed.size();
-      dictionaries_.push_back(std::move(framed));
+      dictionaries_.push_back(
+          std::make_shared<const std::string>(std::move(framed)));
   }
 }
 
@@ -103,11 +106,11 @@ void FlightRing::AdoptChunkEntries(std::vector<tf::proto::ChunkEntry> entries,
         [&](const Unpaired& u) { return u.offset == entry.offset(); });
     if (it == unpaired_.end()) continue;
     Chunk c;
-    c.framed = std::move(it->framed);
+    c.framed = std::make_shared<const std::string>(std::move(it->framed));
     c.entry = std::move(entry);
     c.cut_ns = cut_ns;
     unpaired_.erase(it);
-    chunk_bytes_ += c.framed.size();
+    chunk_bytes_ += c.framed->size();
     events_ += c.entry.event_count();
     chunks_.push_back(std::move(c));
   }
@@ -116,7 +119,7 @@ void FlightRing::AdoptChunkEntries(std::vector<tf::proto::ChunkEntry> entries,
 }
 
 void FlightRing::PopOldest() {
-  chunk_bytes_ -= chunks_.front().framed.size();
+  chunk_bytes_ -= chunks_.front().framed->size();
   events_ -= chunks_.front().entry.event_count();
   chunks_.pop_front();
 }
@@ -132,39 +135,51 @@ void FlightRing::Evict(int64_t oldest_cut_ns) {
   }
 }
 
-std::string FlightRing::Assemble(int64_t oldest_cut_ns, Assembled* what) const {
-  std::string out = header_;
-  tf::proto::Index index;
-  auto add_record = [&](const std::string& framed) {
-    if (framed.empty()) return;
-    tf::proto::RecordEntry* r = index.add_records();
-    r->set_type(static_cast<uint32_t>(tf::PeekRecordFrame(framed).type));
-    r->set_offset(out.size());
-    r->set_length(framed.size());
-    out += framed;
-  };
-  add_record(metadata_);
-  for (const std::string& framed : dictionaries_) add_record(framed);
-  add_record(drop_counts_);
-  std::map<uint32_t, tf::proto::TrackRange> totals;
-  *what = {};
+FlightRing::Snapshot FlightRing::Take(int64_t oldest_cut_ns) const {
+  Snapshot snapshot;
+  snapshot.header = header_;
+  if (metadata_) snapshot.records.push_back(metadata_);
+  snapshot.records.insert(snapshot.records.end(), dictionaries_.begin(),
+                          dictionaries_.end());
+  if (drop_counts_) snapshot.records.push_back(drop_counts_);
   for (const Chunk& c : chunks_) {
     if (c.cut_ns < oldest_cut_ns) continue;
-    if (what->chunks == 0) what->first_cut_ns = c.cut_ns;
-    tf::proto::ChunkEntry* entry = index.add_chunks();
-    *entry = c.entry;
-    entry->set_offset(out.size());
-    out += c.framed;
-    for (const tf::proto::TrackRange& t : c.entry.tracks()) {
+    if (snapshot.chunks.empty()) snapshot.first_cut_ns = c.cut_ns;
+    snapshot.chunks.emplace_back(c.framed, c.entry);
+    snapshot.events += c.entry.event_count();
+  }
+  return snapshot;
+}
+
+std::string FlightRing::Assemble(const Snapshot& snapshot) {
+  size_t size = snapshot.header.size() + tf::kTrailerRecordSize;
+  for (const Record& r : snapshot.records) size += r->size();
+  for (const auto& [r, entry] : snapshot.chunks) size += r->size();
+  std::string out;
+  out.reserve(size + 4096);
+  out = snapshot.header;
+  tf::proto::Index index;
+  for (const Record& framed : snapshot.records) {
+    tf::proto::RecordEntry* r = index.add_records();
+    r->set_type(static_cast<uint32_t>(tf::PeekRecordFrame(*framed).type));
+    r->set_offset(out.size());
+    r->set_length(framed->size());
+    out += *framed;
+  }
+  std::map<uint32_t, tf::proto::TrackRange> totals;
+  for (const auto& [framed, entry] : snapshot.chunks) {
+    tf::proto::ChunkEntry* e = index.add_chunks();
+    *e = entry;
+    e->set_offset(out.size());
+    out += *framed;
+    for (const tf::proto::TrackRange& t : entry.tracks()) {
       tf::proto::TrackRange& total = totals[t.track_id()];
       total.set_track_id(t.track_id());
       Widen(&total, t);
     }
-    what->events += c.entry.event_count();
-    what->chunks += 1;
   }
   for (const auto& [id, range] : totals) *index.add_tracks() = range;
-  index.set_event_count(what->events);
+  index.set_event_count(snapshot.events);
   const uint64_t index_offset = out.size();
   std::string payload;
   index.SerializeToString(&payload);

@@ -4,9 +4,10 @@
 // chunk may name them; of the metadata and drop counts, which each record
 // whole, only the latest. Chunks carry the time they were cut and are
 // dropped, oldest first, when older than the window or beyond the byte
-// bound. Assemble writes the kept records as a closed file: header,
-// dictionaries, chunks, an index of their new offsets, trailer. Not
-// thread-safe: the recorder's lock guards it.
+// bound. Take shares the kept records (no copy) and Assemble writes them,
+// without the lock, as a closed file: header, dictionaries, chunks, an
+// index of their new offsets, trailer. Not thread-safe: the recorder's
+// lock guards it.
 #ifndef PODSCOPE_PROFILER_SRC_FLIGHT_RING_H_
 #define PODSCOPE_PROFILER_SRC_FLIGHT_RING_H_
 
@@ -45,13 +46,18 @@ class FlightRing {
   // ring holds more than its bound (those are counted as dropped).
   void Evict(int64_t oldest_cut_ns);
 
-  struct Assembled {
+  using Record = std::shared_ptr<const std::string>;
+  struct Snapshot {
+    std::string header;
+    std::vector<Record> records;  // metadata, dictionaries, drop counts
+    std::vector<std::pair<Record, trace_format::proto::ChunkEntry>> chunks;
     uint64_t events = 0;
-    uint64_t chunks = 0;
     int64_t first_cut_ns = 0;
   };
-  // The kept records cut at or after `oldest_cut_ns` as one closed file.
-  std::string Assemble(int64_t oldest_cut_ns, Assembled* what) const;
+  // The kept records, with the chunks cut at or after `oldest_cut_ns`.
+  Snapshot Take(int64_t oldest_cut_ns) const;
+  // The snapshot as one closed file.
+  static std::string Assemble(const Snapshot& snapshot);
 
   uint64_t bytes() const { return dictionary_bytes_ + chunk_bytes_; }
   uint64_t chunks() const { return chunks_.size(); }
@@ -61,7 +67,7 @@ class FlightRing {
 
  private:
   struct Chunk {
-    std::string framed;
+    Record framed;
     trace_format::proto::ChunkEntry entry;
     int64_t cut_ns = 0;
   };
@@ -78,8 +84,8 @@ class FlightRing {
   std::string partial_;  // a record not yet appended whole
   // The writer's offset of the record partial_ starts with.
   uint64_t next_offset_ = trace_format::kFileHeaderSize;
-  std::vector<std::string> dictionaries_;
-  std::string metadata_, drop_counts_;
+  std::vector<Record> dictionaries_;
+  Record metadata_, drop_counts_;
   uint64_t dictionary_bytes_ = 0;
   std::vector<Unpaired> unpaired_;
   std::deque<Chunk> chunks_;
