@@ -11,6 +11,8 @@
 //   doctor.dump_s   wall time of DumpFlightRecorder after the recorder has
 //       recorded train_mnist's steps for longer than its 30 s window: the
 //       median of 3 dumps into fresh folders of the temporary directory.
+//       Beside it, not a headline, the worst case: a dump of a ring filled
+//       to its bound by scopes recorded flat out (`full_ring_dump_s`).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -28,6 +30,7 @@
 #include "mnist/data.h"
 #include "mnist/trainer.h"
 #include "podscope/profiler/flight_recorder.h"
+#include "podscope/profiler/trace.h"
 #include "podscope/runtime/pjrt/client.h"
 
 namespace podscope::bench {
@@ -181,6 +184,51 @@ void BM_DumpLast30s(benchmark::State& state) {
   state.counters["dump_mib"] = static_cast<double>(bytes) / (1 << 20);
 }
 BENCHMARK(BM_DumpLast30s)->Iterations(1)->Unit(benchmark::kSecond);
+
+// Not a headline: the worst case of a dump, a ring filled to its 64 MiB
+// bound by scopes with arguments recorded flat out.
+void BM_DumpFullRing(benchmark::State& state) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() /
+       ("podscope-bench-full-ring-" + std::to_string(getpid())))
+          .string();
+  double seconds = 0;
+  uint64_t bytes = 0, events = 0;
+  bool ok = true;
+  for (auto _ : state) {
+    ok = profiler::StartFlightRecorder().ok();
+    const uint64_t bound = profiler::FlightRecorderOptions().max_bytes;
+    uint64_t n = 0;
+    while (ok && profiler::GetFlightRecorderStats().bytes < bound * 9 / 10) {
+      for (int i = 0; i < 10000; ++i, ++n) {
+        PODSCOPE_TRACE("busy", "n", n * 2654435761u);
+      }
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto dump = profiler::DumpFlightRecorder(dir, "benchmark");
+    seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    ok = ok && dump.ok();
+    if (dump.ok()) {
+      bytes = dump->bytes;
+      events = dump->events;
+    }
+    profiler::StopFlightRecorder();
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  if (!ok) {
+    state.SkipWithError("the recorder or the dump failed");
+    return;
+  }
+  std::printf("dump of a full ring: %.3f s (%llu events, %.1f MiB)\n", seconds,
+              static_cast<unsigned long long>(events),
+              static_cast<double>(bytes) / (1 << 20));
+  state.counters["full_ring_dump_s"] = seconds;
+  state.counters["full_ring_mib"] = static_cast<double>(bytes) / (1 << 20);
+}
+BENCHMARK(BM_DumpFullRing)->Iterations(1)->Unit(benchmark::kSecond);
 
 const bool kHeadlines = [] {
   RegisterHeadline("doctor.flight_recorder_overhead_pct", "%");
