@@ -1,18 +1,14 @@
 // The flight recorder: what a dump holds (the last window, nothing older),
 // its memory bound, dumps while a session records, and the file a dump
-// leaves for the tools.
+// leaves (tests/tools/dump_cli_test.cc opens it with the tools).
 #include "podscope/profiler/flight_recorder.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -311,37 +307,6 @@ TEST(FlightRecorder, DumpsTracesAndThreadsAtOnce) {
   stop = true;
   for (auto& t : threads) t.join();
 }
-
-#ifdef PODSCOPE_BINARY
-// Runs `podscope ARGS...`; its exit status, and its output in *out.
-int RunPodscope(const std::string& args, std::string* out) {
-  const std::string file = FreshDir("cli-output") + "/out";
-  const int rc = std::system(
-      (std::string(PODSCOPE_BINARY) + " " + args + " >" + file + " 2>&1")
-          .c_str());
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-TEST(FlightRecorder, ToolsOpenADumpLikeASession) {
-  RecorderOn on(ShortWindow(10000, 20));
-  ASSERT_TRUE(on.status.ok()) << on.status;
-  for (int i = 0; i < 20; ++i) {
-    PODSCOPE_TRACE("train_step");
-    { PODSCOPE_TRACE("forward"); }
-  }
-  const std::string dir = FreshDir("tools") + "/hang";
-  auto dump = DumpFlightRecorder(dir, "tools");
-  ASSERT_TRUE(dump.ok()) << dump.status();
-  std::string out;
-  EXPECT_EQ(RunPodscope("summary " + dir, &out), 0) << out;
-  EXPECT_NE(out.find("train_step"), std::string::npos) << out;
-  EXPECT_EQ(RunPodscope("analyze " + dir, &out), 0) << out;
-}
-#endif
 
 }  // namespace
 }  // namespace podscope::profiler
