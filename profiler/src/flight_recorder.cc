@@ -164,35 +164,43 @@ class Recorder {
   absl::Status error_;
 };
 
-// Guards g_recorder and everything it holds. Taken after
-// BufferDrainMutex() by whoever takes both.
-std::mutex g_mutex;
-Recorder* g_recorder = nullptr;  // guarded by g_mutex
-// The recorder's thread and how it is told to end.
-std::mutex g_lifecycle_mutex;  // serialises Start and Stop
-std::thread g_thread;          // guarded by g_lifecycle_mutex
-std::condition_variable g_wake;
-bool g_stopping = false;  // guarded by g_mutex
+// The recorder and its thread. Never destroyed: a program exits with the
+// recorder running (it is on for the process's life), and its thread may
+// still drain while static objects are destroyed.
+struct Globals {
+  // Guards recorder and everything it holds, and stopping. Taken after
+  // BufferDrainMutex() by whoever takes both.
+  std::mutex mutex;
+  Recorder* recorder = nullptr;
+  bool stopping = false;
+  std::condition_variable wake;
+  std::mutex lifecycle;  // serialises Start and Stop; guards thread
+  std::thread thread;
+};
+Globals& G() {
+  static auto* globals = new Globals();
+  return *globals;
+}
 
 // One pass of the recorder's thread: drain (unless a session does), cut.
 void Pass() {
   {
     std::lock_guard<std::mutex> drain(internal::BufferDrainMutex());
     if (internal::SessionsDraining() == 0) {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      if (g_recorder != nullptr) g_recorder->DrainOwn();
+      std::lock_guard<std::mutex> lock(G().mutex);
+      if (G().recorder != nullptr) G().recorder->DrainOwn();
     }
   }
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_recorder != nullptr) (void)g_recorder->Cut();
+  std::lock_guard<std::mutex> lock(G().mutex);
+  if (G().recorder != nullptr) (void)G().recorder->Cut();
 }
 
 void Run(std::chrono::milliseconds interval) {
   pthread_setname_np(pthread_self(), "podscope-flight");
-  std::unique_lock<std::mutex> lock(g_mutex);
-  while (!g_stopping) {
-    g_wake.wait_for(lock, interval, [] { return g_stopping; });
-    if (g_stopping) break;
+  std::unique_lock<std::mutex> lock(G().mutex);
+  while (!G().stopping) {
+    G().wake.wait_for(lock, interval, [] { return G().stopping; });
+    if (G().stopping) break;
     lock.unlock();
     Pass();
     lock.lock();
@@ -242,8 +250,8 @@ absl::StatusOr<std::string> WriteDumpFile(const std::string& dir,
 
 namespace internal {
 
-RecorderFeed::RecorderFeed() : lock_(g_mutex) {
-  if (g_recorder != nullptr) drainer_ = g_recorder->drainer();
+RecorderFeed::RecorderFeed() : lock_(G().mutex) {
+  if (G().recorder != nullptr) drainer_ = G().recorder->drainer();
 }
 
 void SessionDrainStarts() {
@@ -256,9 +264,9 @@ void SessionDrainEnds() {
   --SessionsDraining();
   // Another session's drainer may still hold the buffers.
   if (SessionsDraining() != 0) return;
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(G().mutex);
   std::vector<ThreadBuffer*> released = BufferRegistry::Get().ReleaseExited();
-  if (g_recorder != nullptr) g_recorder->drainer()->Forget(released);
+  if (G().recorder != nullptr) G().recorder->drainer()->Forget(released);
 }
 
 }  // namespace internal
@@ -276,10 +284,10 @@ absl::Status StartFlightRecorder(const FlightRecorderOptions& options) {
                      "not ",
                      options.compression_level));
   }
-  std::lock_guard<std::mutex> lifecycle(g_lifecycle_mutex);
+  std::lock_guard<std::mutex> lifecycle(G().lifecycle);
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_recorder != nullptr) {
+    std::lock_guard<std::mutex> lock(G().mutex);
+    if (G().recorder != nullptr) {
       return absl::FailedPreconditionError(
           "StartFlightRecorder: the flight recorder already runs");
     }
@@ -289,38 +297,38 @@ absl::Status StartFlightRecorder(const FlightRecorderOptions& options) {
     // Events already waiting in the buffers predate the recorder.
     std::lock_guard<std::mutex> drain(internal::BufferDrainMutex());
     PODSCOPE_RETURN_IF_ERROR(recorder->Init());
-    std::lock_guard<std::mutex> lock(g_mutex);
-    g_recorder = recorder.release();
-    g_stopping = false;
+    std::lock_guard<std::mutex> lock(G().mutex);
+    G().recorder = recorder.release();
+    G().stopping = false;
   }
   internal::SetRecorderLevel(static_cast<int>(options.level));
-  g_thread = std::thread(Run, options.drain_interval);
+  G().thread = std::thread(Run, options.drain_interval);
   return absl::OkStatus();
 }
 
 void StopFlightRecorder() {
-  std::lock_guard<std::mutex> lifecycle(g_lifecycle_mutex);
+  std::lock_guard<std::mutex> lifecycle(G().lifecycle);
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_recorder == nullptr) return;
-    g_stopping = true;
+    std::lock_guard<std::mutex> lock(G().mutex);
+    if (G().recorder == nullptr) return;
+    G().stopping = true;
   }
-  g_wake.notify_all();
-  g_thread.join();
+  G().wake.notify_all();
+  G().thread.join();
   internal::SetRecorderLevel(0);
   std::unique_ptr<Recorder> recorder;
   {
     // No drain pass may be using its drainer.
     std::lock_guard<std::mutex> drain(internal::BufferDrainMutex());
-    std::lock_guard<std::mutex> lock(g_mutex);
-    recorder.reset(g_recorder);
-    g_recorder = nullptr;
+    std::lock_guard<std::mutex> lock(G().mutex);
+    recorder.reset(G().recorder);
+    G().recorder = nullptr;
   }
 }
 
 bool FlightRecorderRunning() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_recorder != nullptr;
+  std::lock_guard<std::mutex> lock(G().mutex);
+  return G().recorder != nullptr;
 }
 
 absl::StatusOr<std::chrono::milliseconds> ParseFlightRecorderWindow(
@@ -369,8 +377,9 @@ absl::Status StartFlightRecorderFromEnv() {
 }
 
 FlightRecorderStats GetFlightRecorderStats() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_recorder != nullptr ? g_recorder->Stats() : FlightRecorderStats();
+  std::lock_guard<std::mutex> lock(G().mutex);
+  return G().recorder != nullptr ? G().recorder->Stats()
+                                 : FlightRecorderStats();
 }
 
 absl::StatusOr<FlightRecorderDump> DumpFlightRecorder(const std::string& dir,
@@ -385,22 +394,22 @@ absl::StatusOr<FlightRecorderDump> DumpFlightRecorder(const std::string& dir,
   {
     // The events of the last interval too, unless a session holds them.
     std::lock_guard<std::mutex> drain(internal::BufferDrainMutex());
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_recorder == nullptr) {
+    std::lock_guard<std::mutex> lock(G().mutex);
+    if (G().recorder == nullptr) {
       return absl::FailedPreconditionError(
           "DumpFlightRecorder: the flight recorder is off (StartFlightRecorder "
           "or $PODSCOPE_FLIGHT_RECORDER turns it on)");
     }
-    if (internal::SessionsDraining() == 0) g_recorder->DrainOwn();
+    if (internal::SessionsDraining() == 0) G().recorder->DrainOwn();
   }
   internal::FlightRing::Snapshot snapshot;
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_recorder == nullptr) {
+    std::lock_guard<std::mutex> lock(G().mutex);
+    if (G().recorder == nullptr) {
       return absl::FailedPreconditionError(
           "DumpFlightRecorder: the flight recorder stopped");
     }
-    PODSCOPE_ASSIGN_OR_RETURN(snapshot, g_recorder->Take(session_id, reason));
+    PODSCOPE_ASSIGN_OR_RETURN(snapshot, G().recorder->Take(session_id, reason));
   }
   // The records are shared, not copied: the recorder goes on meanwhile.
   const std::string bytes = internal::FlightRing::Assemble(snapshot);

@@ -4,10 +4,12 @@
 #include "podscope/profiler/flight_recorder.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -230,6 +232,24 @@ TEST(FlightRecorder, DumpDuringATraceLeavesTheTraceWhole) {
     const TraceFile f = ReadDump(d);
     ASSERT_NE(f.reader, nullptr);
     EXPECT_TRUE(f.reader->report().intact());
+  }
+}
+
+// A program that exits with the recorder on (the common case: it is on
+// for the process's life) exits normally.
+TEST(FlightRecorder, AProcessExitsWithTheRecorderRunning) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!StartFlightRecorder(ShortWindow(1000, 5)).ok()) _exit(3);
+    for (int i = 0; i < 1000; ++i) PODSCOPE_TRACE("until_exit");
+    std::exit(0);  // static destructors run, the recorder's thread goes on
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  if (WIFEXITED(status)) {
+    EXPECT_EQ(WEXITSTATUS(status), 0);
   }
 }
 
