@@ -67,11 +67,17 @@ class Session {
   const std::string& session_id() const { return options_.session_id; }
 
   absl::Status Start() {
+    // From here on the flight recorder leaves the threads' buffers to this
+    // session: it neither drains nor frees them while the session walks
+    // them.
+    internal::SessionDrainStarts();
     if (options_.sampling_hz > 0) {
-      PODSCOPE_ASSIGN_OR_RETURN(
-          auto collector,
-          internal::SamplingCollector::Start(options_.sampling_hz));
-      sampling_ = std::move(collector);
+      auto collector = internal::SamplingCollector::Start(options_.sampling_hz);
+      if (!collector.ok()) {
+        internal::SessionDrainEnds();
+        return collector.status();
+      }
+      sampling_ = *std::move(collector);
       internal::BufferRegistry::Get().ForEach([&](internal::ThreadBuffer* b) {
         if (!b->exited.load(std::memory_order_acquire)) {
           sampling_->RegisterThread(b->tid);
@@ -96,7 +102,6 @@ class Session {
     external_drop_base_ = internal::ExternalEvents::Get().dropped();
     // Unless the flight recorder runs and still wants them.
     if (!FlightRecorderRunning()) internal::ExternalEvents::Get().Clear();
-    internal::SessionDrainStarts();
     internal::SetSessionLevel(static_cast<int>(options_.level));
     thread_ = std::thread([this] { Run(); });
     return absl::OkStatus();
