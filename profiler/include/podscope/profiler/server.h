@@ -71,9 +71,11 @@ class ProfilerServer {
   virtual void Stop() = 0;
 };
 
-// Starts serving on `port` (0: any free port). Fails with a message naming
-// the problem: a non-loopback bind without a token, a user token file that
-// is refused, a port in use, TLS files that cannot be read.
+// Starts serving on `port` (0: any free port), and the flight recorder
+// when $PODSCOPE_FLIGHT_RECORDER asks for it (flight_recorder.h). Fails
+// with a message naming the problem: a non-loopback bind without a token,
+// a user token file that is refused, a port in use, TLS files that cannot
+// be read, a malformed $PODSCOPE_FLIGHT_RECORDER.
 absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
     int port = kDefaultServerPort, const ServerOptions& options = {});
 
