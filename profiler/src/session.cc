@@ -19,9 +19,11 @@
 #include "podscope/base/file_names.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/profiler/clock_sync.h"
+#include "podscope/profiler/flight_recorder.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/writer.h"
 #include "src/external_events.h"
+#include "src/flight_recorder_internal.h"
 #include "src/process_counters.h"
 #include "src/sampling_collector.h"
 #include "src/session_drainer.h"
@@ -65,11 +67,17 @@ class Session {
   const std::string& session_id() const { return options_.session_id; }
 
   absl::Status Start() {
+    // From here on the flight recorder leaves the threads' buffers to this
+    // session: it neither drains nor frees them while the session walks
+    // them.
+    internal::SessionDrainStarts();
     if (options_.sampling_hz > 0) {
-      PODSCOPE_ASSIGN_OR_RETURN(
-          auto collector,
-          internal::SamplingCollector::Start(options_.sampling_hz));
-      sampling_ = std::move(collector);
+      auto collector = internal::SamplingCollector::Start(options_.sampling_hz);
+      if (!collector.ok()) {
+        internal::SessionDrainEnds();
+        return collector.status();
+      }
+      sampling_ = *std::move(collector);
       internal::BufferRegistry::Get().ForEach([&](internal::ThreadBuffer* b) {
         if (!b->exited.load(std::memory_order_acquire)) {
           sampling_->RegisterThread(b->tid);
@@ -92,9 +100,9 @@ class Session {
         std::max<uint32_t>(options_.max_blocks_total, 1));
     internal::BufferRegistry::Get().Prefault();
     external_drop_base_ = internal::ExternalEvents::Get().dropped();
-    internal::ExternalEvents::Get().Clear();
-    internal::g_level.store(static_cast<int>(options_.level),
-                            std::memory_order_release);
+    // Unless the flight recorder runs and still wants them.
+    if (!FlightRecorderRunning()) internal::ExternalEvents::Get().Clear();
+    internal::SetSessionLevel(static_cast<int>(options_.level));
     thread_ = std::thread([this] { Run(); });
     return absl::OkStatus();
   }
@@ -103,7 +111,13 @@ class Session {
   // ends with it; its status is returned in `*tap_status` (with its owner
   // in `*tap_owner`, 0 when there was none).
   absl::Status Stop(uint64_t* tap_owner, absl::Status* tap_status) {
-    internal::g_level.store(0, std::memory_order_release);
+    internal::SetSessionLevel(0);
+    {
+      // The flight recorder may keep the threads recording: what starts
+      // from now on is not this session's.
+      std::lock_guard<std::mutex> drain(drain_mutex_);
+      drainer_->set_end_ticks(Ticks());
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
@@ -126,7 +140,7 @@ class Session {
     WriteMetadata();
     absl::Status s = writer_->Close();
     internal::BufferRegistry::Get().TrimPools();
-    internal::BufferRegistry::Get().ReleaseExited();
+    internal::SessionDrainEnds();
     if (s.ok()) s = error_;
     return s;
   }
@@ -147,9 +161,8 @@ class Session {
                                     clock_.calibration,
                                     options.sampling_hz > 0 && !sampling_));
     tap_ = std::move(tap);
-    internal::g_level.store(std::max(static_cast<int>(options_.level),
-                                     static_cast<int>(options.level)),
-                            std::memory_order_release);
+    internal::SetSessionLevel(std::max(static_cast<int>(options_.level),
+                                       static_cast<int>(options.level)));
     return absl::OkStatus();
   }
 
@@ -168,8 +181,7 @@ class Session {
     DrainPassLocked(/*counters=*/false);
     absl::Status s = tap_->Close();
     tap_.reset();
-    internal::g_level.store(static_cast<int>(options_.level),
-                            std::memory_order_release);
+    internal::SetSessionLevel(static_cast<int>(options_.level));
     return s;
   }
 
@@ -205,7 +217,7 @@ class Session {
         next_flush = Clock::now() + options_.flush_interval;
       } else {
         std::lock_guard<std::mutex> drain(drain_mutex_);
-        drainer_->DrainThreads(tap_ ? tap_->drainer() : nullptr);
+        DrainThreadsLocked();
       }
       lock.lock();
     }
@@ -224,6 +236,16 @@ class Session {
     writer_->SetMetadata(m);
   }
 
+  // The threads' and the external events into the writers and the flight
+  // recorder (drain_mutex_ held).
+  void DrainThreadsLocked() {
+    internal::SessionDrainer* also = tap_ ? tap_->drainer() : nullptr;
+    std::lock_guard<std::mutex> buffers(internal::BufferDrainMutex());
+    internal::RecorderFeed recorder;
+    drainer_->DrainThreads(also, recorder.drainer());
+    drainer_->DrainExternal(also, recorder.drainer());
+  }
+
   // Everything recorded so far into the writers (drain_mutex_ held).
   void DrainPassLocked(bool counters) {
     // Keep the tick-to-ns map exact as the capture goes on: the rate
@@ -231,9 +253,7 @@ class Session {
     clock_.calibration = RefineCalibration(clock_.calibration);
     drainer_->set_file_clock(Skewed(clock_.calibration, skew_));
     if (tap_) tap_->set_calibration(clock_.calibration);
-    internal::SessionDrainer* also = tap_ ? tap_->drainer() : nullptr;
-    drainer_->DrainThreads(also);
-    drainer_->DrainExternal(also);
+    DrainThreadsLocked();
     if (sampling_) drainer_->DrainSamples(sampling_.get());
     if (tap_) tap_->DrainSamples();
     if (counters && options_.process_counters) {

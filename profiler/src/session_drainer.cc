@@ -153,6 +153,7 @@ void SessionDrainer::Accept(ThreadBuffer* b, const RawEvent* e, uint32_t* track,
   // Events from before this session (left in a block when the last one
   // stopped, or recorded before a capture joined) are not its.
   if (static_cast<int64_t>(e->a - start_ticks_) < 0) return;
+  if (e->a > end_ticks_) return;
   if (*track == 0) *track = TrackFor(b);
   AddEvent(e, *track, args);
 }
@@ -169,25 +170,43 @@ void SessionDrainer::EndThread(ThreadBuffer* b, uint32_t track) {
   }
 }
 
-void SessionDrainer::DrainThreads(SessionDrainer* also) {
+void SessionDrainer::DrainThreads(SessionDrainer* also,
+                                  SessionDrainer* recorder) {
   std::vector<tf::Arg> args;
   BufferRegistry::Get().ForEach([&](ThreadBuffer* b) {
-    uint32_t track = 0, also_track = 0;
+    uint32_t track = 0, also_track = 0, recorder_track = 0;
     DrainBuffer(b, [&](const RawEvent* e) {
       Accept(b, e, &track, &args);
       if (also != nullptr) also->Accept(b, e, &also_track, &args);
+      if (recorder != nullptr) {
+        recorder->Accept(b, e, &recorder_track, &args);
+      }
     });
     EndThread(b, track);
     if (also != nullptr) also->EndThread(b, also_track);
+    if (recorder != nullptr) recorder->EndThread(b, recorder_track);
   });
 }
 
-void SessionDrainer::DrainExternal(SessionDrainer* also) {
+void SessionDrainer::DrainExternal(SessionDrainer* also,
+                                   SessionDrainer* recorder) {
   std::vector<ExternalEvent> events;
   std::vector<tf::proto::Track> tracks;
   ExternalEvents::Get().Take(&events, &tracks);
   AddExternal(events, tracks);
   if (also != nullptr) also->AddExternal(events, tracks);
+  if (recorder != nullptr) recorder->AddExternal(events, tracks);
+}
+
+void SessionDrainer::Forget(const std::vector<ThreadBuffer*>& released) {
+  for (ThreadBuffer* b : released) {
+    if (auto it = dropped_.find(b); it != dropped_.end()) {
+      forgotten_dropped_ += it->second;
+    }
+    thread_tracks_.erase(b);
+    drop_base_.erase(b);
+    dropped_.erase(b);
+  }
 }
 
 void SessionDrainer::MapDeviceTracks(tf::proto::Metadata* m) {
@@ -254,7 +273,7 @@ void SessionDrainer::AddCounter(std::string_view name, std::string_view unit,
 }
 
 uint64_t SessionDrainer::dropped_by_threads() const {
-  uint64_t total = 0;
+  uint64_t total = forgotten_dropped_;
   for (const auto& [b, n] : dropped_) total += n;
   return total;
 }

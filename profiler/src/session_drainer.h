@@ -43,10 +43,23 @@ class SessionDrainer {
   }
 
   // Moves every thread's committed events into the writer, and hands each
-  // to `also` (a capture's drainer sharing the session; may be null).
-  void DrainThreads(SessionDrainer* also = nullptr);
-  // Moves the events recorded with their own timestamps (to `also` too).
-  void DrainExternal(SessionDrainer* also = nullptr);
+  // to `also` (a capture's drainer sharing the session) and `recorder`
+  // (the flight recorder's); either may be null. The caller holds
+  // BufferDrainMutex().
+  void DrainThreads(SessionDrainer* also = nullptr,
+                    SessionDrainer* recorder = nullptr);
+  // Moves the events recorded with their own timestamps (to `also` and
+  // `recorder` too).
+  void DrainExternal(SessionDrainer* also = nullptr,
+                     SessionDrainer* recorder = nullptr);
+
+  // Thread events that started after `ticks` are not this drainer's (a
+  // session that stopped while the flight recorder goes on recording).
+  void set_end_ticks(uint64_t ticks) { end_ticks_ = ticks; }
+
+  // Forgets thread buffers that were freed, so that a buffer allocated at
+  // the same address later is not taken for them.
+  void Forget(const std::vector<ThreadBuffer*>& released);
   // Writes the stack samples taken so far onto their threads' tracks.
   void DrainSamples(SamplingCollector* sampling);
 
@@ -90,6 +103,7 @@ class SessionDrainer {
   trace_format::TraceWriter* const writer_;
   const ClockSkew skew_;
   const uint64_t start_ticks_;
+  uint64_t end_ticks_ = UINT64_MAX;
   const int64_t start_ns_;
   TickCalibration file_clock_;
 
@@ -98,6 +112,7 @@ class SessionDrainer {
   absl::flat_hash_map<pid_t, uint32_t> track_of_tid_;
   absl::flat_hash_map<ThreadBuffer*, uint64_t> drop_base_;
   absl::flat_hash_map<ThreadBuffer*, uint64_t> dropped_;
+  uint64_t forgotten_dropped_ = 0;  // of buffers forgotten since
   absl::flat_hash_map<uint32_t, uint32_t> counter_tracks_;
   absl::flat_hash_map<uint32_t, uint32_t> external_tracks_;
 };

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/profiler/flight_recorder.h"
 #include "src/session_internal.h"
 
 namespace podscope::profiler {
@@ -109,11 +111,19 @@ ProcessFactsSnapshot SnapshotProcessFacts() {
 }  // namespace internal
 
 void SetProcessInfo(int process_index, int process_count) {
-  internal::ProcessFacts& f = internal::Facts();
-  std::lock_guard<std::mutex> lock(f.mutex);
-  f.process_index = process_index;
-  f.process_count = process_count;
-  ++f.generation;
+  {
+    internal::ProcessFacts& f = internal::Facts();
+    std::lock_guard<std::mutex> lock(f.mutex);
+    f.process_index = process_index;
+    f.process_count = process_count;
+    ++f.generation;
+  }
+  // A job's ranks say who they are here: where the launcher's
+  // $PODSCOPE_FLIGHT_RECORDER takes effect.
+  if (absl::Status s = StartFlightRecorderFromEnv(); !s.ok()) {
+    std::fprintf(stderr, "podscope: flight recorder not started: %s\n",
+                 std::string(s.message()).c_str());
+  }
 }
 
 void SetSessionId(const std::string& session_id) {

@@ -177,7 +177,7 @@ void BufferRegistry::ForEach(const std::function<void(ThreadBuffer*)>& fn) {
   for (ThreadBuffer* b : snapshot) fn(b);
 }
 
-void BufferRegistry::ReleaseExited() {
+std::vector<ThreadBuffer*> BufferRegistry::ReleaseExited() {
   std::vector<ThreadBuffer*> dead;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -199,6 +199,49 @@ void BufferRegistry::ReleaseExited() {
                      std::memory_order_relaxed);
     delete b;
   }
+  return dead;
+}
+
+std::mutex& BufferDrainMutex() {
+  static auto* mutex = new std::mutex();
+  return *mutex;
+}
+
+int& SessionsDraining() {
+  static int count = 0;
+  return count;
+}
+
+namespace {
+
+struct Levels {
+  std::mutex mutex;
+  int session = 0;   // guarded by mutex
+  int recorder = 0;  // guarded by mutex
+};
+Levels& RecordingLevels() {
+  static auto* levels = new Levels();
+  return *levels;
+}
+
+void PublishLevel(const Levels& l) {
+  g_level.store(std::max(l.session, l.recorder), std::memory_order_release);
+}
+
+}  // namespace
+
+void SetSessionLevel(int level) {
+  Levels& l = RecordingLevels();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  l.session = level;
+  PublishLevel(l);
+}
+
+void SetRecorderLevel(int level) {
+  Levels& l = RecordingLevels();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  l.recorder = level;
+  PublishLevel(l);
 }
 
 RawEvent* ReserveSlow(uint32_t n) {
@@ -295,12 +338,13 @@ void SetThreadName(std::string_view name) {
 }
 
 void SetLevel(Level level) {
-  // Only while a session records: a stopped profiler stays off.
-  int current = internal::g_level.load(std::memory_order_relaxed);
-  while (current != 0 &&
-         !internal::g_level.compare_exchange_weak(
-             current, static_cast<int>(level), std::memory_order_relaxed)) {
-  }
+  // Only while a session records: a stopped profiler stays off, and the
+  // flight recorder keeps its own level.
+  internal::Levels& l = internal::RecordingLevels();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  if (l.session == 0) return;
+  l.session = static_cast<int>(level);
+  internal::PublishLevel(l);
 }
 
 }  // namespace podscope::profiler

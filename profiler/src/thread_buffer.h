@@ -125,8 +125,9 @@ class BufferRegistry {
   void ForEach(const std::function<void(ThreadBuffer*)>& fn);
 
   // Frees the buffers of threads that exited, once drained (writer thread,
-  // between captures).
-  void ReleaseExited();
+  // between captures, holding BufferDrainMutex()); returns their addresses
+  // for the drainers that outlive the call to forget.
+  std::vector<ThreadBuffer*> ReleaseExited();
 
  private:
   std::mutex mutex_;
@@ -177,6 +178,20 @@ void DrainBuffer(ThreadBuffer* buffer, Fn&& fn) {
 }
 
 pid_t CurrentTid();
+
+// Held by whoever drains the threads' buffers or frees them: one drainer
+// at a time, whether a session's or the flight recorder's.
+std::mutex& BufferDrainMutex();
+
+// Sessions whose writer threads drain the buffers now; the flight recorder
+// drains them itself only while there is none. Changed and read under
+// BufferDrainMutex().
+int& SessionsDraining();
+
+// What the process records at: the larger of the running session's level
+// and the flight recorder's (0: that one is off); g_level follows.
+void SetSessionLevel(int level);
+void SetRecorderLevel(int level);
 
 }  // namespace podscope::profiler::internal
 

@@ -599,6 +599,12 @@ std::map<std::string, grpc::StatusCode> CallEveryRpc(
     pb::ClockProbeResponse response;
     return native->ProbeClock(ctx, {}, &response);
   });
+  call(ours + ".DumpFlightRecorder", [&](grpc::ClientContext* ctx) {
+    pb::DumpRequest request;
+    request.set_session("token-check");
+    pb::DumpResponse response;
+    return native->DumpFlightRecorder(ctx, request, &response);
+  });
   call(ours + ".Capture", [&](grpc::ClientContext* ctx) {
     pb::CaptureRequest request;
     request.set_duration_ms(100);
@@ -650,7 +656,7 @@ TEST(Server, TokenIsCheckedOnEveryCall) {
   auto server = Serve(so);
   ASSERT_NE(server, nullptr);
   const std::set<std::string> methods = EveryMethod();
-  EXPECT_EQ(methods.size(), 6u);
+  EXPECT_EQ(methods.size(), 7u);
   for (const std::string& given :
        {std::string(), std::string("Bearer open-sesamE"),
         std::string("Bearer open-sesame-and-more"), std::string("open-sesame"),

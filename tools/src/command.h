@@ -10,7 +10,8 @@
 //      ones are warnings)
 //   4  internal or I/O error, e.g. the output file cannot be written
 //   5  capture: some workers did not answer (the others' files are complete)
-//   6  capture: no worker answered (doctor: the coordinator did not)
+//   6  capture: no worker answered (doctor: the coordinator did not; dump:
+//      no server wrote its file)
 //   7, 8, 9  doctor: the job is stalled, desynced, has a dead rank
 //
 // Adding a subcommand: write tools/src/<name>_command.cc defining a
@@ -62,6 +63,7 @@ extern const Command kExportCommand;
 extern const Command kCaptureCommand;
 extern const Command kLaunchCommand;
 extern const Command kDoctorCommand;
+extern const Command kDumpCommand;
 
 // Every command, in the order `--help` lists them.
 std::span<const Command* const> AllCommands();

@@ -13,9 +13,9 @@ namespace podscope::tools {
 namespace {
 
 constexpr const Command* kCommands[] = {
-    &kCheckCommand,   &kSummaryCommand, &kAnalyzeCommand,
-    &kDiffCommand,    &kQueryCommand,   &kExportCommand,
-    &kCaptureCommand, &kLaunchCommand,  &kDoctorCommand,
+    &kCheckCommand,  &kSummaryCommand, &kAnalyzeCommand, &kDiffCommand,
+    &kQueryCommand,  &kExportCommand,  &kCaptureCommand, &kDumpCommand,
+    &kLaunchCommand, &kDoctorCommand,
 };
 
 constexpr std::string_view kExitCodes =
@@ -30,7 +30,8 @@ constexpr std::string_view kExitCodes =
     "  4  internal or I/O error (e.g. the output cannot be written)\n"
     "  5  capture: some workers did not answer (the others' files are\n"
     "     complete)\n"
-    "  6  capture: no worker answered (doctor: the coordinator did not)\n"
+    "  6  capture: no worker answered (doctor: the coordinator did not;\n"
+    "     dump: no server wrote its file)\n"
     "  7, 8, 9  doctor: the job is stalled, desynced, has a dead rank\n"
     "  launch exits with the first failing worker's status (exit code, or\n"
     "  128 + signal; 75: the worker stopped because a peer died)\n";

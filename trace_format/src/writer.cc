@@ -331,6 +331,15 @@ WriterStats TraceWriter::stats() const {
   return stats_;
 }
 
+void TraceWriter::TakeChunkEntries(std::vector<proto::ChunkEntry>* chunks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (proto::ChunkEntry& e : *index_.mutable_chunks()) {
+    chunks->push_back(std::move(e));
+  }
+  index_.clear_chunks();
+  index_.clear_records();
+}
+
 absl::Status TraceWriter::AppendRecord(RecordType type,
                                        const std::string& framed) {
   if (auto s = sink_->Append(framed); !s.ok()) return s;

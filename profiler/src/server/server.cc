@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -18,11 +19,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/file_names.h"
 #include "podscope/base/net.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/base/time.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
+#include "podscope/profiler/flight_recorder.h"
 #include "podscope/profiler/grpc_credentials.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
@@ -121,6 +124,38 @@ class Service final : public pb::ProfilerService::Service {
     auto stopped = hub_.Stop(request->session_id());
     if (!stopped.ok()) return ToGrpc(stopped.status());
     response->set_session_id(*stopped);
+    return Status::OK;
+  }
+
+  Status DumpFlightRecorder(ServerContext* ctx, const pb::DumpRequest* request,
+                            pb::DumpResponse* response) override {
+    if (Status s = Authorize(ctx); !s.ok()) return s;
+    const std::string root = EnvOr(options_.dump_root, "PODSCOPE_DUMP_ROOT");
+    if (root.empty()) {
+      return Status(StatusCode::FAILED_PRECONDITION,
+                    "this profiler server has no dump root "
+                    "(ServerOptions::dump_root or PODSCOPE_DUMP_ROOT)");
+    }
+    // The name becomes a path only as the sanitiser leaves it: a name it
+    // would change is refused rather than silently renamed.
+    const std::string& session = request->session();
+    if (!IsValidSessionId(session) ||
+        base::SafeFileComponent(session) != session) {
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    "DumpRequest.session must be one folder name (letters, "
+                    "digits, '-', '_', '.', ':', '+', not starting with '.' "
+                    "or '-'; at most 128)");
+    }
+    std::string reason = request->reason().substr(0, 256);
+    for (char& c : reason) {
+      if (c < 0x20 || c > 0x7e) c = '?';
+    }
+    auto dump = profiler::DumpFlightRecorder(root + "/" + session, reason);
+    if (!dump.ok()) return ToGrpc(dump.status());
+    response->set_path(absl::StrCat(
+        session, "/", std::filesystem::path(dump->path).filename().string()));
+    response->set_events(dump->events);
+    response->set_bytes(dump->bytes);
     return Status::OK;
   }
 
@@ -277,6 +312,11 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
         absl::StrCat("StartServer: ", creds.status().message()));
   }
   const std::string listen = base::JoinHostPort(host, port);
+  // A job's launcher turns the recorder on in every rank this way.
+  if (absl::Status s = StartFlightRecorderFromEnv(); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("StartServer: ", s.message()));
+  }
 
   auto probes = internal::ProbeResponder::Start(host);
   auto service = std::make_unique<Service>(

@@ -152,6 +152,20 @@ struct CaptureResult {
 // left absent, never partly written.
 absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options);
 
+struct RemoteDump {
+  std::string path;  // under the worker's dump root: <session>/<file>
+  uint64_t events = 0;
+  uint64_t bytes = 0;
+};
+
+// Asks the worker at `address` to write its flight recorder's last seconds
+// into the session folder `session` under its dump root
+// (flight_recorder.h, ServerOptions::dump_root). The error names the
+// worker and what it answered (no root, a refused name, recorder off).
+absl::StatusOr<RemoteDump> RequestFlightRecorderDump(
+    const std::string& address, const ConnectOptions& connect,
+    const std::string& session, const std::string& reason);
+
 }  // namespace podscope::profiler
 
 #endif  // PODSCOPE_PROFILER_CAPTURE_H_

@@ -47,6 +47,11 @@ struct ServerOptions {
   // must lie inside it). Empty means $PODSCOPE_XPROF_REPOSITORY_ROOT; with
   // neither, such requests are refused and only emit_xspace answers.
   std::string xprof_repository_root;
+  // The folder under which DumpFlightRecorder requests write
+  // <session>/<host>.<pid>.podtrace (the request names the session only).
+  // Empty means $PODSCOPE_DUMP_ROOT; with neither, such requests are
+  // refused.
+  std::string dump_root;
   // The host name GetInfo reports, under which capture clients file this
   // process's trace. Empty means the machine's (gethostname); containers
   // that all share one host name can say which they are. Clients treat it
@@ -66,9 +71,11 @@ class ProfilerServer {
   virtual void Stop() = 0;
 };
 
-// Starts serving on `port` (0: any free port). Fails with a message naming
-// the problem: a non-loopback bind without a token, a user token file that
-// is refused, a port in use, TLS files that cannot be read.
+// Starts serving on `port` (0: any free port), and the flight recorder
+// when $PODSCOPE_FLIGHT_RECORDER asks for it (flight_recorder.h). Fails
+// with a message naming the problem: a non-loopback bind without a token,
+// a user token file that is refused, a port in use, TLS files that cannot
+// be read, a malformed $PODSCOPE_FLIGHT_RECORDER.
 absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
     int port = kDefaultServerPort, const ServerOptions& options = {});
 

@@ -134,6 +134,15 @@ class TraceWriter {
 
   // Counts of what reached the sink so far.
   WriterStats stats() const;
+
+  // Moves out the index entries of the chunks appended so far (their
+  // offsets count from the sink's first byte) and forgets the other
+  // records' entries, so that a writer that is never closed keeps no index
+  // that grows with time: for a caller that assembles files from the
+  // records itself (the profiler's flight recorder). After this, Close
+  // writes an index of the later chunks only. Without background_thread
+  // only, between calls that add events.
+  void TakeChunkEntries(std::vector<proto::ChunkEntry>* chunks);
   bool closed() const { return closed_; }
 
  private:
