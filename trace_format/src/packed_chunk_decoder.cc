@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "packed_chunk_layout.h"
 #include "podscope/base/coding.h"
+#include "podscope/base/cpu_dispatch.h"
 #include "podscope/trace_format/chunk_codec.h"
 
 namespace podscope::trace_format {
@@ -394,6 +395,19 @@ class Decoder {
   SlicePredictor predictor_;
 };
 
+// The decoder's entry points, compiled for each instruction set of
+// cpu_dispatch.h, as the encoder's: flattened, the per-slice loop has its
+// bit reads inline.
+PODSCOPE_TARGET_V3 absl::Status DecodeV3(Decoder* decoder,
+                                         std::string_view bytes,
+                                         std::vector<TrackEvents>* out) {
+  return decoder->Decode(bytes, out);
+}
+PODSCOPE_TARGET_BASELINE absl::Status DecodeBaseline(
+    Decoder* decoder, std::string_view bytes, std::vector<TrackEvents>* out) {
+  return decoder->Decode(bytes, out);
+}
+
 }  // namespace
 }  // namespace packed_chunk
 
@@ -404,6 +418,7 @@ bool IsPackedChunk(std::string_view bytes) {
 absl::Status DecodePackedChunk(std::string_view bytes,
                                std::vector<TrackEvents>* out) {
   thread_local packed_chunk::Decoder decoder;
-  return decoder.Decode(bytes, out);
+  return base::UseX86V3() ? packed_chunk::DecodeV3(&decoder, bytes, out)
+                          : packed_chunk::DecodeBaseline(&decoder, bytes, out);
 }
 }  // namespace podscope::trace_format
