@@ -1,7 +1,9 @@
-// The name of each slice of one track in 2 bytes: a code into the track's
-// own table of the names it uses. A track repeats the few names of its
-// code over and over, so the table is small and stays in cache; a track
-// that uses more than 65,536 names keeps the 4-byte string ids instead.
+// The name of each slice of one track as a code into the track's own table
+// of the names it uses: one byte a slice while the track uses at most 256
+// names, two up to 65,536, and the 4-byte string ids beyond. A track
+// repeats the few names of its code over and over (a training loop's
+// steps, layers, ops and kernels), so the table is small and stays in
+// cache.
 #ifndef PODSCOPE_VIEWER_NAME_COLUMN_H_
 #define PODSCOPE_VIEWER_NAME_COLUMN_H_
 
@@ -14,20 +16,20 @@ namespace podscope::viewer {
 
 class NameColumn {
  public:
-  // The most names a track's table holds.
-  static constexpr size_t kMaxCodes = 1 << 16;
-
   uint32_t operator[](uint32_t i) const {
-    return wide_ ? wide_names_[i] : table_[codes_[i]];
+    if (bytes_ == 1) return table_[codes8_[i]];
+    if (bytes_ == 2) return table_[codes16_[i]];
+    return wide_names_[i];
   }
-  size_t size() const { return wide_ ? wide_names_.size() : codes_.size(); }
-  // Whether the names are stored as 4-byte ids (more than kMaxCodes names).
-  bool wide() const { return wide_; }
+  // Bytes a slice's name takes: 1, 2 or 4.
+  int bytes_per_name() const { return bytes_; }
   [[gnu::always_inline]] void Prefetch(uint32_t i) const {
-    if (wide_) {
-      __builtin_prefetch(wide_names_.data() + i);
+    if (bytes_ == 1) {
+      __builtin_prefetch(codes8_.data() + i);
+    } else if (bytes_ == 2) {
+      __builtin_prefetch(codes16_.data() + i);
     } else {
-      __builtin_prefetch(codes_.data() + i);
+      __builtin_prefetch(wide_names_.data() + i);
     }
   }
   // Replaces each name id n with remap[n] (0 when n is past its end).
@@ -36,10 +38,11 @@ class NameColumn {
 
  private:
   friend class NameColumnBuilder;
-  bool wide_ = false;
-  std::vector<uint16_t> codes_;
+  int bytes_ = 1;
+  std::vector<uint8_t> codes8_;       // bytes_ == 1
+  std::vector<uint16_t> codes16_;     // bytes_ == 2
   std::vector<uint32_t> table_;       // by code: the name's string id
-  std::vector<uint32_t> wide_names_;  // wide_ only
+  std::vector<uint32_t> wide_names_;  // bytes_ == 4
 };
 
 // Fills a column of `size` names, set in any order, each exactly once.
@@ -47,10 +50,14 @@ class NameColumnBuilder {
  public:
   explicit NameColumnBuilder(size_t size);
   void Set(uint32_t i, uint32_t name) {
-    if (!column_.wide_ && name < code_of_.size()) [[likely]] {
+    if (name < code_of_.size()) [[likely]] {
       const uint32_t code = code_of_[name];
-      if (code != 0) [[likely]] {
-        column_.codes_[i] = static_cast<uint16_t>(code - 1);
+      if (code != 0 && column_.bytes_ == 1) [[likely]] {
+        column_.codes8_[i] = static_cast<uint8_t>(code - 1);
+        return;
+      }
+      if (code != 0 && column_.bytes_ == 2) {
+        column_.codes16_[i] = static_cast<uint16_t>(code - 1);
         return;
       }
     }
@@ -60,12 +67,13 @@ class NameColumnBuilder {
 
  private:
   void SetSlow(uint32_t i, uint32_t name);
-  void MakeWide();
+  void Widen();  // to 2 bytes a name, or from 2 to 4
 
+  size_t size_;
   NameColumn column_;
-  // By name id: its code + 1, or 0 when not in the table yet. Ids past
-  // kMaxDirectIds (from a damaged or hostile file) make the column wide
-  // rather than this table huge.
+  // By name id: its code + 1, or 0 when not in the table yet (always 0
+  // once the column holds ids). Ids past kMaxDirectIds (from a damaged or
+  // hostile file) make the column hold ids rather than this table huge.
   static constexpr uint32_t kMaxDirectIds = 1 << 20;
   std::vector<uint32_t> code_of_;
 };

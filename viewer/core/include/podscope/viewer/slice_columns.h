@@ -1,12 +1,13 @@
 // The slices of one track, stored column by column and grouped by depth so
 // that each depth is one run of slices sorted by start. About 10 bytes a
-// slice stay resident:
+// slice stay resident (9 to 11 with the name's code):
 //   start     4 B  offset from the smallest start of its 256-slice block
 //                  (8 B per block); a slice too far from it goes to a side
 //                  table
 //   duration  4 B  saturated at 2^32-1 ns (4.3 s); longer ones go to a side
 //                  table
-//   name      2 B  a code into the track's table of names (NameColumn)
+//   name      1 B  a code into the track's table of names (NameColumn);
+//                  2 B in a track of more than 256 names
 // plus the level-of-detail index over durations (BucketTree, ~0.3 B) and
 // the start of every 32nd slice (0.25 B), which the level-of-detail query
 // searches before the slices themselves.
