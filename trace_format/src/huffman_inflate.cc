@@ -122,6 +122,10 @@ class Huffman {
     return true;
   }
 
+  // The table entry of the next kTableBits bits: symbol << 4 | length, or
+  // 0 for a longer code.
+  uint16_t entry(uint32_t bits) const { return table_[bits]; }
+
   // The next symbol; the input holds at least kMaxCodeBits bits.
   uint32_t Decode(BitIn* in) const {
     const uint32_t entry = table_[in->Peek(kTableBits)];
@@ -155,6 +159,35 @@ class Huffman {
   uint16_t table_[1u << kTableBits];  // symbol << 4 | length; 0: longer
   uint16_t count_[kMaxCodeBits + 1];
   uint16_t symbol_[288];
+};
+
+// Two literals at once where both codes fit in kTableBits bits: the codes
+// of packed sections are mostly short, and a lookup's latency, not its
+// work, bounds the loop.
+class LiteralPairs {
+ public:
+  void Build(const Huffman& code) {
+    for (uint32_t bits = 0; bits < (1u << kTableBits); ++bits) {
+      pairs_[bits] = 0;
+      const uint32_t first = code.entry(bits);
+      const uint32_t len1 = first & 15;
+      if (first == 0 || (first >> 4) >= 256) continue;
+      // The bits after the first code; those past kTableBits read as 0, so
+      // the second code counts only if it ends within kTableBits.
+      const uint32_t second = code.entry(bits >> len1);
+      const uint32_t len2 = second & 15;
+      if (second == 0 || (second >> 4) >= 256 || len1 + len2 > kTableBits) {
+        continue;
+      }
+      pairs_[bits] =
+          ((len1 + len2) << 16) | ((second >> 4) << 8) | (first >> 4);
+    }
+  }
+  // (bits used << 16) | second << 8 | first, or 0.
+  uint32_t entry(uint32_t bits) const { return pairs_[bits]; }
+
+ private:
+  uint32_t pairs_[1u << kTableBits];
 };
 
 // A dynamic block's header: the literal/length code in `literals`. False
@@ -215,6 +248,7 @@ bool Inflate(const uint8_t* in_data, size_t in_size, uint8_t* out,
   uint8_t* o = out;
   uint8_t* const out_end = out + size;
   Huffman literals;
+  LiteralPairs pairs;
   bool final = false;
   while (!final) {
     if (in.overrun()) return false;
@@ -236,24 +270,30 @@ bool Inflate(const uint8_t* in_data, size_t in_size, uint8_t* out,
     }
     if (type != 2) return false;  // fixed codes (or invalid): zlib's
     if (!ReadDynamicHeader(&in, &literals)) return false;
-    // Three codes of at most 15 bits per refill of at least 56.
-    while (true) {
+    pairs.Build(literals);
+    // Three steps of at most 15 bits per refill of at least 56; a step is
+    // a pair of literals or one code.
+    bool block_done = false;
+    while (!block_done) {
       in.Refill();
-      uint32_t sym = literals.Decode(&in);
-      if (sym < 256 && o < out_end) {
-        *o++ = static_cast<uint8_t>(sym);
-        sym = literals.Decode(&in);
+      for (int step = 0; step < 3; ++step) {
+        const uint32_t pair = pairs.entry(in.Peek(kTableBits));
+        if (pair != 0 && out_end - o >= 2) [[likely]] {
+          o[0] = static_cast<uint8_t>(pair);
+          o[1] = static_cast<uint8_t>(pair >> 8);
+          o += 2;
+          in.Drop(pair >> 16);
+          continue;
+        }
+        const uint32_t sym = literals.Decode(&in);
         if (sym < 256 && o < out_end) {
           *o++ = static_cast<uint8_t>(sym);
-          sym = literals.Decode(&in);
-          if (sym < 256 && o < out_end) {
-            *o++ = static_cast<uint8_t>(sym);
-            continue;
-          }
+          continue;
         }
+        if (sym != 256) return false;  // a length code, or bytes too many
+        block_done = true;
+        break;
       }
-      if (sym == 256) break;
-      return false;  // a length code, or more bytes than claimed
     }
   }
   return !in.overrun() && o == out_end;

@@ -274,7 +274,10 @@ class Decoder {
     uint16_t* const pops_table = predictor_.pops.data();
     uint32_t last_open = 0, last_close = 0;
     uint64_t last_path = kRootPath;
-    e->slices.resize(n);
+    // Each slice is made where the loop reaches it, not zeroed in a pass
+    // of its own first; the reserve keeps `slices` valid throughout.
+    e->slices.clear();
+    e->slices.reserve(n);
     Slice* const slices = e->slices.data();
     // The stack of open slices, grown as deep nesting needs.
     if (open_.size() < 64) open_.resize(64);
@@ -350,7 +353,7 @@ class Decoder {
       const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
       const uint64_t context = Mix(parent, sibling);
       uint32_t& predicted = name_table[Slot<kExactBits>(context, tb)];
-      Slice& s = slices[i];
+      Slice& s = e->slices.emplace_back();
       if (b & 1) {
         if (!names.Varint32(&predicted)) return Malformed("slice names");
       }
