@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "packed_chunk_layout.h"
 #include "podscope/base/coding.h"
+#include "podscope/base/cpu_dispatch.h"
 #include "podscope/trace_format/chunk_codec.h"
 
 namespace podscope::trace_format {
@@ -273,7 +274,10 @@ class Decoder {
     uint16_t* const pops_table = predictor_.pops.data();
     uint32_t last_open = 0, last_close = 0;
     uint64_t last_path = kRootPath;
-    e->slices.resize(n);
+    // Each slice is made where the loop reaches it, not zeroed in a pass
+    // of its own first; the reserve keeps `slices` valid throughout.
+    e->slices.clear();
+    e->slices.reserve(n);
     Slice* const slices = e->slices.data();
     // The stack of open slices, grown as deep nesting needs.
     if (open_.size() < 64) open_.resize(64);
@@ -349,7 +353,7 @@ class Decoder {
       const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
       const uint64_t context = Mix(parent, sibling);
       uint32_t& predicted = name_table[Slot<kExactBits>(context, tb)];
-      Slice& s = slices[i];
+      Slice& s = e->slices.emplace_back();
       if (b & 1) {
         if (!names.Varint32(&predicted)) return Malformed("slice names");
       }
@@ -394,6 +398,19 @@ class Decoder {
   SlicePredictor predictor_;
 };
 
+// The decoder's entry points, compiled for each instruction set of
+// cpu_dispatch.h, as the encoder's: flattened, the per-slice loop has its
+// bit reads inline.
+PODSCOPE_TARGET_V3 absl::Status DecodeV3(Decoder* decoder,
+                                         std::string_view bytes,
+                                         std::vector<TrackEvents>* out) {
+  return decoder->Decode(bytes, out);
+}
+PODSCOPE_TARGET_BASELINE absl::Status DecodeBaseline(
+    Decoder* decoder, std::string_view bytes, std::vector<TrackEvents>* out) {
+  return decoder->Decode(bytes, out);
+}
+
 }  // namespace
 }  // namespace packed_chunk
 
@@ -404,6 +421,7 @@ bool IsPackedChunk(std::string_view bytes) {
 absl::Status DecodePackedChunk(std::string_view bytes,
                                std::vector<TrackEvents>* out) {
   thread_local packed_chunk::Decoder decoder;
-  return decoder.Decode(bytes, out);
+  return base::UseX86V3() ? packed_chunk::DecodeV3(&decoder, bytes, out)
+                          : packed_chunk::DecodeBaseline(&decoder, bytes, out);
 }
 }  // namespace podscope::trace_format

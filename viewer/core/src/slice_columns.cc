@@ -116,15 +116,16 @@ SliceColumns SliceColumns::Build(std::vector<Slice> slices,
   // Written in full below: no need to zero them first.
   std::unique_ptr<int64_t[]> starts(new int64_t[n]);
   c.durations_.resize(n);
-  c.names_.resize(n);
+  NameColumnBuilder names(n);
   for (size_t i = 0; i < n; ++i) {
     const Slice& s = slices[i];
     const uint32_t k = next[s.depth]++;
     if (keep_where) where[i] = k;
     starts[k] = s.start_ns;
-    c.names_[k] = s.name;
+    names.Set(k, s.name);
     c.SetDuration(k, s.duration_ns);
   }
+  c.names_ = std::move(names).Finish();
   if (c.relaid_) {
     c.self_.resize(n);
     for (size_t i = 0; i < n; ++i) c.self_[where[i]] = reader_self[i];
@@ -285,7 +286,7 @@ int64_t SliceColumns::SelfTime(uint32_t i) const {
 }
 
 void SliceColumns::RemapNames(std::span<const uint32_t> remap) {
-  for (uint32_t& n : names_) n = n < remap.size() ? remap[n] : 0;
+  names_.Remap(remap);
 }
 
 size_t SliceColumns::resident_bytes() const {
@@ -294,8 +295,7 @@ size_t SliceColumns::resident_bytes() const {
          start_overflow_.capacity() * sizeof(Side::value_type) +
          durations_.capacity() * sizeof(uint32_t) +
          duration_overflow_.capacity() * sizeof(Side::value_type) +
-         names_.capacity() * sizeof(uint32_t) +
-         depth_begin_.capacity() * sizeof(uint32_t) +
+         names_.resident_bytes() + depth_begin_.capacity() * sizeof(uint32_t) +
          bucket_starts_.capacity() * sizeof(int64_t) +
          longest_.resident_bytes() + covered_.resident_bytes() +
          self_.capacity() * sizeof(int64_t);

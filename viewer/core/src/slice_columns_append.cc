@@ -31,18 +31,17 @@ SliceColumns SliceColumns::AppendAfter(
   where->resize(n);
   std::unique_ptr<int64_t[]> starts(new int64_t[n]);
   c.durations_.resize(n);
-  c.names_.resize(n);
+  NameColumnBuilder names(n);
   // The old runs, moved to their depth's new beginning.
   std::vector<uint32_t> next(depths);
   size_t overflow = 0;
   for (uint32_t d = 0; d < old.depth_count(); ++d) {
     const uint32_t lo = old.depth_begin(d), hi = old.depth_end(d);
     const uint32_t to = c.depth_begin_[d];
-    std::copy(old.names_.begin() + lo, old.names_.begin() + hi,
-              c.names_.begin() + to);
     std::copy(old.durations_.begin() + lo, old.durations_.begin() + hi,
               c.durations_.begin() + to);
     for (uint32_t i = lo; i < hi; ++i) {
+      names.Set(to + (i - lo), old.names_[i]);
       starts[to + (i - lo)] = old.start(i);
       (*where)[i] = to + (i - lo);
     }
@@ -62,10 +61,11 @@ SliceColumns SliceColumns::AppendAfter(
     const uint32_t k = next[s.depth]++;
     (*where)[n_old + j] = k;
     starts[k] = s.start_ns;
-    c.names_[k] = s.name;
+    names.Set(k, s.name);
     c.SetDuration(k, s.duration_ns);
   }
 
+  c.names_ = std::move(names).Finish();
   c.BuildIndexes(starts.get(), n);
   return c;
 }
