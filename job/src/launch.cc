@@ -223,6 +223,11 @@ absl::StatusOr<LaunchResult> RunLauncher(const LaunchOptions& o) {
     extra.push_back(absl::StrCat("MASTER_ADDR=", placement.master_addr));
     extra.push_back(absl::StrCat("MASTER_PORT=", placement.master_port));
     extra.push_back("PODSCOPE_LAUNCHER=podscope");
+    // Every rank keeps the last 30 s of its trace for the job doctor,
+    // unless the launcher's own environment says otherwise.
+    if (std::getenv("PODSCOPE_FLIGHT_RECORDER") == nullptr) {
+      extra.push_back("PODSCOPE_FLIGHT_RECORDER=30s");
+    }
     if (!placement.token.empty()) {
       extra.push_back(absl::StrCat("PODSCOPE_JOB_TOKEN=", placement.token));
     }

@@ -34,6 +34,7 @@
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/clock_probe.h"
 #include "podscope/profiler/clock_sync.h"
+#include "podscope/profiler/flight_recorder.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
 #include "podscope/runtime/distributed.h"
@@ -236,6 +237,12 @@ absl::Status JobImpl::Start() {
   if (const char* dir = std::getenv("PODSCOPE_DOCTOR_DIR");
       doctor_dir_.empty() && dir != nullptr) {
     doctor_dir_ = dir;
+  }
+  // A job's ranks keep the last seconds of their trace in memory when the
+  // launcher (or the user) asks for it, so a verdict can dump them.
+  if (absl::Status s = profiler::StartFlightRecorderFromEnv(); !s.ok()) {
+    std::fprintf(stderr, "podscope: rank %d: %s\n", env_.rank,
+                 std::string(s.message()).c_str());
   }
   PODSCOPE_RETURN_IF_ERROR(Register());
   if (env_.rank == 0 && env_.world_size > 1) StartClockProbeServer();
@@ -541,6 +548,17 @@ void JobImpl::WriteDoctorDump(const job::Verdict& verdict) {
     offset = clock_.offset_ns;
   }
   internal::WriteJournalFile(doctor_dir_, host_, env_.rank, offset, verdict);
+  // The seconds before, beside the journal: the flight recorder's window.
+  if (profiler::FlightRecorderRunning()) {
+    auto dump = profiler::DumpFlightRecorder(doctor_dir_, verdict.sentence);
+    if (!dump.ok()) {
+      std::fprintf(stderr,
+                   "podscope: rank %d: the flight recorder's dump into %s "
+                   "failed: %s\n",
+                   env_.rank, doctor_dir_.c_str(),
+                   std::string(dump.status().message()).c_str());
+    }
+  }
 }
 
 void JobImpl::Fail(const absl::Status& status) {

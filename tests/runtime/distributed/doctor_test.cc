@@ -261,19 +261,25 @@ TEST(JobDoctor, JournalAgreesWithTheTracesCollectiveIds) {
       {"PODSCOPE_STALL_AFTER_MS=1500", "PODSCOPE_HEARTBEAT_INTERVAL_MS=200",
        "PODSCOPE_DOCTOR_DIR=" + run.dir + "/doctor"});
   // Rank 1 is held until every rank has written its journal.
-  std::vector<std::string> journals;
+  // Each rank also dumps its flight recorder's last seconds (the launcher
+  // turns the recorder on) beside its journal.
+  std::vector<std::string> journals, dumps;
   const auto give_up =
       std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (journals.size() < 3 && std::chrono::steady_clock::now() < give_up) {
+  while ((journals.size() < 3 || dumps.size() < 3) &&
+         std::chrono::steady_clock::now() < give_up) {
     journals.clear();
+    dumps.clear();
     std::error_code ec;
     for (const auto& e :
          std::filesystem::directory_iterator(run.dir + "/doctor", ec)) {
       if (e.path().string().ends_with(".journal.json")) {
         journals.push_back(e.path().string());
+      } else if (e.path().extension() == ".podtrace") {
+        dumps.push_back(e.path().string());
       }
     }
-    if (journals.size() < 3) {
+    if (journals.size() < 3 || dumps.size() < 3) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -282,6 +288,17 @@ TEST(JobDoctor, JournalAgreesWithTheTracesCollectiveIds) {
   run.output = launcher.output();
   ASSERT_TRUE(WIFEXITED(run.status)) << run.output;
   ASSERT_EQ(journals.size(), 3u) << run.output;
+  ASSERT_EQ(dumps.size(), 3u) << run.output;
+  std::set<int> dumped_ranks;
+  for (const std::string& d : dumps) {
+    auto f = profiler::testing::ReadTraceFile(d);
+    ASSERT_NE(f.reader, nullptr) << d;
+    dumped_ranks.insert(f.reader->metadata().process_index());
+    size_t slices = 0;
+    for (const auto& track : f.tracks) slices += track.events.slices.size();
+    EXPECT_GT(slices, 0u) << d;
+  }
+  EXPECT_EQ(dumped_ranks, (std::set<int>{0, 1, 2}));
   std::set<std::string> traced;
   for (const auto& e : std::filesystem::directory_iterator(run.dir + "/run")) {
     if (e.path().extension() != ".podtrace") continue;
