@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/free_port.h"
 #include "common/headline.h"
 #include "podscope/runtime/distributed.h"
 
@@ -35,20 +36,9 @@ namespace {
 
 namespace rt = podscope::runtime;
 using Clock = std::chrono::steady_clock;
+using podscope::bench::FreePort;
 
 std::string g_self;
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 int RunWorker() {
   rt::InitOptions o;

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "collectives/journal.h"
+#include "common/free_port.h"
 #include "common/headline.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/session.h"
@@ -50,6 +51,7 @@ namespace {
 namespace rt = podscope::runtime;
 namespace prof = podscope::profiler;
 using Clock = std::chrono::steady_clock;
+using podscope::bench::FreePort;
 
 constexpr int kRanks = 4;
 constexpr int kStallAfterMs = 2000;
@@ -153,18 +155,6 @@ int RunWorker(const std::string& scenario) {
   }
   std::this_thread::sleep_for(std::chrono::seconds(60));
   return 0;
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 struct Rank {

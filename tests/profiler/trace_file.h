@@ -50,6 +50,19 @@ struct TraceFile {
     }
     return -1;
   }
+  // The string argument `key` of slice `i` on `t`, or "".
+  std::string StringArg(const TrackView& t, uint32_t i,
+                        const std::string& key) const {
+    const auto* args = t.events.FindArgs(trace_format::EventKind::kSlice, i);
+    if (args == nullptr) return "";
+    for (const auto& a : args->args) {
+      if (Name(a.key) != key) continue;
+      if (const auto* v = std::get_if<trace_format::StringId>(&a.value)) {
+        return Name(v->id);
+      }
+    }
+    return "";
+  }
   // Every slice named `name`, across tracks.
   std::vector<trace_format::Slice> SlicesNamed(const std::string& name) const {
     std::vector<trace_format::Slice> out;

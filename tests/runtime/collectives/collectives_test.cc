@@ -614,20 +614,6 @@ TEST(Collectives, BadArgumentsAreRejected) {
   EXPECT_FALSE((*comm)->Rendezvous("a/b", "").ok());
 }
 
-std::string StringArg(const profiler::testing::TraceFile& f,
-                      const profiler::testing::TrackView& t, uint32_t i,
-                      const std::string& key) {
-  const auto* args = t.events.FindArgs(trace_format::EventKind::kSlice, i);
-  if (args == nullptr) return "";
-  for (const auto& a : args->args) {
-    if (f.Name(a.key) != key) continue;
-    if (const auto* v = std::get_if<trace_format::StringId>(&a.value)) {
-      return f.Name(v->id);
-    }
-  }
-  return "";
-}
-
 // Timing the wait of a small all-reduce (a few KB, latency-bound) costs no
 // messages: a barrier before it would double what it sends and its
 // latency.
@@ -665,10 +651,10 @@ TEST(Collectives, EachRankTracesItsCollectivesWithSharedIds) {
       if (f.Name(track->events.slices[i].name) != "AllReduce") continue;
       EXPECT_EQ(f.IntArg(*track, i, "bytes"), (1 << 16) * 4);
       EXPECT_EQ(f.IntArg(*track, i, "participants"), 2);
-      EXPECT_EQ(StringArg(f, *track, i, "op"), "sum");
-      EXPECT_EQ(StringArg(f, *track, i, "algorithm"), "ring");
+      EXPECT_EQ(f.StringArg(*track, i, "op"), "sum");
+      EXPECT_EQ(f.StringArg(*track, i, "algorithm"), "ring");
       max_wait[k] = std::max(max_wait[k], f.IntArg(*track, i, "wait_ns"));
-      ids[k].push_back(StringArg(f, *track, i, "collective_id"));
+      ids[k].push_back(f.StringArg(*track, i, "collective_id"));
     }
   }
   ASSERT_EQ(ids[0].size(), 3u);
@@ -703,13 +689,13 @@ std::vector<std::map<std::string, TracedCollective>> ReadCollectives(
     if (f.reader == nullptr || !f.reader->report().has_index) continue;
     for (const auto& track : f.tracks) {
       for (uint32_t i = 0; i < track.events.slices.size(); ++i) {
-        const std::string id = StringArg(f, track, i, "collective_id");
+        const std::string id = f.StringArg(track, i, "collective_id");
         if (id.empty()) continue;
         TracedCollective c;
         c.track = track.track.name();
         c.name = f.Name(track.events.slices[i].name);
-        c.op = StringArg(f, track, i, "op");
-        c.algorithm = StringArg(f, track, i, "algorithm");
+        c.op = f.StringArg(track, i, "op");
+        c.algorithm = f.StringArg(track, i, "algorithm");
         c.bytes = f.IntArg(track, i, "bytes");
         c.participants = f.IntArg(track, i, "participants");
         c.wait_ns = f.IntArg(track, i, "wait_ns");

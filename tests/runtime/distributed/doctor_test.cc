@@ -34,20 +34,6 @@ using testing::Process;
 const std::string kPodscope = PODSCOPE_BIN;
 const std::string kWorker = DIST_WORKER;
 
-std::string StringArg(const profiler::testing::TraceFile& f,
-                      const profiler::testing::TrackView& t, uint32_t i,
-                      const std::string& key) {
-  const auto* args = t.events.FindArgs(trace_format::EventKind::kSlice, i);
-  if (args == nullptr) return "";
-  for (const auto& a : args->args) {
-    if (f.Name(a.key) != key) continue;
-    if (const auto* v = std::get_if<trace_format::StringId>(&a.value)) {
-      return f.Name(v->id);
-    }
-  }
-  return "";
-}
-
 struct JobRun {
   int status = -1;
   std::string output;
@@ -307,7 +293,7 @@ TEST(JobDoctor, JournalAgreesWithTheTracesCollectiveIds) {
     const int rank = f.reader->metadata().process_index();
     for (const auto& track : f.tracks) {
       for (uint32_t i = 0; i < track.events.slices.size(); ++i) {
-        const std::string id = StringArg(f, track, i, "collective_id");
+        const std::string id = f.StringArg(track, i, "collective_id");
         if (!id.empty()) {
           traced.insert(std::to_string(rank) + " " +
                         f.Name(track.events.slices[i].name) + " " + id);
