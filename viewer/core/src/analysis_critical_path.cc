@@ -34,8 +34,6 @@ StepCategory CategoryOf(const TraceStore& store, const TrackUnits& t,
   return StepCategory::kHost;
 }
 
-uint64_t Key(const EventRef& e) { return (uint64_t{e.track} << 32) | e.index; }
-
 class Walker {
  public:
   Walker(const TraceStore& store, const StepBreakdown& steps,
@@ -47,7 +45,7 @@ class Walker {
         is_collective_(store, keys_) {
     for (size_t k = 0; k < stragglers.collectives.size(); ++k) {
       for (const CollectiveArrival& a : stragglers.collectives[k].arrivals) {
-        collective_of_[Key(a.event)] = k;
+        collective_of_[pod::SliceKey(a.event)] = k;
       }
     }
     collectives_ = &stragglers.collectives;
@@ -72,7 +70,7 @@ class Walker {
   const pod::Keys keys_;
   pod::CollectiveTest is_collective_;
   const std::vector<JoinedCollective>* collectives_;
-  // A slice (track << 32 | index) -> its collective.
+  // A slice (pod::SliceKey) -> its collective.
   absl::flat_hash_map<uint64_t, size_t> collective_of_;
   std::vector<TrackUnits> tracks_;
   absl::flat_hash_map<TrackId, size_t> track_index_;
@@ -187,7 +185,7 @@ CriticalPath Walker::Run() {
       continue;
     }
     const std::string name(store_.str(store_.NameOf(u->event)));
-    auto joined = collective_of_.find(Key(u->event));
+    auto joined = collective_of_.find(pod::SliceKey(u->event));
     if (joined != collective_of_.end()) {
       const JoinedCollective& c = (*collectives_)[joined->second];
       const CollectiveArrival* last = nullptr;

@@ -41,6 +41,15 @@ std::optional<std::string> TextArg(const TraceStore& store,
                                    std::optional<StringId> key);
 
 int64_t NonNegative(int64_t v);
+
+// A slice of the store as one number: its track in the high 32 bits and
+// its index in the low (the `id` of `podscope query`'s slices table).
+inline uint64_t SliceKey(TrackId track, uint32_t index) {
+  return (uint64_t{track} << 32) | index;
+}
+inline uint64_t SliceKey(const EventRef& e) {
+  return SliceKey(e.track, e.index);
+}
 // Collective by name (AllReduce, Broadcast, ..., nccl kernels).
 bool IsCollectiveName(std::string_view name);
 

@@ -22,8 +22,6 @@ namespace {
 using cp::TrackUnits;
 using cp::Unit;
 
-uint64_t Key(const EventRef& e) { return (uint64_t{e.track} << 32) | e.index; }
-
 absl::Status Bad(std::string_view spec, std::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(
       "--what_if '", std::string(spec), "': ", std::string(why),
@@ -113,7 +111,7 @@ WhatIfResult SimulateWhatIf(const TraceStore& store, const StepBreakdown& steps,
       n.end = u.end;
       n.duration = u.end - u.start;
       n.prev = i > 0 ? static_cast<int>(nodes.size()) - 1 : -1;
-      node_of[Key(u.event)] = static_cast<int>(nodes.size());
+      node_of[pod::SliceKey(u.event)] = static_cast<int>(nodes.size());
       nodes.push_back(n);
     }
   }
@@ -128,7 +126,7 @@ WhatIfResult SimulateWhatIf(const TraceStore& store, const StepBreakdown& steps,
     if (u == units.begin()) return -1;
     --u;
     if (u->end < at) return -1;
-    return node_of[Key(u->event)];
+    return node_of[pod::SliceKey(u->event)];
   };
   // Collectives: each joined one's units, and its transfer time after the
   // last arrival.
@@ -138,7 +136,7 @@ WhatIfResult SimulateWhatIf(const TraceStore& store, const StepBreakdown& steps,
     const JoinedCollective& c = stragglers.collectives[k];
     int64_t last = std::numeric_limits<int64_t>::min();
     for (const CollectiveArrival& a : c.arrivals) {
-      auto it = node_of.find(Key(a.event));
+      auto it = node_of.find(pod::SliceKey(a.event));
       if (it == node_of.end()) continue;
       members[k].push_back(it->second);
       last = std::max(last, nodes[it->second].start);

@@ -205,7 +205,7 @@ class SliceCursor : public Cursor {
   }
   bool Eof() const override { return done_; }
   int64_t Rowid() const override {
-    return static_cast<int64_t>((uint64_t{tracks_[track_]} << 32) | i_);
+    return static_cast<int64_t>(pod::SliceKey(tracks_[track_], i_));
   }
   void Column(sqlite3_context* c, int column) override;
 
@@ -318,8 +318,8 @@ void SliceCursor::Column(sqlite3_context* c, int column) {
       if (lo == s.depth_begin(depth_ - 1)) break;
       const uint32_t parent = lo - 1;
       if (s.end(parent) < s.end(i_)) break;
-      sqlite3_result_int64(
-          c, static_cast<int64_t>((uint64_t{track} << 32) | parent));
+      sqlite3_result_int64(c,
+                           static_cast<int64_t>(pod::SliceKey(track, parent)));
       return;
     }
     case 12: {
@@ -353,7 +353,7 @@ class CounterCursor : public Cursor {
   }
   bool Eof() const override { return track_ >= tracks_.size(); }
   int64_t Rowid() const override {
-    return static_cast<int64_t>((uint64_t{tracks_[track_]} << 32) | i_);
+    return static_cast<int64_t>(pod::SliceKey(tracks_[track_], i_));
   }
   void Column(sqlite3_context* c, int column) override {
     const TrackId track = tracks_[track_];

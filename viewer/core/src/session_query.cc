@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "analysis_pod_util.h"
 #include "podscope/viewer/pod_analysis.h"
 #include "query_tables.h"
 
@@ -53,7 +54,7 @@ struct SessionQuery::Impl {
     return name;
   }
   int64_t SliceId(const EventRef& e) const {
-    return static_cast<int64_t>((uint64_t{e.track} << 32) | e.index);
+    return static_cast<int64_t>(pod::SliceKey(e));
   }
   void AddTables();
 };
