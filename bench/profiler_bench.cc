@@ -3,12 +3,14 @@
 // burst, and the overhead on a realistic workload. Every figure is measured in
 // the same run as its reference.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -307,6 +309,7 @@ void BM_ColdBurst(benchmark::State& state) {
   constexpr int64_t kFloorIterations = 5'000'000;
   std::vector<double> cpu_ratios, wall_ratios;
   double peak_growth_mib = 0, burst_ns_sum = 0, floor_ns_sum = 0;
+  double faults_sum = 0, switches_sum = 0;
   for (auto _ : state) {
     for (int round = 0; round < kRounds; ++round) {
       if (!profiler::StartTrace(dir).ok()) {
@@ -316,8 +319,24 @@ void BM_ColdBurst(benchmark::State& state) {
       const PerIteration floor = TimePerIteration(FloorLoop, kFloorIterations);
       ResetPeakResident();
       const double resident_before = StatusMiB("VmRSS");
+      rusage usage_before;
+      getrusage(RUSAGE_THREAD, &usage_before);
       const PerIteration burst = TimePerIteration(BurstLoop, kScopes);
+      rusage usage_after;
+      getrusage(RUSAGE_THREAD, &usage_after);
       const double peak = StatusMiB("VmHWM");
+      faults_sum += usage_after.ru_minflt - usage_before.ru_minflt;
+      switches_sum += usage_after.ru_nivcsw - usage_before.ru_nivcsw;
+      if (std::getenv("PODSCOPE_BENCH_VERBOSE") != nullptr) {
+        std::fprintf(stderr,
+                     "cold burst round %d: %.2f ns/scope, floor %.2f ns "
+                     "(%.3fx), wall %.2f ns, %ld page faults, %ld "
+                     "involuntary switches\n",
+                     round, burst.cpu_ns, floor.cpu_ns,
+                     burst.cpu_ns / floor.cpu_ns, burst.wall_ns,
+                     usage_after.ru_minflt - usage_before.ru_minflt,
+                     usage_after.ru_nivcsw - usage_before.ru_nivcsw);
+      }
       (void)profiler::StopTrace();
       cpu_ratios.push_back(burst.cpu_ns / floor.cpu_ns);
       wall_ratios.push_back(burst.wall_ns / floor.wall_ns);
@@ -339,6 +358,12 @@ void BM_ColdBurst(benchmark::State& state) {
   state.counters["trace.burst_peak_rss_mib"] = peak_growth_mib;
   state.counters["burst_cpu_ns_mean"] = burst_ns_sum / cpu_ratios.size();
   state.counters["burst_floor_cpu_ns_mean"] = floor_ns_sum / cpu_ratios.size();
+  // What the recording thread met per round: page faults of fresh blocks,
+  // and the times the scheduler took its core away.
+  state.counters["burst_page_faults_per_round"] =
+      faults_sum / cpu_ratios.size();
+  state.counters["burst_preemptions_per_round"] =
+      switches_sum / cpu_ratios.size();
 }
 BENCHMARK(BM_ColdBurst)->Iterations(1)->Unit(benchmark::kSecond);
 

@@ -241,6 +241,10 @@ class Session {
   void DrainThreadsLocked() {
     internal::SessionDrainer* also = tap_ ? tap_->drainer() : nullptr;
     std::lock_guard<std::mutex> buffers(internal::BufferDrainMutex());
+    // Fresh blocks for a thread that outran the last pass, before this one
+    // (which may take a while) recycles the blocks it filled. Under the
+    // drain mutex: exited threads' buffers are freed under it.
+    internal::BufferRegistry::Get().Refill();
     internal::RecorderFeed recorder;
     drainer_->DrainThreads(also, recorder.drainer());
     drainer_->DrainExternal(also, recorder.drainer());

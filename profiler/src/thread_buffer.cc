@@ -68,8 +68,20 @@ Block* NextBlock(ThreadBuffer* buffer) {
     b->next = nullptr;
     return b;
   }
-  if (BufferRegistry::Get().TryAllocate(buffer)) return new Block;
+  if (BufferRegistry::Get().TryAllocate(buffer)) {
+    buffer->drawn.fetch_add(1, std::memory_order_relaxed);
+    return new Block;
+  }
   return nullptr;
+}
+
+// A new block with its pages faulted in (one write per page is enough).
+Block* TouchedBlock() {
+  auto* block = new Block;
+  for (size_t offset = 0; offset < sizeof(block->slots); offset += 4096) {
+    reinterpret_cast<volatile char*>(block->slots)[offset] = 0;
+  }
+  return block;
 }
 
 // Frees a list of blocks; how many there were.
@@ -138,12 +150,19 @@ void BufferRegistry::Prefault() {
                Block::kPrefaultBlocks &&
            total_.load(std::memory_order_relaxed) < reserve &&
            TryAllocate(buffer)) {
-      auto* block = new Block;
-      // One write per page is enough to fault it in.
-      for (size_t offset = 0; offset < sizeof(block->slots); offset += 4096) {
-        reinterpret_cast<volatile char*>(block->slots)[offset] = 0;
-      }
-      Push(&buffer->free, block);
+      Push(&buffer->free, TouchedBlock());
+    }
+  });
+}
+
+void BufferRegistry::Refill() {
+  ForEach([&](ThreadBuffer* buffer) {
+    if (buffer->exited.load(std::memory_order_acquire)) return;
+    const uint32_t drawn = buffer->drawn.exchange(0, std::memory_order_relaxed);
+    uint32_t want = std::min(2 * drawn, Block::kRefillBlocks);
+    while (want > 0 && TryAllocate(buffer)) {
+      Push(&buffer->free, TouchedBlock());
+      --want;
     }
   });
 }

@@ -56,6 +56,8 @@ struct Block {
   // Blocks a session start gives each recording thread, their pages
   // touched, so that the first milliseconds of a burst take no page fault.
   static constexpr uint32_t kPrefaultBlocks = 64;
+  // The most blocks one Refill gives a thread (12 MiB).
+  static constexpr uint32_t kRefillBlocks = 256;
   // Written by the owner for every event.
   alignas(kCacheLine) std::atomic<uint32_t> committed{0};
   // Written by the writer as it drains.
@@ -76,6 +78,9 @@ struct ThreadBuffer {
   alignas(kCacheLine) std::atomic<Block*> free{nullptr};
   // Blocks this thread holds (in any list or current).
   alignas(kCacheLine) std::atomic<uint32_t> allocated{0};
+  // Blocks the owner had to allocate itself since the writer last looked:
+  // it outruns what the writer recycles (BufferRegistry::Refill).
+  std::atomic<uint32_t> drawn{0};
 
   std::mutex name_mutex;
   std::string name;  // guarded by name_mutex
@@ -117,6 +122,12 @@ class BufferRegistry {
   // pages touched, within the budgets and using at most a quarter of the
   // total (a session's start).
   void Prefault();
+  // Gives each live thread that allocated blocks itself since the last
+  // call twice as many (at most Block::kRefillBlocks), their pages touched,
+  // within the budgets: a burst that outruns the writer then takes its
+  // fresh blocks without a page fault on the recording thread. The
+  // writer's thread, between drains.
+  void Refill();
   // Frees the drained blocks a thread holds beyond Block::kKeptBlocks (a
   // session's end, after its last drain).
   void TrimPools();

@@ -4,6 +4,8 @@
 // 256 MiB at most.
 #include "src/thread_buffer.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -97,6 +99,89 @@ TEST_F(ThreadBufferTest, ASecondBurstReusesTheDrainedBlocksOfTheFirst) {
   BufferRegistry::Get().TrimPools();
   EXPECT_LE(buffer->allocated.load(std::memory_order_relaxed),
             Block::kKeptBlocks + 1);  // kept, plus the current block
+}
+
+// A burst that outruns the writer makes its thread allocate blocks itself,
+// each a dozen page faults on the recording thread. The writer's next pass
+// gives the thread twice as many blocks with their pages already touched,
+// within the budget: the burst goes on into them without allocating and
+// without faulting.
+TEST_F(ThreadBufferTest, TheWriterFaultsInTheBlocksABurstWillNeed) {
+  constexpr uint32_t kDrawn = 24;
+  ThreadBuffer* buffer = nullptr;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int stage = 0;
+  uint32_t drawn_before_refill = 0, drawn_after = 0;
+  long faults = -1;
+  std::thread recorder([&] {
+    buffer = BufferRegistry::Get().ForThisThread();
+    // Fill the current block and kDrawn more, all allocated here.
+    Record(int64_t{kDrawn + 1} * Block::kSlots);
+    drawn_before_refill = buffer->drawn.load(std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lock(mutex);
+    stage = 1;
+    cv.notify_all();
+    cv.wait(lock, [&] { return stage == 2; });
+    rusage before, after;
+    getrusage(RUSAGE_THREAD, &before);
+    Record(int64_t{2 * kDrawn} * Block::kSlots);
+    getrusage(RUSAGE_THREAD, &after);
+    faults = after.ru_minflt - before.ru_minflt;
+    drawn_after = buffer->drawn.load(std::memory_order_relaxed);
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return stage == 1; });
+    BufferRegistry::Get().Refill();  // the writer's pass, draining nothing
+    stage = 2;
+    cv.notify_all();
+  }
+  recorder.join();
+  EXPECT_GE(drawn_before_refill, kDrawn);
+  EXPECT_EQ(drawn_after, 0u) << "the burst allocated blocks itself";
+  // A dozen faults per block allocated on the thread; a few for anything
+  // else the thread touches.
+  EXPECT_LT(faults, 12) << "the recording thread faulted its blocks in";
+  EXPECT_LE(buffer->allocated.load(std::memory_order_relaxed), kPerThread);
+  uint64_t events = 0;
+  DrainBuffer(buffer, [&](const RawEvent*) { ++events; });
+  EXPECT_EQ(events, uint64_t{3 * kDrawn + 1} * Block::kSlots);
+  EXPECT_EQ(buffer->dropped.load(std::memory_order_relaxed), 0u);
+}
+
+// Refilling never takes a thread past its budget, and gives nothing to a
+// thread that has exited.
+TEST_F(ThreadBufferTest, RefillStaysWithinTheBudget) {
+  ThreadBuffer* buffer = nullptr;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool recorded = false, refilled = false;
+  std::thread recorder([&] {
+    buffer = BufferRegistry::Get().ForThisThread();
+    Record(int64_t{kPerThread - 8} * Block::kSlots);
+    std::unique_lock<std::mutex> lock(mutex);
+    recorded = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return refilled; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return recorded; });
+    BufferRegistry::Get().Refill();
+    refilled = true;
+    cv.notify_all();
+  }
+  recorder.join();
+  EXPECT_EQ(buffer->allocated.load(std::memory_order_relaxed), kPerThread);
+  EXPECT_LE(BufferRegistry::Get().blocks_total(),
+            BufferRegistry::Get().max_blocks_total());
+  // Exited: no more blocks, whatever it drew.
+  buffer->drawn.store(100, std::memory_order_relaxed);
+  const uint32_t total = BufferRegistry::Get().blocks_total();
+  BufferRegistry::Get().Refill();
+  EXPECT_EQ(BufferRegistry::Get().blocks_total(), total);
+  DrainBuffer(buffer, [](const RawEvent*) {});
 }
 
 // With no writer to hand blocks back, a thread fills its budget and drops
