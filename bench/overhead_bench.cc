@@ -24,11 +24,15 @@
 // beside, never the headline. Hardware instruction counts would be steadier
 // still; the machines this runs on have none (see common/cpu_accounting.h).
 #include <benchmark/benchmark.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <numeric>
 #include <string>
@@ -40,7 +44,9 @@
 #include "mnist/data.h"
 #include "mnist/trainer.h"
 #include "podscope/profiler/session.h"
+#include "podscope/profiler/trace.h"
 #include "podscope/runtime/pjrt/client.h"
+#include "podscope/trace_format/reader.h"
 
 namespace podscope::bench {
 namespace {
@@ -59,56 +65,146 @@ int EnvPairs() {
   return n > 0 ? n : kPairs;
 }
 
+// What one recorded scope and one delivered signal cost the thread that
+// pays for them, measured in this process before the runs. A capture's work
+// on the program's threads is events x scope_ns plus, with sampling, the
+// handler's own measured time and samples x signal_ns.
+struct UnitCosts {
+  double scope_ns = 0;
+  double signal_ns = 0;
+};
+
+__attribute__((noinline)) void Scopes(int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    PODSCOPE_TRACE("overhead calibration");
+    benchmark::ClobberMemory();
+  }
+}
+
+double ThreadCpuNsNow() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+void EmptyHandler(int, siginfo_t*, void*) {}
+
+// The scope: the median of 5 alternations of 2 M scopes recorded against
+// the same loop with nothing recording. The signal: 100 k signals sent to
+// this thread with an empty handler (the syscall that sends each included:
+// a little above what a timer's delivery costs).
+UnitCosts MeasureUnitCosts(const std::string& dir) {
+  constexpr int64_t kScopes = 2'000'000;
+  std::vector<double> per_scope;
+  for (int round = 0; round < 5; ++round) {
+    double t0 = ThreadCpuNsNow();
+    Scopes(kScopes);
+    const double off = ThreadCpuNsNow() - t0;
+    if (!profiler::StartTrace(dir).ok()) break;
+    t0 = ThreadCpuNsNow();
+    Scopes(kScopes);
+    const double on = ThreadCpuNsNow() - t0;
+    (void)profiler::StopTrace();
+    per_scope.push_back((on - off) / kScopes);
+  }
+  UnitCosts costs;
+  costs.scope_ns = per_scope.empty() ? 0 : Quantile(per_scope, 0.5);
+  struct sigaction action {
+  }, previous{};
+  action.sa_sigaction = EmptyHandler;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(SIGUSR2, &action, &previous) == 0) {
+    constexpr int kSignals = 100'000;
+    const pid_t pid = getpid();
+    const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+    const double t0 = ThreadCpuNsNow();
+    for (int i = 0; i < kSignals; ++i) syscall(SYS_tgkill, pid, tid, SIGUSR2);
+    costs.signal_ns = (ThreadCpuNsNow() - t0) / kSignals;
+    sigaction(SIGUSR2, &previous, nullptr);
+  }
+  return costs;
+}
+
 // One run's cost per timed step.
 struct RunCost {
   double cpu_ns = 0;
   double wall_ns = 0;
   double program_ns = 0;
   double profiler_ns = 0;
+  // The capture's own work per step: the profiler's threads, the scopes
+  // recorded on the program's threads, and the sampler's signals.
+  double accounted_ns = 0;
+  double recording_ns = 0;
+  double sampler_ns = 0;
+  double samples = 0;  // per step
+  double events = 0;   // recorded per step
   double stop_ns = 0;  // CPU time of StopTrace, not per step
 };
 
 // Per-pair figures of one kind of capture against no capture.
 struct Pairs {
-  std::vector<double> cpu_pct;
+  std::vector<double> accounted_pct;  // the headline
+  std::vector<double> cpu_pct;        // the paired difference, a check
   std::vector<double> wall_pct;
   std::vector<double> program_pct;   // the program's threads' extra CPU
   std::vector<double> profiler_pct;  // the profiler's threads' CPU
+  std::vector<double> recording_pct;
+  std::vector<double> sampler_pct;
+  std::vector<double> samples;
+  std::vector<double> events;
   std::vector<double> stop_ms;
 };
 
 void Add(Pairs& pairs, const RunCost& plain, const RunCost& traced) {
   const double base = plain.cpu_ns;
+  pairs.accounted_pct.push_back(traced.accounted_ns / base * 100.0);
   pairs.cpu_pct.push_back((traced.cpu_ns / base - 1.0) * 100.0);
   pairs.wall_pct.push_back((traced.wall_ns / plain.wall_ns - 1.0) * 100.0);
   pairs.program_pct.push_back((traced.program_ns - plain.program_ns) / base *
                               100.0);
   pairs.profiler_pct.push_back((traced.profiler_ns - plain.profiler_ns) / base *
                                100.0);
+  pairs.recording_pct.push_back(traced.recording_ns / base * 100.0);
+  pairs.sampler_pct.push_back(traced.sampler_ns / base * 100.0);
+  pairs.samples.push_back(traced.samples);
+  pairs.events.push_back(traced.events);
   pairs.stop_ms.push_back(traced.stop_ns / 1e6);
 }
 
 void Report(benchmark::State& state, const char* what, const Pairs& pairs,
             const std::string& headline, const std::string& prefix) {
+  const MedianInterval accounted = BootstrapMedian(pairs.accounted_pct);
   const MedianInterval cpu = BootstrapMedian(pairs.cpu_pct);
   const MedianInterval wall = BootstrapMedian(pairs.wall_pct);
   const double program = Quantile(pairs.program_pct, 0.5);
   const double profiler = Quantile(pairs.profiler_pct, 0.5);
+  const double recording = Quantile(pairs.recording_pct, 0.5);
+  const double sampler = Quantile(pairs.sampler_pct, 0.5);
   const double stop = Quantile(pairs.stop_ms, 0.5);
   std::printf(
-      "%s, %zu interleaved pairs of %d-step runs: CPU time %+.2f %% "
-      "(95 %% CI %+.2f .. %+.2f); of it the program's threads %+.2f %%, the "
-      "profiler's threads %+.2f %%; stopping the capture %.1f ms of CPU; "
-      "wall time %+.2f %% (95 %% CI %+.2f .. %+.2f)\n",
-      what, pairs.cpu_pct.size(), kSteps - 1, cpu.median, cpu.low, cpu.high,
-      program, profiler, stop, wall.median, wall.low, wall.high);
-  state.counters[headline] = cpu.median;
-  state.counters[headline.substr(0, headline.size() - 4) + "_ci_low_pct"] =
-      cpu.low;
-  state.counters[headline.substr(0, headline.size() - 4) + "_ci_high_pct"] =
-      cpu.high;
+      "%s, %zu interleaved pairs of %d-step runs: %+.2f %% of the step's CPU "
+      "time (95 %% CI %+.2f .. %+.2f): the profiler's threads %+.2f %%, "
+      "recording on the program's threads %+.2f %% (%.1f events per step), "
+      "the sampler %+.2f %% (%.1f samples per step); "
+      "stopping the capture %.1f ms of CPU. The whole process's CPU time "
+      "paired: %+.2f %% (95 %% CI %+.2f .. %+.2f; the program's threads "
+      "%+.2f %%); wall time %+.2f %% (95 %% CI %+.2f .. %+.2f)\n",
+      what, pairs.accounted_pct.size(), kSteps - 1, accounted.median,
+      accounted.low, accounted.high, profiler, recording,
+      Quantile(pairs.events, 0.5), sampler, Quantile(pairs.samples, 0.5), stop,
+      cpu.median, cpu.low, cpu.high, program, wall.median, wall.low, wall.high);
+  state.counters[headline] = accounted.median;
+  const std::string stem = headline.substr(0, headline.size() - 4);
+  state.counters[stem + "_ci_low_pct"] = accounted.low;
+  state.counters[stem + "_ci_high_pct"] = accounted.high;
+  state.counters[prefix + "paired_pct"] = cpu.median;
+  state.counters[prefix + "paired_ci_low_pct"] = cpu.low;
+  state.counters[prefix + "paired_ci_high_pct"] = cpu.high;
   state.counters[prefix + "program_threads_pct"] = program;
   state.counters[prefix + "profiler_threads_pct"] = profiler;
+  state.counters[prefix + "recording_pct"] = recording;
+  state.counters[prefix + "sampler_pct"] = sampler;
   state.counters[prefix + "stop_ms"] = stop;
   state.counters[prefix + "wall_pct"] = wall.median;
   state.counters[prefix + "wall_ci_low_pct"] = wall.low;
@@ -147,6 +243,7 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
   };
   // One run; kind 0: no capture, 1: default capture, 2: capture with
   // sampling.
+  UnitCosts units;
   auto run = [&](int kind) {
     if (kind > 0) {
       ok = ok && profiler::StartTrace(
@@ -156,10 +253,12 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
     one_step();
     ok = ok && (*trainer)->LastLoss().ok();
     const CpuSnapshot before = TakeCpuSnapshot();
+    const profiler::SamplingCost sampled0 = profiler::CurrentSamplingCost();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 1; i < kSteps; ++i) one_step();
     ok = ok && (*trainer)->LastLoss().ok();
     const auto t1 = std::chrono::steady_clock::now();
+    const profiler::SamplingCost sampled1 = profiler::CurrentSamplingCost();
     const CpuSplit split = SplitCpu(before, TakeCpuSnapshot());
     RunCost cost;
     constexpr double kTimed = kSteps - 1;
@@ -170,8 +269,32 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
         std::chrono::duration<double, std::nano>(t1 - t0).count() / kTimed;
     if (kind > 0) {
       const int64_t stop0 = ProcessCpuNs();
-      ok = ok && profiler::StopTrace().ok();
+      auto path = profiler::StopTrace();
       cost.stop_ns = static_cast<double>(ProcessCpuNs() - stop0);
+      ok = ok && path.ok();
+      const double samples =
+          static_cast<double>(sampled1.samples - sampled0.samples);
+      cost.samples = samples / kTimed;
+      cost.sampler_ns =
+          (static_cast<double>(sampled1.handler_ns - sampled0.handler_ns) +
+           samples * units.signal_ns) /
+          kTimed;
+      // The file's events over the whole run (its first step too), less
+      // the samples; the process counters the drain thread adds are few.
+      auto reader =
+          path.ok()
+              ? trace_format::TraceReader::Open(*path)
+              : absl::StatusOr<std::unique_ptr<trace_format::TraceReader>>(
+                    path.status());
+      ok = ok && reader.ok();
+      if (reader.ok()) {
+        const double events =
+            static_cast<double>((*reader)->known_event_count());
+        cost.events = std::max(0.0, events / kSteps - samples / kTimed);
+        cost.recording_ns = cost.events * units.scope_ns;
+      }
+      cost.accounted_ns =
+          cost.profiler_ns + cost.recording_ns + cost.sampler_ns;
     }
     return cost;
   };
@@ -179,6 +302,13 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
   std::vector<double> plain_ms;
   const int pairs = EnvPairs();
   for (auto _ : state) {
+    units = MeasureUnitCosts(dir);
+    std::printf(
+        "unit costs on this machine: a recorded scope %.1f ns, a delivered "
+        "signal %.0f ns\n",
+        units.scope_ns, units.signal_ns);
+    state.counters["unit_scope_ns"] = units.scope_ns;
+    state.counters["unit_signal_ns"] = units.signal_ns;
     run(0);  // compiles the step's graphs
     run(1);  // and warms the capture's first use
     // Triplets: one run without a capture, one with the default capture,

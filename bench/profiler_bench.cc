@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpu_accounting.h"
 #include "common/headline.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
@@ -367,6 +368,34 @@ void BM_ColdBurst(benchmark::State& state) {
 }
 BENCHMARK(BM_ColdBurst)->Iterations(1)->Unit(benchmark::kSecond);
 
+// What a capture costs while the program records nothing: the profiler's
+// own threads (drain, writer) waking to look for events, in % of one core,
+// over 3 s of an open session.
+void BM_IdleSession(benchmark::State& state) {
+  const std::string dir = TempDir("idle");
+  double pct = 0;
+  for (auto _ : state) {
+    if (!profiler::StartTrace(dir).ok()) {
+      state.SkipWithError("StartTrace failed");
+      return;
+    }
+    // The session's threads exist from here on.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const CpuSnapshot before = TakeCpuSnapshot();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const CpuSplit split = SplitCpu(before, TakeCpuSnapshot());
+    const double wall = std::chrono::duration<double, std::nano>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+    (void)profiler::StopTrace();
+    pct = 100.0 * static_cast<double>(split.profiler_ns) / wall;
+  }
+  std::filesystem::remove_all(dir);
+  state.counters["trace.idle_session_cpu_pct"] = pct;
+}
+BENCHMARK(BM_IdleSession)->Iterations(1)->Unit(benchmark::kSecond);
+
 // ~10 us units of work, one scope each, traced vs untraced, interleaved
 // rounds, best round of each.
 __attribute__((noinline)) double Unit(double x) {
@@ -439,6 +468,7 @@ const bool kHeadlines = [] {
   RegisterHeadline("trace.burst_over_floor_max", "x");
   RegisterHeadline("trace.burst_peak_rss_mib", "MiB");
   RegisterHeadline("trace.overhead_pct", "%");
+  RegisterHeadline("trace.idle_session_cpu_pct", "%");
   RegisterHeadline("trace.overhead_floor_pct", "%");
   return true;
 }();

@@ -206,18 +206,49 @@ class Session {
         options_.flush_interval / 20, std::chrono::milliseconds(1),
         options_.flush_interval);
     auto next_flush = Clock::now() + options_.flush_interval;
+    // Idle: the last pass found no thread records. The thread then sleeps
+    // until the next flush, and the first block a thread fills rings it
+    // awake (internal::RingDrainBell): an idle capture wakes a few times a
+    // second instead of hundreds, and a burst is drained as soon as it
+    // fills a block.
+    bool idle = false;
+    uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {
-      const auto wake = std::min(next_flush, Clock::now() + drain_interval);
-      cv_.wait_until(lock, wake, [&] { return stopping_; });
+      if (idle) {
+        lock.unlock();  // the bell takes mutex_ when it rings
+        internal::ListenForDrainBell(this, [this] {
+          {
+            std::lock_guard<std::mutex> rung(mutex_);
+            bell_rung_ = true;
+          }
+          cv_.notify_all();
+        });
+        lock.lock();
+      }
+      const auto wake =
+          idle ? next_flush
+               : std::min(next_flush, Clock::now() + drain_interval);
+      cv_.wait_until(lock, wake, [&] { return stopping_ || bell_rung_; });
+      bell_rung_ = false;
+      if (idle) {
+        lock.unlock();
+        internal::SilenceDrainBell(this);
+        lock.lock();
+      }
       if (stopping_) break;
       lock.unlock();
-      if (Clock::now() >= next_flush) {
-        Flush();
-        next_flush = Clock::now() + options_.flush_interval;
-      } else {
+      {
+        if (Clock::now() >= next_flush) {
+          Flush();
+          next_flush = Clock::now() + options_.flush_interval;
+        } else {
+          std::lock_guard<std::mutex> drain(drain_mutex_);
+          DrainThreadsLocked();
+        }
         std::lock_guard<std::mutex> drain(drain_mutex_);
-        DrainThreadsLocked();
+        idle = drainer_->records_seen() == seen;
+        seen = drainer_->records_seen();
       }
       lock.lock();
     }
@@ -313,7 +344,8 @@ class Session {
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mutex_
+  bool stopping_ = false;   // guarded by mutex_
+  bool bell_rung_ = false;  // guarded by mutex_
   absl::Status error_;
 
   // Held by every pass over the drainers and the tap.
@@ -559,6 +591,11 @@ bool IsTracing() {
 std::string CurrentTracePath() {
   std::lock_guard<std::mutex> lock(g_session_mutex);
   return g_session ? g_session->path() : std::string();
+}
+
+SamplingCost CurrentSamplingCost() {
+  const sampling::SamplerCost c = sampling::StackSampler::Cost();
+  return {c.samples, c.handler_ns};
 }
 
 SessionStats CurrentSessionStats() {

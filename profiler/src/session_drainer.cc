@@ -176,6 +176,7 @@ void SessionDrainer::DrainThreads(SessionDrainer* also,
   BufferRegistry::Get().ForEach([&](ThreadBuffer* b) {
     uint32_t track = 0, also_track = 0, recorder_track = 0;
     DrainBuffer(b, [&](const RawEvent* e) {
+      ++records_seen_;
       Accept(b, e, &track, &args);
       if (also != nullptr) also->Accept(b, e, &also_track, &args);
       if (recorder != nullptr) {

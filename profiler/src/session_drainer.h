@@ -76,8 +76,12 @@ class SessionDrainer {
 
   // Events dropped by full thread buffers since the drainer was made.
   uint64_t dropped_by_threads() const;
+  // Thread records DrainThreads has seen so far (also the ones before the
+  // session's start, which it skips).
+  uint64_t records_seen() const { return records_seen_; }
 
  private:
+  uint64_t records_seen_ = 0;
   struct ThreadTrack {
     uint32_t id = 0;
     std::string name;

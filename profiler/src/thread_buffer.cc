@@ -221,6 +221,45 @@ std::vector<ThreadBuffer*> BufferRegistry::ReleaseExited() {
   return dead;
 }
 
+std::atomic<bool> g_drain_bell_armed{false};
+
+namespace {
+struct DrainBell {
+  std::mutex mutex;
+  const void* owner = nullptr;  // guarded by mutex
+  std::function<void()> wake;   // guarded by mutex
+};
+DrainBell& Bell() {
+  static auto* bell = new DrainBell();
+  return *bell;
+}
+}  // namespace
+
+void ListenForDrainBell(const void* owner, std::function<void()> wake) {
+  DrainBell& bell = Bell();
+  std::lock_guard<std::mutex> lock(bell.mutex);
+  bell.owner = owner;
+  bell.wake = std::move(wake);
+  g_drain_bell_armed.store(true, std::memory_order_release);
+}
+
+void SilenceDrainBell(const void* owner) {
+  DrainBell& bell = Bell();
+  std::lock_guard<std::mutex> lock(bell.mutex);
+  if (bell.owner != owner) return;
+  g_drain_bell_armed.store(false, std::memory_order_relaxed);
+  bell.owner = nullptr;
+  bell.wake = nullptr;
+}
+
+void RingDrainBellSlow() {
+  // Only the first thread to see it armed rings.
+  if (!g_drain_bell_armed.exchange(false, std::memory_order_acq_rel)) return;
+  DrainBell& bell = Bell();
+  std::lock_guard<std::mutex> lock(bell.mutex);
+  if (bell.wake) bell.wake();
+}
+
 std::mutex& BufferDrainMutex() {
   static auto* mutex = new std::mutex();
   return *mutex;
@@ -270,6 +309,7 @@ RawEvent* ReserveSlow(uint32_t n) {
   Block* old = buffer->current.load(std::memory_order_relaxed);
   if (old != nullptr) {
     Push(&buffer->full, old);
+    RingDrainBell();
     buffer->current.store(nullptr, std::memory_order_release);
     t_cursor = ThreadCursor();
   }

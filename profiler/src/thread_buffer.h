@@ -190,6 +190,27 @@ void DrainBuffer(ThreadBuffer* buffer, Fn&& fn) {
 
 pid_t CurrentTid();
 
+// The drain thread's bell. While the threads record nothing, the session's
+// drain thread sleeps until its next flush instead of waking every few
+// milliseconds; a thread that fills a block meanwhile rings it, once, so
+// that its blocks come back as fast as when the drain polls. Listen() arms
+// the bell for `wake` (called at most once per Listen, from a recording
+// thread's slow path: it must only notify); Ring() is that slow path's
+// check; Silence() disarms it and returns once no ring is in progress, so
+// that `wake`'s owner may go away.
+// `owner` tells sessions apart: one that is stopping does not silence the
+// bell for the next.
+void ListenForDrainBell(const void* owner, std::function<void()> wake);
+void SilenceDrainBell(const void* owner);
+void RingDrainBellSlow();
+extern std::atomic<bool> g_drain_bell_armed;
+inline void RingDrainBell() {
+  if (__builtin_expect(g_drain_bell_armed.load(std::memory_order_relaxed),
+                       false)) {
+    RingDrainBellSlow();
+  }
+}
+
 // Held by whoever drains the threads' buffers or frees them: one drainer
 // at a time, whether a session's or the flight recorder's.
 std::mutex& BufferDrainMutex();

@@ -37,6 +37,7 @@ TEST(SamplingSession, SamplesNameTheHotFunction) {
   const std::string dir = FreshDir("sampling");
   TraceOptions options;
   options.sampling_hz = 997;
+  const SamplingCost before = CurrentSamplingCost();
   ASSERT_TRUE(StartTrace(dir, options).ok());
   double sink = 0;
   std::thread([&] {
@@ -67,6 +68,14 @@ TEST(SamplingSession, SamplesNameTheHotFunction) {
     }
   }
   EXPECT_GT(hits * 2, samples.size()) << hits << " of " << samples.size();
+
+  // The handler's own cost is counted for every sample it took: some time
+  // each, far less than the interval between two samples.
+  const SamplingCost after = CurrentSamplingCost();
+  const uint64_t taken = after.samples - before.samples;
+  EXPECT_GE(taken, samples.size());
+  EXPECT_GT(after.handler_ns - before.handler_ns, taken * 100);
+  EXPECT_LT(after.handler_ns - before.handler_ns, taken * 1'000'000);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -61,6 +62,11 @@ Slot g_slots[StackSampler::kMaxThreads];
 
 // Only one sampler at a time owns the handler.
 std::atomic<bool> g_sampler_active{false};
+
+// What the handler has cost the sampled threads so far: samples taken and
+// the time spent taking them (monotonic ns from entry to exit).
+std::atomic<uint64_t> g_handled{0};
+std::atomic<uint64_t> g_handler_ns{0};
 
 // The disposition that was in place before ours, for signals that are not
 // from our timers (someone else's sigqueue/kill of the same signal).
@@ -145,13 +151,21 @@ bool HandleTimerSignal(siginfo_t* info, void* ucontext) {
     if (StackSample* sample = ring->TryReserve()) {
       struct timespec now;
       clock_gettime(CLOCK_MONOTONIC, &now);
-      sample->tid = slot.tid;
-      sample->monotonic_ns =
+      const int64_t entered =
           static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+      sample->tid = slot.tid;
+      sample->monotonic_ns = entered;
       sample->weight = 1 + static_cast<uint32_t>(
                                info->si_overrun > 0 ? info->si_overrun : 0);
       sample->depth = CaptureStack(ucontext, sample->ips, kMaxStackDepth);
       ring->Commit();
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      const int64_t left =
+          static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+      g_handled.fetch_add(1, std::memory_order_relaxed);
+      g_handler_ns.fetch_add(
+          static_cast<uint64_t>(std::max<int64_t>(left - entered, 0)),
+          std::memory_order_relaxed);
     }
   }
   slot.word.store(SlotWord(generation, kActive), std::memory_order_release);
@@ -463,6 +477,11 @@ void StackSampler::Stop() {
   g_previous_handler.store(reinterpret_cast<uintptr_t>(SIG_DFL),
                            std::memory_order_release);
   g_sampler_active.store(false);
+}
+
+SamplerCost StackSampler::Cost() {
+  return {g_handled.load(std::memory_order_relaxed),
+          g_handler_ns.load(std::memory_order_relaxed)};
 }
 
 }  // namespace podscope::profiler::sampling

@@ -58,6 +58,14 @@ struct SamplerOptions {
 // Thread-safety: every method may be called from any thread (Drain() calls
 // are serialised internally). The signal handler never takes the sampler's
 // locks, so a registered thread may itself call any method.
+// The signal handler's work on the sampled threads: samples taken, and the
+// time from its entry to its exit while taking them (the unwinding). The
+// kernel's delivery of the signal is not in it.
+struct SamplerCost {
+  uint64_t samples = 0;
+  uint64_t handler_ns = 0;
+};
+
 class StackSampler {
  public:
   using Sample = StackSample;
@@ -95,6 +103,10 @@ class StackSampler {
 
   // Samples lost so far because a thread's ring was full.
   uint64_t dropped() const;
+
+  // What sampling has cost the sampled threads in this process so far, over
+  // every sampler (cumulative; take differences).
+  static SamplerCost Cost();
 
   // Threads currently sampled.
   size_t registered_threads() const;

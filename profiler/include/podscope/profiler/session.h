@@ -90,6 +90,16 @@ struct SessionStats {
 };
 SessionStats CurrentSessionStats();
 
+// What stack sampling has cost this process's sampled threads so far, over
+// all sessions (cumulative; take differences): the samples taken and the
+// time its signal handler spent taking them. The kernel's part of
+// delivering each signal is not in it.
+struct SamplingCost {
+  uint64_t samples = 0;
+  uint64_t handler_ns = 0;
+};
+SamplingCost CurrentSamplingCost();
+
 // Facts about this process that the runtime and the capture client know;
 // they go into the metadata of the current and later sessions.
 void SetProcessInfo(int process_index, int process_count);
