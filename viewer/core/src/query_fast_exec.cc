@@ -1,0 +1,620 @@
+// query_fast.h: running a plan. The slices of a track lie in runs, one
+// per depth, so a group key is (the track's class, the depth, the name):
+// the class numbers the distinct values of the grouped track and process
+// columns (host, thread, rank, pid, track), and only the name varies
+// slice by slice. Each run accumulates into slots by name, flushed into
+// the chunk's groups when the run ends; chunks of tracks run in parallel
+// and merge in order. Sums are exact (128-bit) beside the sum of absolute
+// values, which says whether SQLite's own summation, in whatever order it
+// adds, gives the same number: below 2^53 every partial sum of a double is
+// exact, below 2^63 no partial int64 sum overflows.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "podscope/base/parallel.h"
+#include "query_fast.h"
+#include "query_tables.h"
+
+namespace podscope::viewer::query {
+namespace {
+
+using int128 = __int128;
+using uint128 = unsigned __int128;
+
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+// Aggregated integer columns: the two read slice by slice, then those
+// constant over a run.
+enum StatColumn {
+  kStatTs,
+  kStatDur,
+  kStatDepth,
+  kStatRank,
+  kStatPid,
+  kStatTrack,
+  kStatCount
+};
+
+int StatOf(FastColumn c) {
+  switch (c) {
+    case FastColumn::kTs:
+      return kStatTs;
+    case FastColumn::kDur:
+      return kStatDur;
+    case FastColumn::kDepth:
+      return kStatDepth;
+    case FastColumn::kRank:
+      return kStatRank;
+    case FastColumn::kPid:
+      return kStatPid;
+    case FastColumn::kTrack:
+      return kStatTrack;
+    default:
+      return -1;
+  }
+}
+
+uint128 Magnitude(int64_t v) {
+  return v < 0 ? uint128(-(int128(v))) : uint128(v);
+}
+
+struct Stat {
+  int128 sum = 0;
+  uint128 abs = 0;
+  int64_t min = kMax;
+  int64_t max = kMin;
+  void Add(int64_t v) {
+    sum += v;
+    abs += Magnitude(v);
+    min = std::min(min, v);
+    max = std::max(max, v);
+  }
+  void AddRepeated(int64_t v, int64_t n) {
+    if (n <= 0) return;
+    sum += int128(v) * n;
+    abs += Magnitude(v) * uint128(n);
+    min = std::min(min, v);
+    max = std::max(max, v);
+  }
+  void Merge(const Stat& o) {
+    sum += o.sum;
+    abs += o.abs;
+    min = std::min(min, o.min);
+    max = std::max(max, o.max);
+  }
+};
+
+struct Acc {
+  int64_t count = 0;
+  Stat stat[kStatCount];
+};
+
+struct GroupKey {
+  uint32_t track_class = 0;
+  uint32_t depth = 0;
+  uint32_t name = 0;
+  friend bool operator==(const GroupKey&, const GroupKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const GroupKey& k) {
+    return H::combine(std::move(h), k.track_class, k.depth, k.name);
+  }
+};
+
+using Groups = absl::flat_hash_map<GroupKey, Acc>;
+
+bool CompareInt(int64_t v, FastOp op, int64_t x) {
+  switch (op) {
+    case FastOp::kEq:
+      return v == x;
+    case FastOp::kNe:
+      return v != x;
+    case FastOp::kLt:
+      return v < x;
+    case FastOp::kLe:
+      return v <= x;
+    case FastOp::kGt:
+      return v > x;
+    case FastOp::kGe:
+      return v >= x;
+  }
+  return false;
+}
+
+// BINARY collation: bytes, then length.
+bool CompareText(std::string_view v, FastOp op, std::string_view x) {
+  const int c = v.compare(x);
+  switch (op) {
+    case FastOp::kEq:
+      return c == 0;
+    case FastOp::kNe:
+      return c != 0;
+    case FastOp::kLt:
+      return c < 0;
+    case FastOp::kLe:
+      return c <= 0;
+    case FastOp::kGt:
+      return c > 0;
+    case FastOp::kGe:
+      return c >= 0;
+  }
+  return false;
+}
+
+// SQLite's order of values: NULL, numbers, text (bytes, then length).
+int CompareValues(const QueryValue& a, const QueryValue& b) {
+  auto rank = [](const QueryValue& v) {
+    return std::holds_alternative<std::monostate>(v) ? 0
+           : std::holds_alternative<std::string>(v)  ? 2
+                                                     : 1;
+  };
+  const int ra = rank(a), rb = rank(b);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  if (ra == 0) return 0;
+  if (ra == 2) {
+    const int c = std::get<std::string>(a).compare(std::get<std::string>(b));
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  const auto* ia = std::get_if<int64_t>(&a);
+  const auto* ib = std::get_if<int64_t>(&b);
+  if (ia && ib) return *ia < *ib ? -1 : *ia > *ib ? 1 : 0;
+  // Results of one column share a type; a mix compares as doubles only
+  // where the values are small enough to be exact.
+  const double da = ia ? static_cast<double>(*ia) : std::get<double>(a);
+  const double db = ib ? static_cast<double>(*ib) : std::get<double>(b);
+  return da < db ? -1 : da > db ? 1 : 0;
+}
+
+// What every slice of one track shares.
+struct TrackFacts {
+  TrackId id = 0;
+  uint32_t track_class = 0;
+  int64_t rank = 0;
+  int64_t pid = 0;
+};
+
+class Executor {
+ public:
+  Executor(const TraceStore& store, const FastPlan& plan,
+           const FastRunOptions& options)
+      : store_(store), plan_(plan), options_(options) {}
+
+  bool Run(uint64_t* visited,
+           const std::function<bool(const std::vector<QueryValue>&)>& row);
+
+ private:
+  struct Chunk {
+    size_t first = 0, last = 0;  // into tracks_
+    Groups groups;
+    uint64_t visited = 0;
+    bool overflow = false;
+  };
+  void Prepare();
+  bool TrackPasses(const TrackInfo& t, const ProcessInfo& p) const;
+  void ScanChunk(Chunk* chunk) const;
+  QueryValue KeyValue(const GroupKey& key, FastColumn column) const;
+  std::vector<QueryValue> Values(const GroupKey& key, const Acc& acc,
+                                 bool* exact) const;
+
+  const TraceStore& store_;
+  const FastPlan& plan_;
+  const FastRunOptions& options_;
+
+  std::vector<TrackFacts> tracks_;
+  std::vector<TrackId> class_track_;  // a track of each class
+  bool group_name_ = false, group_depth_ = false;
+  bool need_ts_ = false, need_dur_ = false;
+  bool need_start_ = false;  // a bound or a per-slice test on ts
+  int64_t low_ = kMin, high_ = kMax;
+  bool empty_ = false;                    // the bounds exclude everything
+  std::vector<FastPredicate> per_slice_;  // ts !=, dur
+  std::vector<FastPredicate> per_depth_;
+  std::vector<uint8_t> name_ok_;  // by string id; empty: every name
+};
+
+bool Executor::TrackPasses(const TrackInfo& t, const ProcessInfo& p) const {
+  for (const FastPredicate& w : plan_.where) {
+    switch (w.column) {
+      case FastColumn::kHost:
+        if (!CompareText(p.host_name, w.op, w.text)) return false;
+        break;
+      case FastColumn::kThread:
+        if (!CompareText(t.name, w.op, w.text)) return false;
+        break;
+      case FastColumn::kRank:
+        if (!CompareInt(RankOf(store_, p.id), w.op, w.number)) return false;
+        break;
+      case FastColumn::kPid:
+        if (!CompareInt(p.pid, w.op, w.number)) return false;
+        break;
+      case FastColumn::kTrack:
+        if (!CompareInt(t.id, w.op, w.number)) return false;
+        break;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+void Executor::Prepare() {
+  for (FastColumn g : plan_.group_by) {
+    group_name_ |= g == FastColumn::kName;
+    group_depth_ |= g == FastColumn::kDepth;
+  }
+  for (const FastOutput& o : plan_.outputs) {
+    if (o.agg == FastAgg::kNone || o.agg == FastAgg::kCount) continue;
+    need_ts_ |= o.column == FastColumn::kTs;
+    need_dur_ |= o.column == FastColumn::kDur;
+  }
+  std::vector<FastPredicate> names;
+  for (const FastPredicate& w : plan_.where) {
+    if (w.column == FastColumn::kTs) {
+      need_start_ = true;
+      switch (w.op) {
+        case FastOp::kEq:
+          low_ = std::max(low_, w.number);
+          high_ = std::min(high_, w.number);
+          break;
+        case FastOp::kGe:
+          low_ = std::max(low_, w.number);
+          break;
+        case FastOp::kGt:
+          if (w.number == kMax)
+            empty_ = true;
+          else
+            low_ = std::max(low_, w.number + 1);
+          break;
+        case FastOp::kLe:
+          high_ = std::min(high_, w.number);
+          break;
+        case FastOp::kLt:
+          if (w.number == kMin)
+            empty_ = true;
+          else
+            high_ = std::min(high_, w.number - 1);
+          break;
+        case FastOp::kNe:
+          per_slice_.push_back(w);
+          break;
+      }
+    } else if (w.column == FastColumn::kDur) {
+      per_slice_.push_back(w);
+    } else if (w.column == FastColumn::kDepth) {
+      per_depth_.push_back(w);
+    } else if (w.column == FastColumn::kName) {
+      names.push_back(w);
+    }
+  }
+  if (low_ > high_) empty_ = true;
+  if (!names.empty()) {
+    name_ok_.assign(store_.string_count(), 1);
+    for (size_t id = 0; id < name_ok_.size(); ++id) {
+      const std::string_view n = store_.str(static_cast<StringId>(id));
+      for (const FastPredicate& w : names) {
+        if (!CompareText(n, w.op, w.text)) name_ok_[id] = 0;
+      }
+    }
+  }
+  // The tracks in the order the `slices` table lists them, each with the
+  // class of its grouped track and process columns.
+  absl::flat_hash_map<std::string, uint32_t> classes;
+  for (const ProcessInfo& p : store_.processes()) {
+    for (TrackId id : p.tracks) {
+      const TrackInfo& t = store_.tracks()[id];
+      if (store_.data(id).slices.empty() || !TrackPasses(t, p)) continue;
+      TrackFacts f;
+      f.id = id;
+      f.rank = RankOf(store_, p.id);
+      f.pid = p.pid;
+      std::string key;
+      for (FastColumn g : plan_.group_by) {
+        std::string_view part;
+        std::string number;
+        switch (g) {
+          case FastColumn::kHost:
+            part = p.host_name;
+            break;
+          case FastColumn::kThread:
+            part = t.name;
+            break;
+          case FastColumn::kRank:
+            number = std::to_string(f.rank);
+            break;
+          case FastColumn::kPid:
+            number = std::to_string(f.pid);
+            break;
+          case FastColumn::kTrack:
+            number = std::to_string(id);
+            break;
+          default:
+            continue;
+        }
+        if (part.empty()) part = number;
+        // Length-prefixed, so that no two tuples share a key.
+        key += std::to_string(part.size());
+        key += ':';
+        key += part;
+      }
+      auto [it, fresh] =
+          classes.try_emplace(key, static_cast<uint32_t>(class_track_.size()));
+      if (fresh) class_track_.push_back(id);
+      f.track_class = it->second;
+      tracks_.push_back(f);
+    }
+  }
+}
+
+void Executor::ScanChunk(Chunk* chunk) const {
+  // Slots of the current run by name (group_name_), else slot 0.
+  std::vector<uint32_t> slot_of_name;
+  if (group_name_) slot_of_name.assign(store_.string_count(), UINT32_MAX);
+  std::vector<uint32_t> slot_names;
+  std::vector<Acc> slots(group_name_ ? 0 : 1);
+  for (size_t k = chunk->first; k < chunk->last; ++k) {
+    const TrackFacts& f = tracks_[k];
+    const SliceColumns& s = store_.data(f.id).slices;
+    for (uint32_t depth = 0; depth < s.depth_count(); ++depth) {
+      bool depth_ok = true;
+      for (const FastPredicate& w : per_depth_) {
+        depth_ok &= CompareInt(depth, w.op, w.number);
+      }
+      if (!depth_ok) continue;
+      uint32_t i = s.depth_begin(depth);
+      const uint32_t end = s.depth_end(depth);
+      if (low_ > kMin) i = s.FirstStartingAtOrAfter(i, end, low_);
+      const uint32_t from = i;
+      for (; i < end; ++i) {
+        int64_t start = 0;
+        if (need_start_ || need_ts_) {
+          start = s.start(i);
+          if (start > high_) break;
+        }
+        const StringId name = s.name(i);
+        if (!name_ok_.empty() && (name >= name_ok_.size() || !name_ok_[name]))
+          continue;
+        bool pass = true;
+        for (const FastPredicate& w : per_slice_) {
+          pass &=
+              CompareInt(w.column == FastColumn::kTs ? start : s.duration(i),
+                         w.op, w.number);
+        }
+        if (!pass) continue;
+        Acc* a = &slots[0];
+        if (group_name_) {
+          // The store's names are ids of its string table; anything else
+          // is left to SQLite rather than guessed.
+          if (name >= slot_of_name.size()) [[unlikely]] {
+            chunk->overflow = true;
+            return;
+          }
+          uint32_t& slot = slot_of_name[name];
+          if (slot == UINT32_MAX) {
+            slot = static_cast<uint32_t>(slot_names.size());
+            slot_names.push_back(name);
+            if (slots.size() < slot_names.size()) slots.emplace_back();
+          }
+          a = &slots[slot];
+        }
+        ++a->count;
+        if (need_dur_) a->stat[kStatDur].Add(s.duration(i));
+        if (need_ts_) a->stat[kStatTs].Add(start);
+      }
+      chunk->visited += i - from;
+      // The run's slots into the chunk's groups.
+      const size_t used = group_name_ ? slot_names.size() : 1;
+      for (size_t u = 0; u < used; ++u) {
+        Acc& a = slots[u];
+        if (a.count == 0 && group_name_) continue;
+        a.stat[kStatDepth].AddRepeated(depth, a.count);
+        a.stat[kStatRank].AddRepeated(f.rank, a.count);
+        a.stat[kStatPid].AddRepeated(f.pid, a.count);
+        a.stat[kStatTrack].AddRepeated(f.id, a.count);
+        GroupKey key{f.track_class, group_depth_ ? depth : 0,
+                     group_name_ ? slot_names[u] : 0};
+        if (a.count > 0) {
+          Acc& g = chunk->groups[key];
+          g.count += a.count;
+          for (int c = 0; c < kStatCount; ++c) g.stat[c].Merge(a.stat[c]);
+        }
+        a = Acc();
+        if (group_name_) slot_of_name[slot_names[u]] = UINT32_MAX;
+      }
+      slot_names.clear();
+      if (chunk->groups.size() > options_.max_groups) {
+        chunk->overflow = true;
+        return;
+      }
+    }
+  }
+}
+
+QueryValue Executor::KeyValue(const GroupKey& key, FastColumn column) const {
+  const TrackId t = class_track_.empty() ? 0 : class_track_[key.track_class];
+  switch (column) {
+    case FastColumn::kName:
+      return std::string(store_.str(key.name));
+    case FastColumn::kDepth:
+      return int64_t{key.depth};
+    case FastColumn::kTrack:
+      return int64_t{t};
+    default:
+      break;
+  }
+  if (t >= store_.tracks().size()) return {};
+  const TrackInfo& track = store_.tracks()[t];
+  const ProcessInfo& p = store_.processes()[track.process];
+  switch (column) {
+    case FastColumn::kHost:
+      return p.host_name;
+    case FastColumn::kThread:
+      return track.name;
+    case FastColumn::kRank:
+      return RankOf(store_, p.id);
+    case FastColumn::kPid:
+      return p.pid;
+    default:
+      return {};
+  }
+}
+
+std::vector<QueryValue> Executor::Values(const GroupKey& key, const Acc& acc,
+                                         bool* exact) const {
+  std::vector<QueryValue> out;
+  out.reserve(plan_.outputs.size());
+  for (const FastOutput& o : plan_.outputs) {
+    if (o.agg == FastAgg::kNone) {
+      out.push_back(KeyValue(key, o.column));
+      continue;
+    }
+    if (o.agg == FastAgg::kCount) {
+      out.emplace_back(acc.count);
+      continue;
+    }
+    const Stat& s = acc.stat[StatOf(o.column)];
+    const bool none = acc.count == 0;
+    switch (o.agg) {
+      case FastAgg::kSum:
+        if (s.abs > uint128(kMax)) *exact = false;
+        out.emplace_back(none ? QueryValue() : QueryValue(int64_t(s.sum)));
+        break;
+      case FastAgg::kTotal:
+      case FastAgg::kAvg: {
+        if (s.abs > (uint128(1) << 53)) *exact = false;
+        // Exact: |sum| <= abs <= 2^53.
+        const double sum = static_cast<double>(s.sum);
+        if (o.agg == FastAgg::kTotal) {
+          out.emplace_back(sum);
+        } else {
+          out.emplace_back(
+              none ? QueryValue()
+                   : QueryValue(sum / static_cast<double>(acc.count)));
+        }
+        break;
+      }
+      case FastAgg::kMin:
+        out.emplace_back(none ? QueryValue() : QueryValue(s.min));
+        break;
+      case FastAgg::kMax:
+        out.emplace_back(none ? QueryValue() : QueryValue(s.max));
+        break;
+      default:
+        out.emplace_back();
+    }
+  }
+  return out;
+}
+
+bool Executor::Run(
+    uint64_t* visited,
+    const std::function<bool(const std::vector<QueryValue>&)>& row) {
+  Prepare();
+  *visited = 0;
+  // Chunks of about equal slice counts, a few per thread so that uneven
+  // tracks balance.
+  const int threads = base::ThreadCount(options_.threads);
+  uint64_t total = 0;
+  for (const TrackFacts& f : tracks_) total += store_.data(f.id).slices.size();
+  const uint64_t target =
+      std::max<uint64_t>(1, total / (static_cast<uint64_t>(threads) * 4));
+  std::vector<Chunk> chunks;
+  if (!empty_) {
+    uint64_t in_chunk = 0;
+    for (size_t k = 0; k < tracks_.size(); ++k) {
+      if (chunks.empty() || in_chunk >= target) {
+        chunks.emplace_back();
+        chunks.back().first = k;
+        in_chunk = 0;
+      }
+      chunks.back().last = k + 1;
+      in_chunk += store_.data(tracks_[k].id).slices.size();
+    }
+  }
+  base::ParallelFor(threads, chunks.size(),
+                    [&](size_t c) { ScanChunk(&chunks[c]); });
+  Groups groups;
+  for (Chunk& c : chunks) {
+    *visited += c.visited;
+    if (c.overflow) return false;
+    for (const auto& [key, acc] : c.groups) {
+      Acc& g = groups[key];
+      g.count += acc.count;
+      for (int s = 0; s < kStatCount; ++s) g.stat[s].Merge(acc.stat[s]);
+    }
+    c.groups = Groups();
+    if (groups.size() > options_.max_groups) return false;
+  }
+  // Without GROUP BY, one row even over no slices.
+  if (plan_.group_by.empty()) groups.try_emplace(GroupKey{});
+
+  struct Row {
+    std::vector<QueryValue> group;   // the GROUP BY terms' values
+    std::vector<QueryValue> values;  // the outputs'
+  };
+  bool exact = true;
+  std::vector<Row> rows;
+  rows.reserve(groups.size());
+  for (const auto& [key, acc] : groups) {
+    Row r;
+    for (FastColumn g : plan_.group_by) r.group.push_back(KeyValue(key, g));
+    r.values = Values(key, acc, &exact);
+    if (!exact) return false;
+    rows.push_back(std::move(r));
+  }
+  groups = Groups();
+  // SQLite sorts the rows by the GROUP BY terms to group them, then sorts
+  // the result stably by ORDER BY: ties keep the groups' order. When both
+  // lists have as many terms, it first gives the i-th GROUP BY term the
+  // direction of the i-th ORDER BY term (whatever either term is), hoping
+  // to make the second sort unnecessary.
+  std::vector<bool> group_desc(plan_.group_by.size(), false);
+  if (plan_.order_by.size() == plan_.group_by.size()) {
+    for (size_t i = 0; i < group_desc.size(); ++i) {
+      group_desc[i] = plan_.order_by[i].desc;
+    }
+  }
+  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    for (size_t i = 0; i < a.group.size(); ++i) {
+      const int c = CompareValues(a.group[i], b.group[i]);
+      if (c != 0) return group_desc[i] ? c > 0 : c < 0;
+    }
+    return false;
+  });
+  if (!plan_.order_by.empty()) {
+    std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+      for (const FastOrder& o : plan_.order_by) {
+        const int c = CompareValues(a.values[o.output], b.values[o.output]);
+        if (c != 0) return o.desc ? c > 0 : c < 0;
+      }
+      return false;
+    });
+  }
+  const size_t first =
+      static_cast<size_t>(std::min<uint64_t>(plan_.offset, rows.size()));
+  size_t last = rows.size();
+  if (plan_.limit && static_cast<uint64_t>(*plan_.limit) < last - first) {
+    last = first + static_cast<size_t>(*plan_.limit);
+  }
+  for (size_t r = first; r < last; ++r) {
+    rows[r].values.resize(plan_.visible);
+    if (!row(rows[r].values)) break;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RunFastQuery(
+    const TraceStore& store, const FastPlan& plan,
+    const FastRunOptions& options, uint64_t* visited,
+    const std::function<bool(const std::vector<QueryValue>&)>& row) {
+  return Executor(store, plan, options).Run(visited, row);
+}
+
+}  // namespace podscope::viewer::query
