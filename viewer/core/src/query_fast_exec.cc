@@ -109,6 +109,44 @@ struct GroupKey {
 
 using Groups = absl::flat_hash_map<GroupKey, Acc>;
 
+// One code of a track's name table over part of a run: the count and the
+// durations as stored (below 2^32 each, so a block of 2^24 slices sums in
+// 64 bits), plus what the saturated ones add beyond 2^32 - 1.
+struct CodeAcc {
+  uint64_t count = 0;
+  uint64_t stored = 0;
+  int128 extra = 0;
+  int64_t min = kMax;
+  int64_t max = kMin;
+};
+constexpr uint32_t kKernelBlock = uint32_t{1} << 24;
+
+// The inner loop of the common case: a run's slices by name code, with
+// no test per slice. Durations are never negative in the store, so their
+// sum is their magnitude too.
+template <typename Code, bool kDur, bool kMinMax>
+void ScanCodes(const SliceColumns& s, const Code* codes, uint32_t lo,
+               uint32_t hi, CodeAcc* acc) {
+  const uint32_t* durations = s.stored_durations();
+  for (uint32_t i = lo; i < hi; ++i) {
+    CodeAcc& a = acc[codes[i]];
+    ++a.count;
+    if constexpr (kDur) {
+      const uint32_t d = durations[i];
+      a.stored += d;
+      int64_t full = d;
+      if (d == SliceColumns::kSaturated) [[unlikely]] {
+        full = s.duration(i);
+        a.extra += int128(full) - d;
+      }
+      if constexpr (kMinMax) {
+        a.min = std::min(a.min, full);
+        a.max = std::max(a.max, full);
+      }
+    }
+  }
+}
+
 bool CompareInt(int64_t v, FastOp op, int64_t x) {
   switch (op) {
     case FastOp::kEq:
@@ -198,6 +236,11 @@ class Executor {
   void Prepare();
   bool TrackPasses(const TrackInfo& t, const ProcessInfo& p) const;
   void ScanChunk(Chunk* chunk) const;
+  // ScanCodes over [lo, hi) of one run, into the chunk's groups. False
+  // when the track's names are not coded (more than 65,536 of them).
+  bool ScanRun(const TrackFacts& f, uint32_t depth, uint32_t lo, uint32_t hi,
+               std::vector<CodeAcc>* scratch, Chunk* chunk) const;
+  void AddRunConstants(const TrackFacts& f, uint32_t depth, Acc* acc) const;
   QueryValue KeyValue(const GroupKey& key, FastColumn column) const;
   std::vector<QueryValue> Values(const GroupKey& key, const Acc& acc,
                                  bool* exact) const;
@@ -216,6 +259,9 @@ class Executor {
   std::vector<FastPredicate> per_slice_;  // ts !=, dur
   std::vector<FastPredicate> per_depth_;
   std::vector<uint8_t> name_ok_;  // by string id; empty: every name
+  // Runs need no test per slice and no start: ScanCodes can take them.
+  bool kernel_ = false;
+  bool kernel_min_max_ = false;
 };
 
 bool Executor::TrackPasses(const TrackInfo& t, const ProcessInfo& p) const {
@@ -293,6 +339,11 @@ void Executor::Prepare() {
     }
   }
   if (low_ > high_) empty_ = true;
+  kernel_ = per_slice_.empty() && !need_ts_;
+  for (const FastOutput& o : plan_.outputs) {
+    kernel_min_max_ |= o.column == FastColumn::kDur &&
+                       (o.agg == FastAgg::kMin || o.agg == FastAgg::kMax);
+  }
   if (!names.empty()) {
     name_ok_.assign(store_.string_count(), 1);
     for (size_t id = 0; id < name_ok_.size(); ++id) {
@@ -354,8 +405,8 @@ void Executor::Prepare() {
 void Executor::ScanChunk(Chunk* chunk) const {
   // Slots of the current run by name (group_name_), else slot 0.
   std::vector<uint32_t> slot_of_name;
-  if (group_name_) slot_of_name.assign(store_.string_count(), UINT32_MAX);
   std::vector<uint32_t> slot_names;
+  std::vector<CodeAcc> codes;
   std::vector<Acc> slots(group_name_ ? 0 : 1);
   for (size_t k = chunk->first; k < chunk->last; ++k) {
     const TrackFacts& f = tracks_[k];
@@ -369,6 +420,22 @@ void Executor::ScanChunk(Chunk* chunk) const {
       uint32_t i = s.depth_begin(depth);
       const uint32_t end = s.depth_end(depth);
       if (low_ > kMin) i = s.FirstStartingAtOrAfter(i, end, low_);
+      if (kernel_) {
+        // Starts ascend within a depth: the bounds are one range.
+        const uint32_t hi =
+            high_ < kMax ? s.FirstStartingAtOrAfter(i, end, high_ + 1) : end;
+        if (ScanRun(f, depth, i, hi, &codes, chunk)) {
+          chunk->visited += hi - i;
+          if (chunk->groups.size() > options_.max_groups) {
+            chunk->overflow = true;
+            return;
+          }
+          continue;
+        }
+      }
+      if (group_name_ && slot_of_name.empty()) {
+        slot_of_name.assign(store_.string_count(), UINT32_MAX);
+      }
       const uint32_t from = i;
       for (; i < end; ++i) {
         int64_t start = 0;
@@ -412,10 +479,7 @@ void Executor::ScanChunk(Chunk* chunk) const {
       for (size_t u = 0; u < used; ++u) {
         Acc& a = slots[u];
         if (a.count == 0 && group_name_) continue;
-        a.stat[kStatDepth].AddRepeated(depth, a.count);
-        a.stat[kStatRank].AddRepeated(f.rank, a.count);
-        a.stat[kStatPid].AddRepeated(f.pid, a.count);
-        a.stat[kStatTrack].AddRepeated(f.id, a.count);
+        AddRunConstants(f, depth, &a);
         GroupKey key{f.track_class, group_depth_ ? depth : 0,
                      group_name_ ? slot_names[u] : 0};
         if (a.count > 0) {
@@ -462,6 +526,66 @@ QueryValue Executor::KeyValue(const GroupKey& key, FastColumn column) const {
     default:
       return {};
   }
+}
+
+void Executor::AddRunConstants(const TrackFacts& f, uint32_t depth,
+                               Acc* acc) const {
+  acc->stat[kStatDepth].AddRepeated(depth, acc->count);
+  acc->stat[kStatRank].AddRepeated(f.rank, acc->count);
+  acc->stat[kStatPid].AddRepeated(f.pid, acc->count);
+  acc->stat[kStatTrack].AddRepeated(f.id, acc->count);
+}
+
+bool Executor::ScanRun(const TrackFacts& f, uint32_t depth, uint32_t lo,
+                       uint32_t hi, std::vector<CodeAcc>* scratch,
+                       Chunk* chunk) const {
+  const SliceColumns& s = store_.data(f.id).slices;
+  const NameColumn& names = s.names();
+  const int bytes = names.bytes_per_name();
+  if (bytes > 2) return false;
+  const std::span<const uint32_t> table = names.table();
+  // Blocks of kKernelBlock keep the stored sums within 64 bits.
+  for (uint32_t from = lo; from < hi;) {
+    const uint32_t to = hi - from > kKernelBlock ? from + kKernelBlock : hi;
+    scratch->assign(table.size(), CodeAcc());
+    CodeAcc* acc = scratch->data();
+    auto scan = [&]<typename Code>(const Code* codes) {
+      if (!need_dur_) {
+        ScanCodes<Code, false, false>(s, codes, from, to, acc);
+      } else if (kernel_min_max_) {
+        ScanCodes<Code, true, true>(s, codes, from, to, acc);
+      } else {
+        ScanCodes<Code, true, false>(s, codes, from, to, acc);
+      }
+    };
+    if (bytes == 1) {
+      scan(names.codes8());
+    } else {
+      scan(names.codes16());
+    }
+    from = to;
+    for (size_t c = 0; c < table.size(); ++c) {
+      const CodeAcc& a = acc[c];
+      if (a.count == 0) continue;
+      const StringId name = table[c];
+      if (!name_ok_.empty() && (name >= name_ok_.size() || !name_ok_[name])) {
+        continue;
+      }
+      Acc run;
+      run.count = static_cast<int64_t>(a.count);
+      Stat& dur = run.stat[kStatDur];
+      dur.sum = int128(a.stored) + a.extra;
+      dur.abs = uint128(dur.sum);
+      dur.min = a.min;
+      dur.max = a.max;
+      AddRunConstants(f, depth, &run);
+      Acc& g = chunk->groups[GroupKey{f.track_class, group_depth_ ? depth : 0,
+                                      group_name_ ? name : 0}];
+      g.count += run.count;
+      for (int k = 0; k < kStatCount; ++k) g.stat[k].Merge(run.stat[k]);
+    }
+  }
+  return true;
 }
 
 std::vector<QueryValue> Executor::Values(const GroupKey& key, const Acc& acc,
