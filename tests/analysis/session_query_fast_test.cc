@@ -404,6 +404,51 @@ TEST_F(FastQueryTest, ATableNamedSlicesHidesTheStoresAndIsRead) {
   EXPECT_EQ(a.rows[0], (Row{std::string("x"), int64_t{12}}));
 }
 
+// Statements SQLite answers, grouped or ordered in the order `slices`
+// lists its rows: SQLite streams them without its sorter, and the rows
+// are those of the sorted statement (a unary + hides the column from the
+// table, so SQLite sorts).
+TEST_F(FastQueryTest, GroupingsInTheTablesOwnOrderSkipSqlitesSorter) {
+  Open(WriteRandomSession("fast-order", 13, 4, 1'000'000));
+  auto plan = [&](const std::string& sql) {
+    std::string text;
+    for (const Row& r : Ask(*fast_, "EXPLAIN QUERY PLAN " + sql).rows) {
+      text += std::get<std::string>(r.back()) + "\n";
+    }
+    return text;
+  };
+  const std::pair<std::string, std::string> streamed[] = {
+      {"SELECT track, count(*), sum(dur + 0) FROM slices GROUP BY track",
+       "SELECT track, count(*), sum(dur + 0) FROM slices GROUP BY +track"},
+      {"SELECT host, rank, max(dur * 2) FROM slices GROUP BY host, rank",
+       "SELECT host, rank, max(dur * 2) FROM slices GROUP BY +host, +rank"},
+      {"SELECT id, name FROM slices WHERE rank = 1 ORDER BY id",
+       "SELECT id, name FROM slices WHERE rank = 1 ORDER BY +id"},
+      {"SELECT rank, track, group_concat(name) FROM slices GROUP BY rank, "
+       "track ORDER BY rank, track",
+       "SELECT rank, track, group_concat(name) FROM slices GROUP BY +rank, "
+       "+track ORDER BY +rank, +track"},
+  };
+  for (const auto& [sql, sorted] : streamed) {
+    EXPECT_EQ(plan(sql).find("TEMP B-TREE"), std::string::npos) << sql << "\n"
+                                                                << plan(sql);
+    EXPECT_NE(plan(sorted).find("TEMP B-TREE"), std::string::npos)
+        << plan(sorted);
+    const Answer a = Ask(*fast_, sql), b = Ask(*fast_, sorted);
+    EXPECT_TRUE(a.status.ok()) << a.status;
+    EXPECT_FALSE(a.rows.empty());
+    EXPECT_EQ(a.rows, b.rows) << sql;
+  }
+  // Not the table's order: SQLite sorts.
+  for (const char* sql :
+       {"SELECT name, sum(dur + 0) FROM slices GROUP BY name",
+        "SELECT track, count(*) FROM slices GROUP BY track ORDER BY track "
+        "DESC",
+        "SELECT thread, count(*) FROM slices GROUP BY thread"}) {
+    EXPECT_NE(plan(sql).find("TEMP B-TREE"), std::string::npos) << sql;
+  }
+}
+
 TEST_F(FastQueryTest, StoppingEarlyDeliversNoMoreRows) {
   Open(WriteRandomSession("fast-stop", 9, 2, 1'000'000));
   std::vector<std::string> columns;
