@@ -385,6 +385,24 @@ TEST_F(FastQueryTest, SumsSqliteWouldRoundOrRefuseGoToSqlite) {
               "name"));
 }
 
+TEST_F(FastQueryTest, ManyGroupsGoToSqlite) {
+  Open(WriteRandomSession("fast-groups", 17, 2, 1'000'000));
+  SessionQueryOptions small;
+  small.native_max_groups = 8;
+  auto capped = SessionQuery::Create(*store_, small);
+  ASSERT_TRUE(capped.ok());
+  const std::string few = "SELECT depth, count(*) FROM slices GROUP BY depth";
+  const std::string many =
+      "SELECT track, name, depth, sum(dur) FROM slices GROUP BY track, name, "
+      "depth";
+  const Answer a = Ask(**capped, few), b = Ask(**capped, many);
+  EXPECT_TRUE(a.fast);
+  EXPECT_FALSE(b.fast);
+  EXPECT_GT(b.rows.size(), 8u);
+  EXPECT_EQ(b.rows, Ask(*reference_, many).rows);
+  EXPECT_EQ(a.rows, Ask(*reference_, few).rows);
+}
+
 TEST_F(FastQueryTest, ATableNamedSlicesHidesTheStoresAndIsRead) {
   Open(WriteRandomSession("fast-shadow", 3, 2, 1'000'000));
   EXPECT_TRUE(Compare("SELECT count(*) FROM slices"));

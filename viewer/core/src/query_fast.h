@@ -72,9 +72,8 @@ std::optional<FastPlan> ParseFastQuery(std::string_view sql);
 
 struct FastRunOptions {
   int threads = 0;  // 0: one per hardware thread
-  // More groups than this go to SQLite: a GROUP BY over many distinct
-  // values is no longer the cheap aggregate this path is for.
-  size_t max_groups = size_t{1} << 22;
+  // More groups than this go to SQLite (SessionQueryOptions).
+  size_t max_groups = size_t{1} << 18;
 };
 
 // Runs `plan` over the store. False (and no row delivered) when the

@@ -120,6 +120,7 @@ struct CodeAcc {
   int64_t max = kMin;
 };
 constexpr uint32_t kKernelBlock = uint32_t{1} << 24;
+constexpr size_t kMaxValues = size_t{1} << 22;
 
 // The inner loop of the common case: a run's slices by name code, with
 // no test per slice. Durations are never negative in the store, so their
@@ -681,6 +682,12 @@ bool Executor::Run(
     std::vector<QueryValue> group;   // the GROUP BY terms' values
     std::vector<QueryValue> values;  // the outputs'
   };
+  // The rows are held whole to be sorted; a result that large is left to
+  // SQLite's sorter, which can spill.
+  if (groups.size() * (plan_.outputs.size() + plan_.group_by.size()) >
+      kMaxValues) {
+    return false;
+  }
   bool exact = true;
   std::vector<Row> rows;
   rows.reserve(groups.size());

@@ -164,6 +164,8 @@ bool Groupable(FastColumn c) {
   return c != FastColumn::kTs && c != FastColumn::kDur;
 }
 
+constexpr size_t kMaxOutputs = 64, kMaxPredicates = 32, kMaxTerms = 16;
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
@@ -376,8 +378,16 @@ class Parser {
     *out = t_[at_++].number;
     return true;
   }
-  // An aggregate query whose bare columns are all grouped.
+  // An aggregate query whose bare columns are all grouped, of a size
+  // whose checks stay small (SQLite already bounds every list at 2,000
+  // terms; the native path wants far fewer).
   bool Check() const {
+    if (plan_.outputs.size() > kMaxOutputs ||
+        plan_.where.size() > kMaxPredicates ||
+        plan_.group_by.size() > kMaxTerms ||
+        plan_.order_by.size() > kMaxTerms) {
+      return false;
+    }
     bool aggregate = !plan_.group_by.empty();
     for (const FastOutput& o : plan_.outputs) {
       if (o.agg != FastAgg::kNone) aggregate = true;

@@ -276,6 +276,7 @@ absl::Status SessionQuery::Run(
     uint64_t visited = 0;
     query::FastRunOptions fast;
     fast.threads = impl_->options.threads;
+    fast.max_groups = impl_->options.native_max_groups;
     if (query::RunFastQuery(impl_->store, *plan, fast, &visited, row)) {
       impl_->ctx.slices_visited = visited;
       impl_->fast_path_runs++;

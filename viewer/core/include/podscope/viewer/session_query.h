@@ -44,6 +44,9 @@ struct SessionQueryOptions {
   bool native_aggregates = true;
   // Threads of the native path; 0: one per hardware thread.
   int threads = 0;
+  // A statement of more groups than this goes to SQLite (each group
+  // holds a few hundred bytes of sums while the native path runs).
+  size_t native_max_groups = size_t{1} << 18;
 };
 
 class SessionQuery {
