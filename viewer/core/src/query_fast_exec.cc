@@ -6,10 +6,8 @@
 // the chunk's groups when the run ends; chunks of tracks run in parallel
 // and merge in order. Sums are exact (128-bit) beside the sum of absolute
 // values, which says whether SQLite's own summation, in whatever order it
-// adds, gives the same number: below 2^53 every partial sum of a double is
-// exact, below 2^63 no partial int64 sum overflows.
+// adds, gives the same number (query_fast_rows.cc).
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -19,95 +17,11 @@
 #include "absl/hash/hash.h"
 #include "podscope/base/parallel.h"
 #include "query_fast.h"
+#include "query_fast_groups.h"
 #include "query_tables.h"
 
 namespace podscope::viewer::query {
 namespace {
-
-using int128 = __int128;
-using uint128 = unsigned __int128;
-
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-
-// Aggregated integer columns: the two read slice by slice, then those
-// constant over a run.
-enum StatColumn {
-  kStatTs,
-  kStatDur,
-  kStatDepth,
-  kStatRank,
-  kStatPid,
-  kStatTrack,
-  kStatCount
-};
-
-int StatOf(FastColumn c) {
-  switch (c) {
-    case FastColumn::kTs:
-      return kStatTs;
-    case FastColumn::kDur:
-      return kStatDur;
-    case FastColumn::kDepth:
-      return kStatDepth;
-    case FastColumn::kRank:
-      return kStatRank;
-    case FastColumn::kPid:
-      return kStatPid;
-    case FastColumn::kTrack:
-      return kStatTrack;
-    default:
-      return -1;
-  }
-}
-
-uint128 Magnitude(int64_t v) {
-  return v < 0 ? uint128(-(int128(v))) : uint128(v);
-}
-
-struct Stat {
-  int128 sum = 0;
-  uint128 abs = 0;
-  int64_t min = kMax;
-  int64_t max = kMin;
-  void Add(int64_t v) {
-    sum += v;
-    abs += Magnitude(v);
-    min = std::min(min, v);
-    max = std::max(max, v);
-  }
-  void AddRepeated(int64_t v, int64_t n) {
-    if (n <= 0) return;
-    sum += int128(v) * n;
-    abs += Magnitude(v) * uint128(n);
-    min = std::min(min, v);
-    max = std::max(max, v);
-  }
-  void Merge(const Stat& o) {
-    sum += o.sum;
-    abs += o.abs;
-    min = std::min(min, o.min);
-    max = std::max(max, o.max);
-  }
-};
-
-struct Acc {
-  int64_t count = 0;
-  Stat stat[kStatCount];
-};
-
-struct GroupKey {
-  uint32_t track_class = 0;
-  uint32_t depth = 0;
-  uint32_t name = 0;
-  friend bool operator==(const GroupKey&, const GroupKey&) = default;
-  template <typename H>
-  friend H AbslHashValue(H h, const GroupKey& k) {
-    return H::combine(std::move(h), k.track_class, k.depth, k.name);
-  }
-};
-
-using Groups = absl::flat_hash_map<GroupKey, Acc>;
 
 // One code of a track's name table over part of a run: the count and the
 // durations as stored (below 2^32 each, so a block of 2^24 slices sums in
@@ -120,7 +34,6 @@ struct CodeAcc {
   int64_t max = kMin;
 };
 constexpr uint32_t kKernelBlock = uint32_t{1} << 24;
-constexpr size_t kMaxValues = size_t{1} << 22;
 
 // The inner loop of the common case: a run's slices by name code, with
 // no test per slice. Durations are never negative in the store, so their
@@ -186,30 +99,6 @@ bool CompareText(std::string_view v, FastOp op, std::string_view x) {
   return false;
 }
 
-// SQLite's order of values: NULL, numbers, text (bytes, then length).
-int CompareValues(const QueryValue& a, const QueryValue& b) {
-  auto rank = [](const QueryValue& v) {
-    return std::holds_alternative<std::monostate>(v) ? 0
-           : std::holds_alternative<std::string>(v)  ? 2
-                                                     : 1;
-  };
-  const int ra = rank(a), rb = rank(b);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  if (ra == 0) return 0;
-  if (ra == 2) {
-    const int c = std::get<std::string>(a).compare(std::get<std::string>(b));
-    return c < 0 ? -1 : c > 0 ? 1 : 0;
-  }
-  const auto* ia = std::get_if<int64_t>(&a);
-  const auto* ib = std::get_if<int64_t>(&b);
-  if (ia && ib) return *ia < *ib ? -1 : *ia > *ib ? 1 : 0;
-  // Results of one column share a type; a mix compares as doubles only
-  // where the values are small enough to be exact.
-  const double da = ia ? static_cast<double>(*ia) : std::get<double>(a);
-  const double db = ib ? static_cast<double>(*ib) : std::get<double>(b);
-  return da < db ? -1 : da > db ? 1 : 0;
-}
-
 // What every slice of one track shares.
 struct TrackFacts {
   TrackId id = 0;
@@ -235,6 +124,7 @@ class Executor {
     bool overflow = false;
   };
   void Prepare();
+  void ClassifyTracks();
   bool TrackPasses(const TrackInfo& t, const ProcessInfo& p) const;
   void ScanChunk(Chunk* chunk) const;
   // ScanCodes over [lo, hi) of one run, into the chunk's groups. False
@@ -242,9 +132,6 @@ class Executor {
   bool ScanRun(const TrackFacts& f, uint32_t depth, uint32_t lo, uint32_t hi,
                std::vector<CodeAcc>* scratch, Chunk* chunk) const;
   void AddRunConstants(const TrackFacts& f, uint32_t depth, Acc* acc) const;
-  QueryValue KeyValue(const GroupKey& key, FastColumn column) const;
-  std::vector<QueryValue> Values(const GroupKey& key, const Acc& acc,
-                                 bool* exact) const;
 
   const TraceStore& store_;
   const FastPlan& plan_;
@@ -354,8 +241,12 @@ void Executor::Prepare() {
       }
     }
   }
-  // The tracks in the order the `slices` table lists them, each with the
-  // class of its grouped track and process columns.
+  ClassifyTracks();
+}
+
+// The tracks in the order the `slices` table lists them, each with the
+// class of its grouped track and process columns.
+void Executor::ClassifyTracks() {
   absl::flat_hash_map<std::string, uint32_t> classes;
   for (const ProcessInfo& p : store_.processes()) {
     for (TrackId id : p.tracks) {
@@ -500,35 +391,6 @@ void Executor::ScanChunk(Chunk* chunk) const {
   }
 }
 
-QueryValue Executor::KeyValue(const GroupKey& key, FastColumn column) const {
-  const TrackId t = class_track_.empty() ? 0 : class_track_[key.track_class];
-  switch (column) {
-    case FastColumn::kName:
-      return std::string(store_.str(key.name));
-    case FastColumn::kDepth:
-      return int64_t{key.depth};
-    case FastColumn::kTrack:
-      return int64_t{t};
-    default:
-      break;
-  }
-  if (t >= store_.tracks().size()) return {};
-  const TrackInfo& track = store_.tracks()[t];
-  const ProcessInfo& p = store_.processes()[track.process];
-  switch (column) {
-    case FastColumn::kHost:
-      return p.host_name;
-    case FastColumn::kThread:
-      return track.name;
-    case FastColumn::kRank:
-      return RankOf(store_, p.id);
-    case FastColumn::kPid:
-      return p.pid;
-    default:
-      return {};
-  }
-}
-
 void Executor::AddRunConstants(const TrackFacts& f, uint32_t depth,
                                Acc* acc) const {
   acc->stat[kStatDepth].AddRepeated(depth, acc->count);
@@ -589,53 +451,6 @@ bool Executor::ScanRun(const TrackFacts& f, uint32_t depth, uint32_t lo,
   return true;
 }
 
-std::vector<QueryValue> Executor::Values(const GroupKey& key, const Acc& acc,
-                                         bool* exact) const {
-  std::vector<QueryValue> out;
-  out.reserve(plan_.outputs.size());
-  for (const FastOutput& o : plan_.outputs) {
-    if (o.agg == FastAgg::kNone) {
-      out.push_back(KeyValue(key, o.column));
-      continue;
-    }
-    if (o.agg == FastAgg::kCount) {
-      out.emplace_back(acc.count);
-      continue;
-    }
-    const Stat& s = acc.stat[StatOf(o.column)];
-    const bool none = acc.count == 0;
-    switch (o.agg) {
-      case FastAgg::kSum:
-        if (s.abs > uint128(kMax)) *exact = false;
-        out.emplace_back(none ? QueryValue() : QueryValue(int64_t(s.sum)));
-        break;
-      case FastAgg::kTotal:
-      case FastAgg::kAvg: {
-        if (s.abs > (uint128(1) << 53)) *exact = false;
-        // Exact: |sum| <= abs <= 2^53.
-        const double sum = static_cast<double>(s.sum);
-        if (o.agg == FastAgg::kTotal) {
-          out.emplace_back(sum);
-        } else {
-          out.emplace_back(
-              none ? QueryValue()
-                   : QueryValue(sum / static_cast<double>(acc.count)));
-        }
-        break;
-      }
-      case FastAgg::kMin:
-        out.emplace_back(none ? QueryValue() : QueryValue(s.min));
-        break;
-      case FastAgg::kMax:
-        out.emplace_back(none ? QueryValue() : QueryValue(s.max));
-        break;
-      default:
-        out.emplace_back();
-    }
-  }
-  return out;
-}
-
 bool Executor::Run(
     uint64_t* visited,
     const std::function<bool(const std::vector<QueryValue>&)>& row) {
@@ -677,66 +492,7 @@ bool Executor::Run(
   }
   // Without GROUP BY, one row even over no slices.
   if (plan_.group_by.empty()) groups.try_emplace(GroupKey{});
-
-  struct Row {
-    std::vector<QueryValue> group;   // the GROUP BY terms' values
-    std::vector<QueryValue> values;  // the outputs'
-  };
-  // The rows are held whole to be sorted; a result that large is left to
-  // SQLite's sorter, which can spill.
-  if (groups.size() * (plan_.outputs.size() + plan_.group_by.size()) >
-      kMaxValues) {
-    return false;
-  }
-  bool exact = true;
-  std::vector<Row> rows;
-  rows.reserve(groups.size());
-  for (const auto& [key, acc] : groups) {
-    Row r;
-    for (FastColumn g : plan_.group_by) r.group.push_back(KeyValue(key, g));
-    r.values = Values(key, acc, &exact);
-    if (!exact) return false;
-    rows.push_back(std::move(r));
-  }
-  groups = Groups();
-  // SQLite sorts the rows by the GROUP BY terms to group them, then sorts
-  // the result stably by ORDER BY: ties keep the groups' order. When both
-  // lists have as many terms, it first gives the i-th GROUP BY term the
-  // direction of the i-th ORDER BY term (whatever either term is), hoping
-  // to make the second sort unnecessary.
-  std::vector<bool> group_desc(plan_.group_by.size(), false);
-  if (plan_.order_by.size() == plan_.group_by.size()) {
-    for (size_t i = 0; i < group_desc.size(); ++i) {
-      group_desc[i] = plan_.order_by[i].desc;
-    }
-  }
-  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-    for (size_t i = 0; i < a.group.size(); ++i) {
-      const int c = CompareValues(a.group[i], b.group[i]);
-      if (c != 0) return group_desc[i] ? c > 0 : c < 0;
-    }
-    return false;
-  });
-  if (!plan_.order_by.empty()) {
-    std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-      for (const FastOrder& o : plan_.order_by) {
-        const int c = CompareValues(a.values[o.output], b.values[o.output]);
-        if (c != 0) return o.desc ? c > 0 : c < 0;
-      }
-      return false;
-    });
-  }
-  const size_t first =
-      static_cast<size_t>(std::min<uint64_t>(plan_.offset, rows.size()));
-  size_t last = rows.size();
-  if (plan_.limit && static_cast<uint64_t>(*plan_.limit) < last - first) {
-    last = first + static_cast<size_t>(*plan_.limit);
-  }
-  for (size_t r = first; r < last; ++r) {
-    rows[r].values.resize(plan_.visible);
-    if (!row(rows[r].values)) break;
-  }
-  return true;
+  return EmitRows(store_, plan_, class_track_, std::move(groups), row);
 }
 
 }  // namespace
