@@ -5,6 +5,8 @@
 // to SQLite and still answers.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -383,6 +385,63 @@ TEST_F(FastQueryTest, SumsSqliteWouldRoundOrRefuseGoToSqlite) {
   EXPECT_TRUE(
       Compare("SELECT name, min(ts), max(ts) FROM slices GROUP BY "
               "name"));
+}
+
+// A statement is user input: mutations of native statements (tokens and
+// bytes inserted, dropped or swapped) either fail as SQLite fails them or
+// give SQLite's rows, whichever path answers.
+TEST_F(FastQueryTest, MutatedStatementsGiveSqlitesAnswers) {
+  Open(WriteRandomSession("fast-mutated", 19, 3, 3'000'000));
+  const std::string seeds[] = {
+      "SELECT name, sum(dur) AS s FROM slices WHERE rank = 1 AND ts >= "
+      "3000000 GROUP BY name ORDER BY s DESC LIMIT 3",
+      "SELECT host, depth, count(*), avg(dur), min(ts) FROM slices WHERE "
+      "name != 'a' AND dur BETWEEN 10 AND 900000 GROUP BY host, depth "
+      "ORDER BY 3, 1",
+      "SELECT count(*), total(dur), max(depth) FROM slices WHERE thread = "
+      "'main' AND depth <= 1"};
+  const std::string pieces[] = {
+      " ",        ",",    "(",     ")",      "*",      "'",      "''",
+      "-",        "--",   "/*",    "=",      "<",      ">=",     "1",
+      "-1",       "1.5",  "0x1",   "\"",     "AS",     "AND",    "OR",
+      "NOT",      "BY",   "LIMIT", "OFFSET", "DESC",   "name",   "ts",
+      "dur",      "rank", "sum",   "count",  "avg",    "min(",   "x",
+      "\xc3\xa9", ";",    "GROUP", "ORDER",  "HAVING", "slices", "category"};
+  std::mt19937_64 rng(23);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  int fast = 0;
+  for (int round = 0; round < 1500; ++round) {
+    std::string sql = seeds[pick(std::size(seeds))];
+    const int edits = 1 + static_cast<int>(pick(3));
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = pick(sql.size() + 1);
+      switch (pick(3)) {
+        case 0:
+          sql.insert(at, pieces[pick(std::size(pieces))]);
+          break;
+        case 1:
+          sql.erase(at, 1 + pick(6));
+          break;
+        default:
+          if (at < sql.size()) sql[at] = static_cast<char>(rng() & 0x7f);
+      }
+    }
+    fast += Compare(sql) ? 1 : 0;
+  }
+  // Some mutations keep the native shape (a changed literal or name).
+  EXPECT_GT(fast, 0);
+}
+
+// Long lists stay with SQLite, answered in the time SQLite takes.
+TEST_F(FastQueryTest, LongStatementsGoToSqlite) {
+  Open(WriteRandomSession("fast-long", 29, 2, 1'000'000));
+  std::string items = "count(*)";
+  for (int i = 0; i < 1500; ++i) items += ", sum(dur)";
+  EXPECT_FALSE(Compare("SELECT " + items + " FROM slices"));
+  std::string where = "rank >= 0";
+  for (int i = 0; i < 200; ++i) where += " AND dur >= " + std::to_string(i);
+  EXPECT_FALSE(Compare("SELECT name, count(*) FROM slices WHERE " + where +
+                       " GROUP BY name"));
 }
 
 TEST_F(FastQueryTest, ManyGroupsGoToSqlite) {
