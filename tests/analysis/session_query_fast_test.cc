@@ -516,6 +516,18 @@ TEST_F(FastQueryTest, GroupingsInTheTablesOwnOrderSkipSqlitesSorter) {
     EXPECT_FALSE(a.rows.empty());
     EXPECT_EQ(a.rows, b.rows) << sql;
   }
+  // On the inner side of a join the table's order is not the result's:
+  // SQLite still sorts what needs sorting.
+  for (const char* order : {"s.id", "s.track, s.id"}) {
+    const std::string join =
+        "SELECT p.process_id, s.id FROM processes p JOIN slices s ON s.rank "
+        "= 3 - p.rank ORDER BY ";
+    const Answer a = Ask(*fast_, join + order);
+    const Answer b = Ask(*fast_, join + "+" + order);
+    EXPECT_TRUE(a.status.ok()) << a.status;
+    EXPECT_FALSE(a.rows.empty());
+    EXPECT_EQ(a.rows, b.rows) << order;
+  }
   // Not the table's order: SQLite sorts.
   for (const char* sql :
        {"SELECT name, sum(dur + 0) FROM slices GROUP BY name",
