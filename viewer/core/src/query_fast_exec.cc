@@ -38,19 +38,28 @@ constexpr uint32_t kKernelBlock = uint32_t{1} << 24;
 // The inner loop of the common case: a run's slices by name code, with
 // no test per slice. Durations are never negative in the store, so their
 // sum is their magnitude too.
-template <typename Code, bool kDur, bool kMinMax>
+template <typename Code, bool kDur, bool kMinMax, bool kRange>
 void ScanCodes(const SliceColumns& s, const Code* codes, uint32_t lo,
-               uint32_t hi, CodeAcc* acc) {
+               uint32_t hi, int64_t dur_low, int64_t dur_high, CodeAcc* acc) {
   const uint32_t* durations = s.stored_durations();
   for (uint32_t i = lo; i < hi; ++i) {
+    uint32_t d = 0;
+    int64_t full = 0;
+    if constexpr (kDur || kRange) {
+      d = durations[i];
+      full = d;
+      if (d == SliceColumns::kSaturated) [[unlikely]] {
+        full = s.duration(i);
+      }
+    }
+    if constexpr (kRange) {
+      if (full < dur_low || full > dur_high) continue;
+    }
     CodeAcc& a = acc[codes[i]];
     ++a.count;
     if constexpr (kDur) {
-      const uint32_t d = durations[i];
       a.stored += d;
-      int64_t full = d;
       if (d == SliceColumns::kSaturated) [[unlikely]] {
-        full = s.duration(i);
         a.extra += int128(full) - d;
       }
       if constexpr (kMinMax) {
@@ -150,6 +159,10 @@ class Executor {
   // Runs need no test per slice and no start: ScanCodes can take them.
   bool kernel_ = false;
   bool kernel_min_max_ = false;
+  // The dur conditions as one range (ScanCodes; the general loop tests
+  // per_slice_).
+  bool dur_range_ = false;
+  int64_t dur_low_ = kMin, dur_high_ = kMax;
 };
 
 bool Executor::TrackPasses(const TrackInfo& t, const ProcessInfo& p) const {
@@ -227,7 +240,43 @@ void Executor::Prepare() {
     }
   }
   if (low_ > high_) empty_ = true;
-  kernel_ = per_slice_.empty() && !need_ts_;
+  // Ranges of dur are one test per slice that ScanCodes makes; != and
+  // tests of ts are left to the general loop.
+  bool ranges_only = true;
+  for (const FastPredicate& w : per_slice_) {
+    if (w.column != FastColumn::kDur || w.op == FastOp::kNe) {
+      ranges_only = false;
+      continue;
+    }
+    dur_range_ = true;
+    switch (w.op) {
+      case FastOp::kEq:
+        dur_low_ = std::max(dur_low_, w.number);
+        dur_high_ = std::min(dur_high_, w.number);
+        break;
+      case FastOp::kGe:
+        dur_low_ = std::max(dur_low_, w.number);
+        break;
+      case FastOp::kGt:
+        if (w.number == kMax)
+          dur_high_ = kMin, dur_low_ = kMax;
+        else
+          dur_low_ = std::max(dur_low_, w.number + 1);
+        break;
+      case FastOp::kLe:
+        dur_high_ = std::min(dur_high_, w.number);
+        break;
+      case FastOp::kLt:
+        if (w.number == kMin)
+          dur_high_ = kMin, dur_low_ = kMax;
+        else
+          dur_high_ = std::min(dur_high_, w.number - 1);
+        break;
+      case FastOp::kNe:
+        break;
+    }
+  }
+  kernel_ = ranges_only && !need_ts_;
   for (const FastOutput& o : plan_.outputs) {
     kernel_min_max_ |= o.column == FastColumn::kDur &&
                        (o.agg == FastAgg::kMin || o.agg == FastAgg::kMax);
@@ -412,13 +461,23 @@ bool Executor::ScanRun(const TrackFacts& f, uint32_t depth, uint32_t lo,
     const uint32_t to = hi - from > kKernelBlock ? from + kKernelBlock : hi;
     scratch->assign(table.size(), CodeAcc());
     CodeAcc* acc = scratch->data();
-    auto scan = [&]<typename Code>(const Code* codes) {
+    auto scan_with = [&]<typename Code, bool kRange>(const Code* codes) {
       if (!need_dur_) {
-        ScanCodes<Code, false, false>(s, codes, from, to, acc);
+        ScanCodes<Code, false, false, kRange>(s, codes, from, to, dur_low_,
+                                              dur_high_, acc);
       } else if (kernel_min_max_) {
-        ScanCodes<Code, true, true>(s, codes, from, to, acc);
+        ScanCodes<Code, true, true, kRange>(s, codes, from, to, dur_low_,
+                                            dur_high_, acc);
       } else {
-        ScanCodes<Code, true, false>(s, codes, from, to, acc);
+        ScanCodes<Code, true, false, kRange>(s, codes, from, to, dur_low_,
+                                             dur_high_, acc);
+      }
+    };
+    auto scan = [&]<typename Code>(const Code* codes) {
+      if (dur_range_) {
+        scan_with.template operator()<Code, true>(codes);
+      } else {
+        scan_with.template operator()<Code, false>(codes);
       }
     };
     if (bytes == 1) {
