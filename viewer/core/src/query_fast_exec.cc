@@ -2,11 +2,14 @@
 // per depth, so a group key is (the track's class, the depth, the name):
 // the class numbers the distinct values of the grouped track and process
 // columns (host, thread, rank, pid, track), and only the name varies
-// slice by slice. Each run accumulates into slots by name, flushed into
-// the chunk's groups when the run ends; chunks of tracks run in parallel
-// and merge in order. Sums are exact (128-bit) beside the sum of absolute
-// values, which says whether SQLite's own summation, in whatever order it
-// adds, gives the same number (query_fast_rows.cc).
+// slice by slice. A run that needs no start and no test per slice other
+// than a dur range is summed by the track's name codes straight from the
+// stored columns (ScanCodes); any other run slice by slice into slots by
+// name. Either is flushed into the chunk's groups when the run ends;
+// chunks of tracks run in parallel and merge in order. Sums are exact
+// (128-bit) beside the sum of absolute values, which says whether
+// SQLite's own summation, in whatever order it adds, gives the same number
+// (query_fast_rows.cc).
 #include <algorithm>
 #include <limits>
 #include <string>
