@@ -2,8 +2,8 @@
 // per depth, so a group key is (the track's class, the depth, the name):
 // the class numbers the distinct values of the grouped track and process
 // columns (host, thread, rank, pid, track), and only the name varies
-// slice by slice. A run that needs no start and no test per slice other
-// than a dur range is summed by the track's name codes straight from the
+// slice by slice. A run that needs no test per slice other than a dur
+// range is summed by the track's name codes straight from the
 // stored columns (ScanCodes); any other run slice by slice into slots by
 // name. Either is flushed into the chunk's groups when the run ends;
 // chunks of tracks run in parallel and merge in order. Sums are exact
@@ -70,6 +70,31 @@ void ScanCodes(const SliceColumns& s, const Code* codes, uint32_t lo,
         a.max = std::max(a.max, full);
       }
     }
+  }
+}
+
+// ScanCodes for statements that aggregate starts too: every duration's
+// statistics, and the starts' by code into `ts`.
+template <typename Code, bool kRange>
+void ScanCodesWithStarts(const SliceColumns& s, const Code* codes, uint32_t lo,
+                         uint32_t hi, int64_t dur_low, int64_t dur_high,
+                         CodeAcc* acc, Stat* ts) {
+  const uint32_t* durations = s.stored_durations();
+  for (uint32_t i = lo; i < hi; ++i) {
+    const uint32_t d = durations[i];
+    const int64_t full =
+        d == SliceColumns::kSaturated ? s.duration(i) : int64_t{d};
+    if constexpr (kRange) {
+      if (full < dur_low || full > dur_high) continue;
+    }
+    const Code code = codes[i];
+    CodeAcc& a = acc[code];
+    ++a.count;
+    a.stored += d;
+    a.extra += int128(full) - d;
+    a.min = std::min(a.min, full);
+    a.max = std::max(a.max, full);
+    ts[code].Add(s.start(i));
   }
 }
 
@@ -142,7 +167,8 @@ class Executor {
   // ScanCodes over [lo, hi) of one run, into the chunk's groups. False
   // when the track's names are not coded (more than 65,536 of them).
   bool ScanRun(const TrackFacts& f, uint32_t depth, uint32_t lo, uint32_t hi,
-               std::vector<CodeAcc>* scratch, Chunk* chunk) const;
+               std::vector<CodeAcc>* scratch, std::vector<Stat>* ts_scratch,
+               Chunk* chunk) const;
   void AddRunConstants(const TrackFacts& f, uint32_t depth, Acc* acc) const;
 
   const TraceStore& store_;
@@ -159,7 +185,7 @@ class Executor {
   std::vector<FastPredicate> per_slice_;  // ts !=, dur
   std::vector<FastPredicate> per_depth_;
   std::vector<uint8_t> name_ok_;  // by string id; empty: every name
-  // Runs need no test per slice and no start: ScanCodes can take them.
+  // Runs need no test per slice but a dur range: ScanCodes takes them.
   bool kernel_ = false;
   bool kernel_min_max_ = false;
   // The dur conditions as one range (ScanCodes; the general loop tests
@@ -279,7 +305,7 @@ void Executor::Prepare() {
         break;
     }
   }
-  kernel_ = ranges_only && !need_ts_;
+  kernel_ = ranges_only;
   for (const FastOutput& o : plan_.outputs) {
     kernel_min_max_ |= o.column == FastColumn::kDur &&
                        (o.agg == FastAgg::kMin || o.agg == FastAgg::kMax);
@@ -351,6 +377,7 @@ void Executor::ScanChunk(Chunk* chunk) const {
   std::vector<uint32_t> slot_of_name;
   std::vector<uint32_t> slot_names;
   std::vector<CodeAcc> codes;
+  std::vector<Stat> starts;
   std::vector<Acc> slots(group_name_ ? 0 : 1);
   for (size_t k = chunk->first; k < chunk->last; ++k) {
     const TrackFacts& f = tracks_[k];
@@ -368,7 +395,7 @@ void Executor::ScanChunk(Chunk* chunk) const {
         // Starts ascend within a depth: the bounds are one range.
         const uint32_t hi =
             high_ < kMax ? s.FirstStartingAtOrAfter(i, end, high_ + 1) : end;
-        if (ScanRun(f, depth, i, hi, &codes, chunk)) {
+        if (ScanRun(f, depth, i, hi, &codes, &starts, chunk)) {
           chunk->visited += hi - i;
           if (chunk->groups.size() > options_.max_groups) {
             chunk->overflow = true;
@@ -453,7 +480,7 @@ void Executor::AddRunConstants(const TrackFacts& f, uint32_t depth,
 
 bool Executor::ScanRun(const TrackFacts& f, uint32_t depth, uint32_t lo,
                        uint32_t hi, std::vector<CodeAcc>* scratch,
-                       Chunk* chunk) const {
+                       std::vector<Stat>* ts_scratch, Chunk* chunk) const {
   const SliceColumns& s = store_.data(f.id).slices;
   const NameColumn& names = s.names();
   const int bytes = names.bytes_per_name();
@@ -464,8 +491,15 @@ bool Executor::ScanRun(const TrackFacts& f, uint32_t depth, uint32_t lo,
     const uint32_t to = hi - from > kKernelBlock ? from + kKernelBlock : hi;
     scratch->assign(table.size(), CodeAcc());
     CodeAcc* acc = scratch->data();
+    // Kept apart: most statements aggregate no start, and the scratch is
+    // cleared for every run.
+    if (need_ts_) ts_scratch->assign(table.size(), Stat());
+    Stat* ts = ts_scratch->data();
     auto scan_with = [&]<typename Code, bool kRange>(const Code* codes) {
-      if (!need_dur_) {
+      if (need_ts_) {
+        ScanCodesWithStarts<Code, kRange>(s, codes, from, to, dur_low_,
+                                          dur_high_, acc, ts);
+      } else if (!need_dur_) {
         ScanCodes<Code, false, false, kRange>(s, codes, from, to, dur_low_,
                                               dur_high_, acc);
       } else if (kernel_min_max_) {
@@ -503,6 +537,7 @@ bool Executor::ScanRun(const TrackFacts& f, uint32_t depth, uint32_t lo,
       dur.abs = uint128(dur.sum);
       dur.min = a.min;
       dur.max = a.max;
+      if (need_ts_) run.stat[kStatTs] = ts[c];
       AddRunConstants(f, depth, &run);
       Acc& g = chunk->groups[GroupKey{f.track_class, group_depth_ ? depth : 0,
                                       group_name_ ? name : 0}];
