@@ -327,8 +327,9 @@ class PodPanelTest : public QObject {
     t->Select(step);
     QVERIFY(t->highlighted().empty());
 
-    // The other analyses, one tab each.
-    QCOMPARE(pod->tabs()->count(), 5);
+    // The other analyses, one tab each, then a live job's health.
+    QCOMPARE(pod->tabs()->count(), 6);
+    QCOMPARE(pod->tabs()->tabText(5), QStringLiteral("Job health"));
     QCOMPARE(pod->tabs()->tabText(1), QStringLiteral("Time"));
     auto column = [](QTableWidget* v, const QString& name) {
       for (int c = 0; c < v->columnCount(); ++c) {

@@ -31,6 +31,7 @@
 #include "details_panel.h"
 #include "event_pump.h"
 #include "flame_graph_widget.h"
+#include "job_doctor_view.h"
 #include "live_session.h"
 #include "mesh_view.h"
 #include "pod_panel.h"
@@ -215,7 +216,16 @@ CaptureDialog* MainWindow::ShowCaptureDialog() {
     // The capture's files are shown while they grow; when it ends they
     // are read once more (with the clock offsets measured at the end).
     connect(capture_dialog_, &CaptureDialog::started, this,
-            [this](const QString& dir) { FollowPath(dir); });
+            [this](const QString& dir) {
+              FollowPath(dir);
+              // A job's capture: its ranks' health beside the timeline,
+              // read from its coordinator while the capture runs.
+              const CaptureRequestFields f = capture_dialog_->fields();
+              if (!f.job.isEmpty()) {
+                pod_->job_doctor()->Watch(f.job, f.token);
+                pod_->tabs()->setCurrentWidget(pod_->job_doctor());
+              }
+            });
     connect(capture_dialog_, &CaptureDialog::captured, this,
             [this](const QString& dir) {
               if (live_ != nullptr && live_->path() == dir) {
@@ -226,6 +236,7 @@ CaptureDialog* MainWindow::ShowCaptureDialog() {
             });
     connect(capture_dialog_, &CaptureDialog::finishedCapture, this,
             [this](bool any_file) {
+              pod_->job_doctor()->StopWatching();
               if (!any_file && live_ != nullptr) StopFollowing();
             });
   }
