@@ -218,6 +218,16 @@ class DoctorDumpTest : public QObject {
     QVERIFY2(
         out.find(": all_reduce #3 of world: waiting for ") != std::string::npos,
         out.c_str());
+    // --json: the same in a "doctor" member.
+    const std::string json =
+        RunCommand(kPodscope + " analyze --json " + dump_, &status);
+    QVERIFY2(WIFEXITED(status) && WEXITSTATUS(status) == 0, json.c_str());
+    QVERIFY2(json.find("\"doctor\": {\"verdict\": \"stalled\", \"sentence\": "
+                       "\"all_reduce #3 of group world") != std::string::npos,
+             json.c_str());
+    QVERIFY2(
+        json.find("{\"kind\": \"where\", \"rank\": 1, ") != std::string::npos,
+        json.c_str());
   }
 
   // A journal cut short (a copy that did not finish, a full disk): the
