@@ -224,6 +224,9 @@ absl::StatusOr<HeartbeatResult> CoordinationClient::Heartbeat(
     result.verdict_kind = static_cast<VerdictKind>(resp.verdict_kind());
     result.verdict = resp.verdict();
     result.verdict_key = resp.verdict_key();
+    result.verdict_rank = resp.verdict_rank();
+    result.verdict_group = resp.verdict_group();
+    result.verdict_sequence = resp.verdict_sequence();
   }
   return result;
 }

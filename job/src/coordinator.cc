@@ -222,6 +222,9 @@ class Service final : public pb::CoordinationService::Service {
         resp->set_verdict_kind(static_cast<int>(tell->kind));
         resp->set_verdict(tell->sentence);
         resp->set_verdict_key(tell->key());
+        resp->set_verdict_rank(tell->rank);
+        resp->set_verdict_group(tell->group);
+        resp->set_verdict_sequence(tell->sequence);
         m.verdicts_told = verdict_serial_;
       }
     }

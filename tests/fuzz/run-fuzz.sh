@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the fuzzers (the trace reader's, the XSpace importer's, the Chrome
-# trace JSON importer's) and their seeds in BUILD_DIR (configured with clang
+# trace JSON importer's, the job doctor's journal reader's) and their seeds in BUILD_DIR (configured with clang
 # and -DPODSCOPE_BUILD_FUZZ=ON), then fuzzes each for SECONDS on a copy of
 # its seed corpus (plus tests/fuzz/regressions/NAME/, inputs that once
 # found a problem). Exits non-zero when the fuzzer finds a crash, leak,
 # timeout or sanitizer report; the input that caused it is kept in
-# BUILD_DIR/fuzz-artifacts/. NAME... (reader, xspace, chrome_json) picks
+# BUILD_DIR/fuzz-artifacts/. NAME... (reader, xspace, chrome_json, journal) picks
 # fuzzers, all by default; JOBS sets the build's parallelism. The reader's
 # run is followed by as long again on hostile files of 1-64 MiB
 # (reader_large_inputs), each run once through the reader fuzzer, whose
@@ -24,12 +24,14 @@ build_dir=$(cd "$1" && pwd)
 seconds=$2
 shift 2
 names=("$@")
-if [[ ${#names[@]} -eq 0 ]]; then names=(reader xspace chrome_json); fi
+if [[ ${#names[@]} -eq 0 ]]; then names=(reader xspace chrome_json journal); fi
 targets=()
 for name in "${names[@]}"; do
   case "$name" in
     reader) targets+=(reader_fuzzer reader_fuzz_seeds reader_large_inputs) ;;
     xspace | chrome_json) targets+=("${name}_fuzzer" "${name}_fuzz_seeds") ;;
+    # Its seeds are files in tests/fuzz/journal_seeds/.
+    journal) targets+=(journal_fuzzer) ;;
     *) echo "run-fuzz: unknown fuzzer '$name'" >&2; exit 2 ;;
   esac
 done
@@ -48,7 +50,11 @@ run_fuzzer() {
   local name=$1
   local seeds="$build_dir/fuzz-seeds/$name"
   mkdir -p "$work/$name/corpus"
-  "$fuzz_bin/${name}_fuzz_seeds" "$seeds"
+  if [[ -x "$fuzz_bin/${name}_fuzz_seeds" ]]; then
+    "$fuzz_bin/${name}_fuzz_seeds" "$seeds"
+  else
+    seeds="$(dirname "$0")/${name}_seeds"
+  fi
   cp "$seeds"/* "$work/$name/corpus/"
   # Inputs that once found a problem stay in every run's corpus.
   local regressions

@@ -7,8 +7,10 @@
 #include "analyze_print.h"
 #include "command.h"
 #include "critical_path_print.h"
+#include "doctor_print.h"
 #include "flags.h"
 #include "import_path.h"
+#include "podscope/viewer/doctor_dump.h"
 #include "podscope/viewer/pod_analysis.h"
 #include "podscope/viewer/trace_store.h"
 #include "text_format.h"
@@ -117,6 +119,14 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
                  p.path.c_str(), p.message.c_str(),
                  p.loaded ? " (what could be read is analysed)" : "");
   }
+  // A job doctor's dump folder: its verdict comes first.
+  std::optional<viewer::DoctorView> doctor;
+  if (auto dump = viewer::ReadDoctorDump((*store)->session().path)) {
+    doctor = viewer::BuildDoctorView(*dump, **store);
+    for (const std::string& p : doctor->problems) {
+      std::fprintf(io.err, "podscope analyze: warning: %s\n", p.c_str());
+    }
+  }
   viewer::PodAnalysisOptions options;
   options.top = static_cast<size_t>(top);
   const viewer::PodAnalysis analysis = viewer::AnalyzePod(**store, options);
@@ -152,6 +162,10 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
   if (path && !json) text += CriticalPathText(analysis.steps, *path);
   if (retimed && !json) text += WhatIfText(*what_if, path->step, *retimed);
   if (retimed && json) text = WithWhatIfJson(text, *what_if, *retimed);
+  if (doctor) {
+    text = json ? WithDoctorJson(std::move(text), *doctor)
+                : DoctorText(**store, *doctor) + text;
+  }
   if (std::fputs(text.c_str(), io.out) < 0) {
     std::fprintf(io.err, "podscope analyze: cannot write the output\n");
     return kExitInternal;

@@ -10,12 +10,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "command.h"
 #include "flags.h"
 #include "podscope/base/json.h"
 #include "podscope/job/coordination.h"
-#include "podscope/job/environment.h"
+#include "podscope/job/doctor_report.h"
 
 namespace podscope::tools {
 namespace {
@@ -69,59 +68,22 @@ int ExitFor(job::VerdictKind kind) {
 
 double Seconds(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
 
-// "in all_reduce #3 of world for 1.7 s" / "last all_reduce #2 of world".
-std::string CollectiveText(const job::RankState& s, int64_t now) {
-  std::vector<std::string> parts;
-  for (const job::GroupState& g : s.groups) {
-    if (g.last_entered < 0) continue;
-    const bool in = g.last_finished < g.last_entered;
-    std::string part = absl::StrCat(in ? "in " : "last ", g.last_call.kind,
-                                    " #", g.last_entered, " of ", g.group);
-    if (in) {
-      absl::StrAppend(&part,
-                      absl::StrFormat(" for %.1f s",
-                                      Seconds(now - g.last_call.entered_ns)));
-    }
-    parts.push_back(part);
-  }
-  return parts.empty() ? "-" : absl::StrJoin(parts, "; ");
-}
-
-std::string ScopeText(const job::RankState& s, int64_t now) {
-  if (!s.issuer.has_value()) return "-";
-  const job::IssuerState& t = *s.issuer;
-  std::string out = job::ScopePath(t.scopes);
-  if (t.innermost_since_ns != 0 && !t.scopes.empty()) {
-    absl::StrAppend(&out, absl::StrFormat(" for %.1f s",
-                                          Seconds(now - t.innermost_since_ns)));
-  }
-  return out;
-}
-
 void PrintText(const job::JobStateView& v, const std::string& address,
                std::FILE* out) {
-  absl::FPrintF(out, "job at %s: %d ranks, %s\n", address, v.ranks.size(),
-                job::VerdictName(v.verdict_kind));
+  absl::FPrintF(out, "job at %s: %s\n", address, job::DoctorHeadline(v));
   if (!v.verdict.empty()) absl::FPrintF(out, "  %s\n", v.verdict);
   if (!v.job_status.ok() && v.job_status.message() != v.verdict) {
     absl::FPrintF(out, "  job failed: %s\n", v.job_status.message());
   }
   absl::FPrintF(out, "%-5s %-20s %-8s %-6s %-10s %-40s %s\n", "rank", "host",
                 "pid", "step", "heartbeat", "collective", "scope");
-  for (const job::RankView& r : v.ranks) {
+  for (const job::DoctorRow& r : job::DoctorRows(v)) {
     if (!r.registered) {
       absl::FPrintF(out, "%-5d (not registered)\n", r.rank);
       continue;
     }
-    const std::string beat =
-        r.leaving ? "leaving"
-                  : absl::StrFormat("%.1f s ago", r.heartbeat_age_ms / 1e3);
-    const std::string step =
-        r.state && r.state->step >= 0 ? absl::StrCat(r.state->step) : "-";
     absl::FPrintF(out, "%-5d %-20s %-8d %-6s %-10s %-40s %s\n", r.rank, r.host,
-                  r.pid, step, beat,
-                  r.state ? CollectiveText(*r.state, v.now_ns) : "-",
-                  r.state ? ScopeText(*r.state, v.now_ns) : "-");
+                  r.pid, r.step, r.heartbeat, r.collective, r.scope);
   }
 }
 
@@ -222,14 +184,7 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
         io, "doctor",
         absl::StrCat("unexpected argument '", positional[0], "'"));
   }
-  job::JobTls tls = job::DiscoverJobTls();
-  if (!tls_ca.empty()) {
-    tls.ca_file = tls_ca;
-    tls.server_name = tls_name;
-  }
-  const char* token = std::getenv("PODSCOPE_JOB_TOKEN");
-  auto client = job::CoordinationClient::Create(
-      address, token == nullptr ? "" : token, tls);
+  auto client = job::ConnectToJob(address, "", tls_ca, tls_name);
   if (!client.ok()) {
     return UsageError(io, "doctor", std::string(client.status().message()));
   }

@@ -233,15 +233,63 @@ job::RankState CollectiveJournal::Snapshot(int64_t offset_ns) const {
   return state;
 }
 
-std::string CollectiveJournal::ToJson(int64_t offset_ns, int rank,
-                                      std::string_view verdict) const {
+namespace {
+
+// At most CollectiveJournal::kMaxFileString bytes, cut before a UTF-8
+// continuation byte.
+std::string FileString(std::string_view s) {
+  size_t n = std::min(s.size(), CollectiveJournal::kMaxFileString);
+  if (n < s.size()) {
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  }
+  return std::string(s.substr(0, n));
+}
+
+void ScopesField(base::JsonWriter& w, const std::vector<std::string>& scopes) {
+  w.Key("scopes").BeginArray(base::JsonLayout::kOneLine);
+  for (const std::string& s : scopes) w.String(FileString(s));
+  w.EndArray();
+}
+
+void HeaderFields(base::JsonWriter& w,
+                  const CollectiveJournal::FileHeader& header) {
+  w.Field("format", "podscope.doctor.journal");
+  w.Field("version", static_cast<int64_t>(CollectiveJournal::kFileVersion));
+  w.Field("rank", static_cast<int64_t>(header.rank));
+  w.Field("pid", static_cast<int64_t>(getpid()));
+  w.Field("host", FileString(header.host));
+  w.Field("clock", "job");
+  if (header.verdict != nullptr) {
+    const job::Verdict& v = *header.verdict;
+    w.Field("verdict", v.sentence);
+    w.Field("verdict_kind", job::VerdictName(v.kind));
+    w.Field("verdict_rank", static_cast<int64_t>(v.rank));
+    w.Field("verdict_group", FileString(v.group));
+    w.Field("verdict_sequence", v.sequence);
+  }
+  if (header.now == nullptr) return;
+  w.Field("written_ns", header.now->taken_ns);
+  if (!header.now->issuer.has_value()) return;
+  const job::IssuerState& t = *header.now->issuer;
+  w.Key("where").BeginObject(base::JsonLayout::kOneLine);
+  w.Field("tid", t.tid);
+  w.Field("main_thread", t.main_thread);
+  ScopesField(w, t.scopes);
+  if (t.innermost_since_ns != 0) {
+    w.Field("innermost_since_ns", t.innermost_since_ns);
+  }
+  if (t.last_event_ns != 0) w.Field("last_event_ns", t.last_event_ns);
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string CollectiveJournal::ToJson(int64_t offset_ns,
+                                      const FileHeader& header) const {
   std::string out;
   base::JsonWriter w(&out);
   w.BeginObject();
-  w.Field("rank", static_cast<int64_t>(rank));
-  w.Field("pid", static_cast<int64_t>(getpid()));
-  w.Field("verdict", verdict);
-  w.Field("clock", "job");
+  HeaderFields(w, header);
   w.Key("entries").BeginArray();
   const Impl& m = impl();
   std::lock_guard<std::mutex> lock(m.mu);
@@ -259,9 +307,7 @@ std::string CollectiveJournal::ToJson(int64_t offset_ns, int rank,
     if (e.count >= 0) w.Field("count", e.count);
     if (!e.op.empty()) w.Field("op", e.op);
     if (e.root >= 0) w.Field("root", static_cast<int64_t>(e.root));
-    w.Key("scopes").BeginArray(base::JsonLayout::kOneLine);
-    for (const std::string& s : ScopeNames(e.site)) w.String(s);
-    w.EndArray();
+    ScopesField(w, ScopeNames(e.site));
     w.Field("tid", e.site.tid);
     w.Field("entered_ns", e.entered_ns + offset_ns);
     if (e.finished_ns != 0) {

@@ -60,10 +60,21 @@ class CollectiveJournal {
   // (+offset_ns); the issuer is the thread of the last collective entered,
   // or the main thread.
   job::RankState Snapshot(int64_t offset_ns) const;
-  // The whole ring, oldest first, as JSON (docs/doctor.md), with the rank
-  // and the verdict that made it write.
-  std::string ToJson(int64_t offset_ns, int rank,
-                     std::string_view verdict) const;
+  // What a journal file says besides the ring (docs/doctor.md, "The
+  // journal on disk"): who wrote it, when, the verdict that made it write
+  // and where the rank's issuing thread is now.
+  struct FileHeader {
+    int rank = -1;
+    std::string_view host;
+    const job::Verdict* verdict = nullptr;
+    const job::RankState* now = nullptr;  // its issuer and taken_ns
+  };
+  // The journal file's format version; a reader refuses a newer one.
+  static constexpr int kFileVersion = 1;
+  // Every string of the file is cut to this many bytes.
+  static constexpr size_t kMaxFileString = 256;
+  // The whole ring, oldest first, as JSON (docs/doctor.md).
+  std::string ToJson(int64_t offset_ns, const FileHeader& header) const;
 
   // "AllReduce" -> "all_reduce".
   static std::string KindName(std::string_view kind);

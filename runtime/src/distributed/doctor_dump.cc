@@ -23,7 +23,16 @@ void WriteJournalFile(const std::string& dir, const std::string& host, int rank,
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << CollectiveJournal::Get().ToJson(offset_ns, rank, verdict.sentence);
+    const CollectiveJournal& journal = CollectiveJournal::Get();
+    // Where this rank's issuing thread is now: for the rank a stall names,
+    // the scope the viewer marks (docs/doctor.md).
+    const job::RankState now = journal.Snapshot(offset_ns);
+    CollectiveJournal::FileHeader header;
+    header.rank = rank;
+    header.host = host;
+    header.verdict = &verdict;
+    header.now = &now;
+    out << journal.ToJson(offset_ns, header);
     if (!out) {
       std::fprintf(stderr, "podscope: rank %d: cannot write %s\n", rank,
                    tmp.c_str());

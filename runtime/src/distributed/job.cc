@@ -526,6 +526,9 @@ void JobImpl::OnVerdict(const job::HeartbeatResult& beat) {
   job::Verdict verdict;
   verdict.kind = beat.verdict_kind;
   verdict.sentence = beat.verdict;
+  verdict.rank = beat.verdict_rank;
+  verdict.group = beat.verdict_group;
+  verdict.sequence = beat.verdict_sequence;
   {
     std::lock_guard<std::mutex> lock(mu_);
     verdict_ = verdict;

@@ -327,8 +327,9 @@ class PodPanelTest : public QObject {
     t->Select(step);
     QVERIFY(t->highlighted().empty());
 
-    // The other analyses, one tab each.
-    QCOMPARE(pod->tabs()->count(), 5);
+    // The other analyses, one tab each, then a live job's health.
+    QCOMPARE(pod->tabs()->count(), 6);
+    QCOMPARE(pod->tabs()->tabText(5), QStringLiteral("Job health"));
     QCOMPARE(pod->tabs()->tabText(1), QStringLiteral("Time"));
     auto column = [](QTableWidget* v, const QString& name) {
       for (int c = 0; c < v->columnCount(); ++c) {
@@ -641,8 +642,18 @@ class PodPanelTest : public QObject {
     QCOMPARE(s.processes()[s.tracks()[e.track].process].process_index, 1);
     QCOMPARE(QString::number(s.StartOf(e)), q->table()->item(2, 2)->text());
 
-    q->Run("SELECT nope FROM slices");
+    // An aggregate the store's columns answer (docs/analysis.md), shown
+    // like any other result.
+    q->Run(
+        "SELECT name, count(*) AS n FROM slices WHERE rank = 1 AND name = "
+        "'train_step' GROUP BY name");
     QVERIFY(done.wait(30000) || done.count() > 1);
+    QCOMPARE(q->table()->rowCount(), 1);
+    QCOMPARE(q->table()->horizontalHeaderItem(1)->text(), QStringLiteral("n"));
+    QCOMPARE(q->table()->item(0, 1)->text(), QString::number(kSteps));
+
+    q->Run("SELECT nope FROM slices");
+    QVERIFY(done.wait(30000) || done.count() > 2);
     QVERIFY2(q->status()->text().startsWith("Error: SQL: no such column"),
              qPrintable(q->status()->text()));
   }

@@ -31,6 +31,7 @@
 #include "details_panel.h"
 #include "event_pump.h"
 #include "flame_graph_widget.h"
+#include "job_doctor_view.h"
 #include "live_session.h"
 #include "mesh_view.h"
 #include "pod_panel.h"
@@ -74,7 +75,13 @@ void MainWindow::BuildBanner() {
   banner_text_->setObjectName("banner.text");
   banner_text_->setWordWrap(true);
   banner_text_->setTextFormat(Qt::RichText);
-  banner_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  banner_text_->setTextInteractionFlags(Qt::TextSelectableByMouse |
+                                        Qt::LinksAccessibleByMouse);
+  banner_text_->setOpenExternalLinks(false);
+  connect(banner_text_, &QLabel::linkActivated, this,
+          [this](const QString& link) {
+            if (link == "doctor:verdict") ShowDoctorVerdict();
+          });
   banner_row->addWidget(banner_text_, 1);
   auto* close_banner = new QToolButton;
   close_banner->setText("✕");
@@ -209,7 +216,16 @@ CaptureDialog* MainWindow::ShowCaptureDialog() {
     // The capture's files are shown while they grow; when it ends they
     // are read once more (with the clock offsets measured at the end).
     connect(capture_dialog_, &CaptureDialog::started, this,
-            [this](const QString& dir) { FollowPath(dir); });
+            [this](const QString& dir) {
+              FollowPath(dir);
+              // A job's capture: its ranks' health beside the timeline,
+              // read from its coordinator while the capture runs.
+              const CaptureRequestFields f = capture_dialog_->fields();
+              if (!f.job.isEmpty()) {
+                pod_->job_doctor()->Watch(f.job, f.token);
+                pod_->tabs()->setCurrentWidget(pod_->job_doctor());
+              }
+            });
     connect(capture_dialog_, &CaptureDialog::captured, this,
             [this](const QString& dir) {
               if (live_ != nullptr && live_->path() == dir) {
@@ -220,6 +236,7 @@ CaptureDialog* MainWindow::ShowCaptureDialog() {
             });
     connect(capture_dialog_, &CaptureDialog::finishedCapture, this,
             [this](bool any_file) {
+              pod_->job_doctor()->StopWatching();
               if (!any_file && live_ != nullptr) StopFollowing();
             });
   }
@@ -272,7 +289,7 @@ void MainWindow::OnLoadFinished() {
     emit loaded(false);
     return;
   }
-  SetStore(r.store, r.path);
+  SetStore(r.store, r.path, /*live=*/false, r.doctor);
   loaded_store_ = r.store;
   AddRecent(r.path);
   const TraceStore& s = *store_;
@@ -333,8 +350,10 @@ void MainWindow::LoadDetail(const std::vector<ProcessId>& processes) {
 }
 
 void MainWindow::SetStore(std::shared_ptr<const TraceStore> store,
-                          const QString& path, bool live) {
+                          const QString& path, bool live,
+                          std::shared_ptr<const DoctorView> doctor) {
   store_ = std::move(store);
+  doctor_ = std::move(doctor);
   path_ = path;
   setWindowTitle(tr("%1 — Podscope").arg(QFileInfo(path).fileName()));
   // The panels first: the timeline's new store resets the range, which they
@@ -349,6 +368,8 @@ void MainWindow::SetStore(std::shared_ptr<const TraceStore> store,
   pod_->SetStore(background);
   query_->SetStore(background);
   timeline_->SetStore(store_);
+  timeline_->SetDoctorMarks(doctor_ ? doctor_->marks
+                                    : std::vector<DoctorMark>{});
   UpdateSessionMenu();
   UpdateBanner();
 }
@@ -357,8 +378,8 @@ void MainWindow::UpdateBanner() {
   // What the user must know about the data: files that failed or were
   // damaged, clocks that could not be aligned, events dropped while
   // recording.
-  QStringList lines;
   bool failed = false;
+  QStringList lines = DoctorBannerLines(&failed);
   size_t files = store_->processes().size();
   for (const LoadProblem& p : store_->problems()) {
     if (!p.loaded) ++files;
@@ -401,6 +422,36 @@ void MainWindow::UpdateBanner() {
     banner_->hide();
   } else {
     ShowBanner(lines.join("<br>"), failed);
+  }
+}
+
+QStringList MainWindow::DoctorBannerLines(bool* failed) const {
+  QStringList lines;
+  if (!doctor_) return lines;
+  const JournalVerdict& v = doctor_->verdict;
+  if (!v.sentence.empty()) {
+    const QString sentence = QString::fromStdString(v.sentence).toHtmlEscaped();
+    lines << (doctor_->marks.empty()
+                  ? tr("<b>Job doctor (%1):</b> %2")
+                        .arg(QString::fromStdString(v.kind).toHtmlEscaped(),
+                             sentence)
+                  : tr("<b>Job doctor (%1):</b> <a href=\"doctor:verdict\">%2"
+                       "</a> (click to show it on the timeline)")
+                        .arg(QString::fromStdString(v.kind).toHtmlEscaped(),
+                             sentence));
+  }
+  for (const std::string& p : doctor_->problems) {
+    *failed = true;
+    lines << tr("<b>Job doctor:</b> %1. The traces are shown without it.")
+                 .arg(QString::fromStdString(p).toHtmlEscaped());
+  }
+  return lines;
+}
+
+void MainWindow::ShowDoctorVerdict() {
+  if (!doctor_) return;
+  if (auto span = doctor_->span()) {
+    timeline_->ZoomToTimes(span->first, span->second);
   }
 }
 

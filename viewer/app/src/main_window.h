@@ -10,6 +10,7 @@
 #include <QStringList>
 #include <memory>
 
+#include "podscope/viewer/doctor_dump.h"
 #include "podscope/viewer/trace_store.h"
 
 class QAction;
@@ -68,6 +69,11 @@ class MainWindow : public QMainWindow {
   QString load_error() const { return load_error_; }
   QString banner_text() const;
   bool banner_shown() const;
+  // The job doctor's verdict and marks of a dump folder opened (null for
+  // other traces); ShowDoctorVerdict zooms the timeline to its marks, as
+  // clicking the verdict in the banner does.
+  const DoctorView* doctor() const { return doctor_.get(); }
+  void ShowDoctorVerdict();
   QStringList recent_files() const;
   // Puts the window and its panels where the user left them last time
   // (the interactive viewer calls it; screenshots keep the default layout).
@@ -123,7 +129,11 @@ class MainWindow : public QMainWindow {
   // `live`: the store grows in place; the panels that compute in the
   // background get it only when OnLiveEnded or every file is closed.
   void SetStore(std::shared_ptr<const TraceStore> store, const QString& path,
-                bool live = false);
+                bool live = false,
+                std::shared_ptr<const DoctorView> doctor = nullptr);
+  // The banner's lines about a job doctor's dump: its verdict (a link to
+  // its marks) and the journals that could not be used.
+  QStringList DoctorBannerLines(bool* failed) const;
   void UpdateBanner();
   void OnLiveGrew();
   void OnLiveEnded();
@@ -134,6 +144,7 @@ class MainWindow : public QMainWindow {
   void SaveImage();
 
   std::shared_ptr<const TraceStore> store_;
+  std::shared_ptr<const DoctorView> doctor_;
   // store_ when it was opened from files (not live): LoadDetail grows it.
   std::shared_ptr<TraceStore> loaded_store_;
   QString path_;

@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "job_doctor_view.h"
 #include "podscope/base/numeric.h"
 #include "podscope/viewer/critical_path.h"
 #include "time_format.h"
@@ -99,6 +100,8 @@ PodPanel::PodPanel(QWidget* parent) : QWidget(parent) {
     view_tables_.push_back(table);
     view_notes_.push_back(note);
   }
+  job_doctor_ = new JobDoctorView;
+  tabs_->addTab(job_doctor_, tr("Job health"));
   layout->addWidget(tabs_, 1);
   connect(compiles_, &QListWidget::itemActivated, this,
           [this](QListWidgetItem* item) {

@@ -26,6 +26,8 @@ class QTabWidget;
 
 namespace podscope::viewer::app {
 
+class JobDoctorView;
+
 class PodPanel : public QWidget {
   Q_OBJECT
 
@@ -60,6 +62,9 @@ class PodPanel : public QWidget {
   }
   // Activates row `row` of view `view`, as a click does.
   void ActivateViewRow(size_t view, int row);
+  // The "Job health" tab: a live job's state while a capture of it runs
+  // (job_doctor_view.h); it stays whatever store is shown.
+  JobDoctorView* job_doctor() const { return job_doctor_; }
 
  signals:
   // Show this event: select it and zoom the timeline to it.
@@ -86,6 +91,7 @@ class PodPanel : public QWidget {
   QTabWidget* tabs_;
   std::vector<QTableWidget*> view_tables_;
   std::vector<QLabel*> view_notes_;
+  JobDoctorView* job_doctor_;
   uint64_t generation_ = 0;
   uint64_t done_generation_ = 0;
   LatestJobRunner runner_;

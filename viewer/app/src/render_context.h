@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "podscope/viewer/doctor_dump.h"
 #include "podscope/viewer/lod.h"
 #include "podscope/viewer/trace_store.h"
 #include "time_axis.h"
@@ -51,6 +52,9 @@ struct TimelineState {
   std::optional<int64_t> cursor_ns;
   // Each rank's steps, by process then start.
   std::vector<StepBand> steps;
+  // A job doctor's dump: the stalled collective on each rank inside it,
+  // the scope of the rank it names (doctor_dump.h).
+  std::vector<DoctorMark> doctor_marks;
 };
 
 namespace render {
@@ -80,6 +84,10 @@ inline const QColor kSelection{0x10, 0x10, 0x10};
 inline const QColor kRangeFill{0x3A, 0x7B, 0xE0, 0x30};
 inline const QColor kRangeEdge{0x2A, 0x5F, 0xB8};
 inline const QColor kFlow{0x20, 0x20, 0x20};
+// The job doctor's marks: a rank waiting in the stalled collective, and
+// where the rank the verdict names was.
+inline const QColor kDoctorWait{0xD0, 0x3A, 0x2A};
+inline const QColor kDoctorWhere{0x7A, 0x2E, 0xC8};
 
 struct Fonts {
   Fonts();

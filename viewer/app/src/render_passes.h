@@ -13,6 +13,7 @@
 //   counters    a counter track's value band and line
 //   text        slice names measured, elided and drawn; counter lines
 //   steps       each rank's step windows on its process row
+//   doctor      a job doctor's marks on the ranks' rows
 //   highlight   hover and selection outlines, cursor line, time range
 //   flows       the selected event's flows as arrows
 //   track tree  the host / process / track column left of the plot
@@ -42,6 +43,10 @@ void PaintCollapsedRows(const Frame& f, Canvas* canvas);
 // steps: each rank's step windows as bands behind its process row, with
 // "step N" where there is room; a collapsed host shows its first rank's.
 void PaintStepBands(QPainter& p, const Frame& f, const Fonts& fonts);
+// doctor: each job doctor mark as a band on its rank's process row (its
+// host's row when that is collapsed) with its label where there is room,
+// and outlined over its thread's row when that is shown.
+void PaintDoctorMarks(QPainter& p, const Frame& f, const Fonts& fonts);
 // rows: the line under each row, over the tracks.
 void PaintRowSeparators(const Frame& f, Canvas* canvas);
 

@@ -137,6 +137,7 @@ void TimelineRenderer::Paint(QPainter& p, const QRect& area,
   split(&draw_text_ms);
   frame_.text_ms += draw_text_ms;
   render::PaintStepBands(p, f, fonts_);
+  render::PaintDoctorMarks(p, f, fonts_);
   render::PaintHover(p, f);
   render::PaintFlows(p, f);
   render::PaintSelection(p, f);

@@ -48,6 +48,7 @@ void TimelineWidget::SetStore(std::shared_ptr<const TraceStore> store) {
   state_.range.reset();
   highlighted_.clear();
   state_.steps.clear();
+  state_.doctor_marks.clear();
   state_.scroll_y = 0;
   selected_key_.reset();
   if (following_) {
@@ -105,6 +106,23 @@ void TimelineWidget::SetRanksSideBySide(bool on) {
 void TimelineWidget::SetCompact(bool on) {
   layout_.SetCompact(on);
   LayoutChanged();
+}
+
+void TimelineWidget::SetDoctorMarks(std::vector<DoctorMark> marks) {
+  state_.doctor_marks = std::move(marks);
+  // A stalled collective and the scope a rank was stuck in had not ended
+  // when the ranks dumped, so they have no slice: the marks run past the
+  // last recorded event, and the time axis must reach them.
+  if (store_ && !state_.doctor_marks.empty()) {
+    int64_t first = store_->first_ns(), last = store_->last_ns();
+    for (const DoctorMark& m : state_.doctor_marks) {
+      first = std::min(first, m.start_ns);
+      last = std::max(last, m.end_ns);
+    }
+    state_.axis.SetBounds(first, last);
+    ViewChanged();
+  }
+  update();
 }
 
 void TimelineWidget::SetSteps(std::vector<StepBand> steps) {

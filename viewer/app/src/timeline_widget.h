@@ -69,6 +69,12 @@ class TimelineWidget : public QWidget {
   // Whether every row fitted the timeline when the store was set.
   bool first_screen_fits() const { return first_screen_fits_; }
   const std::vector<StepBand>& steps() const { return state_.steps; }
+  // A job doctor's marks (doctor_dump.h); empty clears. The time axis
+  // grows to hold them (they run to the dump, past the last event).
+  void SetDoctorMarks(std::vector<DoctorMark> marks);
+  const std::vector<DoctorMark>& doctor_marks() const {
+    return state_.doctor_marks;
+  }
   // What the zoom and pan keys do, for the window's shortcuts: zoom around
   // the mouse (or the selection) and pan by an eighth of the plot.
   void ZoomByKey(bool in);

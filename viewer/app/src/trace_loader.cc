@@ -62,6 +62,10 @@ void TraceLoader::Start(const QString& path, const QString& session) {
             .count();
     if (store.ok()) {
       r.store = std::shared_ptr<TraceStore>(std::move(*store));
+      if (auto dump = ReadDoctorDump(r.store->session().path)) {
+        r.doctor =
+            std::make_shared<DoctorView>(BuildDoctorView(*dump, *r.store));
+      }
     } else {
       r.cancelled = absl::IsCancelled(store.status());
       r.error = QString::fromStdString(std::string(store.status().message()));

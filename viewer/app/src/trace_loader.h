@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "podscope/viewer/doctor_dump.h"
 #include "podscope/viewer/trace_store.h"
 
 namespace podscope::viewer::app {
@@ -35,6 +36,8 @@ class TraceLoader : public QObject {
     // null on failure; not const: an overview loads hosts on demand.
     std::shared_ptr<TraceStore> store;
     QString error;
+    // A job doctor's dump folder: its verdict and marks (null otherwise).
+    std::shared_ptr<const DoctorView> doctor;
     bool cancelled = false;
     double seconds = 0;
   };

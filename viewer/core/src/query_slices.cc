@@ -421,7 +421,73 @@ std::string SlicesTable::Schema() const {
 }
 
 int SlicesTable::BestIndex(sqlite3_index_info* info) {
-  return Plan(info, 3, 1, 6, 8, static_cast<double>(store_.event_count()));
+  const int rc =
+      Plan(info, 3, 1, 6, 8, static_cast<double>(store_.event_count()));
+  if (rc == SQLITE_OK && ListedInOrder(info)) info->orderByConsumed = 1;
+  return rc;
+}
+
+// Whether the cursor's own order (tracks in process order, then each
+// track depth by depth, which is by index) already gives the rows ordered
+// ascending by the ORDER BY or GROUP BY terms SQLite offers. Then SQLite
+// may skip its sorter: its sort is stable, so rows it would have found
+// equal keep this order anyway, and the result is the same. Only the
+// columns constant over a track qualify, and `id` (track, then index),
+// after which nothing can tie.
+bool SlicesTable::ListedInOrder(const sqlite3_index_info* info) const {
+  constexpr int kId = 0, kHost = 1, kPid = 2, kRank = 3, kTrack = 4,
+                kThread = 5;
+  if (info->nOrderBy <= 0) return false;
+  int terms = 0;
+  for (; terms < info->nOrderBy; ++terms) {
+    const auto& o = info->aOrderBy[terms];
+    if (o.desc) return false;
+    if (o.iColumn == kId) {
+      ++terms;
+      break;
+    }
+    if (o.iColumn < kHost || o.iColumn > kThread) return false;
+  }
+  // The terms' values of each track, compared along the listing.
+  auto compare = [&](TrackId a, TrackId b) {
+    const TrackInfo& ta = store_.tracks()[a];
+    const TrackInfo& tb = store_.tracks()[b];
+    const ProcessInfo& pa = store_.processes()[ta.process];
+    const ProcessInfo& pb = store_.processes()[tb.process];
+    for (int k = 0; k < terms; ++k) {
+      int c = 0;
+      switch (info->aOrderBy[k].iColumn) {
+        case kHost:
+          c = pa.host_name.compare(pb.host_name);
+          break;
+        case kPid:
+          c = pa.pid < pb.pid ? -1 : pa.pid > pb.pid ? 1 : 0;
+          break;
+        case kRank: {
+          const int64_t ra = RankOf(store_, pa.id), rb = RankOf(store_, pb.id);
+          c = ra < rb ? -1 : ra > rb ? 1 : 0;
+          break;
+        }
+        case kThread:
+          c = ta.name.compare(tb.name);
+          break;
+        case kTrack:
+        default:  // and id's high half
+          c = a < b ? -1 : a > b ? 1 : 0;
+      }
+      if (c != 0) return c;
+    }
+    return 0;
+  };
+  std::optional<TrackId> previous;
+  for (const ProcessInfo& p : store_.processes()) {
+    for (TrackId t : p.tracks) {
+      if (store_.data(t).slices.empty()) continue;
+      if (previous && compare(*previous, t) > 0) return false;
+      previous = t;
+    }
+  }
+  return true;
 }
 
 std::unique_ptr<Cursor> SlicesTable::Open() {

@@ -45,6 +45,7 @@ class SlicesTable : public Table {
   std::unique_ptr<Cursor> Open() override;
 
  private:
+  bool ListedInOrder(const sqlite3_index_info* info) const;
   const TraceStore& store_;
   TableContext* ctx_;
 };

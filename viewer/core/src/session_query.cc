@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis_pod_util.h"
 #include "podscope/viewer/pod_analysis.h"
+#include "query_fast.h"
 #include "query_tables.h"
 
 namespace podscope::viewer {
@@ -34,10 +35,15 @@ struct SessionQuery::Impl {
   sqlite3* db = nullptr;
   query::TableContext ctx;
   std::vector<std::unique_ptr<query::Table>> tables;
+  // Statements the store's columns answered without SQLite's scan.
+  uint64_t fast_path_runs = 0;
   // Shared by the derived tables, computed once.
   std::optional<StepBreakdown> steps;
 
-  explicit Impl(const TraceStore& s) : store(s) {}
+  SessionQueryOptions options;
+
+  Impl(const TraceStore& s, const SessionQueryOptions& o)
+      : store(s), options(o) {}
   ~Impl() {
     if (db != nullptr) sqlite3_close(db);
   }
@@ -57,7 +63,24 @@ struct SessionQuery::Impl {
     return static_cast<int64_t>(pod::SliceKey(e));
   }
   void AddTables();
+  // Whether `slices` in a statement means the store's table: a table or
+  // view of that name that an earlier statement created would hide it.
+  bool SlicesIsTheStore();
 };
+
+bool SessionQuery::Impl::SlicesIsTheStore() {
+  sqlite3_stmt* stmt = nullptr;
+  static constexpr char kShadows[] =
+      "SELECT 1 FROM sqlite_temp_schema WHERE name = 'slices' COLLATE NOCASE "
+      "UNION ALL SELECT 1 FROM main.sqlite_schema WHERE name = 'slices' "
+      "COLLATE NOCASE";
+  if (sqlite3_prepare_v2(db, kShadows, -1, &stmt, nullptr) != SQLITE_OK) {
+    return false;
+  }
+  const bool none = sqlite3_step(stmt) == SQLITE_DONE;
+  sqlite3_finalize(stmt);
+  return none;
+}
 
 void SessionQuery::Impl::AddTables() {
   tables.push_back(std::make_unique<query::SlicesTable>(store, &ctx));
@@ -193,8 +216,8 @@ SessionQuery::SessionQuery(std::unique_ptr<Impl> impl)
 SessionQuery::~SessionQuery() = default;
 
 absl::StatusOr<std::unique_ptr<SessionQuery>> SessionQuery::Create(
-    const TraceStore& store) {
-  auto impl = std::make_unique<Impl>(store);
+    const TraceStore& store, const SessionQueryOptions& options) {
+  auto impl = std::make_unique<Impl>(store, options);
   if (sqlite3_open_v2(":memory:", &impl->db,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       nullptr) != SQLITE_OK) {
@@ -210,6 +233,8 @@ absl::StatusOr<std::unique_ptr<SessionQuery>> SessionQuery::Create(
 uint64_t SessionQuery::slices_visited() const {
   return impl_->ctx.slices_visited;
 }
+
+uint64_t SessionQuery::fast_path_runs() const { return impl_->fast_path_runs; }
 
 absl::Status SessionQuery::Run(
     std::string_view sql, std::vector<std::string>* columns,
@@ -240,6 +265,23 @@ absl::Status SessionQuery::Run(
   for (int i = 0; i < n; ++i) {
     const char* name = sqlite3_column_name(stmt, i);
     columns->push_back(name ? name : "");
+  }
+  // The common aggregate shape is answered from the store's columns with
+  // the rows SQLite would give; SQLite still prepared it, for its checks
+  // and its column names.
+  std::optional<query::FastPlan> plan;
+  if (impl_->options.native_aggregates) plan = query::ParseFastQuery(sql);
+  if (plan && plan->visible == static_cast<size_t>(n) &&
+      impl_->SlicesIsTheStore()) {
+    uint64_t visited = 0;
+    query::FastRunOptions fast;
+    fast.threads = impl_->options.threads;
+    fast.max_groups = impl_->options.native_max_groups;
+    if (query::RunFastQuery(impl_->store, *plan, fast, &visited, row)) {
+      impl_->ctx.slices_visited = visited;
+      impl_->fast_path_runs++;
+      return absl::OkStatus();
+    }
   }
   std::vector<QueryValue> values(static_cast<size_t>(n));
   while (true) {

@@ -128,6 +128,10 @@ struct HeartbeatResult {
   VerdictKind verdict_kind = VerdictKind::kHealthy;
   std::string verdict;
   std::string verdict_key;
+  // What it is about (Verdict's rank, group and sequence; -1 when none).
+  int verdict_rank = -1;
+  std::string verdict_group;
+  int64_t verdict_sequence = -1;
 };
 
 // The job as its coordinator sees it (`podscope doctor`).

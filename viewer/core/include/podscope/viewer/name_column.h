@@ -23,6 +23,11 @@ class NameColumn {
   }
   // Bytes a slice's name takes: 1, 2 or 4.
   int bytes_per_name() const { return bytes_; }
+  // For scans that aggregate by name a run at a time: the codes (one or
+  // two bytes a name, by bytes_per_name()) and the string id of each code.
+  const uint8_t* codes8() const { return codes8_.data(); }
+  const uint16_t* codes16() const { return codes16_.data(); }
+  std::span<const uint32_t> table() const { return table_; }
   [[gnu::always_inline]] void Prefetch(uint32_t i) const {
     if (bytes_ == 1) {
       __builtin_prefetch(codes8_.data() + i);

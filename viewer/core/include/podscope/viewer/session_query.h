@@ -36,11 +36,24 @@ namespace podscope::viewer {
 
 using QueryValue = std::variant<std::monostate, int64_t, double, std::string>;
 
+struct SessionQueryOptions {
+  // Answer the common aggregate shape over `slices` from the store's
+  // columns (docs/analysis.md lists it); false sends every statement
+  // through SQLite's row-by-row scan, the reference the fast path is
+  // tested against.
+  bool native_aggregates = true;
+  // Threads of the native path; 0: one per hardware thread.
+  int threads = 0;
+  // A statement of more groups than this goes to SQLite (each group
+  // holds a few hundred bytes of sums while the native path runs).
+  size_t native_max_groups = size_t{1} << 18;
+};
+
 class SessionQuery {
  public:
   // `store` must outlive the query.
   static absl::StatusOr<std::unique_ptr<SessionQuery>> Create(
-      const TraceStore& store);
+      const TraceStore& store, const SessionQueryOptions& options = {});
   ~SessionQuery();
 
   // Runs one statement; `row` is called per result row (return false to
@@ -53,6 +66,10 @@ class SessionQuery {
   // How many rows the last Run's scans of `slices` visited (the pushed
   // constraints keep this below the table's size).
   uint64_t slices_visited() const;
+  // How many statements were answered from the store's columns rather
+  // than by SQLite's row-by-row scan (docs/analysis.md says which shapes
+  // are): the same rows, sooner.
+  uint64_t fast_path_runs() const;
 
   struct Impl;
 

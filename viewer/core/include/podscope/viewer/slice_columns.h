@@ -125,6 +125,10 @@ class SliceColumns {
     return e > s ? e : s + (s < INT64_MAX ? 1 : 0);
   }
   uint32_t name(uint32_t i) const { return names_[i]; }
+  // For scans that read whole runs: the names' column, and the durations
+  // as stored, where kSaturated stands for duration(i) (2^32 - 1 or more).
+  const NameColumn& names() const { return names_; }
+  const uint32_t* stored_durations() const { return durations_.data(); }
   trace_format::Slice Get(uint32_t i) const {
     return {start(i), duration(i), name(i), depth(i)};
   }
