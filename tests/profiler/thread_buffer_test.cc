@@ -141,8 +141,13 @@ TEST_F(ThreadBufferTest, TheWriterFaultsInTheBlocksABurstWillNeed) {
   EXPECT_GE(drawn_before_refill, kDrawn);
   EXPECT_EQ(drawn_after, 0u) << "the burst allocated blocks itself";
   // A dozen faults per block allocated on the thread; a few for anything
-  // else the thread touches.
+  // else the thread touches. Under a sanitizer, its shadow of the pages
+  // written faults in on the writing thread whatever the blocks.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_LT(faults, 12) << "the recording thread faulted its blocks in";
+#else
+  (void)faults;
+#endif
   EXPECT_LE(buffer->allocated.load(std::memory_order_relaxed), kPerThread);
   uint64_t events = 0;
   DrainBuffer(buffer, [&](const RawEvent*) { ++events; });
