@@ -12,6 +12,12 @@
 //   doctor.desync_report_s            4 ranks; rank 3 calls a broadcast
 //                                     where the others all-reduce: from the
 //                                     later of the two calls to the report
+//   doctor.dump_s                     in the stall above, with the flight
+//                                     recorder on in every rank (30 s): from
+//                                     rank 0's report to the last of the 4
+//                                     ranks' dumps written into the doctor
+//                                     folder (each learns of the verdict at
+//                                     its next heartbeat)
 //
 // The ranks are this program run again with `--worker`: real processes,
 // real gRPC and Gloo on loopback, the job's default heartbeat (1 s) and a
@@ -188,10 +194,27 @@ int64_t EnteredAt(const std::string& line) {
   return line.rfind("entered ", 0) == 0 ? std::atoll(line.c_str() + 8) : -1;
 }
 
+// The finished dumps (`*.podtrace`) in `dir`.
+int DumpsIn(const std::string& dir) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".podtrace") ++n;
+  }
+  return n;
+}
+
 // Seconds from the threshold (stall) or the later call (desync) to rank 0's
-// report; < 0 when none came.
-double MeasureReport(const std::string& scenario) {
+// report; < 0 when none came. With `dump_s`, the ranks run the flight
+// recorder and dump into a doctor folder: the seconds from the report to
+// the last rank's dump (< 0 when they did not all dump within 20 s).
+double MeasureReport(const std::string& scenario, double* dump_s = nullptr) {
   const int port = FreePort();
+  const std::string doctor_dir =
+      (std::filesystem::temp_directory_path() /
+       ("podscope-doctor-bench-dumps-" + std::to_string(getpid())))
+          .string();
+  std::filesystem::remove_all(doctor_dir);
   std::vector<Rank> ranks(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     int p[2];
@@ -204,6 +227,10 @@ double MeasureReport(const std::string& scenario) {
     env_strings.push_back("MASTER_PORT=" + std::to_string(port));
     env_strings.push_back("PODSCOPE_STALL_AFTER_MS=" +
                           std::to_string(kStallAfterMs));
+    if (dump_s != nullptr) {
+      env_strings.push_back("PODSCOPE_DOCTOR_DIR=" + doctor_dir);
+      env_strings.push_back("PODSCOPE_FLIGHT_RECORDER=30s");
+    }
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -237,6 +264,19 @@ double MeasureReport(const std::string& scenario) {
     if (odd_entered > 0 && zero_entered > 0) report_s = (now - from) * 1e-9;
     break;
   }
+  if (dump_s != nullptr) {
+    *dump_s = -1;
+    const auto reported = Clock::now();
+    const auto until = reported + std::chrono::seconds(20);
+    while (report_s >= 0 && Clock::now() < until) {
+      if (DumpsIn(doctor_dir) >= kRanks) {
+        *dump_s =
+            std::chrono::duration<double>(Clock::now() - reported).count();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   for (Rank& r : ranks) {
     kill(r.pid, SIGKILL);
     waitpid(r.pid, nullptr, 0);
@@ -247,21 +287,28 @@ double MeasureReport(const std::string& scenario) {
             ("podscope-doctor-bench-" + std::to_string(r.pid)),
         ec);
   }
+  std::error_code ec;
+  std::filesystem::remove_all(doctor_dir, ec);
   return report_s;
 }
 
 void BM_Report(benchmark::State& state) {
-  double stall = -1, desync = -1;
+  double stall = -1, desync = -1, dump = -1;
   for (auto _ : state) {
-    stall = MeasureReport("stall");
+    stall = MeasureReport("stall", &dump);
     desync = MeasureReport("desync");
   }
   if (stall < 0 || desync < 0) {
     state.SkipWithError("rank 0 did not report the stall or the desync");
     return;
   }
+  if (dump < 0) {
+    state.SkipWithError("the 4 ranks did not all dump within 20 s");
+    return;
+  }
   state.counters["doctor.stall_report_s"] = stall;
   state.counters["doctor.desync_report_s"] = desync;
+  state.counters["doctor.dump_s"] = dump;
 }
 BENCHMARK(BM_Report)->Iterations(1)->Unit(benchmark::kSecond);
 
@@ -278,5 +325,6 @@ int main(int argc, char** argv) {
   podscope::bench::RegisterHeadline("doctor.tiny_allreduce_ns", "ns");
   podscope::bench::RegisterHeadline("doctor.stall_report_s", "s");
   podscope::bench::RegisterHeadline("doctor.desync_report_s", "s");
+  podscope::bench::RegisterHeadline("doctor.dump_s", "s");
   return podscope::bench::RunBenchmarksWithHeadlines(argc, argv);
 }
