@@ -91,6 +91,13 @@ absl::Status ProfileError(const CaptureOptions& options,
   auto says = [&](const char* w) { return lower.find(w) != std::string::npos; };
   switch (s.error_code()) {
     case grpc::StatusCode::UNIMPLEMENTED:
+      // What gRPC reports when the answer did not parse.
+      if (says("no message returned")) {
+        return absl::DataLossError(absl::StrCat(
+            a,
+            ": answered Profile with bytes that are not a ProfileResponse (a "
+            "damaged answer, or not an XProf server); nothing was written"));
+      }
       return absl::UnimplementedError(absl::StrCat(
           a,
           ": speaks neither Podscope's profiler service nor XProf's "
