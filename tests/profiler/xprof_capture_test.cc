@@ -5,13 +5,18 @@
 // the tracer levels and one future start reach every server, the hosts
 // are lined up within the stated uncertainty, and the errors people meet
 // name the worker and what to do.
+#include "src/capture/xprof_capture.h"
+
 #include <time.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -225,6 +230,37 @@ TEST(XProfCapture, WallclockStatesNoUncertainty) {
   EXPECT_EQ(w.alignment_uncertainty_ns, -1);
 }
 
+TEST(XProfCapture, ACancelledCaptureTerminatesTheProfileAndKeepsWhatItGot) {
+  Hosts hosts = StartHosts({0, 1'000'000});
+  CaptureOptions o = Options(hosts.addresses(), FreshDir("xprof-cancel"));
+  o.duration_ms = 60'000;
+  std::atomic<bool> cancel{false};
+  o.cancel = &cancel;
+  std::thread canceller([&] {
+    // Once both servers are recording.
+    while (hosts.servers[0]->requests().empty() ||
+           hosts.servers[1]->requests().empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    cancel = true;
+  });
+  const int64_t t0 = Clock(CLOCK_MONOTONIC);
+  auto result = CaptureWorkers(o);
+  canceller.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_LT(Clock(CLOCK_MONOTONIC) - t0, 30'000'000'000);
+  EXPECT_TRUE(result->cancelled);
+  for (size_t i = 0; i < 2; ++i) {
+    const WorkerResult& w = result->workers[i];
+    ASSERT_TRUE(w.ok) << w.error;
+    EXPECT_GE(hosts.servers[i]->terminates(), 1);
+    auto file = testing::ReadTraceFile(w.path);
+    ASSERT_NE(file.reader, nullptr);
+    EXPECT_EQ(file.reader->known_event_count(),
+              hosts.servers[i]->events_sent());
+  }
+}
+
 // The failure of the only worker of a capture.
 std::string OnlyError(CaptureOptions o) {
   auto result = CaptureWorkers(o);
@@ -315,6 +351,40 @@ TEST(XProfCaptureErrors, AGarbageAnswerIsRejectedCleanly) {
       << e;
   // Nothing was written for it.
   EXPECT_FALSE(fs::exists(fs::path(o.logdir) / "xprof"));
+}
+
+TEST(XProfCaptureErrors, AbsurdTimesInAnXSpaceAreLeftOutOfAlignment) {
+  namespace xp = tensorflow::profiler;
+  xp::XSpace space;
+  xp::XPlane* plane = space.add_planes();
+  (*plane->mutable_event_metadata())[1].set_name("all-reduce.1");
+  const int64_t sane = 1'800'000'000'000'000'000;
+  auto add = [&](int64_t ts, std::vector<std::pair<int64_t, int64_t>> evs) {
+    xp::XLine* line = plane->add_lines();
+    line->set_timestamp_ns(ts);
+    for (auto [offset_ps, duration_ps] : evs) {
+      xp::XEvent* e = line->add_events();
+      e->set_metadata_id(1);
+      e->set_offset_ps(offset_ps);
+      e->set_duration_ps(duration_ps);
+    }
+  };
+  add(INT64_MAX, {{0, INT64_MAX}, {INT64_MIN, INT64_MAX}});
+  add(INT64_MIN, {{0, INT64_MAX}, {INT64_MAX, INT64_MAX}});
+  add(sane, {{0, 1000}});
+  uint64_t events = 0;
+  const internal::AlignInput in =
+      internal::AlignInputOf(space, 1000, 2000, 0, &events);
+  EXPECT_EQ(events, 5u);
+  // Only the one event that is a plausible epoch time bounds the offset.
+  ASSERT_TRUE(in.has_rpc);
+  EXPECT_EQ(in.rpc_lo_ns, 1000 - sane);
+  EXPECT_EQ(in.rpc_hi_ns, 2000 - (sane + 1));
+  ASSERT_EQ(in.collective_ends.size(), 1u);
+  EXPECT_EQ(in.collective_ends[0].second, sane + 1);
+  // Nothing overflows when such hosts are fitted together.
+  const auto aligned = internal::AlignHosts({in, in, in});
+  EXPECT_EQ(aligned.size(), 3u);
 }
 
 }  // namespace

@@ -108,9 +108,30 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
     return saw_token_;
   }
 
+  int terminates() {
+    std::lock_guard<std::mutex> lock(wait_mutex_);
+    return terminates_;
+  }
+
+  grpc::Status Terminate(grpc::ServerContext*,
+                         const tensorflow::TerminateRequest*,
+                         tensorflow::TerminateResponse*) override {
+    {
+      std::lock_guard<std::mutex> lock(wait_mutex_);
+      terminated_ = true;
+      ++terminates_;
+    }
+    wait_cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
   grpc::Status Profile(grpc::ServerContext* ctx,
                        const tensorflow::ProfileRequest* request,
                        tensorflow::ProfileResponse* response) override {
+    {
+      std::lock_guard<std::mutex> wait_lock(wait_mutex_);
+      terminated_ = false;
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       saw_token_ |= ctx->client_metadata().count("authorization") > 0;
@@ -154,10 +175,11 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
     return MachineRealtimeNs() + options_.clock_offset_ns;
   }
 
-  // The server emulates recording for a time; nothing else waits on it.
+  // The server emulates recording for a time, or until Terminate.
   void WaitFor(int64_t ns) {
     std::unique_lock<std::mutex> lock(wait_mutex_);
-    wait_cv_.wait_for(lock, std::chrono::nanoseconds(ns));
+    wait_cv_.wait_for(lock, std::chrono::nanoseconds(ns),
+                      [&] { return terminated_; });
   }
 
   // `anchor`: the common start on the machine's clock (the request's);
@@ -216,6 +238,8 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
     const int64_t step = c > 0 ? duration_ns / (c + 2) : 0;
     for (int k = 0; k < c; ++k) {
       const int64_t true_end = anchor + (k + 1) * step + step / 2;
+      // Recording ended early (Terminate): only what it saw.
+      if (true_end + step / 4 > end) break;
       const int64_t local_end =
           true_end + options_.clock_offset_ns +
           JitterOf(options_.jitter_seed, k, options_.collective_jitter_ns);
@@ -251,6 +275,8 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
   std::vector<int64_t> true_ends_;
   std::mutex wait_mutex_;
   std::condition_variable wait_cv_;
+  bool terminated_ = false;  // guarded by wait_mutex_
+  int terminates_ = 0;       // guarded by wait_mutex_
 };
 
 // A gRPC server that knows no service (every call: UNIMPLEMENTED), or,

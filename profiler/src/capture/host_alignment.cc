@@ -58,7 +58,9 @@ RelativeFit FitRelative(const std::vector<int64_t>& diffs, int64_t skew_ns) {
   // Outliers (a collective one host waited out, a key that matched the
   // wrong op) are those far beyond the spread of the rest.
   const int64_t mad = Median(deviation);
-  const int64_t limit = std::max<int64_t>(5 * mad * 3 / 2, 4 * skew_ns);
+  const int64_t limit = mad > INT64_MAX / 8
+                            ? INT64_MAX
+                            : std::max<int64_t>(mad * 15 / 2, 4 * skew_ns);
   std::vector<int64_t> inliers;
   for (int64_t d : diffs) {
     if (std::llabs(d - first) <= limit) inliers.push_back(d);
@@ -127,20 +129,24 @@ std::vector<HostAlignment> FitCollectives(const std::vector<AlignInput>& in,
   }
   // Every host's rpc interval, moved by its offset to the reference,
   // bounds the reference's own offset.
-  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  // In 128 bits: the inputs are bounded (AlignInput), their sums are not.
+  __int128 lo = INT64_MIN, hi = INT64_MAX;
   for (size_t i = 0; i < hosts.size(); ++i) {
     const AlignInput& h = in[hosts[i]];
-    lo = std::max(lo, h.rpc_lo_ns - fits[i].offset_ns - fits[i].uncertainty_ns);
-    hi = std::min(hi, h.rpc_hi_ns - fits[i].offset_ns + fits[i].uncertainty_ns);
+    lo = std::max(
+        lo, __int128{h.rpc_lo_ns} - fits[i].offset_ns - fits[i].uncertainty_ns);
+    hi = std::min(
+        hi, __int128{h.rpc_hi_ns} - fits[i].offset_ns + fits[i].uncertainty_ns);
   }
-  if (lo > hi) {
+  const __int128 widest = INT64_MAX / 4;
+  if (lo > hi || hi - lo > widest || lo < -widest || hi > widest) {
     *why =
         "the collective fit contradicts the Profile call times (collectives "
         "that do not end together?)";
     return {};
   }
-  const int64_t anchor = lo + (hi - lo) / 2;
-  const int64_t anchor_uncertainty = (hi - lo + 1) / 2;
+  const int64_t anchor = static_cast<int64_t>(lo + (hi - lo) / 2);
+  const int64_t anchor_uncertainty = static_cast<int64_t>((hi - lo + 1) / 2);
   std::vector<HostAlignment> out;
   for (size_t i = 0; i < hosts.size(); ++i) {
     HostAlignment a;

@@ -41,6 +41,8 @@ struct AlignInput {
   int64_t rpc_lo_ns = 0;
   int64_t rpc_hi_ns = 0;
   // Collective ends on the host's clock, by key; a key at most once.
+  // Every time here within [0, 2^62) ns (AlignInputOf drops others), so
+  // that differences cannot overflow.
   std::vector<std::pair<std::string, int64_t>> collective_ends;
 };
 

@@ -302,7 +302,7 @@ void CaptureWorker(const CaptureOptions& options, const std::string& session,
   const int64_t start_realtime_ns = gate->ArriveAndWait();
   if (speaks_xprof) {
     absl::Status s = ProfileXProfWorker(options, session, start_realtime_ns,
-                                        **connected, result, xprof);
+                                        **connected, shared, result, xprof);
     // Finished once its file is written, after the alignment.
     if (!s.ok()) return fail(s);
     return;

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
@@ -65,8 +68,8 @@ int64_t StepOf(const xp::XPlane& plane, const xp::XEvent& e) {
   return -1;
 }
 
-// Times far outside any real clock (a hostile or broken answer) are left
-// out of alignment rather than overflowing it.
+// Times outside any real epoch clock (a hostile or broken answer: before
+// 1970, after 2116) are left out of alignment rather than overflowing it.
 constexpr __int128 kMaxSaneNs = static_cast<__int128>(1) << 62;
 
 std::string HostOfXSpace(const xp::XSpace& space, const std::string& address) {
@@ -158,6 +161,56 @@ absl::Status WriteXPlane(const CaptureOptions& options,
   return absl::OkStatus();
 }
 
+// While a Profile call is open, sends Terminate once the capture is
+// cancelled (again every 200 ms, in case the server had not started
+// recording yet); the server then answers with what it recorded.
+class TerminateOnCancel {
+ public:
+  TerminateOnCancel(const CaptureOptions& options, WorkerConnection* worker,
+                    std::string session)
+      : options_(options), worker_(worker), session_(std::move(session)) {
+    if (options.cancel != nullptr) thread_ = std::thread([this] { Run(); });
+  }
+  ~TerminateOnCancel() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      over_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!over_) {
+      if (!options_.cancel->load(std::memory_order_relaxed)) {
+        cv_.wait_for(lock, std::chrono::milliseconds(50));
+        continue;
+      }
+      lock.unlock();
+      tensorflow::TerminateRequest request;
+      request.set_session_id(session_);
+      tensorflow::TerminateResponse response;
+      grpc::ClientContext ctx;
+      worker_->Prepare(&ctx, 2000);
+      // A failure is retried, or moot once the Profile call has answered.
+      (void)worker_->xprof_stub()->Terminate(&ctx, request, &response);
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return over_; });
+    }
+  }
+
+  const CaptureOptions& options_;
+  WorkerConnection* const worker_;
+  const std::string session_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool over_ = false;  // guarded by mutex_
+  std::thread thread_;
+};
+
 }  // namespace
 
 tensorflow::ProfileRequest BuildProfileRequest(const CaptureOptions& options,
@@ -199,7 +252,7 @@ AlignInput AlignInputOf(const xp::XSpace& space, int64_t sent_ns,
             static_cast<__int128>(line.timestamp_ns()) + e.offset_ps() / 1000;
         const __int128 end =
             start + std::max<int64_t>(e.duration_ps(), 0) / 1000;
-        if (start < -kMaxSaneNs || end > kMaxSaneNs) continue;
+        if (start < 0 || end >= kMaxSaneNs) continue;
         first = std::min(first, start);
         last = std::max(last, end);
         auto m = plane.event_metadata().find(e.metadata_id());
@@ -230,8 +283,8 @@ AlignInput AlignInputOf(const xp::XSpace& space, int64_t sent_ns,
 absl::Status ProfileXProfWorker(const CaptureOptions& options,
                                 const std::string& session,
                                 int64_t start_realtime_ns,
-                                WorkerConnection& worker, WorkerResult* result,
-                                XProfHost* host) {
+                                WorkerConnection& worker, CaptureShared* shared,
+                                WorkerResult* result, XProfHost* host) {
   result->protocol = "xprof";
   if (worker.has_token()) {
     if (!options.connect.token.empty()) {
@@ -248,9 +301,15 @@ absl::Status ProfileXProfWorker(const CaptureOptions& options,
   const int64_t wait_ms = std::max<int64_t>(
       0, (start_realtime_ns - base::RealtimeNs()) / 1'000'000);
   worker.Prepare(&ctx, wait_ms + options.duration_ms + 60'000);
+  shared->Streaming(+1);
   const int64_t sent = MonotonicNs();
-  grpc::Status s = worker.xprof_stub()->Profile(&ctx, request, &response);
+  grpc::Status s;
+  {
+    TerminateOnCancel terminate(options, &worker, session);
+    s = worker.xprof_stub()->Profile(&ctx, request, &response);
+  }
   const int64_t received = MonotonicNs();
+  shared->Streaming(-1);
   const int64_t wallclock = MonotonicNs() - base::RealtimeNs();
   if (!s.ok()) return ProfileError(options, worker, s);
   host->space = std::move(*response.mutable_xspace());
@@ -266,6 +325,7 @@ absl::Status ProfileXProfWorker(const CaptureOptions& options,
   result->producer = absl::StrCat("tensorflow.ProfilerService, XSpace of ",
                                   host->space.planes_size(), " planes");
   result->events = host->events;
+  shared->Received(response.ByteSizeLong(), host->events);
   host->captured = true;
   return absl::OkStatus();
 }

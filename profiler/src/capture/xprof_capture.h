@@ -42,12 +42,13 @@ AlignInput AlignInputOf(const tensorflow::profiler::XSpace& space,
                         int64_t wallclock_offset_ns, uint64_t* events);
 
 // Profiles the XProf worker `worker` into `host`; fills `result` but for
-// the file. An error names the worker.
+// the file. A cancelled capture sends Terminate, and the answer holds what
+// was recorded until then. An error names the worker.
 absl::Status ProfileXProfWorker(const CaptureOptions& options,
                                 const std::string& session,
                                 int64_t start_realtime_ns,
-                                WorkerConnection& worker, WorkerResult* result,
-                                XProfHost* host);
+                                WorkerConnection& worker, CaptureShared* shared,
+                                WorkerResult* result, XProfHost* host);
 
 // Writes the host's files with its alignment; completes `result`.
 absl::Status WriteXProfHost(const CaptureOptions& options,
