@@ -228,12 +228,17 @@ absl::StatusOr<int> CaptureShared::CreateFileWithStem(const std::string& stem,
   return fd.release();
 }
 
-int64_t StartGate::ArriveAndWait() {
-  std::unique_lock<std::mutex> lock(mutex_);
+void StartGate::Arrive() {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (--remaining_ == 0) {
     start_realtime_ns_ = base::RealtimeNs() + lead_ms_ * 1'000'000;
     cv_.notify_all();
   }
+}
+
+int64_t StartGate::ArriveAndWait() {
+  Arrive();
+  std::unique_lock<std::mutex> lock(mutex_);
   cv_.wait(lock, [&] { return remaining_ <= 0; });
   return start_realtime_ns_;
 }
@@ -299,14 +304,17 @@ void CaptureWorker(const CaptureOptions& options, const std::string& session,
   const bool speaks_xprof =
       connected.ok() &&
       info.status().code() == absl::StatusCode::kUnimplemented;
-  const int64_t start_realtime_ns = gate->ArriveAndWait();
   if (speaks_xprof) {
+    const int64_t start_realtime_ns = gate->ArriveAndWait();
     absl::Status s = ProfileXProfWorker(options, session, start_realtime_ns,
                                         **connected, shared, result, xprof);
     // Finished once its file is written, after the alignment.
     if (!s.ok()) return fail(s);
     return;
   }
+  // Podscope workers start recording as soon as they are asked: only the
+  // XProf ones wait for every worker to be reached.
+  gate->Arrive();
   if (!info.ok()) return fail(info.status());
   WorkerConnection& worker = **connected;
   result->protocol = "podscope";

@@ -60,13 +60,15 @@ class CaptureShared {
 };
 
 // Where the workers of a capture meet once each has been reached (or has
-// failed), so that all start recording together: the last to arrive sets
-// the common start, `lead_ms` after it, on the realtime clock.
+// failed), so that the XProf ones start recording together: the last to
+// arrive sets the common start, `lead_ms` after it, on the realtime clock.
 class StartGate {
  public:
   StartGate(int workers, int64_t lead_ms)
       : remaining_(workers), lead_ms_(lead_ms) {}
-  // Each worker calls this once; returns the common start.
+  // Each worker calls one of these once; ArriveAndWait returns the common
+  // start once every worker has arrived.
+  void Arrive();
   int64_t ArriveAndWait();
 
  private:
