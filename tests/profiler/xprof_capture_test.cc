@@ -9,6 +9,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -351,6 +352,50 @@ TEST(XProfCaptureErrors, AGarbageAnswerIsRejectedCleanly) {
       << e;
   // Nothing was written for it.
   EXPECT_FALSE(fs::exists(fs::path(o.logdir) / "xprof"));
+}
+
+TEST(XProfCapture, PodscopeCollectiveIdsAndXlaOpsAreBothKeys) {
+  namespace xp = tensorflow::profiler;
+  xp::XSpace space;
+  xp::XPlane* plane = space.add_planes();
+  (*plane->mutable_event_metadata())[1].set_name("allreduce");
+  (*plane->mutable_event_metadata())[2].set_name("%all-gather.7");
+  (*plane->mutable_event_metadata())[3].set_name("all-reduce-start.2");
+  (*plane->mutable_stat_metadata())[1].set_name("collective_id");
+  (*plane->mutable_stat_metadata())[2].set_name("group_id");
+  (*plane->mutable_stat_metadata())[3].set_name("g0:17");
+  xp::XLine* line = plane->add_lines();
+  line->set_timestamp_ns(1'000'000);
+  auto add = [&](int64_t metadata, int64_t at_ns) {
+    xp::XEvent* e = line->add_events();
+    e->set_metadata_id(metadata);
+    e->set_offset_ps(at_ns * 1000);
+    e->set_duration_ps(1000);
+    return e;
+  };
+  // A Podscope all-reduce, its id by value and by reference.
+  xp::XStat* id = add(1, 10)->add_stats();
+  id->set_metadata_id(1);
+  id->set_str_value("g0:16");
+  id = add(1, 20)->add_stats();
+  id->set_metadata_id(1);
+  id->set_ref_value(3);
+  // XLA's, by step, twice in step 4; the start of an async pair is none.
+  for (int64_t at : {30, 40}) {
+    xp::XStat* group = add(2, at)->add_stats();
+    group->set_metadata_id(2);
+    group->set_int64_value(4);
+  }
+  add(3, 50);
+  uint64_t events = 0;
+  internal::AlignInput in = internal::AlignInputOf(space, 0, 0, 0, &events);
+  std::sort(in.collective_ends.begin(), in.collective_ends.end());
+  const std::vector<std::pair<std::string, int64_t>> expected = {
+      {"4/%all-gather.7/0", 1'000'031},
+      {"4/%all-gather.7/1", 1'000'041},
+      {"id/g0:16", 1'000'011},
+      {"id/g0:17", 1'000'021}};
+  EXPECT_EQ(in.collective_ends, expected);
 }
 
 TEST(XProfCaptureErrors, AbsurdTimesInAnXSpaceAreLeftOutOfAlignment) {

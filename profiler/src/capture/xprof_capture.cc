@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -66,6 +67,42 @@ int64_t StepOf(const xp::XPlane& plane, const xp::XEvent& e) {
     }
   }
   return -1;
+}
+
+// The `collective_id` a Podscope collective carries (in an XSpace that a
+// Podscope process wrote), when the event has one of at most 256 bytes.
+std::optional<std::string> CollectiveIdOf(const xp::XPlane& plane,
+                                          const xp::XEvent& e) {
+  for (const xp::XStat& s : e.stats()) {
+    auto it = plane.stat_metadata().find(s.metadata_id());
+    if (it == plane.stat_metadata().end() ||
+        it->second.name() != "collective_id") {
+      continue;
+    }
+    std::string id;
+    switch (s.value_case()) {
+      case xp::XStat::kStrValue:
+        id = s.str_value();
+        break;
+      case xp::XStat::kInt64Value:
+        id = absl::StrCat(s.int64_value());
+        break;
+      case xp::XStat::kUint64Value:
+        id = absl::StrCat(s.uint64_value());
+        break;
+      case xp::XStat::kRefValue: {
+        auto ref =
+            plane.stat_metadata().find(static_cast<int64_t>(s.ref_value()));
+        if (ref != plane.stat_metadata().end()) id = ref->second.name();
+        break;
+      }
+      default:
+        break;
+    }
+    if (id.empty() || id.size() > 256) return std::nullopt;
+    return id;
+  }
+  return std::nullopt;
 }
 
 // Times outside any real epoch clock (a hostile or broken answer: before
@@ -255,13 +292,20 @@ AlignInput AlignInputOf(const xp::XSpace& space, int64_t sent_ns,
         if (start < 0 || end >= kMaxSaneNs) continue;
         first = std::min(first, start);
         last = std::max(last, end);
-        auto m = plane.event_metadata().find(e.metadata_id());
-        if (m == plane.event_metadata().end()) continue;
-        const std::string& name = m->second.name();
-        if (!IsCollective(name)) continue;
-        std::string key = absl::StrCat(StepOf(plane, e), "/", name);
-        const int n = ordinal[key]++;
-        absl::StrAppend(&key, "/", n);
+        std::string key;
+        if (std::optional<std::string> id = CollectiveIdOf(plane, e)) {
+          // One collective of a Podscope communicator: its id names it on
+          // every participant.
+          key = "id/" + *id;
+        } else {
+          auto m = plane.event_metadata().find(e.metadata_id());
+          if (m == plane.event_metadata().end()) continue;
+          const std::string& name = m->second.name();
+          if (!IsCollective(name)) continue;
+          key = absl::StrCat(StepOf(plane, e), "/", name);
+          const int n = ordinal[key]++;
+          absl::StrAppend(&key, "/", n);
+        }
         // The same collective on several devices of the host: the last
         // to end, when the host's part is done.
         auto [it, fresh] = ends.emplace(key, static_cast<int64_t>(end));
