@@ -262,6 +262,18 @@ TEST(XProfCapture, ACancelledCaptureTerminatesTheProfileAndKeepsWhatItGot) {
   }
 }
 
+TEST(XProfCapture, AServerThatAnswersWithToolDataIsReadToo) {
+  Hosts hosts = StartHosts({0}, 0, XProfHostOptions::Mode::kToolData);
+  auto result =
+      CaptureWorkers(Options(hosts.addresses(), FreshDir("xprof-tool-data")));
+  ASSERT_TRUE(result.ok()) << result.status();
+  const WorkerResult& w = result->workers[0];
+  ASSERT_TRUE(w.ok) << w.error;
+  auto file = testing::ReadTraceFile(w.path);
+  ASSERT_NE(file.reader, nullptr);
+  EXPECT_EQ(file.reader->known_event_count(), hosts.servers[0]->events_sent());
+}
+
 // The failure of the only worker of a capture.
 std::string OnlyError(CaptureOptions o) {
   auto result = CaptureWorkers(o);
@@ -338,6 +350,16 @@ TEST(XProfCaptureErrors, ATokenIsNotHandedToAServerThatChecksNone) {
   EXPECT_FALSE(hosts.servers[0]->saw_token());
   ASSERT_EQ(w.notes.size(), 1u);
   EXPECT_NE(w.notes[0].find("token was not sent"), std::string::npos);
+}
+
+TEST(XProfCaptureErrors, GarbageToolDataIsRejectedCleanly) {
+  Hosts hosts = StartHosts({0}, 0, XProfHostOptions::Mode::kBadToolData);
+  const std::string e =
+      OnlyError(Options(hosts.addresses(), FreshDir("xprof-bad-tool-data")));
+  EXPECT_NE(
+      e.find("its tool_data 'tpu-host-0.xplane.pb' is not a valid XSpace"),
+      std::string::npos)
+      << e;
 }
 
 TEST(XProfCaptureErrors, AGarbageAnswerIsRejectedCleanly) {

@@ -42,7 +42,16 @@ struct XProfHostOptions {
   // Events per host thread line (two lines).
   int thread_events = 50;
   // How the server answers.
-  enum class Mode { kNormal, kBusy, kEmpty, kHugeXSpace } mode = Mode::kNormal;
+  // kToolData: the XSpace as tool_data `<host>.xplane.pb`, as servers
+  // that predate emit_xspace answer; kBadToolData: garbage there.
+  enum class Mode {
+    kNormal,
+    kBusy,
+    kEmpty,
+    kHugeXSpace,
+    kToolData,
+    kBadToolData
+  } mode = Mode::kNormal;
   // kHugeXSpace: the size of the stat that makes the answer huge.
   size_t huge_bytes = 3 << 20;
 };
@@ -161,6 +170,15 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
     BuildXSpace(start > 0 ? start : begin,
                 static_cast<int64_t>(duration_ms) * 1'000'000, begin, end,
                 response->mutable_xspace());
+    if (options_.mode == Mode::kToolData ||
+        options_.mode == Mode::kBadToolData) {
+      tensorflow::ProfileToolData* tool = response->add_tool_data();
+      tool->set_name(options_.host_name + ".xplane.pb");
+      tool->set_data(options_.mode == Mode::kToolData
+                         ? response->xspace().SerializeAsString()
+                         : std::string("\x0a\xff\xff\xff\x0f", 5));
+      response->clear_xspace();
+    }
     if (options_.mode == Mode::kHugeXSpace) {
       auto* plane = response->mutable_xspace()->mutable_planes(0);
       auto* stat = plane->add_stats();

@@ -248,6 +248,28 @@ class TerminateOnCancel {
   std::thread thread_;
 };
 
+// The answer's XSpace: in `xspace` (emit_xspace), else, from a server that
+// predates that field, the `tool_data` named `*.xplane.pb`.
+absl::Status TakeXSpace(const WorkerConnection& worker,
+                        tensorflow::ProfileResponse* response,
+                        xp::XSpace* space) {
+  if (response->has_xspace() || response->tool_data().empty()) {
+    *space = std::move(*response->mutable_xspace());
+    return absl::OkStatus();
+  }
+  for (const tensorflow::ProfileToolData& tool : response->tool_data()) {
+    if (!tool.name().ends_with("xplane.pb")) continue;
+    if (tool.data().size() > static_cast<size_t>(INT32_MAX) ||
+        !space->ParseFromString(tool.data())) {
+      return absl::DataLossError(absl::StrCat(
+          worker.address(), ": its tool_data '", tool.name().substr(0, 100),
+          "' is not a valid XSpace (damaged or truncated)"));
+    }
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 tensorflow::ProfileRequest BuildProfileRequest(const CaptureOptions& options,
@@ -356,7 +378,10 @@ absl::Status ProfileXProfWorker(const CaptureOptions& options,
   shared->Streaming(-1);
   const int64_t wallclock = MonotonicNs() - base::RealtimeNs();
   if (!s.ok()) return ProfileError(options, worker, s);
-  host->space = std::move(*response.mutable_xspace());
+  if (absl::Status taken = TakeXSpace(worker, &response, &host->space);
+      !taken.ok()) {
+    return taken;
+  }
   host->align =
       AlignInputOf(host->space, sent, received, wallclock, &host->events);
   if (response.empty_trace() || host->events == 0) {
