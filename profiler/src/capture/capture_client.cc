@@ -2,6 +2,7 @@
 // reporter, and the manifest once every worker is done.
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -93,15 +94,26 @@ void WriteXProfHosts(const CaptureOptions& options, const std::string& session,
   align.method = *internal::ParseAlignMethod(options.align);
   const std::vector<internal::HostAlignment> aligned =
       internal::AlignHosts(inputs, align);
-  for (size_t k = 0; k < captured.size(); ++k) {
-    const size_t i = captured[k];
-    WorkerResult& w = result->workers[i];
-    absl::Status s = internal::WriteXProfHost(options, session, aligned[k],
-                                              shared, &(*hosts)[i], &w);
-    w.ok = s.ok();
-    if (!s.ok()) w.error = std::string(s.message());
-    shared->Finished(s.ok());
+  // Converting an XSpace takes one core: as many at once as there are.
+  std::atomic<size_t> next{0};
+  auto write = [&] {
+    for (size_t k = next++; k < captured.size(); k = next++) {
+      const size_t i = captured[k];
+      WorkerResult& w = result->workers[i];
+      absl::Status s = internal::WriteXProfHost(options, session, aligned[k],
+                                                shared, &(*hosts)[i], &w);
+      w.ok = s.ok();
+      if (!s.ok()) w.error = std::string(s.message());
+      shared->Finished(s.ok());
+    }
+  };
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> writers;
+  for (size_t t = 1; t < std::min(cores, captured.size()); ++t) {
+    writers.emplace_back(write);
   }
+  write();
+  for (std::thread& t : writers) t.join();
 }
 
 }  // namespace
