@@ -313,6 +313,12 @@ TEST(XProfCaptureErrors, ATraceAboveTheMessageLimitSaysHowToRaiseIt) {
             std::string::npos)
       << e;
   EXPECT_NE(e.find("--max_message_mb"), std::string::npos) << e;
+  // Raised as it says, the same answer is taken.
+  o.connect.max_message_mb = 8;
+  o.session = "raised";
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->workers[0].ok) << result->workers[0].error;
 }
 
 TEST(XProfCaptureErrors, AnEmptyTrace) {
