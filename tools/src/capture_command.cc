@@ -1,12 +1,15 @@
 // `podscope capture`: records many workers' profiler servers at once into
 // one session folder (see <podscope/profiler/capture.h>).
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "command.h"
 #include "flags.h"
 #include "podscope/job/profilers.h"
@@ -18,10 +21,14 @@ namespace {
 
 constexpr std::string_view kHelp =
     R"(Usage: podscope capture --service_addr HOST:PORT[,HOST:PORT...] --logdir DIR
+       podscope capture --service_addr @FILE --logdir DIR
        podscope capture --job HOST:PORT --logdir DIR
                         [--duration_ms N] [--session NAME] [--token T]
                         [--tls_ca FILE] [--tls_server_name NAME]
                         [--sampling_hz N] [--level N]
+                        [--host_tracer_level N] [--device_tracer_level N]
+                        [--python_tracer_level N] [--also_xplane]
+                        [--align wallclock|rpc|collectives]
 
 Asks every worker's profiler server (podscope::profiler::StartServer, port
 9012 by default) to record for N milliseconds, all at once, and writes
@@ -32,8 +39,19 @@ Each worker's clock offset to this machine's clock is measured before and
 after the capture (NTP-style probes, the fastest round trip kept) and stored
 in its file, so the viewer puts every host on one timeline.
 
+Workers that serve XProf's tensorflow.ProfilerService instead (JAX's
+jax.profiler.start_server, TensorFlow's tf.profiler.experimental.server,
+PyTorch/XLA's xp.start_server) are asked for one Profile that starts on
+every host at the same moment; each answer's XSpace becomes
+DIR/SESSION/<host>.podtrace. Their clocks are lined up by the Profile
+call's times (a bound) and, tighter, by the collectives every host ran
+(--align); the manifest says which method aligned each host and how far
+to trust it.
+
 Flags:
-  --service_addr LIST   Workers, comma-separated (or --job)
+  --service_addr LIST   Workers, comma-separated (or --job); @FILE reads
+                        them from FILE, one HOST:PORT a line ('#' starts
+                        a comment), at most 65536
   --job HOST:PORT       Every rank of a job, from its coordinator
                         (MASTER_ADDR:MASTER_PORT; token: --token, else
                         $PODSCOPE_JOB_TOKEN); ranks go into the manifest
@@ -53,6 +71,19 @@ Flags:
   --level N             1 critical, 2 info (default), 3 verbose
   --probes N            Clock probes per measurement, 1..1000 (default 16)
   --connect_timeout_ms N  How long to wait for each worker (default 5000)
+  --max_message_mb N    Largest answer accepted from a worker, 1..2047
+                        MiB (default 256); an XProf worker sends its whole
+                        trace in one
+XProf workers:
+  --host_tracer_level N    0 off, 1 user scopes, 2 default, 3 verbose
+  --device_tracer_level N  0 off, 1 on (default)
+  --python_tracer_level N  0 off (default), 1 on
+  --also_xplane         Also keep DIR/plugins/profile/SESSION/<host>.xplane.pb,
+                        the run folder TensorBoard and XProf open
+  --align METHOD        wallclock (trust the hosts' clocks), rpc (bounded
+                        by the Profile call's times), collectives (fitted
+                        to collective ends seen on every host); default:
+                        the best that works
   -h, --help            Show this help
 
 Exit codes: 0 every worker answered with a complete file, 5 some did not
@@ -65,18 +96,81 @@ record, and a manifest is never left half-written).
 constexpr int kExitSomeFailed = 5;
 constexpr int kExitNoneAnswered = 6;
 
+constexpr size_t kMaxWorkers = 65536;
+constexpr size_t kMaxAddressFileBytes = 4 << 20;
+
+// Whether `addr` can be a worker: HOST:PORT with a port 1..65535 and no
+// byte a host name cannot hold.
+bool IsWorkerAddress(const std::string& addr) {
+  const size_t colon = addr.rfind(':');
+  if (colon == std::string::npos || colon == 0 || addr.size() > 300) {
+    return false;
+  }
+  const std::string port = addr.substr(colon + 1);
+  if (port.empty() || port.size() > 5) return false;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+  }
+  const int n = std::atoi(port.c_str());
+  if (n < 1 || n > 65535) return false;
+  for (char c : addr.substr(0, colon)) {
+    if (c <= ' ' || c >= 127 || c == '/' || c == '@' || c == ',') return false;
+  }
+  return true;
+}
+
+// --service_addr @FILE: the addresses in FILE, one a line.
+absl::StatusOr<std::string> ReadAddressFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("--service_addr @", path, ": cannot be opened"));
+  }
+  std::string text(kMaxAddressFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxAddressFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--service_addr @", path, ": larger than ",
+                     kMaxAddressFileBytes >> 20, " MiB"));
+  }
+  std::string list;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    const size_t hash = line.find('#');
+    if (hash != absl::string_view::npos) line = line.substr(0, hash);
+    const std::string addr(absl::StripAsciiWhitespace(line));
+    if (addr.empty()) continue;
+    absl::StrAppend(&list, list.empty() ? "" : ",", addr);
+  }
+  return list;
+}
+
 // Splits --service_addr into o->workers. Returns the exit code of a usage
 // error.
-std::optional<int> ParseWorkers(const std::string& addrs, const CommandIo& io,
+std::optional<int> ParseWorkers(std::string addrs, const CommandIo& io,
                                 profiler::CaptureOptions* o) {
+  if (!addrs.empty() && addrs.front() == '@') {
+    auto list = ReadAddressFile(addrs.substr(1));
+    if (!list.ok()) {
+      return UsageError(io, "capture", std::string(list.status().message()));
+    }
+    if (list->empty()) {
+      return UsageError(io, "capture",
+                        "--service_addr " + addrs + ": holds no address");
+    }
+    addrs = *std::move(list);
+  }
   for (absl::string_view piece :
        absl::StrSplit(addrs, ',', absl::SkipWhitespace())) {
-    std::string addr(piece);
-    while (!addr.empty() && addr.front() == ' ') addr.erase(0, 1);
-    while (!addr.empty() && addr.back() == ' ') addr.pop_back();
-    if (addr.find(':') == std::string::npos) {
+    const std::string addr(absl::StripAsciiWhitespace(piece));
+    if (!IsWorkerAddress(addr)) {
       return UsageError(io, "capture",
-                        "worker '" + addr + "' has no port (HOST:PORT)");
+                        "worker '" + addr.substr(0, 100) +
+                            "' is not HOST:PORT (a port 1..65535)");
+    }
+    if (o->workers.size() == kMaxWorkers) {
+      return UsageError(io, "capture",
+                        absl::StrCat("more than ", kMaxWorkers, " workers"));
     }
     o->workers.push_back(addr);
   }
@@ -91,8 +185,17 @@ std::optional<int> ParseCaptureFlags(std::span<const std::string> args,
                                      std::string* job) {
   std::string addrs, logdir, session, token, tls_ca, tls_name;
   int64_t duration_ms = 1000, sampling_hz = 0, level = 2, probes = 16;
-  int64_t connect_ms = 5000;
+  int64_t connect_ms = 5000, max_message_mb = 256;
+  int64_t host_level = 2, device_level = 1, python_level = 0;
+  bool also_xplane = false;
+  std::string align = "best";
   FlagParser flags;
+  flags.AddInt("max_message_mb", &max_message_mb, 1, 2047);
+  flags.AddInt("host_tracer_level", &host_level, 0, 3);
+  flags.AddInt("device_tracer_level", &device_level, 0, 1);
+  flags.AddInt("python_tracer_level", &python_level, 0, 1);
+  flags.AddBool("also_xplane", &also_xplane);
+  flags.AddString("align", &align);
   flags.AddString("service_addr", &addrs);
   flags.AddString("job", job);
   flags.AddString("logdir", &logdir);
@@ -134,7 +237,37 @@ std::optional<int> ParseCaptureFlags(std::span<const std::string> args,
   o->sampling_hz = static_cast<int>(sampling_hz);
   o->level = static_cast<int>(level);
   o->clock_probes = static_cast<int>(probes);
+  o->connect.max_message_mb = max_message_mb;
+  o->host_tracer_level = static_cast<int>(host_level);
+  o->device_tracer_level = static_cast<int>(device_level);
+  o->python_tracer_level = static_cast<int>(python_level);
+  o->also_xplane = also_xplane;
+  if (align != "wallclock" && align != "rpc" && align != "collectives" &&
+      align != "best") {
+    return UsageError(
+        io, "capture",
+        "--align must be wallclock, rpc or collectives, not '" + align + "'");
+  }
+  o->align = align;
   return std::nullopt;
+}
+
+// How an XProf worker's clock was aligned, in words.
+std::string AlignmentText(const profiler::WorkerResult& w) {
+  std::string text = "aligned by " + w.alignment;
+  if (w.alignment_uncertainty_ns < 0) {
+    absl::StrAppend(&text, " (uncertainty not known: as good as NTP)");
+  } else {
+    absl::StrAppend(&text, " +-", FormatDuration(w.alignment_uncertainty_ns));
+    if (w.alignment == "collectives") {
+      absl::StrAppend(&text, " (between hosts +-",
+                      FormatDuration(w.alignment_relative_uncertainty_ns), ")");
+    }
+  }
+  if (!w.alignment_note.empty()) absl::StrAppend(&text, "; ", w.alignment_note);
+  for (const std::string& note : w.notes) absl::StrAppend(&text, "; ", note);
+  if (!w.xplane_path.empty()) absl::StrAppend(&text, "; also ", w.xplane_path);
+  return text;
 }
 
 // One line per worker, the manifest, and the exit code the outcome earns.
@@ -144,7 +277,12 @@ int ReportCapture(const profiler::CaptureResult& result, const CommandIo& io) {
   std::fprintf(io.out, "session %s: %d of %d workers answered\n",
                result.session_dir.c_str(), answered, asked);
   for (const profiler::WorkerResult& w : result.workers) {
-    if (w.ok) {
+    if (w.ok && w.protocol == "xprof") {
+      std::fprintf(io.out, "  ok      %-22s %s  %llu events, xprof, %s\n",
+                   w.address.c_str(), w.path.c_str(),
+                   static_cast<unsigned long long>(w.events),
+                   AlignmentText(w).c_str());
+    } else if (w.ok) {
       const profiler::ClockEstimate& c = w.clock.front();
       std::fprintf(io.out,
                    "  ok      %-22s %s  %llu events, %llu dropped, clock "

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/trace_format/clock_model.h"
@@ -104,6 +105,26 @@ void FinishActivity(std::vector<int64_t> durations, RankActivity* a) {
   a->step_median_ns = *mid;
 }
 
+// The capture's account of how it lined up a host without clock probes.
+void ReadAlignment(const trace_format::proto::Metadata& m, ProcessSummary* p) {
+  const auto& a = m.attributes();
+  auto method = a.find("clock_alignment");
+  if (method == a.end()) return;
+  p->clock_alignment = method->second;
+  auto number = [&](const char* key) -> int64_t {
+    auto it = a.find(key);
+    int64_t v = -1;
+    if (it == a.end() || !absl::SimpleAtoi(it->second, &v) || v < 0) return -1;
+    return v;
+  };
+  p->clock_alignment_uncertainty_ns = number("clock_alignment_uncertainty_ns");
+  p->clock_alignment_relative_uncertainty_ns =
+      number("clock_alignment_relative_uncertainty_ns");
+  if (auto note = a.find("clock_alignment_note"); note != a.end()) {
+    p->clock_alignment_note = note->second;
+  }
+}
+
 // Summarises one file, adding its slices to `names`. Returns the track
 // ranges through `local` so the caller can place the file in time.
 ProcessSummary SummarizeFile(const TraceReader& reader,
@@ -133,6 +154,7 @@ ProcessSummary SummarizeFile(const TraceReader& reader,
   if (p.has_clock_offsets) {
     p.clock_drift_ppm = trace_format::ClockModel(reader.clock()).DriftPpm();
   }
+  ReadAlignment(m, &p);
 
   std::vector<TrackEvents> tracks = reader.ReadAllTracks(options.threads);
   absl::flat_hash_map<uint32_t, size_t> summary_of;

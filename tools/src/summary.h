@@ -117,6 +117,14 @@ struct ProcessSummary {
   int64_t clock_offset_ns = 0;
   int64_t clock_uncertainty_ns = 0;
   double clock_drift_ppm = 0;
+  // How a capture lined up a host that has no clock probe (an XProf
+  // worker): "wallclock", "rpc" or "collectives", the bound on the
+  // offset's error (-1: not known) and on its error relative to the other
+  // hosts of a collective fit, and why no stronger method was used.
+  std::string clock_alignment;
+  int64_t clock_alignment_uncertainty_ns = -1;
+  int64_t clock_alignment_relative_uncertainty_ns = -1;
+  std::string clock_alignment_note;
   // First and last event, on the reference clock when aligned.
   bool has_events = false;
   int64_t first_ns = 0;

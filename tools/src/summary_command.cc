@@ -164,7 +164,24 @@ void AppendProcesses(const TraceSummary& s, std::string* b) {
     }
     if (p.dropped) absl::StrAppend(b, ", ", FormatCount(p.dropped), " dropped");
     *b += "\n";
-    if (p.has_clock_offsets) {
+    if (!p.clock_alignment.empty()) {
+      absl::StrAppend(b, "    clock: aligned by ", p.clock_alignment);
+      if (p.clock_alignment_uncertainty_ns < 0) {
+        absl::StrAppend(b, ", uncertainty not known (as good as NTP)");
+      } else {
+        absl::StrAppend(b, " +-",
+                        FormatDuration(p.clock_alignment_uncertainty_ns));
+      }
+      if (p.clock_alignment == "collectives") {
+        absl::StrAppend(
+            b, " (between hosts +-",
+            FormatDuration(p.clock_alignment_relative_uncertainty_ns), ")");
+      }
+      if (!p.clock_alignment_note.empty()) {
+        absl::StrAppend(b, "; ", p.clock_alignment_note);
+      }
+      *b += "\n";
+    } else if (p.has_clock_offsets) {
       absl::StrAppend(
           b, "    clock: ", p.clock_offset_ns < 0 ? "-" : "+",
           FormatDuration(std::abs(p.clock_offset_ns)), " to the reference, +-",
@@ -343,6 +360,12 @@ void WriteJsonProcess(const ProcessSummary& p, base::JsonWriter& j) {
     j.Field("clock_offset_ns", p.clock_offset_ns);
     j.Field("clock_uncertainty_ns", p.clock_uncertainty_ns);
     j.Key("clock_drift_ppm").Double(p.clock_drift_ppm);
+  }
+  if (!p.clock_alignment.empty()) {
+    j.Field("clock_alignment", p.clock_alignment);
+    j.Field("clock_alignment_uncertainty_ns", p.clock_alignment_uncertainty_ns);
+    j.Field("clock_alignment_relative_uncertainty_ns",
+            p.clock_alignment_relative_uncertainty_ns);
   }
   j.Key("first_ns");
   p.has_events ? j.Int(p.first_ns) : j.Null();

@@ -374,6 +374,10 @@ class Importer {
     // XSpace times are each host's Unix epoch clock: hosts line up through
     // it, as XProf lines them up.
     w_.AddClockSnapshot(t0, t0);
+    if (!facts_.clock.empty()) {
+      for (const proto::ClockOffset& o : facts_.clock) w_.AddClockOffset(o);
+      return;
+    }
     proto::ClockOffset offset;
     offset.set_local_monotonic_ns(t0);
     offset.set_offset_ns(0);
@@ -405,6 +409,9 @@ class Importer {
     for (int i = 0; i < space_.warnings_size(); ++i) {
       (*m.mutable_attributes())[absl::StrCat("xspace_warning_", i)] =
           space_.warnings(i);
+    }
+    for (const auto& [key, value] : facts_.attributes) {
+      (*m.mutable_attributes())[key] = value;
     }
     stats_.host = host;
     return m;
@@ -537,6 +544,12 @@ absl::StatusOr<XSpaceImportStats> XSpaceToPodtrace(
         facts.source,
         ": not a valid XSpace (the protobuf is damaged or truncated)"));
   }
+  return XSpaceToPodtrace(space, facts, writer);
+}
+
+absl::StatusOr<XSpaceImportStats> XSpaceToPodtrace(
+    const xp::XSpace& space, const XSpaceImportFacts& facts,
+    TraceWriter& writer) {
   if (space.planes().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(facts.source, ": the XSpace holds no planes"));

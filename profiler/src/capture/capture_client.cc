@@ -2,6 +2,7 @@
 // reporter, and the manifest once every worker is done.
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "src/capture/manifest.h"
 #include "src/capture/worker_capture.h"
 #include "src/capture/worker_connection.h"
+#include "src/capture/xprof_capture.h"
 #include "src/session_internal.h"
 
 namespace podscope::profiler {
@@ -36,6 +38,23 @@ absl::Status CheckOptions(const CaptureOptions& options) {
   }
   if (options.clock_probes < 1 || options.clock_probes > 1000) {
     return absl::InvalidArgumentError("capture: clock_probes must be 1..1000");
+  }
+  if (options.host_tracer_level < 0 || options.host_tracer_level > 3 ||
+      options.device_tracer_level < 0 || options.device_tracer_level > 1 ||
+      options.python_tracer_level < 0 || options.python_tracer_level > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "capture: the XProf tracer levels must be host 0..3, device 0..1, "
+        "python 0..1, not ",
+        options.host_tracer_level, ", ", options.device_tracer_level, ", ",
+        options.python_tracer_level));
+  }
+  if (auto m = internal::ParseAlignMethod(options.align); !m.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("capture: ", m.status().message()));
+  }
+  if (options.start_lead_ms < 0 || options.start_lead_ms > 60'000) {
+    return absl::InvalidArgumentError(
+        "capture: start_lead_ms must be 0..60000");
   }
   if (!options.ranks.empty() &&
       options.ranks.size() != options.workers.size()) {
@@ -57,6 +76,44 @@ absl::Status SyncParentFolder(const std::filesystem::path& dir) {
   if (!e) return absl::OkStatus();
   return absl::InternalError(
       absl::StrCat("cannot sync the folder ", parent, ": ", e.message()));
+}
+
+// Aligns the XProf hosts' clocks together and writes their files.
+void WriteXProfHosts(const CaptureOptions& options, const std::string& session,
+                     internal::CaptureShared* shared,
+                     std::vector<internal::XProfHost>* hosts,
+                     CaptureResult* result) {
+  std::vector<size_t> captured;
+  std::vector<internal::AlignInput> inputs;
+  for (size_t i = 0; i < hosts->size(); ++i) {
+    if (!(*hosts)[i].captured) continue;
+    captured.push_back(i);
+    inputs.push_back((*hosts)[i].align);
+  }
+  internal::AlignOptions align;
+  align.method = *internal::ParseAlignMethod(options.align);
+  const std::vector<internal::HostAlignment> aligned =
+      internal::AlignHosts(inputs, align);
+  // Converting an XSpace takes one core: as many at once as there are.
+  std::atomic<size_t> next{0};
+  auto write = [&] {
+    for (size_t k = next++; k < captured.size(); k = next++) {
+      const size_t i = captured[k];
+      WorkerResult& w = result->workers[i];
+      absl::Status s = internal::WriteXProfHost(options, session, aligned[k],
+                                                shared, &(*hosts)[i], &w);
+      w.ok = s.ok();
+      if (!s.ok()) w.error = std::string(s.message());
+      shared->Finished(s.ok());
+    }
+  };
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> writers;
+  for (size_t t = 1; t < std::min(cores, captured.size()); ++t) {
+    writers.emplace_back(write);
+  }
+  write();
+  for (std::thread& t : writers) t.join();
 }
 
 }  // namespace
@@ -110,12 +167,15 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   const int64_t t0 = MonotonicNs();
   internal::CaptureShared shared(static_cast<int>(options.workers.size()),
                                  result.session_dir, dir_fd.get());
+  internal::StartGate gate(static_cast<int>(options.workers.size()),
+                           options.start_lead_ms);
+  std::vector<internal::XProfHost> xprof(options.workers.size());
   std::vector<std::thread> threads;
   threads.reserve(options.workers.size());
   for (size_t i = 0; i < options.workers.size(); ++i) {
     threads.emplace_back([&, i] {
       internal::CaptureWorker(options, result.session, &result.workers[i],
-                              &shared);
+                              &shared, &gate, &xprof[i]);
     });
   }
   std::atomic<bool> all_done{false};
@@ -131,6 +191,7 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
     });
   }
   for (std::thread& t : threads) t.join();
+  WriteXProfHosts(options, result.session, &shared, &xprof, &result);
   all_done = true;
   result.cancelled = options.cancel != nullptr && options.cancel->load();
   if (reporter.joinable()) reporter.join();

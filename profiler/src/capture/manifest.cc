@@ -40,10 +40,31 @@ std::string ManifestJson(const CaptureOptions& options,
     j.BeginObject(base::JsonLayout::kOneLine);
     if (w.rank >= 0) j.Field("rank", w.rank);
     j.Field("address", w.address).Field("ok", w.ok);
+    if (!w.protocol.empty()) j.Field("protocol", w.protocol);
+    if (!w.producer.empty()) j.Field("producer", w.producer);
     if (!w.error.empty()) j.Field("error", w.error);
+    if (!w.notes.empty()) {
+      j.Key("notes").BeginArray();
+      for (const std::string& note : w.notes) j.String(note);
+      j.EndArray();
+    }
     if (!w.host.empty()) j.Field("host", w.host).Field("pid", w.pid);
     if (!w.path.empty()) {
       j.Field("file", std::filesystem::path(w.path).filename().string());
+    }
+    if (!w.xplane_path.empty()) j.Field("xplane", w.xplane_path);
+    if (w.start_timestamp_ns != 0) {
+      j.Field("start_timestamp_ns", w.start_timestamp_ns);
+    }
+    if (!w.alignment.empty()) {
+      // -1: no bound is known (wallclock).
+      j.Field("alignment", w.alignment)
+          .Field("alignment_uncertainty_ns", w.alignment_uncertainty_ns)
+          .Field("alignment_relative_uncertainty_ns",
+                 w.alignment_relative_uncertainty_ns);
+      if (!w.alignment_note.empty()) {
+        j.Field("alignment_note", w.alignment_note);
+      }
     }
     j.Field("bytes", w.bytes)
         .Field("events", w.events)

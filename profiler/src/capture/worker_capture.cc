@@ -10,11 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/time.h"
 #include "podscope/trace_format/clock_model.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/streamed_file.h"
 #include "src/capture/clock_probes.h"
 #include "src/capture/worker_connection.h"
+#include "src/capture/xprof_capture.h"
 
 namespace podscope::profiler::internal {
 namespace {
@@ -212,6 +214,35 @@ absl::StatusOr<int> CaptureShared::CreateFile(const std::string& host,
   return fd.release();
 }
 
+absl::StatusOr<int> CaptureShared::CreateFileWithStem(const std::string& stem,
+                                                      std::string* path) {
+  base::UniqueFd fd;
+  std::string name;
+  if (std::error_code e = base::CreateFileExclusive(
+          dir_fd_, stem, tf::kFileExtension, &fd, &name)) {
+    return absl::InternalError(absl::StrCat(
+        "cannot create a file named ", stem, "*",
+        std::string(tf::kFileExtension), " in ", dir_, ": ", e.message()));
+  }
+  *path = (std::filesystem::path(dir_) / name).string();
+  return fd.release();
+}
+
+void StartGate::Arrive() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (--remaining_ == 0) {
+    start_realtime_ns_ = base::RealtimeNs() + lead_ms_ * 1'000'000;
+    cv_.notify_all();
+  }
+}
+
+int64_t StartGate::ArriveAndWait() {
+  Arrive();
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return remaining_ <= 0; });
+  return start_realtime_ns_;
+}
+
 void CaptureShared::Streaming(int delta) {
   std::lock_guard<std::mutex> lock(mutex_);
   progress_.streaming += delta;
@@ -258,17 +289,37 @@ tf::proto::ClockRecord ClockRecordOf(
 }
 
 void CaptureWorker(const CaptureOptions& options, const std::string& session,
-                   WorkerResult* result, CaptureShared* shared) {
+                   WorkerResult* result, CaptureShared* shared, StartGate* gate,
+                   XProfHost* xprof) {
   auto fail = [&](const absl::Status& s) {
     result->ok = false;
     result->error = std::string(s.message());
     shared->Finished(false);
   };
   auto connected = WorkerConnection::Connect(result->address, options.connect);
-  if (!connected.ok()) return fail(connected.status());
-  WorkerConnection& worker = **connected;
-  auto info = worker.Info();
+  absl::StatusOr<pb::ProcessInfo> info =
+      connected.ok() ? (*connected)->Info() : connected.status();
+  // A server without Podscope's service may speak XProf's: its Profile
+  // call says.
+  const bool speaks_xprof =
+      connected.ok() &&
+      info.status().code() == absl::StatusCode::kUnimplemented;
+  if (speaks_xprof) {
+    const int64_t start_realtime_ns = gate->ArriveAndWait();
+    absl::Status s = ProfileXProfWorker(options, session, start_realtime_ns,
+                                        **connected, shared, result, xprof);
+    // Finished once its file is written, after the alignment.
+    if (!s.ok()) return fail(s);
+    return;
+  }
+  // Podscope workers start recording as soon as they are asked: only the
+  // XProf ones wait for every worker to be reached.
+  gate->Arrive();
   if (!info.ok()) return fail(info.status());
+  WorkerConnection& worker = **connected;
+  result->protocol = "podscope";
+  result->producer = info->producer();
+  result->alignment = "probes";
   result->host = info->host();
   result->pid = info->pid();
   auto before = worker.Probe(options.clock_probes);
@@ -326,6 +377,11 @@ void CaptureWorker(const CaptureOptions& options, const std::string& session,
     if (after.ok()) probes.push_back(*after);
   }
   result->clock = worker.lean_probes() ? FitClock(probes) : probes;
+  if (!result->clock.empty()) {
+    result->alignment_uncertainty_ns = result->clock.front().uncertainty_ns;
+    result->alignment_relative_uncertainty_ns =
+        result->alignment_uncertainty_ns;
+  }
   result->clock_probes = static_cast<int>(probes.size());
   result->clock_probes_discarded = worker.probes_discarded();
   const tf::proto::ClockRecord clock = ClockRecordOf(result->clock);

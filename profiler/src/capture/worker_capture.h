@@ -6,6 +6,8 @@
 #ifndef PODSCOPE_PROFILER_SRC_CAPTURE_WORKER_CAPTURE_H_
 #define PODSCOPE_PROFILER_SRC_CAPTURE_WORKER_CAPTURE_H_
 
+#include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -42,6 +44,9 @@ class CaptureShared {
   // caller's.
   absl::StatusOr<int> CreateFile(const std::string& host, int64_t pid,
                                  std::string* path);
+  // The same for `<stem>.podtrace` (`stem` a safe file-name component).
+  absl::StatusOr<int> CreateFileWithStem(const std::string& stem,
+                                         std::string* path);
 
   void Streaming(int delta);
   void Received(uint64_t bytes, uint64_t new_events);
@@ -54,6 +59,28 @@ class CaptureShared {
   CaptureProgress progress_;
 };
 
+// Where the workers of a capture meet once each has been reached (or has
+// failed), so that the XProf ones start recording together: the last to
+// arrive sets the common start, `lead_ms` after it, on the realtime clock.
+class StartGate {
+ public:
+  StartGate(int workers, int64_t lead_ms)
+      : remaining_(workers), lead_ms_(lead_ms) {}
+  // Each worker calls one of these once; ArriveAndWait returns the common
+  // start once every worker has arrived.
+  void Arrive();
+  int64_t ArriveAndWait();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int remaining_;
+  const int64_t lead_ms_;
+  int64_t start_realtime_ns_ = 0;
+};
+
+struct XProfHost;
+
 // The request a capture sends every worker.
 proto::CaptureRequest BuildCaptureRequest(const CaptureOptions& options,
                                           const std::string& session);
@@ -65,8 +92,11 @@ trace_format::proto::ClockRecord ClockRecordOf(
 
 // Records the worker `result->address` into the session folder; fills
 // `result`. A complete file is on disk (fdatasync) before it counts as ok.
+// A worker that speaks XProf's protocol instead is profiled into `xprof`
+// (its file is written once every host is aligned, WriteXProfHost).
 void CaptureWorker(const CaptureOptions& options, const std::string& session,
-                   WorkerResult* result, CaptureShared* shared);
+                   WorkerResult* result, CaptureShared* shared, StartGate* gate,
+                   XProfHost* xprof);
 
 }  // namespace podscope::profiler::internal
 

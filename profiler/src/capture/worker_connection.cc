@@ -47,7 +47,9 @@ std::string Describe(const grpc::Status& s) {
 absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
     const std::string& address, const ConnectOptions& options) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
+  // An XProf worker answers with its whole trace in one message.
+  args.SetMaxReceiveMessageSize(static_cast<int>(
+      std::clamp<int64_t>(options.max_message_mb, 1, 2047) << 20));
   PODSCOPE_ASSIGN_OR_RETURN(
       auto creds, ChannelCredentialsFromFiles(options.tls_ca_file,
                                               options.tls_server_name, &args));
@@ -57,7 +59,11 @@ absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
   if (!channel->WaitForConnected(deadline)) {
     return absl::UnavailableError(absl::StrCat(
         address, ": no connection within ", options.connect_timeout_ms,
-        " ms (is its profiler server running and reachable?)"));
+        " ms (is its profiler server running and reachable?",
+        options.tls_ca_file.empty()
+            ? ")"
+            : " An XProf server (JAX, TensorFlow, PyTorch/XLA) speaks "
+              "plaintext only: leave out --tls_ca for it.)"));
   }
   auto token = ClientToken(options.token, address);
   if (!token.ok()) {
@@ -73,6 +79,7 @@ WorkerConnection::WorkerConnection(std::string address,
                                    std::string token)
     : address_(std::move(address)),
       stub_(pb::ProfilerService::NewStub(channel)),
+      xprof_stub_(tensorflow::ProfilerService::NewStub(channel)),
       token_(std::move(token)) {}
 
 void WorkerConnection::Prepare(grpc::ClientContext* ctx,

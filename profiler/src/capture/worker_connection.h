@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
+#include "podscope/profiler/xprof_service.grpc.pb.h"
 #include "src/capture/clock_probes.h"
 
 namespace podscope::profiler::internal {
@@ -48,6 +49,12 @@ class WorkerConnection {
   grpc::Status Stop(const std::string& session_id) const;
 
   proto::ProfilerService::Stub* stub() { return stub_.get(); }
+  // XProf's service on the same channel.
+  tensorflow::ProfilerService::Stub* xprof_stub() { return xprof_stub_.get(); }
+  // Calls after this carry no token: XProf servers check none, and one
+  // sent to them would only be exposed.
+  void DropToken() { token_.clear(); }
+  bool has_token() const { return !token_.empty(); }
   const std::string& address() const { return address_; }
 
   // `s` of `call` as a status naming the worker and the gRPC code.
@@ -61,6 +68,7 @@ class WorkerConnection {
 
   std::string address_;
   std::unique_ptr<proto::ProfilerService::Stub> stub_;
+  std::unique_ptr<tensorflow::ProfilerService::Stub> xprof_stub_;
   std::string token_;
   std::unique_ptr<UdpProber> udp_;
   mutable std::atomic<int64_t> grpc_discarded_{0};

@@ -32,6 +32,9 @@ struct ConnectOptions {
   // 127.0.0.1 with a certificate for "localhost").
   std::string tls_server_name;
   int64_t connect_timeout_ms = 5000;
+  // The largest message accepted from a worker, in MiB (1..2047): an XProf
+  // worker answers with its whole trace in one.
+  int64_t max_message_mb = 256;
 };
 
 // One NTP-style estimate of a worker's clock: reference = local + offset,
@@ -86,6 +89,24 @@ struct CaptureOptions {
   // `workers`; both go into the manifest.
   std::string job;
   std::vector<int> ranks;
+
+  // Workers that speak XProf's `tensorflow.ProfilerService` (JAX,
+  // TensorFlow, PyTorch/XLA) rather than Podscope's own: XProf's tracer
+  // levels, sent as they are (host 0..3, device 0..1, python 0..1).
+  int host_tracer_level = 2;
+  int device_tracer_level = 1;
+  int python_tracer_level = 0;
+  // Keep each XProf worker's XSpace as
+  // `<logdir>/plugins/profile/<session>/<host>.xplane.pb` too, the run
+  // folder TensorBoard and XProf read.
+  bool also_xplane = false;
+  // How XProf workers' clocks are lined up: "wallclock", "rpc",
+  // "collectives" or "best" (the strongest that works); see
+  // docs/interop.md.
+  std::string align = "best";
+  // XProf workers start recording together, this long after every worker
+  // has been reached (ProfileOptions.start_timestamp_ns).
+  int64_t start_lead_ms = 100;
 };
 
 struct WorkerResult {
@@ -118,6 +139,26 @@ struct WorkerResult {
   // How fast the worker's clock gains on this one, in parts per million:
   // trace_format::ClockModel's drift of the estimates in the file.
   double drift_ppm = 0;
+  // "podscope" or "xprof" (tensorflow.ProfilerService); empty when the
+  // worker was not reached.
+  std::string protocol;
+  // What recorded the trace: the worker's producer string, or for XProf
+  // what its XSpace says of itself.
+  std::string producer;
+  // How the clock was aligned: "probes" for Podscope workers, else
+  // "wallclock", "rpc" or "collectives"; the bound on the offset's error
+  // (-1: not known) and, for collectives, on its error relative to the
+  // other hosts of the fit; why a stronger method was not used.
+  std::string alignment;
+  int64_t alignment_uncertainty_ns = -1;
+  int64_t alignment_relative_uncertainty_ns = -1;
+  std::string alignment_note;
+  // XProf: the start asked for (realtime ns), the XSpace kept
+  // (CaptureOptions::also_xplane), and what the client did about the
+  // worker that is worth knowing (a token not sent, say).
+  int64_t start_timestamp_ns = 0;
+  std::string xplane_path;
+  std::vector<std::string> notes;
 };
 
 struct CaptureResult {

@@ -24,6 +24,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -70,6 +71,12 @@ struct XSpaceImportFacts {
   std::string host;     // when the XSpace names no host
   int32_t process_index = -1;
   int32_t process_count = 0;
+  // How this host's Unix epoch clock maps to a reference clock (a capture
+  // that measured it); empty: the epoch clock itself is the reference, as
+  // XProf assumes. Applies to XSpaces not written by Podscope.
+  std::vector<proto::ClockOffset> clock;
+  // Attributes added to the file's metadata (what produced it, say).
+  std::vector<std::pair<std::string, std::string>> attributes;
 };
 
 struct XSpaceImportStats {
@@ -84,6 +91,10 @@ struct XSpaceImportStats {
 // XSpace.
 absl::StatusOr<XSpaceImportStats> XSpaceToPodtrace(
     std::string_view data, const XSpaceImportFacts& facts, TraceWriter& writer);
+// The same for an XSpace already parsed (one a capture received).
+absl::StatusOr<XSpaceImportStats> XSpaceToPodtrace(
+    const tensorflow::profiler::XSpace& space, const XSpaceImportFacts& facts,
+    TraceWriter& writer);
 
 }  // namespace podscope::trace_format
 

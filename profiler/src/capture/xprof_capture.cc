@@ -1,0 +1,478 @@
+#include "src/capture/xprof_capture.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "podscope/base/file_names.h"
+#include "podscope/base/time.h"
+#include "podscope/profiler/clock.h"
+#include "podscope/trace_format/format.h"
+#include "podscope/trace_format/record_io.h"
+#include "podscope/trace_format/writer.h"
+#include "podscope/trace_format/xspace.h"
+#include "src/capture/clock_probes.h"
+
+namespace podscope::profiler::internal {
+namespace {
+
+namespace xp = ::tensorflow::profiler;
+namespace tf = ::podscope::trace_format;
+
+// XLA's collective ops, as HLO names them (`all-reduce.3`, `%all-gather`,
+// `all-reduce-done.1`); an async op's start does not end with the others.
+bool IsCollective(std::string_view name) {
+  if (!name.empty() && name.front() == '%') name.remove_prefix(1);
+  for (std::string_view op : {"all-reduce", "all-gather", "reduce-scatter",
+                              "collective-permute", "all-to-all"}) {
+    if (name.starts_with(op)) {
+      return name.substr(op.size()).find("-start") == std::string_view::npos;
+    }
+  }
+  return false;
+}
+
+// The step an event belongs to, as XProf marks it (group_id on device
+// events, step_num on host steps), in its own stats or its metadata's;
+// -1 when unmarked.
+int64_t StepOf(const xp::XPlane& plane, const xp::XEvent& e) {
+  auto value = [&](const xp::XStat& s) -> std::optional<int64_t> {
+    auto it = plane.stat_metadata().find(s.metadata_id());
+    if (it == plane.stat_metadata().end()) return std::nullopt;
+    const std::string& n = it->second.name();
+    if (n != "group_id" && n != "step_num") return std::nullopt;
+    if (s.value_case() == xp::XStat::kInt64Value) return s.int64_value();
+    if (s.value_case() == xp::XStat::kUint64Value) {
+      return static_cast<int64_t>(s.uint64_value());
+    }
+    return std::nullopt;
+  };
+  for (const xp::XStat& s : e.stats()) {
+    if (auto v = value(s)) return *v;
+  }
+  auto m = plane.event_metadata().find(e.metadata_id());
+  if (m != plane.event_metadata().end()) {
+    for (const xp::XStat& s : m->second.stats()) {
+      if (auto v = value(s)) return *v;
+    }
+  }
+  return -1;
+}
+
+// The `collective_id` a Podscope collective carries (in an XSpace that a
+// Podscope process wrote), when the event has one of at most 256 bytes.
+std::optional<std::string> CollectiveIdOf(const xp::XPlane& plane,
+                                          const xp::XEvent& e) {
+  for (const xp::XStat& s : e.stats()) {
+    auto it = plane.stat_metadata().find(s.metadata_id());
+    if (it == plane.stat_metadata().end() ||
+        it->second.name() != "collective_id") {
+      continue;
+    }
+    std::string id;
+    switch (s.value_case()) {
+      case xp::XStat::kStrValue:
+        id = s.str_value();
+        break;
+      case xp::XStat::kInt64Value:
+        id = absl::StrCat(s.int64_value());
+        break;
+      case xp::XStat::kUint64Value:
+        id = absl::StrCat(s.uint64_value());
+        break;
+      case xp::XStat::kRefValue: {
+        auto ref =
+            plane.stat_metadata().find(static_cast<int64_t>(s.ref_value()));
+        if (ref != plane.stat_metadata().end()) id = ref->second.name();
+        break;
+      }
+      default:
+        break;
+    }
+    if (id.empty() || id.size() > 256) return std::nullopt;
+    return id;
+  }
+  return std::nullopt;
+}
+
+// Times outside any real epoch clock (a hostile or broken answer: before
+// 1970, after 2116) are left out of alignment rather than overflowing it.
+constexpr __int128 kMaxSaneNs = static_cast<__int128>(1) << 62;
+
+std::string HostOfXSpace(const xp::XSpace& space, const std::string& address) {
+  if (!space.hostnames().empty() && !space.hostnames(0).empty()) {
+    return space.hostnames(0);
+  }
+  return HostOfAddress(address);
+}
+
+std::string Describe(const grpc::Status& s) {
+  return absl::StrCat("code ", static_cast<int>(s.error_code()), ": ",
+                      s.error_message());
+}
+
+// The error of a failed Profile call, in the words a user needs.
+absl::Status ProfileError(const CaptureOptions& options,
+                          const WorkerConnection& worker,
+                          const grpc::Status& s) {
+  const std::string& a = worker.address();
+  const std::string& m = s.error_message();
+  const std::string lower = absl::AsciiStrToLower(m);
+  auto says = [&](const char* w) { return lower.find(w) != std::string::npos; };
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNIMPLEMENTED:
+      // What gRPC reports when the answer did not parse.
+      if (says("no message returned")) {
+        return absl::DataLossError(absl::StrCat(
+            a,
+            ": answered Profile with bytes that are not a ProfileResponse (a "
+            "damaged answer, or not an XProf server); nothing was written"));
+      }
+      return absl::UnimplementedError(absl::StrCat(
+          a,
+          ": speaks neither Podscope's profiler service nor XProf's "
+          "tensorflow.ProfilerService (is this the profiler's port?)"));
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      if (says("larger than max") || says("message larger")) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            a, ": its trace is larger than this client's message limit of ",
+            options.connect.max_message_mb,
+            " MiB; raise it with --max_message_mb (up to 2047) or capture a "
+            "shorter duration (",
+            m, ")"));
+      }
+      break;
+    default:
+      break;
+  }
+  const bool busy = s.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
+                    s.error_code() == grpc::StatusCode::ABORTED ||
+                    (says("profil") &&
+                     (says("already") || says("another") || says("active")));
+  if (busy) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        a,
+        ": is already profiling (another capture, TensorBoard's say, is "
+        "running on it); try again when it ends (",
+        Describe(s), ")"));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(a, ": Profile failed: ", Describe(s)));
+}
+
+absl::Status WriteXPlane(const CaptureOptions& options,
+                         const std::string& session, const std::string& host,
+                         const xp::XSpace& space, std::string* path) {
+  const std::filesystem::path dir =
+      std::filesystem::path(options.logdir) / "plugins" / "profile" / session;
+  std::string failed_part;
+  if (std::error_code e = base::MakeDirectories(dir.string(), &failed_part)) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", failed_part, ": ", e.message()));
+  }
+  base::UniqueFd dir_fd, fd;
+  std::string name;
+  std::error_code e = base::OpenDirectory(dir.string(), &dir_fd);
+  if (!e) {
+    e = base::CreateFileExclusive(dir_fd.get(), base::SafeFileComponent(host),
+                                  ".xplane.pb", &fd, &name);
+  }
+  *path = (dir / (name.empty() ? host + ".xplane.pb" : name)).string();
+  if (!e) e = base::WriteFully(fd.get(), space.SerializeAsString());
+  if (!e && ::fsync(fd.get()) != 0)
+    e = std::error_code(errno, std::generic_category());
+  if (e) {
+    return absl::InternalError(
+        absl::StrCat("cannot write ", *path, ": ", e.message()));
+  }
+  return absl::OkStatus();
+}
+
+// While a Profile call is open, sends Terminate once the capture is
+// cancelled (again every 200 ms, in case the server had not started
+// recording yet); the server then answers with what it recorded.
+class TerminateOnCancel {
+ public:
+  TerminateOnCancel(const CaptureOptions& options, WorkerConnection* worker,
+                    std::string session)
+      : options_(options), worker_(worker), session_(std::move(session)) {
+    if (options.cancel != nullptr) thread_ = std::thread([this] { Run(); });
+  }
+  ~TerminateOnCancel() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      over_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!over_) {
+      if (!options_.cancel->load(std::memory_order_relaxed)) {
+        cv_.wait_for(lock, std::chrono::milliseconds(50));
+        continue;
+      }
+      lock.unlock();
+      tensorflow::TerminateRequest request;
+      request.set_session_id(session_);
+      tensorflow::TerminateResponse response;
+      grpc::ClientContext ctx;
+      worker_->Prepare(&ctx, 2000);
+      // A failure is retried, or moot once the Profile call has answered.
+      (void)worker_->xprof_stub()->Terminate(&ctx, request, &response);
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return over_; });
+    }
+  }
+
+  const CaptureOptions& options_;
+  WorkerConnection* const worker_;
+  const std::string session_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool over_ = false;  // guarded by mutex_
+  std::thread thread_;
+};
+
+// The answer's XSpace: in `xspace` (emit_xspace), else, from a server that
+// predates that field, the `tool_data` named `*.xplane.pb`.
+absl::Status TakeXSpace(const WorkerConnection& worker,
+                        tensorflow::ProfileResponse* response,
+                        xp::XSpace* space) {
+  if (response->has_xspace() || response->tool_data().empty()) {
+    *space = std::move(*response->mutable_xspace());
+    return absl::OkStatus();
+  }
+  for (const tensorflow::ProfileToolData& tool : response->tool_data()) {
+    if (!tool.name().ends_with("xplane.pb")) continue;
+    if (tool.data().size() > static_cast<size_t>(INT32_MAX) ||
+        !space->ParseFromString(tool.data())) {
+      return absl::DataLossError(absl::StrCat(
+          worker.address(), ": its tool_data '", tool.name().substr(0, 100),
+          "' is not a valid XSpace (damaged or truncated)"));
+    }
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+tensorflow::ProfileRequest BuildProfileRequest(const CaptureOptions& options,
+                                               const std::string& session,
+                                               const std::string& host_name,
+                                               int64_t start_realtime_ns) {
+  tensorflow::ProfileRequest request;
+  request.set_duration_ms(options.duration_ms);
+  request.set_session_id(session);
+  request.set_host_name(host_name);
+  request.set_emit_xspace(true);
+  request.add_tools("xplane.pb");
+  tensorflow::ProfileOptions* opts = request.mutable_opts();
+  // Version 1: the tracer levels are read as given (0 means off).
+  opts->set_version(1);
+  opts->set_host_tracer_level(options.host_tracer_level);
+  opts->set_device_tracer_level(options.device_tracer_level);
+  opts->set_python_tracer_level(options.python_tracer_level);
+  opts->set_duration_ms(options.duration_ms);
+  opts->set_start_timestamp_ns(static_cast<uint64_t>(start_realtime_ns));
+  return request;
+}
+
+AlignInput AlignInputOf(const xp::XSpace& space, int64_t sent_ns,
+                        int64_t received_ns, int64_t wallclock_offset_ns,
+                        uint64_t* events) {
+  AlignInput in;
+  in.wallclock_offset_ns = wallclock_offset_ns;
+  __int128 first = kMaxSaneNs, last = -kMaxSaneNs;
+  uint64_t count = 0;
+  absl::flat_hash_map<std::string, int64_t> ends;
+  for (const xp::XPlane& plane : space.planes()) {
+    for (const xp::XLine& line : plane.lines()) {
+      // The n-th run of one op in one step, per line (a device stream).
+      absl::flat_hash_map<std::string, int> ordinal;
+      for (const xp::XEvent& e : line.events()) {
+        ++count;
+        const __int128 start =
+            static_cast<__int128>(line.timestamp_ns()) + e.offset_ps() / 1000;
+        const __int128 end =
+            start + std::max<int64_t>(e.duration_ps(), 0) / 1000;
+        if (start < 0 || end >= kMaxSaneNs) continue;
+        first = std::min(first, start);
+        last = std::max(last, end);
+        std::string key;
+        if (std::optional<std::string> id = CollectiveIdOf(plane, e)) {
+          // One collective of a Podscope communicator: its id names it on
+          // every participant.
+          key = "id/" + *id;
+        } else {
+          auto m = plane.event_metadata().find(e.metadata_id());
+          if (m == plane.event_metadata().end()) continue;
+          const std::string& name = m->second.name();
+          if (!IsCollective(name)) continue;
+          key = absl::StrCat(StepOf(plane, e), "/", name);
+          const int n = ordinal[key]++;
+          absl::StrAppend(&key, "/", n);
+        }
+        // The same collective on several devices of the host: the last
+        // to end, when the host's part is done.
+        auto [it, fresh] = ends.emplace(key, static_cast<int64_t>(end));
+        if (!fresh)
+          it->second = std::max(it->second, static_cast<int64_t>(end));
+      }
+    }
+  }
+  *events = count;
+  if (first <= last) {
+    in.has_rpc = true;
+    in.rpc_lo_ns = static_cast<int64_t>(sent_ns - first);
+    in.rpc_hi_ns = static_cast<int64_t>(received_ns - last);
+  }
+  in.collective_ends.assign(ends.begin(), ends.end());
+  return in;
+}
+
+absl::Status ProfileXProfWorker(const CaptureOptions& options,
+                                const std::string& session,
+                                int64_t start_realtime_ns,
+                                WorkerConnection& worker, CaptureShared* shared,
+                                WorkerResult* result, XProfHost* host) {
+  result->protocol = "xprof";
+  if (worker.has_token()) {
+    if (!options.connect.token.empty()) {
+      result->notes.push_back(
+          "the token was not sent: XProf servers check none");
+    }
+    worker.DropToken();
+  }
+  result->start_timestamp_ns = start_realtime_ns;
+  const tensorflow::ProfileRequest request = BuildProfileRequest(
+      options, session, HostOfAddress(worker.address()), start_realtime_ns);
+  tensorflow::ProfileResponse response;
+  grpc::ClientContext ctx;
+  const int64_t wait_ms = std::max<int64_t>(
+      0, (start_realtime_ns - base::RealtimeNs()) / 1'000'000);
+  worker.Prepare(&ctx, wait_ms + options.duration_ms + 60'000);
+  shared->Streaming(+1);
+  const int64_t sent = MonotonicNs();
+  grpc::Status s;
+  {
+    TerminateOnCancel terminate(options, &worker, session);
+    s = worker.xprof_stub()->Profile(&ctx, request, &response);
+  }
+  const int64_t received = MonotonicNs();
+  shared->Streaming(-1);
+  const int64_t wallclock = MonotonicNs() - base::RealtimeNs();
+  if (!s.ok()) return ProfileError(options, worker, s);
+  if (absl::Status taken = TakeXSpace(worker, &response, &host->space);
+      !taken.ok()) {
+    return taken;
+  }
+  host->align =
+      AlignInputOf(host->space, sent, received, wallclock, &host->events);
+  if (response.empty_trace() || host->events == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        worker.address(),
+        ": recorded nothing (empty_trace): was the program running, and "
+        "its device in use, during the capture?"));
+  }
+  result->host = HostOfXSpace(host->space, worker.address());
+  result->producer = absl::StrCat("tensorflow.ProfilerService, XSpace of ",
+                                  host->space.planes_size(), " planes");
+  result->events = host->events;
+  shared->Received(response.ByteSizeLong(), host->events);
+  host->captured = true;
+  return absl::OkStatus();
+}
+
+absl::Status WriteXProfHost(const CaptureOptions& options,
+                            const std::string& session,
+                            const HostAlignment& alignment,
+                            CaptureShared* shared, XProfHost* host,
+                            WorkerResult* result) {
+  result->alignment = std::string(AlignMethodName(alignment.method));
+  result->alignment_uncertainty_ns = alignment.uncertainty_ns;
+  result->alignment_relative_uncertainty_ns = alignment.relative_uncertainty_ns;
+  result->alignment_note = alignment.note;
+  ClockEstimate estimate;
+  estimate.offset_ns = alignment.offset_ns;
+  // Not known (wallclock): the file states no bound either.
+  estimate.uncertainty_ns = std::max<int64_t>(alignment.uncertainty_ns, 0);
+  result->clock = {estimate};
+
+  tf::XSpaceImportFacts facts;
+  facts.source = absl::StrCat(result->address, " (tensorflow.ProfilerService)");
+  facts.session = session;
+  facts.host = result->host;
+  // On the client's clock like the Podscope workers' files of the
+  // session; with wallclock, -1: no bound is known.
+  tf::proto::ClockOffset o;
+  o.set_local_monotonic_ns(0);
+  o.set_offset_ns(alignment.offset_ns);
+  o.set_uncertainty_ns(alignment.uncertainty_ns);
+  o.set_reference("capture client");
+  facts.clock.push_back(o);
+  facts.attributes = {{"capture_protocol", "xprof"},
+                      {"capture_address", result->address},
+                      {"clock_alignment", result->alignment},
+                      {"clock_alignment_uncertainty_ns",
+                       absl::StrCat(alignment.uncertainty_ns)},
+                      {"clock_alignment_relative_uncertainty_ns",
+                       absl::StrCat(alignment.relative_uncertainty_ns)}};
+  if (!alignment.note.empty()) {
+    facts.attributes.emplace_back("clock_alignment_note", alignment.note);
+  }
+  absl::StatusOr<int> fd = shared->CreateFileWithStem(
+      base::SafeFileComponent(result->host), &result->path);
+  if (!fd.ok()) {
+    result->write_failed = true;
+    return absl::Status(
+        fd.status().code(),
+        absl::StrCat(result->address, ": ", fd.status().message()));
+  }
+  tf::WriterOptions wo;
+  wo.sync_on_flush = true;
+  auto writer =
+      tf::TraceWriter::Create(tf::AdoptFileSink(*fd, result->path), wo);
+  if (!writer.ok()) return writer.status();
+  auto stats = tf::XSpaceToPodtrace(host->space, facts, **writer);
+  absl::Status closed = (*writer)->Close();
+  if (!stats.ok()) return stats.status();
+  if (!closed.ok()) {
+    result->write_failed = true;
+    return absl::Status(closed.code(),
+                        absl::StrCat(result->address, ": cannot write ",
+                                     result->path, ": ", closed.message()));
+  }
+  result->events = stats->events;
+  std::error_code size_error;
+  result->bytes = std::filesystem::file_size(result->path, size_error);
+  if (options.also_xplane) {
+    if (absl::Status s = WriteXPlane(options, session, result->host,
+                                     host->space, &result->xplane_path);
+        !s.ok()) {
+      result->write_failed = true;
+      return absl::Status(s.code(),
+                          absl::StrCat(result->address, ": ", s.message()));
+    }
+  }
+  // The XSpace is written out: its memory goes back before the manifest.
+  host->space.Clear();
+  return absl::OkStatus();
+}
+
+}  // namespace podscope::profiler::internal
