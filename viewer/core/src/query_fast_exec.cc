@@ -424,7 +424,9 @@ void Executor::ScanChunk(Chunk* chunk) const {
                          w.op, w.number);
         }
         if (!pass) continue;
-        Acc* a = &slots[0];
+        // Without GROUP BY name there is one slot; with it, the slots are
+        // made as names come.
+        Acc* a = slots.data();
         if (group_name_) {
           // The store's names are ids of its string table; anything else
           // is left to SQLite rather than guessed.
