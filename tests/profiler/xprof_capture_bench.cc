@@ -120,9 +120,9 @@ BENCHMARK(BM_AlignCollectives16)->Iterations(1)->Unit(benchmark::kMillisecond);
 }  // namespace podscope::profiler
 
 int main(int argc, char** argv) {
-  podscope::bench::RegisterHeadline("capture.xprof_hosts16_over_duration",
-                                    "ratio");
-  podscope::bench::RegisterHeadline("align.collectives_error_us", "us");
-  podscope::bench::RegisterHeadline("align.collectives_uncertainty_us", "us");
+  using podscope::bench::RegisterHeadline;
+  RegisterHeadline("capture.xprof_hosts16_over_duration", "ratio");
+  RegisterHeadline("align.collectives_error_us", "us");
+  RegisterHeadline("align.collectives_uncertainty_us", "us");
   return podscope::bench::RunBenchmarksWithHeadlines(argc, argv);
 }
