@@ -200,18 +200,8 @@ absl::Status StreamError(const WorkerConnection& worker, const StreamOutcome& o,
 
 absl::StatusOr<int> CaptureShared::CreateFile(const std::string& host,
                                               int64_t pid, std::string* path) {
-  const std::string stem =
-      absl::StrCat(base::SafeFileComponent(host), ".", pid);
-  base::UniqueFd fd;
-  std::string name;
-  if (std::error_code e = base::CreateFileExclusive(
-          dir_fd_, stem, tf::kFileExtension, &fd, &name)) {
-    return absl::InternalError(absl::StrCat(
-        "cannot create a file named ", stem, "*",
-        std::string(tf::kFileExtension), " in ", dir_, ": ", e.message()));
-  }
-  *path = (std::filesystem::path(dir_) / name).string();
-  return fd.release();
+  return CreateFileWithStem(
+      absl::StrCat(base::SafeFileComponent(host), ".", pid), path);
 }
 
 absl::StatusOr<int> CaptureShared::CreateFileWithStem(const std::string& stem,
