@@ -79,7 +79,7 @@ void ForEachCriticalPath(
 // The same, every path kept, in row order.
 std::vector<CriticalPath> AnalyzeCriticalPaths(
     const TraceStore& store, const StepBreakdown& steps,
-    const StragglerReport& stragglers, int threads = 0);
+    const StragglerReport& stragglers, int threads = 1);
 
 // What if one thing were different (`podscope analyze --what_if SPEC`):
 //   op:NAME=-20%        every slice named NAME 20 % shorter (or +N % longer)
