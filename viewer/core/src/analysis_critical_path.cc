@@ -1,14 +1,18 @@
 // The critical path of a step across ranks (critical_path.h): each
 // track's units in the step, then a walk back from the step's last event.
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "analysis_pod_util.h"
 #include "critical_path_units.h"
 #include "podscope/base/strings.h"
@@ -34,22 +38,41 @@ StepCategory CategoryOf(const TraceStore& store, const TrackUnits& t,
   return StepCategory::kHost;
 }
 
+// What every step's walk shares: the arg keys and each collective
+// arrival's slice, indexed once for all the rows instead of per row.
+struct Shared {
+  Shared(const TraceStore& store, const StragglerReport& stragglers)
+      : keys(store), collectives(&stragglers.collectives) {
+    for (size_t k = 0; k < stragglers.collectives.size(); ++k) {
+      for (const CollectiveArrival& a : stragglers.collectives[k].arrivals) {
+        collective_of[pod::SliceKey(a.event)] = k;
+      }
+    }
+  }
+  const pod::Keys keys;
+  const std::vector<JoinedCollective>* collectives;
+  // A slice (pod::SliceKey) -> its collective.
+  absl::flat_hash_map<uint64_t, size_t> collective_of;
+};
+
+// A thread's storage for the rows it walks, kept from row to row.
+struct Scratch {
+  std::vector<TrackUnits> tracks;  // [0, used) hold this row's
+  size_t used = 0;
+  std::vector<int32_t> index_of;  // TrackId -> index in tracks, -1: none
+};
+
 class Walker {
  public:
   Walker(const TraceStore& store, const StepBreakdown& steps,
-         const StragglerReport& stragglers, int row)
+         const Shared& shared, int row, Scratch* scratch)
       : store_(store),
         steps_(steps),
         row_(row),
-        keys_(store),
-        is_collective_(store, keys_) {
-    for (size_t k = 0; k < stragglers.collectives.size(); ++k) {
-      for (const CollectiveArrival& a : stragglers.collectives[k].arrivals) {
-        collective_of_[pod::SliceKey(a.event)] = k;
-      }
-    }
-    collectives_ = &stragglers.collectives;
-  }
+        scratch_(*scratch),
+        is_collective_(store, shared.keys),
+        collectives_(shared.collectives),
+        collective_of_(shared.collective_of) {}
 
   CriticalPath Run();
 
@@ -67,21 +90,21 @@ class Walker {
   const TraceStore& store_;
   const StepBreakdown& steps_;
   const int row_;
-  const pod::Keys keys_;
+  Scratch& scratch_;
   pod::CollectiveTest is_collective_;
   const std::vector<JoinedCollective>* collectives_;
-  // A slice (pod::SliceKey) -> its collective.
-  absl::flat_hash_map<uint64_t, size_t> collective_of_;
-  std::vector<TrackUnits> tracks_;
-  absl::flat_hash_map<TrackId, size_t> track_index_;
+  const absl::flat_hash_map<uint64_t, size_t>& collective_of_;
   int64_t w0_ = 0, w1_ = 0;
   std::vector<PathSegment> backwards_;
 };
 
 void Walker::CollectTracks() {
-  tracks_ = CollectStepTracks(store_, steps_, row_, w0_, w1_);
-  for (size_t i = 0; i < tracks_.size(); ++i) {
-    track_index_[tracks_[i].track] = i;
+  Scratch& s = scratch_;
+  for (size_t i = 0; i < s.used; ++i) s.index_of[s.tracks[i].track] = -1;
+  CollectStepTracks(store_, steps_, row_, w0_, w1_, &s.tracks, &s.used);
+  s.index_of.resize(store_.tracks().size(), -1);
+  for (size_t i = 0; i < s.used; ++i) {
+    s.index_of[s.tracks[i].track] = static_cast<int32_t>(i);
   }
 }
 
@@ -121,8 +144,10 @@ std::optional<EventRef> Walker::Launch(const TrackUnits& t,
 }
 
 TrackUnits* Walker::FindTrack(TrackId id) {
-  auto it = track_index_.find(id);
-  return it == track_index_.end() ? nullptr : &tracks_[it->second];
+  if (id >= scratch_.index_of.size() || scratch_.index_of[id] < 0) {
+    return nullptr;
+  }
+  return &scratch_.tracks[scratch_.index_of[id]];
 }
 
 void Walker::Emit(const TrackUnits& t, std::string name, StepCategory c,
@@ -165,7 +190,8 @@ CriticalPath Walker::Run() {
   // The step ends with the unit that ends last.
   TrackUnits* at = nullptr;
   int64_t t = std::numeric_limits<int64_t>::min();
-  for (TrackUnits& tu : tracks_) {
+  const auto tracks = absl::MakeSpan(scratch_.tracks.data(), scratch_.used);
+  for (TrackUnits& tu : tracks) {
     if (tu.units.back().end > t) {
       t = tu.units.back().end;
       at = &tu;
@@ -173,7 +199,7 @@ CriticalPath Walker::Run() {
   }
   if (at == nullptr) return out;
   size_t budget = 16;
-  for (const TrackUnits& tu : tracks_) budget += 4 * tu.units.size();
+  for (const TrackUnits& tu : tracks) budget += 4 * tu.units.size();
   while (t > w0_ && budget-- > 0) {
     const Unit* u = Covering(*at, t);
     if (u == nullptr) {
@@ -248,7 +274,45 @@ CriticalPath AnalyzeCriticalPath(const TraceStore& store,
                                  const StepBreakdown& steps,
                                  const StragglerReport& stragglers, int row) {
   if (row < 0 || static_cast<size_t>(row) >= steps.rows.size()) return {};
-  return Walker(store, steps, stragglers, row).Run();
+  const Shared shared(store, stragglers);
+  Scratch scratch;
+  return Walker(store, steps, shared, row, &scratch).Run();
+}
+
+void ForEachCriticalPath(
+    const TraceStore& store, const StepBreakdown& steps,
+    const StragglerReport& stragglers, int threads,
+    const std::function<void(int row, CriticalPath path)>& visit) {
+  const Shared shared(store, stragglers);
+  if (threads <= 0) {
+    threads = static_cast<int>(std::thread::hardware_concurrency());
+  }
+  // Rows are independent; a shared counter hands them out so a thread that
+  // drew short steps takes more of them.
+  const size_t rows = steps.rows.size();
+  const size_t n = std::min<size_t>(std::max(threads, 1), rows);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    Scratch scratch;
+    for (size_t row = next++; row < rows; row = next++) {
+      const int r = static_cast<int>(row);
+      visit(r, Walker(store, steps, shared, r, &scratch).Run());
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < n; ++i) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+std::vector<CriticalPath> AnalyzeCriticalPaths(
+    const TraceStore& store, const StepBreakdown& steps,
+    const StragglerReport& stragglers, int threads) {
+  std::vector<CriticalPath> out(steps.rows.size());
+  ForEachCriticalPath(
+      store, steps, stragglers, threads,
+      [&](int row, CriticalPath path) { out[row] = std::move(path); });
+  return out;
 }
 
 }  // namespace podscope::viewer

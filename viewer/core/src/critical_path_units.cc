@@ -11,11 +11,12 @@ namespace {
 // The units of one track in [w0, w1): on the thread that holds the rank's
 // step slices, the direct children of the steps; elsewhere the outermost
 // slices. Empty slices carry no time and are left out.
-std::vector<Unit> CollectUnits(const TraceStore& store, TrackId track,
-                               uint32_t depth, int64_t w0, int64_t w1) {
-  std::vector<Unit> out;
+void CollectUnits(const TraceStore& store, TrackId track, uint32_t depth,
+                  int64_t w0, int64_t w1, std::vector<Unit>* units) {
+  std::vector<Unit>& out = *units;
+  out.clear();
   const SliceColumns& s = store.data(track).slices;
-  if (depth >= s.depth_count()) return out;
+  if (depth >= s.depth_count()) return;
   uint32_t lo = s.depth_begin(depth), hi = s.depth_end(depth);
   // Ends ascend within a depth: the first slice ending after w0.
   while (lo < hi) {
@@ -31,7 +32,6 @@ std::vector<Unit> CollectUnits(const TraceStore& store, TrackId track,
     if (b <= a) continue;
     out.push_back({a, b, {track, trace_format::EventKind::kSlice, i}});
   }
-  return out;
 }
 
 }  // namespace
@@ -53,6 +53,17 @@ std::vector<TrackUnits> CollectStepTracks(const TraceStore& store,
                                           const StepBreakdown& steps, int row,
                                           int64_t w0, int64_t w1) {
   std::vector<TrackUnits> out;
+  size_t used = 0;
+  CollectStepTracks(store, steps, row, w0, w1, &out, &used);
+  out.resize(used);
+  return out;
+}
+
+void CollectStepTracks(const TraceStore& store, const StepBreakdown& steps,
+                       int row, int64_t w0, int64_t w1,
+                       std::vector<TrackUnits>* tracks, size_t* used) {
+  std::vector<TrackUnits>& out = *tracks;
+  *used = 0;
   const StepRow& r = steps.rows[row];
   for (size_t k = 0; k < r.ranks.size() && k < steps.ranks.size(); ++k) {
     const StepCell& cell = r.ranks[k];
@@ -65,15 +76,17 @@ std::vector<TrackUnits> CollectStepTracks(const TraceStore& store,
       if (cell.present && cell.event.track == track) {
         depth = store.data(track).slices.depth(cell.event.index) + 1;
       }
-      TrackUnits t;
+      // The entries past `used` keep their units' storage for the next
+      // row: a step's units are allocated once per walker, not per row.
+      if (*used == out.size()) out.emplace_back();
+      TrackUnits& t = out[*used];
       t.rank = k;
       t.track = track;
       t.device = device;
-      t.units = CollectUnits(store, track, depth, w0, w1);
-      if (!t.units.empty()) out.push_back(std::move(t));
+      CollectUnits(store, track, depth, w0, w1, &t.units);
+      if (!t.units.empty()) ++*used;
     }
   }
-  return out;
 }
 
 }  // namespace podscope::viewer::cp

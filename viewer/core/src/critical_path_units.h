@@ -36,6 +36,11 @@ std::pair<int64_t, int64_t> StepWindow(const StepBreakdown& steps, int row);
 std::vector<TrackUnits> CollectStepTracks(const TraceStore& store,
                                           const StepBreakdown& steps, int row,
                                           int64_t w0, int64_t w1);
+// The same into `tracks[0, *used)`, reusing the storage of the entries
+// already there (those past `*used` are left for later calls).
+void CollectStepTracks(const TraceStore& store, const StepBreakdown& steps,
+                       int row, int64_t w0, int64_t w1,
+                       std::vector<TrackUnits>* tracks, size_t* used);
 
 }  // namespace podscope::viewer::cp
 

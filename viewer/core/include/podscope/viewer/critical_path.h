@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,21 @@ struct CriticalPath {
 CriticalPath AnalyzeCriticalPath(const TraceStore& store,
                                  const StepBreakdown& steps,
                                  const StragglerReport& stragglers, int row);
+
+// AnalyzeCriticalPath of every step row, with the collectives indexed
+// once and the rows spread over `threads` threads (0: one per core).
+// `visit` gets each row's path once, from any of those threads, possibly
+// at the same time; a caller that keeps only a summary of each path
+// should use it rather than hold every path at once.
+void ForEachCriticalPath(
+    const TraceStore& store, const StepBreakdown& steps,
+    const StragglerReport& stragglers, int threads,
+    const std::function<void(int row, CriticalPath path)>& visit);
+
+// The same, every path kept, in row order.
+std::vector<CriticalPath> AnalyzeCriticalPaths(
+    const TraceStore& store, const StepBreakdown& steps,
+    const StragglerReport& stragglers, int threads = 1);
 
 // What if one thing were different (`podscope analyze --what_if SPEC`):
 //   op:NAME=-20%        every slice named NAME 20 % shorter (or +N % longer)
