@@ -35,64 +35,6 @@ bool IsLocalWriteError(const absl::Status& s) {
   return !s.ok() && s.code() != absl::StatusCode::kDataLoss;
 }
 
-// While a capture streams, asks the worker to stop once the capture is
-// cancelled (again every 200 ms, in case its capture had not started yet)
-// until the stream ends; the worker then sends the rest of the file as
-// when the duration runs out. Does nothing without a cancel flag.
-class CancelStopper {
- public:
-  CancelStopper(const CaptureOptions& options, const WorkerConnection* worker,
-                std::string session)
-      : options_(options), worker_(worker), session_(std::move(session)) {
-    if (options.cancel != nullptr) thread_ = std::thread([this] { Run(); });
-  }
-  ~CancelStopper() { End(); }
-
-  // The session the worker actually records (one this client may have
-  // joined), once the stream says.
-  void SetSession(const std::string& session) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    session_ = session;
-  }
-
-  // The stream is over.
-  void End() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      over_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!over_) {
-      if (!Cancelled(options_)) {
-        cv_.wait_for(lock, std::chrono::milliseconds(50));
-        continue;
-      }
-      const std::string session = session_;
-      lock.unlock();
-      // A failure (no capture running yet, or any more) is retried or
-      // moot: the loop ends with the stream.
-      (void)worker_->Stop(session);
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return over_; });
-    }
-  }
-
-  const CaptureOptions& options_;
-  const WorkerConnection* const worker_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::string session_;  // guarded by mutex_
-  bool over_ = false;    // guarded by mutex_
-  std::thread thread_;
-};
-
 // Probes the worker's clock every `interval` while the capture streams,
 // so that offset and drift are fitted to probes spread over the whole
 // capture rather than to one measurement at each end.
@@ -197,6 +139,42 @@ absl::Status StreamError(const WorkerConnection& worker, const StreamOutcome& o,
 }
 
 }  // namespace
+
+CancelStopper::CancelStopper(const CaptureOptions& options, std::string session,
+                             Stop stop)
+    : options_(options), stop_(std::move(stop)), session_(std::move(session)) {
+  if (options.cancel != nullptr) thread_ = std::thread([this] { Run(); });
+}
+
+void CancelStopper::SetSession(const std::string& session) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  session_ = session;
+}
+
+void CancelStopper::End() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    over_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void CancelStopper::Run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!over_) {
+    if (!Cancelled(options_)) {
+      cv_.wait_for(lock, std::chrono::milliseconds(50));
+      continue;
+    }
+    const std::string session = session_;
+    lock.unlock();
+    stop_(session);
+    lock.lock();
+    cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return over_; });
+  }
+}
 
 absl::StatusOr<int> CaptureShared::CreateFile(const std::string& host,
                                               int64_t pid, std::string* path) {
@@ -340,8 +318,10 @@ void CaptureWorker(const CaptureOptions& options, const std::string& session,
   StreamOutcome outcome;
   std::vector<ClockEstimate> probes = {*before};
   {
-    CancelStopper stopper(options, &worker,
-                          options.session.empty() ? "" : session);
+    CancelStopper stopper(options, options.session.empty() ? "" : session,
+                          [&worker](const std::string& recorded) {
+                            (void)worker.Stop(recorded);
+                          });
     // Probes through the capture take the lean path only: gRPC probes
     // would share the stream's connection and threads.
     std::unique_ptr<ProbesThroughCapture> during;

@@ -8,8 +8,10 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,6 +21,38 @@
 #include "podscope/trace_format/trace.pb.h"
 
 namespace podscope::profiler::internal {
+
+// While a worker records for a capture, calls `stop(session)` once the
+// capture is cancelled, and again every 200 ms (the worker may not have
+// started recording yet) until End(); the worker then answers with what it
+// recorded, as when the duration runs out. Does nothing without a cancel
+// flag. `stop`'s failures are the caller's to ignore: it is retried, or
+// moot once the worker has answered.
+class CancelStopper {
+ public:
+  using Stop = std::function<void(const std::string& session)>;
+  CancelStopper(const CaptureOptions& options, std::string session, Stop stop);
+  ~CancelStopper() { End(); }
+  CancelStopper(const CancelStopper&) = delete;
+  CancelStopper& operator=(const CancelStopper&) = delete;
+
+  // The session the worker actually records (one this client may have
+  // joined), once the worker says.
+  void SetSession(const std::string& session);
+  // The worker has answered.
+  void End();
+
+ private:
+  void Run();
+
+  const CaptureOptions& options_;
+  const Stop stop_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string session_;  // guarded by mutex_
+  bool over_ = false;    // guarded by mutex_
+  std::thread thread_;
+};
 
 // What the workers of one capture share: the session folder and progress.
 class CaptureShared {

@@ -198,56 +198,6 @@ absl::Status WriteXPlane(const CaptureOptions& options,
   return absl::OkStatus();
 }
 
-// While a Profile call is open, sends Terminate once the capture is
-// cancelled (again every 200 ms, in case the server had not started
-// recording yet); the server then answers with what it recorded.
-class TerminateOnCancel {
- public:
-  TerminateOnCancel(const CaptureOptions& options, WorkerConnection* worker,
-                    std::string session)
-      : options_(options), worker_(worker), session_(std::move(session)) {
-    if (options.cancel != nullptr) thread_ = std::thread([this] { Run(); });
-  }
-  ~TerminateOnCancel() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      over_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!over_) {
-      if (!options_.cancel->load(std::memory_order_relaxed)) {
-        cv_.wait_for(lock, std::chrono::milliseconds(50));
-        continue;
-      }
-      lock.unlock();
-      tensorflow::TerminateRequest request;
-      request.set_session_id(session_);
-      tensorflow::TerminateResponse response;
-      grpc::ClientContext ctx;
-      worker_->Prepare(&ctx, 2000);
-      // A failure is retried, or moot once the Profile call has answered.
-      (void)worker_->xprof_stub()->Terminate(&ctx, request, &response);
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return over_; });
-    }
-  }
-
-  const CaptureOptions& options_;
-  WorkerConnection* const worker_;
-  const std::string session_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool over_ = false;  // guarded by mutex_
-  std::thread thread_;
-};
-
 // The answer's XSpace: in `xspace` (emit_xspace), else, from a server that
 // predates that field, the `tool_data` named `*.xplane.pb`.
 absl::Status TakeXSpace(const WorkerConnection& worker,
@@ -371,7 +321,17 @@ absl::Status ProfileXProfWorker(const CaptureOptions& options,
   const int64_t sent = MonotonicNs();
   grpc::Status s;
   {
-    TerminateOnCancel terminate(options, &worker, session);
+    // A cancelled capture sends Terminate; the Profile call then answers
+    // with what the server recorded.
+    CancelStopper terminate(
+        options, session, [&worker](const std::string& recorded) {
+          tensorflow::TerminateRequest request;
+          request.set_session_id(recorded);
+          tensorflow::TerminateResponse response;
+          grpc::ClientContext ctx;
+          worker.Prepare(&ctx, 2000);
+          (void)worker.xprof_stub()->Terminate(&ctx, request, &response);
+        });
     s = worker.xprof_stub()->Profile(&ctx, request, &response);
   }
   const int64_t received = MonotonicNs();
