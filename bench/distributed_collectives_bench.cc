@@ -72,7 +72,6 @@ using podscope::bench::BootstrapMedian;
 using podscope::bench::CpuSnapshot;
 using podscope::bench::CpuSplit;
 using podscope::bench::MeasureUnitCosts;
-using podscope::bench::ProcessCpuNs;
 using podscope::bench::Quantile;
 using podscope::bench::RegisterHeadline;
 using podscope::bench::SplitCpu;

@@ -37,14 +37,6 @@ std::string TempDir(const char* what) {
   return dir.string();
 }
 
-// The calling thread's CPU time in ns (user and kernel, page faults
-// included; time other processes held the core excluded).
-double ThreadCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
 // Wall and thread CPU ns per iteration of `loop`.
 struct PerIteration {
   double wall_ns;
@@ -52,11 +44,11 @@ struct PerIteration {
 };
 PerIteration TimePerIteration(const std::function<void(int64_t)>& loop,
                               int64_t n) {
-  const double cpu0 = ThreadCpuNs();
+  const auto cpu0 = static_cast<double>(ThreadCpuNs());
   const auto start = std::chrono::steady_clock::now();
   loop(n);
   const auto end = std::chrono::steady_clock::now();
-  const double cpu1 = ThreadCpuNs();
+  const auto cpu1 = static_cast<double>(ThreadCpuNs());
   const double count = static_cast<double>(n);
   return {std::chrono::duration<double, std::nano>(end - start).count() / count,
           (cpu1 - cpu0) / count};

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <ctime>
 #include <vector>
 
+#include "common/cpu_accounting.h"
 #include "common/paired_stats.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
@@ -22,12 +22,6 @@ __attribute__((noinline)) void Scopes(int64_t n) {
   }
 }
 
-double ThreadCpuNsNow() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-}
-
 void EmptyHandler(int, siginfo_t*, void*) {}
 
 }  // namespace
@@ -36,13 +30,13 @@ UnitCosts MeasureUnitCosts(const std::string& dir) {
   constexpr int64_t kScopes = 2'000'000;
   std::vector<double> per_scope;
   for (int round = 0; round < 5; ++round) {
-    double t0 = ThreadCpuNsNow();
+    double t0 = static_cast<double>(ThreadCpuNs());
     Scopes(kScopes);
-    const double off = ThreadCpuNsNow() - t0;
+    const double off = static_cast<double>(ThreadCpuNs()) - t0;
     if (!profiler::StartTrace(dir).ok()) break;
-    t0 = ThreadCpuNsNow();
+    t0 = static_cast<double>(ThreadCpuNs());
     Scopes(kScopes);
-    const double on = ThreadCpuNsNow() - t0;
+    const double on = static_cast<double>(ThreadCpuNs()) - t0;
     (void)profiler::StopTrace();
     per_scope.push_back((on - off) / kScopes);
   }
@@ -57,9 +51,9 @@ UnitCosts MeasureUnitCosts(const std::string& dir) {
     constexpr int kSignals = 100'000;
     const pid_t pid = getpid();
     const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
-    const double t0 = ThreadCpuNsNow();
+    const double t0 = static_cast<double>(ThreadCpuNs());
     for (int i = 0; i < kSignals; ++i) syscall(SYS_tgkill, pid, tid, SIGUSR2);
-    costs.signal_ns = (ThreadCpuNsNow() - t0) / kSignals;
+    costs.signal_ns = (static_cast<double>(ThreadCpuNs()) - t0) / kSignals;
     sigaction(SIGUSR2, &previous, nullptr);
   }
   return costs;

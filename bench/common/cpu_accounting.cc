@@ -24,6 +24,7 @@ clockid_t ThreadCpuClock(pid_t tid) {
 }  // namespace
 
 int64_t ProcessCpuNs() { return ClockNs(CLOCK_PROCESS_CPUTIME_ID); }
+int64_t ThreadCpuNs() { return ClockNs(CLOCK_THREAD_CPUTIME_ID); }
 
 CpuSnapshot TakeCpuSnapshot() {
   CpuSnapshot s;

@@ -42,6 +42,9 @@ struct CpuSplit {
 CpuSplit SplitCpu(const CpuSnapshot& before, const CpuSnapshot& after);
 
 int64_t ProcessCpuNs();
+// The calling thread's CPU time (user and kernel, page faults included;
+// time other work held the core excluded).
+int64_t ThreadCpuNs();
 
 }  // namespace podscope::bench
 
