@@ -53,6 +53,7 @@ class Recorder {
     drainer_ = std::make_unique<internal::SessionDrainer>(
         writer_.get(), clock_.skew, start_ticks, clock_.start_ns);
     drainer_->set_file_clock(FileClock());
+    chunk_opened_ns_ = FileClock().ToNs(start_ticks);
     writer_->AddClockSnapshot(clock_.skew.Apply(MonotonicNs()), RealtimeNs());
     WriteMetadata(TraceOptionsFor(""));
     return Cut();
@@ -64,6 +65,7 @@ class Recorder {
   // session does), then frees the buffers of threads that exited.
   // BufferDrainMutex() and the recorder's lock are held.
   void DrainOwn() {
+    drain_started_ns_ = FileClock().ToNs(Ticks());
     drainer_->DrainThreads();
     drainer_->DrainExternal();
     drainer_->Forget(internal::BufferRegistry::Get().ReleaseExited());
@@ -83,7 +85,12 @@ class Recorder {
     const int64_t now = FileClock().ToNs(Ticks());
     std::vector<tf::proto::ChunkEntry> entries;
     writer_->TakeChunkEntries(&entries);
-    ring_.AdoptChunkEntries(std::move(entries), now);
+    ring_.AdoptChunkEntries(std::move(entries), chunk_opened_ns_, now);
+    // What the threads record from here on goes to the next chunk: what
+    // this pass's drain missed ended after the drain began; when a session
+    // drains, what it hands over after this cut.
+    chunk_opened_ns_ = drain_started_ns_ >= 0 ? drain_started_ns_ : now;
+    drain_started_ns_ = -1;
     ring_.Evict(now - WindowNs());
     if (!s.ok() && error_.ok()) error_ = s;
     return s;
@@ -161,6 +168,10 @@ class Recorder {
   std::unique_ptr<internal::SessionDrainer> drainer_;
   uint64_t clock_cursor_ = internal::kClockCursorStart;
   uint64_t facts_generation_ = 0;
+  // When the chunk being filled began, and when the last drain of the
+  // threads' buffers since the last cut began (-1: none).
+  int64_t chunk_opened_ns_ = 0;
+  int64_t drain_started_ns_ = -1;
   absl::Status error_;
 };
 
@@ -415,7 +426,7 @@ absl::StatusOr<FlightRecorderDump> DumpFlightRecorder(const std::string& dir,
   const std::string bytes = internal::FlightRing::Assemble(snapshot);
   FlightRecorderDump dump;
   dump.events = snapshot.events;
-  dump.window_start_ns = snapshot.first_cut_ns;
+  dump.window_start_ns = snapshot.first_opened_ns;
   const std::string stem = base::SafeFileComponent(
       absl::StrCat(internal::HostName(), ".", getpid()));
   PODSCOPE_ASSIGN_OR_RETURN(dump.path, WriteDumpFile(dir, stem, bytes));

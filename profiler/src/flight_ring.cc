@@ -99,7 +99,7 @@ void FlightRing::AddRecord(std::string framed, uint64_t offset) {
 }
 
 void FlightRing::AdoptChunkEntries(std::vector<tf::proto::ChunkEntry> entries,
-                                   int64_t cut_ns) {
+                                   int64_t opened_ns, int64_t cut_ns) {
   for (tf::proto::ChunkEntry& entry : entries) {
     auto it = std::find_if(
         unpaired_.begin(), unpaired_.end(),
@@ -108,6 +108,7 @@ void FlightRing::AdoptChunkEntries(std::vector<tf::proto::ChunkEntry> entries,
     Chunk c;
     c.framed = std::make_shared<const std::string>(std::move(it->framed));
     c.entry = std::move(entry);
+    c.opened_ns = opened_ns;
     c.cut_ns = cut_ns;
     unpaired_.erase(it);
     chunk_bytes_ += c.framed->size();
@@ -144,7 +145,7 @@ FlightRing::Snapshot FlightRing::Take(int64_t oldest_cut_ns) const {
   if (drop_counts_) snapshot.records.push_back(drop_counts_);
   for (const Chunk& c : chunks_) {
     if (c.cut_ns < oldest_cut_ns) continue;
-    if (snapshot.chunks.empty()) snapshot.first_cut_ns = c.cut_ns;
+    if (snapshot.chunks.empty()) snapshot.first_opened_ns = c.opened_ns;
     snapshot.chunks.emplace_back(c.framed, c.entry);
     snapshot.events += c.entry.event_count();
   }

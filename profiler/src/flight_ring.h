@@ -38,9 +38,10 @@ class FlightRing {
   absl::Status Append(std::string_view bytes);
 
   // Pairs the writer's index entries of the chunks it appended since the
-  // last call with their records, stamped as cut at `cut_ns`.
+  // last call with their records, stamped as cut at `cut_ns` and holding
+  // what was recorded since `opened_ns`.
   void AdoptChunkEntries(std::vector<trace_format::proto::ChunkEntry> entries,
-                         int64_t cut_ns);
+                         int64_t opened_ns, int64_t cut_ns);
 
   // Drops chunks cut before `oldest_cut_ns`, then the oldest while the
   // ring holds more than its bound (those are counted as dropped).
@@ -52,7 +53,7 @@ class FlightRing {
     std::vector<Record> records;  // metadata, dictionaries, drop counts
     std::vector<std::pair<Record, trace_format::proto::ChunkEntry>> chunks;
     uint64_t events = 0;
-    int64_t first_cut_ns = 0;
+    int64_t first_opened_ns = 0;  // of the oldest chunk taken
   };
   // The kept records, with the chunks cut at or after `oldest_cut_ns`.
   Snapshot Take(int64_t oldest_cut_ns) const;
@@ -69,6 +70,7 @@ class FlightRing {
   struct Chunk {
     Record framed;
     trace_format::proto::ChunkEntry entry;
+    int64_t opened_ns = 0;
     int64_t cut_ns = 0;
   };
   struct Unpaired {

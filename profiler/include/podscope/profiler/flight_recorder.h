@@ -83,8 +83,11 @@ struct FlightRecorderDump {
   std::string path;
   uint64_t events = 0;
   uint64_t bytes = 0;
-  // When the oldest chunk in the file was cut, on the trace's timeline:
-  // nothing in the file ended before it minus one drain interval.
+  // When the oldest chunk in the file began, on the trace's timeline: the
+  // threads' scopes and instants in the file ended after it (events of
+  // libraries with their own tracks arrive when those report them). About
+  // one drain interval before the window; more when the recorder's thread
+  // ran late on a busy machine.
   int64_t window_start_ns = 0;
 };
 
