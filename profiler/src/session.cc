@@ -54,11 +54,13 @@ class Session {
   // `owner` is 0 for a session started by StartTrace, else the token of
   // the internal caller (the profiler server) that alone may stop it.
   Session(std::string path, TraceOptions options,
-          std::unique_ptr<tf::TraceWriter> writer, uint64_t owner)
+          std::unique_ptr<tf::TraceWriter> writer, uint64_t owner,
+          internal::CaptureExtras extras = {})
       : path_(std::move(path)),
         options_(std::move(options)),
         writer_(std::move(writer)),
         owner_(owner),
+        extras_(std::move(extras)),
         skew_(options_.clock ? options_.clock->skew() : ProcessClock().skew()) {
   }
 
@@ -92,7 +94,11 @@ class Session {
     drainer_ = std::make_unique<internal::SessionDrainer>(
         writer_.get(), skew_, start_ticks, clock_.start_ns);
     drainer_->set_file_clock(Skewed(clock_.calibration, skew_));
+    drainer_->set_window(extras_.window);
     writer_->AddClockSnapshot(skew_.Apply(MonotonicNs()), RealtimeNs());
+    for (const tf::proto::ClockOffset& o : extras_.clock_offsets) {
+      writer_->AddClockOffset(o);
+    }
     WriteMetadata();
     internal::BufferRegistry::Get().set_max_blocks_per_thread(
         std::max<uint32_t>(options_.max_blocks_per_thread, 1));
@@ -150,7 +156,8 @@ class Session {
   // for more), with a sampler of its own when it asks for samples and the
   // session takes none.
   absl::Status AttachTap(uint64_t owner, const TraceOptions& options,
-                         std::unique_ptr<tf::TraceWriter> writer) {
+                         std::unique_ptr<tf::TraceWriter> writer,
+                         const internal::CaptureExtras& extras) {
     std::lock_guard<std::mutex> drain(drain_mutex_);
     if (tap_) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -160,6 +167,7 @@ class Session {
         auto tap, CaptureTap::Start(owner, options, std::move(writer), skew_,
                                     clock_.calibration,
                                     options.sampling_hz > 0 && !sampling_));
+    tap->drainer()->set_window(extras.window);
     tap_ = std::move(tap);
     internal::SetSessionLevel(std::max(static_cast<int>(options_.level),
                                        static_cast<int>(options.level)));
@@ -312,7 +320,8 @@ class Session {
     {
       std::lock_guard<std::mutex> drain(drain_mutex_);
       DrainPassLocked(/*counters=*/true);
-      if (owner_ == 0) {  // remote captures measure their own offsets
+      // Streamed captures measure their own offsets.
+      if (owner_ == 0 || extras_.job_clock_offsets) {
         internal::DrainReferenceClockOffsets(
             &clock_cursor_, [&](const tf::proto::ClockOffset& o) {
               writer_->AddClockOffset(o);
@@ -353,6 +362,7 @@ class Session {
   std::unique_ptr<CaptureTap> tap_;  // guarded by drain_mutex_
 
   const uint64_t owner_;
+  const internal::CaptureExtras extras_;
   const ClockSkew skew_;
   internal::RecordingClock clock_;  // calibration guarded by drain_mutex_
   uint64_t facts_generation_ = 0;
@@ -513,7 +523,8 @@ namespace internal {
 
 absl::Status StartOwnedSession(std::unique_ptr<tf::RecordSink> sink,
                                const TraceOptions& options,
-                               const std::string& description, uint64_t owner) {
+                               const std::string& description, uint64_t owner,
+                               const CaptureExtras& extras) {
   std::lock_guard<std::mutex> lock(g_session_mutex);
   if (g_session) return BusyError();
   const TraceOptions o = ResolveOptions(options);
@@ -521,13 +532,14 @@ absl::Status StartOwnedSession(std::unique_ptr<tf::RecordSink> sink,
   PODSCOPE_ASSIGN_OR_RETURN(
       auto writer,
       tf::TraceWriter::Create(std::move(sink), WriterOptionsFor(o)));
-  return Install(
-      std::make_unique<Session>(description, o, std::move(writer), owner));
+  return Install(std::make_unique<Session>(description, o, std::move(writer),
+                                           owner, extras));
 }
 
 absl::Status ShareLocalSession(std::unique_ptr<tf::RecordSink> sink,
                                const TraceOptions& options, uint64_t owner,
-                               std::string* session_id) {
+                               std::string* session_id,
+                               const CaptureExtras& extras) {
   std::lock_guard<std::mutex> lock(g_session_mutex);
   if (!g_session || g_session->owner() != 0) {
     return absl::FailedPreconditionError(
@@ -539,7 +551,19 @@ absl::Status ShareLocalSession(std::unique_ptr<tf::RecordSink> sink,
   PODSCOPE_ASSIGN_OR_RETURN(
       auto writer,
       tf::TraceWriter::Create(std::move(sink), WriterOptionsFor(o)));
-  if (absl::Status s = g_session->AttachTap(owner, o, std::move(writer));
+  // The trace's own file has the job's offsets; this one starts with the
+  // latest (or the client's).
+  for (const tf::proto::ClockOffset& c : extras.clock_offsets) {
+    writer->AddClockOffset(c);
+  }
+  if (extras.job_clock_offsets) {
+    uint64_t cursor = internal::kClockCursorStart;
+    internal::DrainReferenceClockOffsets(
+        &cursor,
+        [&](const tf::proto::ClockOffset& c) { writer->AddClockOffset(c); });
+  }
+  if (absl::Status s =
+          g_session->AttachTap(owner, o, std::move(writer), extras);
       !s.ok()) {
     return s;
   }

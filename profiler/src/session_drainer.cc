@@ -154,6 +154,7 @@ void SessionDrainer::Accept(ThreadBuffer* b, const RawEvent* e, uint32_t* track,
   // stopped, or recorded before a capture joined) are not its.
   if (static_cast<int64_t>(e->a - start_ticks_) < 0) return;
   if (e->a > end_ticks_) return;
+  if (window_ && !window_->AcceptsTicks(e->a)) return;
   if (*track == 0) *track = TrackFor(b);
   AddEvent(e, *track, args);
 }
@@ -228,7 +229,8 @@ void SessionDrainer::AddExternal(const std::vector<ExternalEvent>& events,
                                  const std::vector<tf::proto::Track>& tracks) {
   std::vector<tf::Arg> args;
   for (const ExternalEvent& e : events) {
-    if (e.start_ns < start_ns_ || e.track == 0 || e.track > tracks.size()) {
+    if (e.start_ns < start_ns_ || e.track == 0 || e.track > tracks.size() ||
+        (window_ && !window_->AcceptsNs(e.start_ns))) {
       continue;
     }
     uint32_t& track = external_tracks_[e.track];
@@ -269,6 +271,7 @@ void SessionDrainer::DrainSamples(SamplingCollector* sampling) {
 
 void SessionDrainer::AddCounter(std::string_view name, std::string_view unit,
                                 int64_t monotonic_ns, double value) {
+  if (window_ && !window_->AcceptsNs(monotonic_ns)) return;
   const uint32_t track = CounterTrack(StringRegistry::Get().Intern(name), unit);
   writer_->AddCounter(track, skew_.Apply(monotonic_ns), value);
 }

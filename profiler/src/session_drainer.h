@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/trace_format/writer.h"
+#include "src/capture_window.h"
 #include "src/thread_buffer.h"
 
 namespace podscope::profiler::internal {
@@ -56,6 +57,11 @@ class SessionDrainer {
   // Thread events that started after `ticks` are not this drainer's (a
   // session that stopped while the flight recorder goes on recording).
   void set_end_ticks(uint64_t ticks) { end_ticks_ = ticks; }
+  // Only the events inside `window` are this drainer's (a capture asked
+  // for a scheduled start or a window of steps).
+  void set_window(std::shared_ptr<const CaptureWindow> window) {
+    window_ = std::move(window);
+  }
 
   // Forgets thread buffers that were freed, so that a buffer allocated at
   // the same address later is not taken for them.
@@ -109,6 +115,7 @@ class SessionDrainer {
   const uint64_t start_ticks_;
   uint64_t end_ticks_ = UINT64_MAX;
   const int64_t start_ns_;
+  std::shared_ptr<const CaptureWindow> window_;
   TickCalibration file_clock_;
 
   std::vector<uint32_t> string_map_;  // registry id -> file string id

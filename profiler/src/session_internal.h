@@ -12,15 +12,30 @@
 #include "absl/status/status.h"
 #include "podscope/profiler/session.h"
 #include "podscope/trace_format/record_io.h"
+#include "podscope/trace_format/trace.pb.h"
+#include "src/capture_window.h"
 
 namespace podscope::profiler::internal {
+
+// What a capture asks of its session beyond TraceOptions.
+struct CaptureExtras {
+  // Only the events inside it go to the file (null: all).
+  std::shared_ptr<CaptureWindow> window;
+  // The file's clock offsets from the start (a capture client's probes).
+  std::vector<trace_format::proto::ClockOffset> clock_offsets;
+  // The offsets the process's job measures go into the file as they come,
+  // as for StartTrace (the file is written where the worker runs, with no
+  // client to measure its clock).
+  bool job_clock_offsets = false;
+};
 
 // Starts the process's session writing into `sink`. `owner` (non-zero)
 // identifies the caller; `description` stands in for the file path in
 // messages. FailedPrecondition if a session is already recording.
 absl::Status StartOwnedSession(std::unique_ptr<trace_format::RecordSink> sink,
                                const TraceOptions& options,
-                               const std::string& description, uint64_t owner);
+                               const std::string& description, uint64_t owner,
+                               const CaptureExtras& extras = {});
 
 // Records the capture `owner` into `sink` by sharing the trace this
 // process records itself (StartTrace): the sink gets a file of its own,
@@ -31,7 +46,8 @@ absl::Status StartOwnedSession(std::unique_ptr<trace_format::RecordSink> sink,
 // FailedPrecondition when no such trace runs.
 absl::Status ShareLocalSession(std::unique_ptr<trace_format::RecordSink> sink,
                                const TraceOptions& options, uint64_t owner,
-                               std::string* session_id);
+                               std::string* session_id,
+                               const CaptureExtras& extras = {});
 
 // Stops the session or the shared recording `owner` started: the last
 // events are drained and the file is closed (index and trailer go to the

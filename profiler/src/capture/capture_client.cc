@@ -56,6 +56,12 @@ absl::Status CheckOptions(const CaptureOptions& options) {
     return absl::InvalidArgumentError(
         "capture: start_lead_ms must be 0..60000");
   }
+  if (options.by_steps &&
+      (options.first_step < 0 || options.last_step < options.first_step)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "capture: the steps must be FIRST:LAST with 0 <= FIRST <= LAST, not ",
+        options.first_step, ":", options.last_step));
+  }
   if (!options.ranks.empty() &&
       options.ranks.size() != options.workers.size()) {
     return absl::InvalidArgumentError(

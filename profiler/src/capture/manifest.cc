@@ -28,6 +28,11 @@ std::string ManifestJson(const CaptureOptions& options,
   base::JsonWriter j(&text, base::JsonLayout::kPretty);
   j.BeginObject().Field("session", result.session);
   if (!options.job.empty()) j.Field("job", options.job);
+  if (options.worker_writes) j.Field("mode", "worker_writes");
+  if (options.by_steps) {
+    j.Field("first_step", options.first_step)
+        .Field("last_step", options.last_step);
+  }
   j.Field("duration_ms", options.duration_ms)
       .Field("started_realtime_ns", started_realtime_ns)
       .Field("wall_ms", wall_ms)
@@ -51,6 +56,15 @@ std::string ManifestJson(const CaptureOptions& options,
     if (!w.host.empty()) j.Field("host", w.host).Field("pid", w.pid);
     if (!w.path.empty()) {
       j.Field("file", std::filesystem::path(w.path).filename().string());
+    }
+    if (w.written_by_worker) {
+      j.Field("written_by", "worker")
+          .Field("crc32", w.crc32)
+          .Field("file_seen", w.file_seen)
+          .Field("clock_source", w.job_clock ? "job" : "capture client");
+      if (w.start_at_ns != 0) j.Field("start_at_ns", w.start_at_ns);
+      j.Field("window_start_ns", w.window_start_ns)
+          .Field("window_end_ns", w.window_end_ns);
     }
     if (!w.xplane_path.empty()) j.Field("xplane", w.xplane_path);
     if (w.start_timestamp_ns != 0) {

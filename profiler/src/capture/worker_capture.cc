@@ -24,11 +24,6 @@ namespace {
 namespace pb = ::podscope::profiler::proto;
 namespace tf = ::podscope::trace_format;
 
-bool Cancelled(const CaptureOptions& options) {
-  return options.cancel != nullptr &&
-         options.cancel->load(std::memory_order_relaxed);
-}
-
 // A failure of this side's file (as opposed to a stream the worker cut
 // short or garbled, which StreamedFile reports as DataLoss).
 bool IsLocalWriteError(const absl::Status& s) {
@@ -138,7 +133,33 @@ absl::Status StreamError(const WorkerConnection& worker, const StreamOutcome& o,
   return absl::OkStatus();
 }
 
+// Arrives at the gate once, when told or at the latest when destroyed,
+// so that no path leaves the other workers waiting.
+class GateArrival {
+ public:
+  explicit GateArrival(StartGate* gate) : gate_(gate) {}
+  ~GateArrival() { Arrive(); }
+  void Arrive() {
+    if (gate_ != nullptr) gate_->Arrive();
+    gate_ = nullptr;
+  }
+  // The gate, for a worker that waits for the common start itself.
+  StartGate* Take() {
+    StartGate* g = gate_;
+    gate_ = nullptr;
+    return g;
+  }
+
+ private:
+  StartGate* gate_;
+};
+
 }  // namespace
+
+bool Cancelled(const CaptureOptions& options) {
+  return options.cancel != nullptr &&
+         options.cancel->load(std::memory_order_relaxed);
+}
 
 CancelStopper::CancelStopper(const CaptureOptions& options, std::string session,
                              Stop stop)
@@ -240,6 +261,11 @@ pb::CaptureRequest BuildCaptureRequest(const CaptureOptions& options,
   request.set_sampling_hz(options.sampling_hz);
   request.set_compression_level(-1);
   request.set_client("podscope capture");
+  if (options.by_steps) {
+    request.set_by_steps(true);
+    request.set_first_step(options.first_step);
+    request.set_last_step(options.last_step);
+  }
   return request;
 }
 
@@ -280,9 +306,11 @@ void CaptureWorker(const CaptureOptions& options, const std::string& session,
     if (!s.ok()) return fail(s);
     return;
   }
-  // Podscope workers start recording as soon as they are asked: only the
-  // XProf ones wait for every worker to be reached.
-  gate->Arrive();
+  // Podscope workers start recording as soon as they are asked, unless
+  // they write their own files: then they start together too.
+  const bool together = options.worker_writes && !options.by_steps;
+  GateArrival arrival(gate);
+  if (!together) arrival.Arrive();
   if (!info.ok()) return fail(info.status());
   WorkerConnection& worker = **connected;
   result->protocol = "podscope";
@@ -293,6 +321,17 @@ void CaptureWorker(const CaptureOptions& options, const std::string& session,
   auto before = worker.Probe(options.clock_probes);
   if (!before.ok()) return fail(before.status());
   result->clock.push_back(*before);
+  if (options.worker_writes) {
+    if (!info->worker_writes()) {
+      return fail(absl::FailedPreconditionError(absl::StrCat(
+          result->address,
+          ": this worker has no capture root for worker-side captures "
+          "(PODSCOPE_CAPTURE_ROOT)")));
+    }
+    return CaptureWorkerWrites(options, session, worker, *before,
+                               together ? arrival.Take() : nullptr, result,
+                               shared);
+  }
 
   if (Cancelled(options)) {
     return fail(absl::CancelledError(

@@ -124,6 +124,18 @@ proto::CaptureRequest BuildCaptureRequest(const CaptureOptions& options,
 trace_format::proto::ClockRecord ClockRecordOf(
     const std::vector<ClockEstimate>& estimates);
 
+// Whether the capture was cancelled (CaptureOptions::cancel).
+bool Cancelled(const CaptureOptions& options);
+
+class WorkerConnection;
+// A worker-side capture of the Podscope worker `worker`, reached and
+// probed (`before`): it writes its own file. With `gate`, the worker
+// starts at the capture's common start. Fills `result`.
+void CaptureWorkerWrites(const CaptureOptions& options,
+                         const std::string& session, WorkerConnection& worker,
+                         const ClockEstimate& before, StartGate* gate,
+                         WorkerResult* result, CaptureShared* shared);
+
 // Records the worker `result->address` into the session folder; fills
 // `result`. A complete file is on disk (fdatasync) before it counts as ok.
 // A worker that speaks XProf's protocol instead is profiled into `xprof`

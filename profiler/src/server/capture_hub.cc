@@ -1,12 +1,16 @@
 #include "src/server/capture_hub.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/profiler/clock.h"
+#include "podscope/profiler/clock_sync.h"
 #include "podscope/profiler/session.h"
 #include "podscope/trace_format/record_io.h"
 #include "src/server/capture_request.h"
@@ -14,6 +18,8 @@
 
 namespace podscope::profiler::internal {
 namespace {
+
+namespace tf = ::podscope::trace_format;
 
 class StreamSink : public trace_format::RecordSink {
  public:
@@ -38,6 +44,54 @@ class StreamSink : public trace_format::RecordSink {
 };
 
 std::atomic<uint64_t> g_next_owner{1};
+
+// CLOCK_MONOTONIC when the profiler clock (ProfilerNowNs) reads `t`: the
+// test skew inverted, one correction step for its drift.
+int64_t MonotonicAtProfilerNs(int64_t t) {
+  const ClockSkew& skew = TestClockSkew();
+  if (!skew.active()) return t;
+  const int64_t m0 = t - (skew.Apply(MonotonicNs()) - MonotonicNs());
+  return m0 + (t - skew.Apply(m0));
+}
+
+constexpr int64_t kMaxStartAheadNs = int64_t{60} * 1'000'000'000;
+
+// The window a request asks for, and when it starts on CLOCK_MONOTONIC
+// (now when at once, or for steps, which start when the program says).
+absl::StatusOr<std::shared_ptr<CaptureWindow>> WindowFor(
+    const pb::CaptureRequest& r, int64_t now, int64_t* start_ns) {
+  *start_ns = now;
+  if (r.by_steps()) return CaptureWindow::Steps(r.first_step(), r.last_step());
+  int64_t at = r.start_at_ns();
+  if (r.start_at_job_ns() != 0) {
+    const std::optional<ReferenceClockOffset> job =
+        LatestReferenceClockOffset();
+    if (!job) {
+      return absl::FailedPreconditionError(
+          "start_at_job_ns: this process has no job clock (it is not a rank "
+          "of a job, or its first heartbeat has not been answered)");
+    }
+    at = r.start_at_job_ns() - job->offset_ns;
+  }
+  if (at == 0) return nullptr;
+  const int64_t mono = MonotonicAtProfilerNs(at);
+  if (mono - now > kMaxStartAheadNs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the start is ", (mono - now) / 1'000'000,
+                     " ms ahead on this worker's clock; at most 60 s"));
+  }
+  // A start already past (a slow network) is now: the files then begin a
+  // little apart, which their windows show.
+  *start_ns = std::max(mono, now);
+  // The instant in ticks, so that the window's edge is exact rather than
+  // when a thread wakes.
+  const TickCalibration cal = CalibrateTicks(2);
+  const int64_t ahead = *start_ns - MonotonicNs();
+  const uint64_t ticks =
+      Ticks() + static_cast<uint64_t>(static_cast<int64_t>(
+                    static_cast<double>(ahead) / cal.ns_per_tick));
+  return CaptureWindow::At(ticks, *start_ns);
+}
 
 }  // namespace
 
@@ -89,6 +143,19 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::JoinRunningLocked(
     const pb::CaptureRequest& r, int64_t deadline_ns) {
   Capture& c = *current_;
   const std::string& wanted = r.session_id();
+  const bool own_window =
+      r.by_steps() || r.start_at_ns() != 0 || r.start_at_job_ns() != 0;
+  if (r.worker_writes() != c.worker_writes ||
+      ((r.worker_writes() || own_window) && wanted != c.session_id)) {
+    // A second client of a worker-side capture of the same session gets
+    // the same file; anything else would need a session of its own.
+    return absl::FailedPreconditionError(
+        absl::StrCat("a ", c.worker_writes ? "worker-side" : "streamed",
+                     " capture (session '", c.session_id, "') is running; a ",
+                     r.worker_writes() ? "worker-side" : "streamed",
+                     own_window ? " capture with its own start" : " capture",
+                     " cannot share it"));
+  }
   if (!wanted.empty() && wanted != c.session_id && !r.join_any_session()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "a capture for session '", c.session_id,
@@ -121,30 +188,79 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::StartLocked(
   capture->owner = g_next_owner.fetch_add(1);
   capture->stream = std::make_shared<CaptureStream>(options_.max_capture_bytes);
   capture->started_ns = now;
-  capture->deadline_ns = deadline_ns;
   capture->clients = 1;
+  int64_t start_ns = now;
+  PODSCOPE_ASSIGN_OR_RETURN(capture->window, WindowFor(r, now, &start_ns));
+  capture->deadline_ns = deadline_ns + (start_ns - now);
+  CaptureExtras extras;
+  extras.window = capture->window;
+  capture->worker_writes = r.worker_writes();
+  // Makes the sink: the capture's stream, or the worker's own file.
+  std::string file_path;
+  auto make_sink = [&]() -> absl::StatusOr<std::unique_ptr<tf::RecordSink>> {
+    if (!capture->worker_writes) {
+      return std::unique_ptr<tf::RecordSink>(
+          std::make_unique<StreamSink>(capture->stream));
+    }
+    PODSCOPE_ASSIGN_OR_RETURN(
+        WorkerFile f,
+        CreateWorkerFile(options_.capture_root, capture->session_id,
+                         absl::StrCat(HostNameForFiles(), ".", getpid())));
+    capture->file_state = f.state;
+    file_path = f.relative_path;
+    return std::move(f.sink);
+  };
+  if (capture->worker_writes) {
+    // The file lines up with the job's other files by the job's clock
+    // when the process has one, else by the client's probes.
+    extras.job_clock_offsets = LatestReferenceClockOffset().has_value();
+    if (!extras.job_clock_offsets) {
+      extras.clock_offsets.assign(r.clock_offsets().begin(),
+                                  r.clock_offsets().end());
+    }
+  }
+  capture->file.set_job_clock(extras.job_clock_offsets);
   TraceOptions o = CaptureTraceOptions(r);
   o.session_id = capture->session_id;
+  PODSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<tf::RecordSink> sink, make_sink());
   absl::Status s = internal::StartOwnedSession(
-      std::make_unique<StreamSink>(capture->stream), o,
+      std::move(sink), o,
       absl::StrCat("remote capture '", capture->session_id, "' for ", peer),
-      capture->owner);
+      capture->owner, extras);
+  if (absl::IsFailedPrecondition(s) && capture->worker_writes) {
+    // The file made for the session that did not start: remove it, and
+    // make another for the shared trace.
+    RemoveWorkerFile(options_.capture_root, file_path);
+  }
   if (absl::IsFailedPrecondition(s)) {
     // The process records itself (StartTrace): share that trace from now
     // on, into a file of the capture's own.
     std::string shared_id;
+    PODSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<tf::RecordSink> tap_sink,
+                              make_sink());
     absl::Status shared = internal::ShareLocalSession(
-        std::make_unique<StreamSink>(capture->stream), o, capture->owner,
-        &shared_id);
+        std::move(tap_sink), o, capture->owner, &shared_id, extras);
+    if (!shared.ok() && capture->worker_writes) {
+      RemoveWorkerFile(options_.capture_root, file_path);
+    }
     if (absl::IsFailedPrecondition(shared)) return s;
     if (!shared.ok()) return shared;
     if (wanted.empty()) capture->session_id = shared_id;
     capture->shares_local_trace = true;
+    capture->file.set_path(file_path);
+    if (capture->window) capture->window->Arm();
     current_ = capture;
     capture->controller = std::thread([this, capture] { Control(capture); });
     return capture;
   }
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    if (capture->worker_writes) {
+      RemoveWorkerFile(options_.capture_root, file_path);
+    }
+    return s;
+  }
+  capture->file.set_path(file_path);
+  if (capture->window) capture->window->Arm();
   current_ = capture;
   capture->controller = std::thread([this, capture] { Control(capture); });
   return capture;
@@ -213,20 +329,47 @@ void CaptureHub::Control(std::shared_ptr<Capture> c) {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     end = WaitForEnd(lock, *c, std::chrono::milliseconds(100),
-                     [&](absl::Status*) {
+                     [&](absl::Status* why) {
                        const SessionStats st = CurrentSessionStats();
                        c->stream->SetProgress(st.events, st.dropped);
+                       // The window of steps closed (or cannot open).
+                       if (c->window && c->window->closed()) {
+                         *why = c->window->error();
+                         return false;
+                       }
                        // A shared trace that stopped ended the capture.
                        return OwnedSessionRunning(c->owner);
                      });
     c->ending = true;
   }
+  if (c->window) c->window->Disarm();
   absl::Status s = internal::StopOwnedSession(c->owner);
   if (!s.ok() && end.ok()) end = s;
+  const SessionStats st = CurrentSessionStats();
+  if (st.events != 0 || st.dropped != 0) {
+    c->stream->SetProgress(st.events, st.dropped);
+  }
+  DescribeFile(*c, MonotonicNs());
   c->stream->Finish(end);
   std::lock_guard<std::mutex> lock(mutex_);
   c->finished = true;
   cv_.notify_all();
+}
+
+void CaptureHub::DescribeFile(Capture& c, int64_t stopped_ns) {
+  const ClockSkew& skew = TestClockSkew();
+  int64_t start = c.started_ns, end = stopped_ns;
+  if (c.window) {
+    start = c.window->start_ns();
+    if (c.window->end_ns() != 0) end = c.window->end_ns();
+    if (start == 0) end = 0;  // it never opened
+  }
+  c.file.set_window_start_ns(start == 0 ? 0 : skew.Apply(start));
+  c.file.set_window_end_ns(end == 0 ? 0 : skew.Apply(end));
+  if (!c.file_state) return;
+  c.file.set_bytes(c.file_state->bytes.load());
+  std::lock_guard<std::mutex> lock(c.file_state->mutex);
+  c.file.set_crc32(c.file_state->crc32);
 }
 
 void CaptureHub::JoinFinishedLocked(std::unique_lock<std::mutex>& lock,

@@ -23,6 +23,8 @@
 #include "absl/status/statusor.h"
 #include "podscope/profiler/profiler_service.pb.h"
 #include "podscope/profiler/server.h"
+#include "src/capture_window.h"
+#include "src/server/worker_file.h"
 
 namespace podscope::profiler::internal {
 
@@ -171,6 +173,14 @@ struct Capture {
   uint64_t owner = 0;
   bool shares_local_trace = false;
   std::shared_ptr<CaptureStream> stream;
+  // A worker-side capture: the file it writes (the stream then carries no
+  // bytes, only its end), and what its sink has written so far.
+  bool worker_writes = false;
+  std::shared_ptr<WorkerFileState> file_state;
+  // Set before the stream finishes.
+  pb::WorkerFile file;
+  // The scheduled start or window of steps (null: from the start on).
+  std::shared_ptr<CaptureWindow> window;
   int64_t started_ns = 0;
   int64_t deadline_ns = 0;  // guarded by the hub's mutex
   int clients = 0;          // guarded by the hub's mutex
@@ -211,6 +221,8 @@ class CaptureHub {
       const pb::CaptureRequest& r, const std::string& peer, int64_t now,
       int64_t deadline_ns);
   void Control(std::shared_ptr<Capture> c);
+  // The file's facts once its session stopped.
+  void DescribeFile(Capture& c, int64_t stopped_ns);
   // Waits (hub mutex held) until the capture should end; returns why it
   // ended early (OK when on time, stopped or left by its clients).
   // `poll` runs without the mutex every interval.

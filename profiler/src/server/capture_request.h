@@ -15,6 +15,12 @@ namespace podscope::profiler::internal {
 absl::Status ValidateCaptureRequest(const proto::CaptureRequest& r,
                                     const ServerOptions& options);
 
+inline constexpr int64_t kMaxStepsInWindow = 1'000'000;
+inline constexpr int kMaxClockOffsets = 64;
+// The worker-side file, scheduled start and window of steps of `r`.
+absl::Status ValidateWindowAndFile(const proto::CaptureRequest& r,
+                                   const ServerOptions& options);
+
 // The session options a valid request asks for (its session id aside).
 TraceOptions CaptureTraceOptions(const proto::CaptureRequest& r);
 

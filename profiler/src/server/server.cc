@@ -25,6 +25,7 @@
 #include "podscope/base/time.h"
 #include "podscope/profiler/bearer_token.h"
 #include "podscope/profiler/clock.h"
+#include "podscope/profiler/clock_sync.h"
 #include "podscope/profiler/flight_recorder.h"
 #include "podscope/profiler/grpc_credentials.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
@@ -105,6 +106,8 @@ class Service final : public pb::ProfilerService::Service {
       info->set_probe_port(probes_->port());
       info->set_probe_key(probes_->key());
     }
+    info->set_worker_writes(!options_.capture_root.empty());
+    info->set_job_clock(LatestReferenceClockOffset().has_value());
     return Status::OK;
   }
 
@@ -174,6 +177,8 @@ class Service final : public pb::ProfilerService::Service {
     std::string bytes;
     absl::Status end;
     Status result = Status::OK;
+    // A worker-side capture streams no bytes: progress about every second.
+    int quiet_waits = 0;
     while (true) {
       if (ctx->IsCancelled()) {
         result = Status(StatusCode::CANCELLED, "the client went away");
@@ -183,10 +188,17 @@ class Service final : public pb::ProfilerService::Service {
       const bool done =
           capture->stream->Next(&cursor, &bytes, kMaxMessageBytes,
                                 std::chrono::milliseconds(250), &data, &end);
-      if (bytes.empty() && !done && !first) continue;
+      const bool progress = capture->worker_writes && ++quiet_waits >= 4;
+      if (bytes.empty() && !done && !first && !progress) continue;
+      quiet_waits = 0;
       data.set_records(bytes);
       if (first) data.set_session_id(capture->session_id);
       data.set_done(done);
+      if (capture->file_state) {
+        data.set_file_bytes(capture->file_state->bytes.load());
+        // The hub set the file's facts before it finished the stream.
+        if (done) *data.mutable_file() = capture->file;
+      }
       first = false;
       if (!writer->Write(data)) {
         result = Status(StatusCode::CANCELLED, "the client went away");
@@ -311,6 +323,8 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
         creds.status().code(),
         absl::StrCat("StartServer: ", creds.status().message()));
   }
+  ServerOptions resolved = options;
+  resolved.capture_root = EnvOr(options.capture_root, "PODSCOPE_CAPTURE_ROOT");
   const std::string listen = base::JoinHostPort(host, port);
   // A job's launcher turns the recorder on in every rank this way.
   if (absl::Status s = StartFlightRecorderFromEnv(); !s.ok()) {
@@ -320,7 +334,7 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
 
   auto probes = internal::ProbeResponder::Start(host);
   auto service = std::make_unique<Service>(
-      options, token, probes.ok() ? *std::move(probes) : nullptr);
+      resolved, token, probes.ok() ? *std::move(probes) : nullptr);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(listen, *creds, &bound);

@@ -105,8 +105,27 @@ struct CaptureOptions {
   // docs/interop.md.
   std::string align = "best";
   // XProf workers start recording together, this long after every worker
-  // has been reached (ProfileOptions.start_timestamp_ns).
+  // has been reached (ProfileOptions.start_timestamp_ns); so do Podscope
+  // workers that write their own files.
   int64_t start_lead_ms = 100;
+
+  // Worker-side capture (`--worker_writes`): each worker writes its own
+  // file, <its capture root>/<session>/<host>.<pid>.podtrace, and this
+  // side receives progress and the file's name, size and crc32 only. The
+  // capture root is the worker's (ServerOptions::capture_root), normally a
+  // folder every host and this one share as `logdir`: the manifest goes
+  // to <logdir>/<session>/ beside the files. Workers start together at a
+  // start `start_lead_ms` after every worker has been reached, each on
+  // its own clock as this side's probes map it; their files carry those
+  // probes (or their job's clock) as clock offsets.
+  bool worker_writes = false;
+  // A window of steps instead of a duration (`--steps first:last`): every
+  // worker records from the beginning of step `first_step` to the end of
+  // step `last_step` as the program marks its steps (PODSCOPE_STEP);
+  // duration_ms then bounds the wait.
+  bool by_steps = false;
+  int64_t first_step = 0;
+  int64_t last_step = 0;
 };
 
 struct WorkerResult {
@@ -159,6 +178,19 @@ struct WorkerResult {
   int64_t start_timestamp_ns = 0;
   std::string xplane_path;
   std::vector<std::string> notes;
+  // A worker-side capture: the worker wrote the file (`path` is where it
+  // lies under `logdir` when that is the worker's capture root too), with
+  // this crc32 (zlib's) and size; `file_seen` when this side found it
+  // there with that size. Its window on the worker's profiler clock, the
+  // start asked for on that clock, and whether its clock offsets are the
+  // job's (else this side's probes).
+  bool written_by_worker = false;
+  uint32_t crc32 = 0;
+  bool file_seen = false;
+  int64_t window_start_ns = 0;
+  int64_t window_end_ns = 0;
+  int64_t start_at_ns = 0;
+  bool job_clock = false;
 };
 
 struct CaptureResult {

@@ -52,6 +52,12 @@ struct ServerOptions {
   // Empty means $PODSCOPE_DUMP_ROOT; with neither, such requests are
   // refused.
   std::string dump_root;
+  // The folder under which worker-side captures write
+  // <session>/<host>.<pid>.podtrace (`podscope capture --worker_writes`:
+  // the request names the session only). Empty means
+  // $PODSCOPE_CAPTURE_ROOT; with neither, such requests are refused. On a
+  // pod, a folder every host shares (a mounted bucket).
+  std::string capture_root;
   // The host name GetInfo reports, under which capture clients file this
   // process's trace. Empty means the machine's (gethostname); containers
   // that all share one host name can say which they are. Clients treat it

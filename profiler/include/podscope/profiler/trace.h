@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -303,6 +304,45 @@ class Trace {
   internal::PendingArg args_[kMaxArgs];
 };
 
+namespace internal {
+// Captures waiting for a window of steps (capture_window.h); a step
+// boundary costs one relaxed load while there are none.
+extern std::atomic<int> g_step_watchers;
+void StepBoundarySlow(int64_t step, bool begin);
+inline void StepBoundary(int64_t step, bool begin) {
+  if (__builtin_expect(g_step_watchers.load(std::memory_order_relaxed) != 0,
+                       false)) {
+    StepBoundarySlow(step, begin);
+  }
+}
+NameSite* StepSite();
+}  // namespace internal
+
+// One training step: a "train_step" slice with argument "step" (what the
+// analyses take for a step, at Level::kCritical), whose beginning and end
+// also open and close the window of a capture asked for by steps
+// (`podscope capture --steps 100:103`). Steps are numbered by the program,
+// increasing.
+class StepScope {
+ public:
+  explicit StepScope(int64_t step) : step_(step) {
+    internal::StepBoundary(step, /*begin=*/true);
+    trace_.emplace(
+        internal::StepSite(), [step] { return std::make_tuple("step", step); },
+        Level::kCritical);
+  }
+  ~StepScope() {
+    trace_.reset();
+    internal::StepBoundary(step_, /*begin=*/false);
+  }
+  StepScope(const StepScope&) = delete;
+  StepScope& operator=(const StepScope&) = delete;
+
+ private:
+  const int64_t step_;
+  std::optional<Trace> trace_;
+};
+
 }  // namespace podscope::profiler
 
 #define PODSCOPE_INTERNAL_CAT2(a, b) a##b
@@ -324,6 +364,11 @@ class Trace {
 #define PODSCOPE_TRACE_LEVEL(level, name)            \
   ::podscope::profiler::Trace PODSCOPE_INTERNAL_CAT( \
       podscope_trace_, __LINE__)(PODSCOPE_INTERNAL_SITE(name), level)
+
+// PODSCOPE_STEP(n): the enclosing scope is training step n (StepScope).
+#define PODSCOPE_STEP(step)                                             \
+  ::podscope::profiler::StepScope PODSCOPE_INTERNAL_CAT(podscope_step_, \
+                                                        __LINE__)(step)
 
 #define PODSCOPE_INSTANT(name)                       \
   do {                                               \

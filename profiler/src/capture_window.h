@@ -1,0 +1,95 @@
+// The part of a session's time a capture keeps: from a scheduled instant,
+// or from the beginning of one step to the end of another as the program
+// marks them (PODSCOPE_STEP). The session records meanwhile as usual; its
+// drainers keep only the events that start inside the window. Thread
+// events are judged by their ticks, external events (device streams) by
+// their monotonic time.
+//
+// Thread-safety: a step boundary opens or closes the window from the
+// program's thread while the drain thread reads it. The boundary stores
+// the window's edge before it publishes `open` (release), and every event
+// the program records after it is committed later still, so a drain pass
+// that acquired such an event sees the edge too: an event is never judged
+// against a window that is opening.
+#ifndef PODSCOPE_PROFILER_SRC_CAPTURE_WINDOW_H_
+#define PODSCOPE_PROFILER_SRC_CAPTURE_WINDOW_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace podscope::profiler::internal {
+
+class CaptureWindow : public std::enable_shared_from_this<CaptureWindow> {
+ public:
+  // Opens at `start_ticks` (Ticks()) and `start_ns` (CLOCK_MONOTONIC), the
+  // same instant.
+  static std::shared_ptr<CaptureWindow> At(uint64_t start_ticks,
+                                           int64_t start_ns);
+  // Opens when step `first` begins and closes when step `last` ends.
+  static std::shared_ptr<CaptureWindow> Steps(int64_t first, int64_t last);
+
+  bool open() const { return open_.load(std::memory_order_acquire); }
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+
+  // Whether an event of a thread that started at `ticks` is inside.
+  bool AcceptsTicks(uint64_t ticks) const {
+    if (!open()) return false;
+    if (static_cast<int64_t>(
+            ticks - start_ticks_.load(std::memory_order_relaxed)) < 0) {
+      return false;
+    }
+    return !closed() ||
+           static_cast<int64_t>(
+               ticks - end_ticks_.load(std::memory_order_relaxed)) <= 0;
+  }
+  // The same for an event stamped in monotonic nanoseconds.
+  bool AcceptsNs(int64_t monotonic_ns) const {
+    if (!open()) return false;
+    if (monotonic_ns < start_ns_.load(std::memory_order_relaxed)) return false;
+    return !closed() || monotonic_ns <= end_ns_.load(std::memory_order_relaxed);
+  }
+
+  // The window's edges in monotonic nanoseconds (0 while not reached).
+  int64_t start_ns() const {
+    return open() ? start_ns_.load(std::memory_order_relaxed) : 0;
+  }
+  int64_t end_ns() const {
+    return closed() ? end_ns_.load(std::memory_order_relaxed) : 0;
+  }
+
+  // Closes the window now (a capture that ends before its last step).
+  void Close();
+  // Why the window can no longer open (a later step began first); OK
+  // otherwise.
+  absl::Status error() const;
+
+  // A step boundary, from the program's thread.
+  void OnStep(int64_t step, bool begin);
+
+  // Step boundaries reach this window until Disarm (one window at a time:
+  // one capture records a process at a time).
+  void Arm();
+  void Disarm();
+
+ private:
+  CaptureWindow() = default;
+  void OpenNow();
+  void CloseNow();
+
+  bool by_steps_ = false;
+  int64_t first_step_ = 0, last_step_ = 0;
+  std::atomic<uint64_t> start_ticks_{0}, end_ticks_{0};
+  std::atomic<int64_t> start_ns_{0}, end_ns_{0};
+  std::atomic<bool> open_{false}, closed_{false};
+  mutable std::mutex mutex_;  // serialises boundaries; guards error_
+  absl::Status error_;
+};
+
+}  // namespace podscope::profiler::internal
+
+#endif  // PODSCOPE_PROFILER_SRC_CAPTURE_WINDOW_H_
