@@ -3,6 +3,12 @@
 // commands on stdin.
 //
 //   capture_worker [--port N] [--bind ADDR] [--token T] [--rate_hz R]
+//                  [--capture_root DIR] [--step_ms MS]
+//
+// --capture_root lets the server take worker-side captures; --step_ms
+// makes the loop one numbered training step (PODSCOPE_STEP 0, 1, 2...)
+// every MS milliseconds, each holding an "inner" scope, instead of the
+// unnumbered "step" scopes.
 //
 // Prints "port N" once the server listens. Commands, one per line:
 //   mark T   wait until CLOCK_MONOTONIC reaches T (ns), record the instant
@@ -12,6 +18,7 @@
 // --rate_hz 0 records as fast as the thread can.
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +47,7 @@ int main(int argc, char** argv) {
   using namespace podscope::profiler;
   int port = 0;
   long rate_hz = 2000;
+  long step_ms = 0;
   ServerOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -52,6 +60,10 @@ int main(int argc, char** argv) {
       options.token = v;
     } else if (a == "--rate_hz" && v) {
       rate_hz = std::atol(v);
+    } else if (a == "--capture_root" && v) {
+      options.capture_root = v;
+    } else if (a == "--step_ms" && v) {
+      step_ms = std::atol(v);
     } else {
       std::fprintf(stderr, "capture_worker: bad argument '%s'\n", a.c_str());
       return 2;
@@ -73,6 +85,18 @@ int main(int argc, char** argv) {
     const int64_t period = rate_hz > 0 ? 1'000'000'000 / rate_hz : 0;
     int64_t next = MonotonicNs();
     uint64_t i = 0;
+    if (step_ms > 0) {
+      int64_t step_end = MonotonicNs();
+      for (int64_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
+        PODSCOPE_STEP(n);
+        step_end += step_ms * 1'000'000;
+        while (MonotonicNs() < step_end) {
+          PODSCOPE_TRACE("inner");
+          SleepUntil(std::min(step_end, MonotonicNs() + 1'000'000));
+        }
+      }
+      return;
+    }
     while (!stop.load(std::memory_order_relaxed)) {
       {
         PODSCOPE_TRACE("step");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -29,6 +30,8 @@ constexpr std::string_view kHelp =
                         [--host_tracer_level N] [--device_tracer_level N]
                         [--python_tracer_level N] [--also_xplane]
                         [--align wallclock|rpc|collectives]
+                        [--worker_writes | --stream] [--steps FIRST:LAST]
+                        [--start_lead_ms N]
 
 Asks every worker's profiler server (podscope::profiler::StartServer, port
 9012 by default) to record for N milliseconds, all at once, and writes
@@ -47,6 +50,24 @@ DIR/SESSION/<host>.podtrace. Their clocks are lined up by the Profile
 call's times (a bound) and, tighter, by the collectives every host ran
 (--align); the manifest says which method aligned each host and how far
 to trust it.
+
+With --worker_writes each worker writes its own file instead,
+  ROOT/SESSION/<host>.<pid>.podtrace
+under the capture root it was started with (PODSCOPE_CAPTURE_ROOT, or
+ServerOptions::capture_root; a worker without one refuses), and this side
+receives only progress and each file's name, size and crc32: the way to
+capture a pod, whose hosts would send more than one client can take. When
+ROOT is a folder every host shares and DIR is the same folder, the
+manifest lands beside the files. Every worker starts at the same instant,
+--start_lead_ms after the last was reached, each on its own clock as the
+probes map it; each file carries those probes (or its job's clock) as its
+clock offsets. --job uses worker-side capture when every rank has a
+capture root (--stream streams instead).
+
+--steps FIRST:LAST records, on every worker, from the beginning of step
+FIRST to the end of step LAST as the program marks its steps
+(PODSCOPE_STEP); --duration_ms then bounds the whole wait (default 10
+minutes with --steps).
 
 Flags:
   --service_addr LIST   Workers, comma-separated (or --job); @FILE reads
@@ -84,6 +105,15 @@ XProf workers:
                         by the Profile call's times), collectives (fitted
                         to collective ends seen on every host); default:
                         the best that works
+Pods:
+  --worker_writes       Each worker writes its own file under its capture
+                        root; this side gets progress and the file's facts
+  --stream              Stream every worker's trace here (the default,
+                        except for --job when every rank has a root)
+  --steps FIRST:LAST    Record steps FIRST..LAST on every worker
+  --start_lead_ms N     The common start of worker-side captures, N ms
+                        after every worker was reached, 0..60000
+                        (default 200)
   -h, --help            Show this help
 
 Exit codes: 0 every worker answered with a complete file, 5 some did not
@@ -182,14 +212,20 @@ std::optional<int> ParseWorkers(std::string addrs, const CommandIo& io,
 std::optional<int> ParseCaptureFlags(std::span<const std::string> args,
                                      const CommandIo& io,
                                      profiler::CaptureOptions* o,
-                                     std::string* job) {
+                                     std::string* job, bool* stream_only) {
   std::string addrs, logdir, session, token, tls_ca, tls_name;
-  int64_t duration_ms = 1000, sampling_hz = 0, level = 2, probes = 16;
+  // 0: not given (1 s, or 10 minutes of waiting for --steps).
+  int64_t duration_ms = 0, sampling_hz = 0, level = 2, probes = 16;
   int64_t connect_ms = 5000, max_message_mb = 256;
   int64_t host_level = 2, device_level = 1, python_level = 0;
-  bool also_xplane = false;
-  std::string align = "best";
+  bool also_xplane = false, worker_writes = false, stream = false;
+  std::string align = "best", steps;
+  int64_t start_lead_ms = 200;
   FlagParser flags;
+  flags.AddBool("worker_writes", &worker_writes);
+  flags.AddBool("stream", &stream);
+  flags.AddString("steps", &steps);
+  flags.AddInt("start_lead_ms", &start_lead_ms, 0, 60'000);
   flags.AddInt("max_message_mb", &max_message_mb, 1, 2047);
   flags.AddInt("host_tracer_level", &host_level, 0, 3);
   flags.AddInt("device_tracer_level", &device_level, 0, 1);
@@ -228,7 +264,7 @@ std::optional<int> ParseCaptureFlags(std::span<const std::string> args,
   if (o->workers.empty() && job->empty())
     return UsageError(io, "capture", "--service_addr is empty");
   o->logdir = logdir;
-  o->duration_ms = duration_ms;
+  o->duration_ms = duration_ms != 0 ? duration_ms : 1000;
   o->session = session;
   o->connect.token = token;
   o->connect.tls_ca_file = tls_ca;
@@ -249,6 +285,29 @@ std::optional<int> ParseCaptureFlags(std::span<const std::string> args,
         "--align must be wallclock, rpc or collectives, not '" + align + "'");
   }
   o->align = align;
+  if (worker_writes && stream) {
+    return UsageError(io, "capture", "give --worker_writes or --stream");
+  }
+  o->worker_writes = worker_writes;
+  *stream_only = stream;
+  o->start_lead_ms = start_lead_ms;
+  if (!steps.empty()) {
+    const size_t colon = steps.find(':');
+    int64_t first = -1, last = -1;
+    if (colon == std::string::npos ||
+        !absl::SimpleAtoi(steps.substr(0, colon), &first) ||
+        !absl::SimpleAtoi(steps.substr(colon + 1), &last) || first < 0 ||
+        last < first) {
+      return UsageError(io, "capture",
+                        "--steps must be FIRST:LAST with 0 <= FIRST <= LAST, "
+                        "not '" +
+                            steps + "'");
+    }
+    o->by_steps = true;
+    o->first_step = first;
+    o->last_step = last;
+    if (duration_ms == 0) o->duration_ms = 600'000;
+  }
   return std::nullopt;
 }
 
@@ -282,6 +341,16 @@ int ReportCapture(const profiler::CaptureResult& result, const CommandIo& io) {
                    w.address.c_str(), w.path.c_str(),
                    static_cast<unsigned long long>(w.events),
                    AlignmentText(w).c_str());
+    } else if (w.ok && w.written_by_worker) {
+      std::fprintf(io.out,
+                   "  ok      %-22s %s  %llu events, %llu dropped, %s, "
+                   "written by the worker%s, crc32 %08x, clock by %s\n",
+                   w.address.c_str(), w.path.c_str(),
+                   static_cast<unsigned long long>(w.events),
+                   static_cast<unsigned long long>(w.dropped),
+                   FormatBytes(w.bytes).c_str(),
+                   w.file_seen ? "" : " (not visible here)", w.crc32,
+                   w.job_clock ? "the job" : "probes");
     } else if (w.ok) {
       const profiler::ClockEstimate& c = w.clock.front();
       std::fprintf(io.out,
@@ -317,7 +386,9 @@ int ReportCapture(const profiler::CaptureResult& result, const CommandIo& io) {
 int Run(std::span<const std::string> args, const CommandIo& io) {
   profiler::CaptureOptions o;
   std::string job;
-  if (std::optional<int> done = ParseCaptureFlags(args, io, &o, &job)) {
+  bool stream_only = false;
+  if (std::optional<int> done =
+          ParseCaptureFlags(args, io, &o, &job, &stream_only)) {
     return *done;
   }
   if (!job.empty()) {
@@ -325,6 +396,11 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
       std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
                    std::string(s.message()).c_str());
       return kExitNoneAnswered;
+    }
+    // A job whose every rank can write its own file does.
+    if (!o.worker_writes && !stream_only &&
+        profiler::EveryWorkerWritesItsOwnFile(o.workers, o.connect)) {
+      o.worker_writes = true;
     }
   }
   o.progress = [&](const profiler::CaptureProgress& p) {

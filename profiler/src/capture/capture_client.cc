@@ -133,6 +133,28 @@ absl::StatusOr<ClockEstimate> MeasureClockOffset(const std::string& address,
   return (*worker)->Probe(probes);
 }
 
+bool EveryWorkerWritesItsOwnFile(const std::vector<std::string>& workers,
+                                 const ConnectOptions& connect) {
+  if (workers.empty()) return false;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> all{true};
+  auto ask = [&] {
+    for (size_t i = next++; i < workers.size() && all.load(); i = next++) {
+      auto worker = internal::WorkerConnection::Connect(workers[i], connect);
+      absl::StatusOr<proto::ProcessInfo> info =
+          worker.ok() ? (*worker)->Info() : worker.status();
+      if (!info.ok() || !info->worker_writes()) all = false;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::min<size_t>(16, workers.size()); ++t) {
+    threads.emplace_back(ask);
+  }
+  ask();
+  for (std::thread& t : threads) t.join();
+  return all.load();
+}
+
 absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   CaptureResult result;

@@ -225,6 +225,11 @@ struct CaptureResult {
 // left absent, never partly written.
 absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options);
 
+// Whether every worker has a capture root for worker-side captures (each
+// asked in parallel; false when any cannot be reached or has none).
+bool EveryWorkerWritesItsOwnFile(const std::vector<std::string>& workers,
+                                 const ConnectOptions& connect);
+
 struct RemoteDump {
   std::string path;  // under the worker's dump root: <session>/<file>
   uint64_t events = 0;

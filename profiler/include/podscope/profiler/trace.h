@@ -18,7 +18,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -318,29 +317,34 @@ inline void StepBoundary(int64_t step, bool begin) {
 NameSite* StepSite();
 }  // namespace internal
 
+namespace internal {
+// The step's boundaries around its slice: constructed before the Trace
+// and destroyed after it.
+class StepMark {
+ protected:
+  explicit StepMark(int64_t step) : step_(step) { StepBoundary(step, true); }
+  ~StepMark() { StepBoundary(step_, false); }
+
+ private:
+  const int64_t step_;
+};
+}  // namespace internal
+
 // One training step: a "train_step" slice with argument "step" (what the
 // analyses take for a step, at Level::kCritical), whose beginning and end
 // also open and close the window of a capture asked for by steps
 // (`podscope capture --steps 100:103`). Steps are numbered by the program,
 // increasing.
-class StepScope {
+class StepScope : private internal::StepMark, private Trace {
  public:
-  explicit StepScope(int64_t step) : step_(step) {
-    internal::StepBoundary(step, /*begin=*/true);
-    trace_.emplace(
-        internal::StepSite(), [step] { return std::make_tuple("step", step); },
-        Level::kCritical);
-  }
-  ~StepScope() {
-    trace_.reset();
-    internal::StepBoundary(step_, /*begin=*/false);
-  }
+  explicit StepScope(int64_t step)
+      : StepMark(step),
+        Trace(
+            internal::StepSite(),
+            [step] { return std::make_tuple("step", step); },
+            Level::kCritical) {}
   StepScope(const StepScope&) = delete;
   StepScope& operator=(const StepScope&) = delete;
-
- private:
-  const int64_t step_;
-  std::optional<Trace> trace_;
 };
 
 }  // namespace podscope::profiler

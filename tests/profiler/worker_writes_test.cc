@@ -1,0 +1,361 @@
+// Worker-side captures: each worker writes its own file under the capture
+// root it was started with, the client gets progress and the file's facts,
+// the workers start together, windows of steps hold exactly those steps,
+// and refusals name what is wrong. Real servers: in this process for the
+// refusals, worker processes for the rest.
+#include <grpcpp/grpcpp.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "child_process.h"
+#include "gtest/gtest.h"
+#include "podscope/profiler/capture.h"
+#include "podscope/profiler/profiler_service.grpc.pb.h"
+#include "podscope/profiler/server.h"
+#include "podscope/profiler/session.h"
+#include "podscope/profiler/trace.h"
+#include "podscope/profiler/user_token.h"
+#include "podscope/trace_format/clock_model.h"
+#include "skewed_hosts.h"
+#include "trace_file.h"
+
+#ifndef PODSCOPE_CAPTURE_WORKER
+#error "PODSCOPE_CAPTURE_WORKER must name the worker binary"
+#endif
+
+namespace podscope::profiler {
+namespace {
+
+namespace pb = ::podscope::profiler::proto;
+namespace fs = std::filesystem;
+using testing::ChildProcess;
+using testing::FreshDir;
+using testing::ReadTraceFile;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+uint32_t Crc32Of(const std::string& bytes) {
+  return static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(bytes.data()),
+            static_cast<uInt>(bytes.size())));
+}
+
+// One Capture call as a client would make it; the status it ends with and
+// its last message.
+grpc::Status CallCapture(const std::string& address,
+                         const pb::CaptureRequest& request,
+                         pb::CaptureData* last) {
+  auto stub = pb::ProfilerService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  auto token = UserToken(/*create=*/false);
+  if (token.ok()) ctx.AddMetadata("authorization", "Bearer " + *token);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto reader = stub->Capture(&ctx, request);
+  pb::CaptureData data;
+  while (reader->Read(&data)) *last = data;
+  return reader->Finish();
+}
+
+TEST(WorkerWrites, RefusedByAServerWithoutACaptureRoot) {
+  unsetenv("PODSCOPE_CAPTURE_ROOT");
+  auto server = StartServer(0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  pb::CaptureRequest r;
+  r.set_worker_writes(true);
+  r.set_session_id("s1");
+  r.set_duration_ms(100);
+  pb::CaptureData last;
+  const grpc::Status s = CallCapture((*server)->address(), r, &last);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("PODSCOPE_CAPTURE_ROOT"), std::string::npos)
+      << s.error_message();
+  EXPECT_FALSE(IsTracing());
+}
+
+TEST(WorkerWrites, RefusesASessionThatIsNotOneFolderName) {
+  const std::string parent = FreshDir("ww-names");
+  const std::string root = parent + "/root";
+  fs::create_directories(root);
+  ServerOptions options;
+  options.capture_root = root;
+  auto server = StartServer(0, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const std::string session :
+       {"", "..", "../escape", "/tmp/abs", "a/b", ".hidden", "-x"}) {
+    pb::CaptureRequest r;
+    r.set_worker_writes(true);
+    r.set_session_id(session);
+    r.set_duration_ms(100);
+    pb::CaptureData last;
+    const grpc::Status s = CallCapture((*server)->address(), r, &last);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << "session '" << session << "': " << s.error_message();
+  }
+  // Nothing was made anywhere: not in the root, not beside it.
+  EXPECT_TRUE(fs::is_empty(root));
+  std::vector<std::string> beside;
+  for (const auto& e : fs::directory_iterator(parent)) {
+    beside.push_back(e.path().filename().string());
+  }
+  EXPECT_EQ(beside, std::vector<std::string>{"root"});
+}
+
+// A process that records itself (StartTrace) gives a worker-side capture a
+// file of the capture's own under the root, and a session of its own with
+// a window holds only the window.
+TEST(WorkerWrites, AProcessThatRecordsItselfWritesTheCaptureToo) {
+  const std::string root = FreshDir("ww-local-root");
+  const std::string own = FreshDir("ww-local-own");
+  ServerOptions options;
+  options.capture_root = root;
+  auto server = StartServer(0, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(StartTrace(own).ok());
+  std::atomic<bool> stop{false};
+  std::thread work([&] {
+    while (!stop) {
+      PODSCOPE_TRACE("local_work");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  pb::CaptureRequest r;
+  r.set_worker_writes(true);
+  r.set_session_id("shared-trace");
+  r.set_duration_ms(300);
+  pb::CaptureData last;
+  const grpc::Status s = CallCapture((*server)->address(), r, &last);
+  stop = true;
+  work.join();
+  ASSERT_TRUE(StopTrace().ok());
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(last.done());
+  ASSERT_TRUE(last.has_file());
+  EXPECT_TRUE(last.records().empty());
+  const std::string path = root + "/" + last.file().path();
+  const std::string bytes = ReadAll(path);
+  EXPECT_EQ(bytes.size(), last.file().bytes());
+  EXPECT_EQ(Crc32Of(bytes), last.file().crc32());
+  auto f = ReadTraceFile(path);
+  ASSERT_NE(f.reader, nullptr);
+  EXPECT_TRUE(f.reader->report().intact()) << f.reader->report().Describe();
+  EXPECT_GT(f.SlicesNamed("local_work").size(), 50u);
+}
+
+std::unique_ptr<ChildProcess> StartWorker(const std::vector<std::string>& args,
+                                          int* port) {
+  auto child =
+      testing::StartCaptureWorker(PODSCOPE_CAPTURE_WORKER, {}, args, {}, port);
+  if (child == nullptr) ADD_FAILURE() << "a worker did not start";
+  return child;
+}
+
+TEST(WorkerWrites, WorkersWriteTheirOwnFilesAndStartTogether) {
+  const std::string shared = FreshDir("ww-shared");
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    int port = 0;
+    workers.push_back(
+        StartWorker({"--port", "0", "--capture_root", shared}, &port));
+    ASSERT_NE(workers.back(), nullptr);
+    addrs.push_back("127.0.0.1:" + std::to_string(port));
+  }
+  ASSERT_TRUE(EveryWorkerWritesItsOwnFile(addrs, {}));
+  CaptureOptions o;
+  o.workers = addrs;
+  o.logdir = shared;
+  o.session = "pod-1";
+  o.duration_ms = 800;
+  o.worker_writes = true;
+  o.start_lead_ms = 200;
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->answered(), 3);
+  std::vector<int64_t> starts;
+  for (const WorkerResult& w : result->workers) {
+    ASSERT_TRUE(w.ok) << w.error;
+    EXPECT_TRUE(w.written_by_worker);
+    EXPECT_TRUE(w.file_seen);
+    EXPECT_EQ(fs::path(w.path).parent_path(), fs::path(shared) / "pod-1");
+    const std::string bytes = ReadAll(w.path);
+    EXPECT_EQ(bytes.size(), w.bytes);
+    EXPECT_EQ(Crc32Of(bytes), w.crc32) << w.path;
+    auto f = ReadTraceFile(w.path);
+    ASSERT_NE(f.reader, nullptr);
+    EXPECT_TRUE(f.reader->report().intact()) << f.reader->report().Describe();
+    EXPECT_GT(f.SlicesNamed("step").size(), 300u);
+    // The file lines up by the client's probes, which it carries.
+    const trace_format::ClockModel clock(f.reader->clock());
+    ASSERT_TRUE(clock.has_reference()) << w.path;
+    EXPECT_FALSE(w.job_clock);
+    // Nothing before the common start.
+    ASSERT_NE(w.start_at_ns, 0);
+    EXPECT_EQ(w.window_start_ns, w.start_at_ns);
+    for (const auto& s : f.SlicesNamed("step")) {
+      EXPECT_GE(s.start_ns, w.start_at_ns);
+    }
+    starts.push_back(clock.ToReference(w.window_start_ns));
+  }
+  // On the client's clock the three windows begin together, within the
+  // probes' uncertainty on a busy two-core machine.
+  const auto [lo, hi] = std::minmax_element(starts.begin(), starts.end());
+  EXPECT_LT(*hi - *lo, 5'000'000) << "start spread " << (*hi - *lo) << " ns";
+  const std::string manifest = ReadAll(result->manifest_path);
+  EXPECT_EQ(fs::path(result->manifest_path).parent_path(),
+            fs::path(shared) / "pod-1");
+  size_t n = 0;
+  for (size_t at = 0; (at = manifest.find("\"written_by\": \"worker\"", at)) !=
+                      std::string::npos;
+       ++at) {
+    ++n;
+  }
+  EXPECT_EQ(n, 3u) << manifest;
+  EXPECT_NE(manifest.find("\"mode\": \"worker_writes\""), std::string::npos);
+}
+
+TEST(WorkerWrites, AWindowOfStepsHoldsExactlyThoseSteps) {
+  const std::string shared = FreshDir("ww-steps");
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 2; ++i) {
+    int port = 0;
+    workers.push_back(StartWorker(
+        {"--port", "0", "--capture_root", shared, "--step_ms", "40"}, &port));
+    ASSERT_NE(workers.back(), nullptr);
+    addrs.push_back("127.0.0.1:" + std::to_string(port));
+  }
+  CaptureOptions o;
+  o.workers = addrs;
+  o.logdir = shared;
+  o.session = "steps";
+  o.duration_ms = 20'000;
+  o.worker_writes = true;
+  o.by_steps = true;
+  // About 1.6 s after the workers started: far enough ahead to be asked
+  // for in time.
+  o.first_step = 40;
+  o.last_step = 42;
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const WorkerResult& w : result->workers) {
+    ASSERT_TRUE(w.ok) << w.error;
+    auto f = ReadTraceFile(w.path);
+    ASSERT_NE(f.reader, nullptr);
+    std::set<int64_t> steps;
+    int64_t first_start = INT64_MAX, last_end = 0;
+    for (const auto& t : f.tracks) {
+      for (uint32_t i = 0; i < t.events.slices.size(); ++i) {
+        const auto& s = t.events.slices[i];
+        if (f.Name(s.name) != "train_step") continue;
+        steps.insert(f.IntArg(t, i, "step"));
+        first_start = std::min(first_start, s.start_ns);
+        last_end = std::max(last_end, s.start_ns + s.duration_ns);
+      }
+    }
+    EXPECT_EQ(steps, (std::set<int64_t>{40, 41, 42})) << w.path;
+    // The steps' own work, and nothing from before or after them.
+    const auto inner = f.SlicesNamed("inner");
+    EXPECT_GE(inner.size(), 60u);
+    for (const auto& s : inner) {
+      EXPECT_GE(s.start_ns, first_start);
+      EXPECT_LE(s.start_ns, last_end);
+    }
+  }
+}
+
+TEST(WorkerWrites, FailuresAreCollectedAndTheOthersComplete) {
+  const std::string shared = FreshDir("ww-failures");
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    int port = 0;
+    workers.push_back(
+        StartWorker({"--port", "0", "--capture_root", shared}, &port));
+    ASSERT_NE(workers.back(), nullptr);
+    addrs.push_back("127.0.0.1:" + std::to_string(port));
+  }
+  // Nothing listens on port 1, and one worker has no root.
+  addrs.push_back("127.0.0.1:1");
+  int rootless_port = 0;
+  workers.push_back(StartWorker({"--port", "0"}, &rootless_port));
+  ASSERT_NE(workers.back(), nullptr);
+  addrs.push_back("127.0.0.1:" + std::to_string(rootless_port));
+  EXPECT_FALSE(EveryWorkerWritesItsOwnFile(addrs, {}));
+  CaptureOptions o;
+  o.workers = addrs;
+  o.logdir = shared;
+  o.session = "casualties";
+  o.duration_ms = 1500;
+  o.worker_writes = true;
+  o.connect.connect_timeout_ms = 1000;
+  // Killed once its file holds flushed events: after the common start,
+  // which waits for every worker to be reached or to fail.
+  const std::string suffix =
+      "." + std::to_string(workers[1]->pid()) + ".podtrace";
+  std::thread killer([&] {
+    const fs::path dir = fs::path(shared) / "casualties";
+    for (int i = 0; i < 3000; ++i) {
+      std::error_code e;
+      for (const auto& f : fs::directory_iterator(dir, e)) {
+        const std::string name = f.path().filename().string();
+        if (name.size() > suffix.size() &&
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) ==
+                0 &&
+            fs::file_size(f.path(), e) > 8192) {
+          workers[1]->Kill();
+          return;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ADD_FAILURE() << "the worker's file never grew";
+  });
+  auto result = CaptureWorkers(o);
+  killer.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->workers.size(), 5u);
+  EXPECT_EQ(result->answered(), 2);
+  for (int i : {0, 2}) EXPECT_TRUE(result->workers[i].ok);
+  for (int i : {1, 3, 4}) {
+    const WorkerResult& w = result->workers[i];
+    EXPECT_FALSE(w.ok);
+    EXPECT_NE(w.error.find(addrs[i]), std::string::npos) << w.error;
+  }
+  EXPECT_NE(result->workers[4].error.find("capture root"), std::string::npos)
+      << result->workers[4].error;
+  // The dead worker's file holds what it flushed before it died.
+  bool found = false;
+  for (const auto& e :
+       fs::directory_iterator(fs::path(shared) / "casualties")) {
+    const std::string name = e.path().filename().string();
+    if (name == "manifest.json") continue;
+    if (result->workers[0].path == e.path().string() ||
+        result->workers[2].path == e.path().string()) {
+      continue;
+    }
+    auto f = ReadTraceFile(e.path().string());
+    ASSERT_NE(f.reader, nullptr) << name;
+    EXPECT_GT(f.SlicesNamed("step").size(), 20u) << name;
+    found = true;
+  }
+  EXPECT_TRUE(found) << "no file of the worker that died";
+  const std::string manifest = ReadAll(result->manifest_path);
+  EXPECT_NE(manifest.find("\"answered\": 2"), std::string::npos) << manifest;
+}
+
+}  // namespace
+}  // namespace podscope::profiler
