@@ -80,6 +80,11 @@ std::string ManifestJson(const CaptureOptions& options,
         j.Field("alignment_note", w.alignment_note);
       }
     }
+    // What the worker did: answered with a complete file, failed (with the
+    // reason), or was never reached.
+    j.Field("outcome", w.ok                 ? "ok"
+                       : w.protocol.empty() ? "not reached"
+                                            : "failed");
     j.Field("bytes", w.bytes)
         .Field("events", w.events)
         .Field("dropped", w.dropped);

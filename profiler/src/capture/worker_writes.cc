@@ -53,6 +53,10 @@ void CaptureWorkerWrites(const CaptureOptions& options,
     shared->Finished(false);
   };
   result->written_by_worker = true;
+  // The file lines up by this probe unless it carries its job's clock.
+  result->clock_probes = 1;
+  result->alignment_uncertainty_ns = before.uncertainty_ns;
+  result->alignment_relative_uncertainty_ns = before.uncertainty_ns;
   pb::CaptureRequest request = BuildCaptureRequest(options, session);
   request.set_worker_writes(true);
   request.set_join_any_session(false);
@@ -108,6 +112,7 @@ void CaptureWorkerWrites(const CaptureOptions& options,
     result->window_start_ns = file.window_start_ns();
     result->window_end_ns = file.window_end_ns();
     result->job_clock = file.job_clock();
+    if (result->job_clock) result->alignment = "job clock";
     absl::StatusOr<std::string> name = CheckedFileName(session, file.path());
     if (!name.ok()) return fail(std::string(name.status().message()));
     result->path = absl::StrCat(options.logdir, "/", session, "/", *name);

@@ -4,6 +4,7 @@
 //            (--fail_rank R --fail_code C: that rank exits with C)
 //   job      Job::Init, trace into --logdir, mark --marks shared instants,
 //            record steps for --run_ms, then barrier, StopTrace, Shutdown.
+//            --step_ms MS records numbered steps (PODSCOPE_STEP) of MS;
 //            --skew_ns N / --drift_ppm P give rank r a clock offset of r*N
 //            and drift of r*P (the test-only clock hook);
 //            --trace_marks_only 1 stops the trace after the marks;
@@ -205,9 +206,22 @@ int RunJob(int argc, char** argv) {
   }
   const auto end = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(IntFlag(argc, argv, "run_ms", 0));
-  while (std::chrono::steady_clock::now() < end) {
-    PODSCOPE_TRACE("step");
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // --step_ms: numbered training steps (PODSCOPE_STEP 0, 1, ...) of that
+  // length, each holding "inner" scopes; else unnumbered "step" scopes.
+  const int64_t step_ms = IntFlag(argc, argv, "step_ms", 0);
+  for (int64_t n = 0; std::chrono::steady_clock::now() < end; ++n) {
+    if (step_ms <= 0) {
+      PODSCOPE_TRACE("step");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    PODSCOPE_STEP(n);
+    const auto step_end =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(step_ms);
+    while (std::chrono::steady_clock::now() < step_end) {
+      PODSCOPE_TRACE("inner");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
   const rt::JobClock clock = (*job)->clock();
   std::printf("clock rank %d offset %lld uncertainty %lld drift %.1f\n",

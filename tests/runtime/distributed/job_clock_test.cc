@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -137,6 +138,62 @@ TEST(CaptureJob, EveryRankOnLoopbackByTheCoordinatorsAddress) {
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(captured[r].world, 2);
     EXPECT_TRUE(captured[r].complete) << captured[r].path;
+  }
+  const int status = launcher.Wait(60000);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << launcher.output();
+}
+
+// Ranks with a capture root write their own files when the job is
+// captured, by steps: every rank's file holds exactly the steps asked for,
+// and lines up by the job's clock (rank 1's clock is 1.5 s off).
+TEST(CaptureJob, StepsOnEveryRankWrittenByTheRanks) {
+  const std::string root = FreshDir("steps-root");
+  constexpr int64_t kSkew = 1'500'000'000;
+  Process launcher({"env", "PODSCOPE_CAPTURE_ROOT=" + root, kPodscope, "launch",
+                    "--nproc_per_node", "2", kWorker, "job", "--run_ms", "6000",
+                    "--step_ms", "40", "--skew_ns", std::to_string(kSkew)});
+  std::string coordinator, line;
+  int ready = 0;
+  const std::regex re(R"(ready rank \d+ pid \d+ coordinator (\S+))");
+  while (ready < 2 && launcher.ReadLine(&line, 60000)) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) {
+      coordinator = m[1];
+      ++ready;
+    }
+  }
+  ASSERT_EQ(ready, 2) << launcher.output();
+  // Step 60 begins about 2.4 s after the ranks started.
+  Process capture({kPodscope, "capture", "--job", coordinator, "--logdir", root,
+                   "--steps", "60:62", "--session", "by-steps"});
+  const int cap_status = capture.Wait(60000);
+  EXPECT_TRUE(WIFEXITED(cap_status) && WEXITSTATUS(cap_status) == 0)
+      << capture.output();
+  EXPECT_THAT(capture.output(), HasSubstr("2 of 2 workers answered"));
+  const std::string manifest = ReadAll(root + "/by-steps/manifest.json");
+  EXPECT_THAT(manifest, HasSubstr("\"mode\": \"worker_writes\""));
+  EXPECT_THAT(manifest, HasSubstr("\"clock_source\": \"job\""));
+  auto captured = testing::ReadRankTraces(root + "/by-steps");
+  ASSERT_EQ(captured.size(), 2u) << manifest;
+  for (int r = 0; r < 2; ++r) {
+    const testing::RankTrace& t = captured[r];
+    EXPECT_TRUE(t.complete) << t.path;
+    // The job's clock, not the client's probes.
+    ASSERT_GT(t.clock.offsets_size(), 0) << t.path;
+    EXPECT_EQ(t.clock.offsets(0).reference(), "rank 0");
+    EXPECT_NEAR(static_cast<double>(t.clock.offsets(0).offset_ns()),
+                static_cast<double>(-r * kSkew), 5e6);
+    profiler::testing::TraceFile f = profiler::testing::ReadTraceFile(t.path);
+    std::set<int64_t> steps;
+    for (const auto& track : f.tracks) {
+      for (uint32_t i = 0; i < track.events.slices.size(); ++i) {
+        if (f.Name(track.events.slices[i].name) == "train_step") {
+          steps.insert(f.IntArg(track, i, "step"));
+        }
+      }
+    }
+    EXPECT_EQ(steps, (std::set<int64_t>{60, 61, 62})) << t.path;
   }
   const int status = launcher.Wait(60000);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
