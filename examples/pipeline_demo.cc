@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
   Pipeline pipeline;
   pipeline.StartWorkers(workers);
   for (int step = 0; step < steps; ++step) {
-    PODSCOPE_TRACE("train_step", "step", step);
+    PODSCOPE_STEP(step);
     pipeline.Step(workers * 2);
   }
   const double checksum = pipeline.Stop();

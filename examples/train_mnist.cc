@@ -158,7 +158,7 @@ absl::Status TrainSpmd(const Flags& flags, rt::Client* client,
   std::vector<int32_t> labels;
   const auto start = Clock::now();
   for (int step = 0; step < flags.steps; ++step) {
-    PODSCOPE_TRACE("train_step", "step", step);
+    PODSCOPE_STEP(step);
     {
       PODSCOPE_TRACE("train_step_data_prep");
       mnist::Gather(train, order, step * n, n, &images, &labels);
@@ -407,7 +407,7 @@ absl::StatusOr<double> TrainSteps(const Flags& flags, const JobEnv& job,
   std::vector<int32_t> batch_labels;
   const auto train_start = Clock::now();
   for (int step = 0; step < flags.steps; ++step) {
-    PODSCOPE_TRACE("train_step", "step", step);
+    PODSCOPE_STEP(step);
     {
       PODSCOPE_TRACE("train_step_data_prep");
       // This rank's part of the global batch.

@@ -199,12 +199,22 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
                            options.start_lead_ms);
   std::vector<internal::XProfHost> xprof(options.workers.size());
   std::vector<std::thread> threads;
-  threads.reserve(options.workers.size());
-  for (size_t i = 0; i < options.workers.size(); ++i) {
-    threads.emplace_back([&, i] {
-      internal::CaptureWorker(options, result.session, &result.workers[i],
-                              &shared, &gate, &xprof[i]);
+  // Streamed captures take a thread per worker (each writes its file
+  // here); worker-side captures, the pod's path, are driven from this one.
+  std::thread fanout;
+  if (options.worker_writes) {
+    fanout = std::thread([&] {
+      internal::CaptureWorkersWriting(options, result.session, &shared,
+                                      &result.workers);
     });
+  } else {
+    threads.reserve(options.workers.size());
+    for (size_t i = 0; i < options.workers.size(); ++i) {
+      threads.emplace_back([&, i] {
+        internal::CaptureWorker(options, result.session, &result.workers[i],
+                                &shared, &gate, &xprof[i]);
+      });
+    }
   }
   std::atomic<bool> all_done{false};
   std::thread reporter;
@@ -219,6 +229,7 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
     });
   }
   for (std::thread& t : threads) t.join();
+  if (fanout.joinable()) fanout.join();
   WriteXProfHosts(options, result.session, &shared, &xprof, &result);
   all_done = true;
   result.cancelled = options.cancel != nullptr && options.cancel->load();

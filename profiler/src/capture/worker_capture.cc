@@ -133,27 +133,6 @@ absl::Status StreamError(const WorkerConnection& worker, const StreamOutcome& o,
   return absl::OkStatus();
 }
 
-// Arrives at the gate once, when told or at the latest when destroyed,
-// so that no path leaves the other workers waiting.
-class GateArrival {
- public:
-  explicit GateArrival(StartGate* gate) : gate_(gate) {}
-  ~GateArrival() { Arrive(); }
-  void Arrive() {
-    if (gate_ != nullptr) gate_->Arrive();
-    gate_ = nullptr;
-  }
-  // The gate, for a worker that waits for the common start itself.
-  StartGate* Take() {
-    StartGate* g = gate_;
-    gate_ = nullptr;
-    return g;
-  }
-
- private:
-  StartGate* gate_;
-};
-
 }  // namespace
 
 bool Cancelled(const CaptureOptions& options) {
@@ -306,11 +285,9 @@ void CaptureWorker(const CaptureOptions& options, const std::string& session,
     if (!s.ok()) return fail(s);
     return;
   }
-  // Podscope workers start recording as soon as they are asked, unless
-  // they write their own files: then they start together too.
-  const bool together = options.worker_writes && !options.by_steps;
-  GateArrival arrival(gate);
-  if (!together) arrival.Arrive();
+  // Podscope workers start recording as soon as they are asked: only the
+  // XProf ones wait for every worker to be reached.
+  gate->Arrive();
   if (!info.ok()) return fail(info.status());
   WorkerConnection& worker = **connected;
   result->protocol = "podscope";
@@ -321,18 +298,6 @@ void CaptureWorker(const CaptureOptions& options, const std::string& session,
   auto before = worker.Probe(options.clock_probes);
   if (!before.ok()) return fail(before.status());
   result->clock.push_back(*before);
-  if (options.worker_writes) {
-    if (!info->worker_writes()) {
-      return fail(absl::FailedPreconditionError(absl::StrCat(
-          result->address,
-          ": this worker has no capture root for worker-side captures "
-          "(PODSCOPE_CAPTURE_ROOT)")));
-    }
-    return CaptureWorkerWrites(options, session, worker, *before,
-                               together ? arrival.Take() : nullptr, result,
-                               shared);
-  }
-
   if (Cancelled(options)) {
     return fail(absl::CancelledError(
         absl::StrCat(result->address, ": cancelled before recording")));

@@ -127,14 +127,12 @@ trace_format::proto::ClockRecord ClockRecordOf(
 // Whether the capture was cancelled (CaptureOptions::cancel).
 bool Cancelled(const CaptureOptions& options);
 
-class WorkerConnection;
-// A worker-side capture of the Podscope worker `worker`, reached and
-// probed (`before`): it writes its own file. With `gate`, the worker
-// starts at the capture's common start. Fills `result`.
-void CaptureWorkerWrites(const CaptureOptions& options,
-                         const std::string& session, WorkerConnection& worker,
-                         const ClockEstimate& before, StartGate* gate,
-                         WorkerResult* result, CaptureShared* shared);
+// Worker-side captures of every worker (CaptureOptions::worker_writes),
+// driven from the calling thread through one completion queue: no thread
+// per worker. Fills `results` (their addresses and ranks set).
+void CaptureWorkersWriting(const CaptureOptions& options,
+                           const std::string& session, CaptureShared* shared,
+                           std::vector<WorkerResult>* results);
 
 // Records the worker `result->address` into the session folder; fills
 // `result`. A complete file is on disk (fdatasync) before it counts as ok.

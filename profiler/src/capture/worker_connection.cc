@@ -44,7 +44,18 @@ std::string Describe(const grpc::Status& s) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
+absl::Status WorkerConnection::Unreachable(const std::string& address,
+                                           const ConnectOptions& options) {
+  return absl::UnavailableError(absl::StrCat(
+      address, ": no connection within ", options.connect_timeout_ms,
+      " ms (is its profiler server running and reachable?",
+      options.tls_ca_file.empty()
+          ? ")"
+          : " An XProf server (JAX, TensorFlow, PyTorch/XLA) speaks "
+            "plaintext only: leave out --tls_ca for it.)"));
+}
+
+absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Open(
     const std::string& address, const ConnectOptions& options) {
   grpc::ChannelArguments args;
   // An XProf worker answers with its whole trace in one message.
@@ -54,17 +65,6 @@ absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
       auto creds, ChannelCredentialsFromFiles(options.tls_ca_file,
                                               options.tls_server_name, &args));
   auto channel = grpc::CreateCustomChannel(address, creds, args);
-  const auto deadline = std::chrono::system_clock::now() +
-                        std::chrono::milliseconds(options.connect_timeout_ms);
-  if (!channel->WaitForConnected(deadline)) {
-    return absl::UnavailableError(absl::StrCat(
-        address, ": no connection within ", options.connect_timeout_ms,
-        " ms (is its profiler server running and reachable?",
-        options.tls_ca_file.empty()
-            ? ")"
-            : " An XProf server (JAX, TensorFlow, PyTorch/XLA) speaks "
-              "plaintext only: leave out --tls_ca for it.)"));
-  }
   auto token = ClientToken(options.token, address);
   if (!token.ok()) {
     return absl::Status(token.status().code(),
@@ -74,10 +74,22 @@ absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
       new WorkerConnection(address, channel, *token));
 }
 
+absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Connect(
+    const std::string& address, const ConnectOptions& options) {
+  PODSCOPE_ASSIGN_OR_RETURN(auto worker, Open(address, options));
+  const auto deadline = std::chrono::system_clock::now() +
+                        std::chrono::milliseconds(options.connect_timeout_ms);
+  if (!worker->channel_->WaitForConnected(deadline)) {
+    return Unreachable(address, options);
+  }
+  return worker;
+}
+
 WorkerConnection::WorkerConnection(std::string address,
                                    std::shared_ptr<grpc::Channel> channel,
                                    std::string token)
     : address_(std::move(address)),
+      channel_(channel),
       stub_(pb::ProfilerService::NewStub(channel)),
       xprof_stub_(tensorflow::ProfilerService::NewStub(channel)),
       token_(std::move(token)) {}

@@ -26,6 +26,13 @@ class WorkerConnection {
   // naming the address when it does not answer.
   static absl::StatusOr<std::unique_ptr<WorkerConnection>> Connect(
       const std::string& address, const ConnectOptions& options);
+  // The same without waiting for the connection: the first call finds out
+  // (asynchronous clients give it wait_for_ready and a deadline).
+  static absl::StatusOr<std::unique_ptr<WorkerConnection>> Open(
+      const std::string& address, const ConnectOptions& options);
+  // What Connect says of a worker it could not reach in time.
+  static absl::Status Unreachable(const std::string& address,
+                                  const ConnectOptions& options);
 
   // Adds the token and, when `timeout_ms` > 0, a deadline to a call.
   void Prepare(grpc::ClientContext* ctx, int64_t timeout_ms = 10000) const;
@@ -67,6 +74,7 @@ class WorkerConnection {
   absl::StatusOr<ClockEstimate> ProbeThroughGrpc(int probes) const;
 
   std::string address_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<proto::ProfilerService::Stub> stub_;
   std::unique_ptr<tensorflow::ProfilerService::Stub> xprof_stub_;
   std::string token_;
