@@ -319,8 +319,11 @@ absl::Status Connect(const std::string& store_dir, Rank& rank) {
                                           rank.prefix, comm_options));
   rank.communicator = std::move(comm);
   std::printf("rank %d of %d connected (%s)\n", job.rank, job.world_size,
-              rank.membership != nullptr ? "job coordinator"
-                                         : ("store " + store_dir).c_str());
+              rank.membership != nullptr
+                  ? ("job coordinator " +
+                     rank.membership->environment().coordinator_address)
+                        .c_str()
+                  : ("store " + store_dir).c_str());
   return absl::OkStatus();
 }
 

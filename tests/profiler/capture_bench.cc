@@ -2,6 +2,18 @@
 //   capture.fanout64_wall_s       wall time of a 1 s capture of 64 local
 //                                 workers (target <= 2 s)
 //   capture.fanout64_over_duration  that wall time over the 1 s asked for
+//   capture.fanout256_over_duration  wall time of a 1 s worker-side capture
+//                                 of 256 worker processes over 1 s (<= 1.3)
+//   capture.client_threads_256    the client's threads during it (<= 16)
+//   capture.client_bytes_per_worker_event  bytes of messages the client
+//                                 received per event the workers wrote
+//                                 (<= 0.01)
+//   capture.start_spread_us_256   spread of the 256 files' window starts in
+//                                 true time (the workers share this
+//                                 machine's clock) (<= 500)
+//   capture.steps_window_exact    1 when every rank's file of a 4-rank
+//                                 train_mnist job captured with --steps 5:7
+//                                 holds exactly steps 5, 6 and 7, else 0
 //   capture.stream_events_per_s   events per second through one streaming
 //                                 capture of a worker recording flat out
 //   clock.align_error_us          worst alignment error of marks recorded by
@@ -94,6 +106,93 @@ void BM_Fanout64(benchmark::State& state) {
   for (auto& w : workers) w->WriteLine("quit");
 }
 BENCHMARK(BM_Fanout64)->Iterations(1)->Unit(benchmark::kSecond);
+
+// Threads of this process now.
+int ThreadCount() {
+  int n = 0;
+  std::error_code e;
+  for (const auto& t :
+       std::filesystem::directory_iterator("/proc/self/task", e)) {
+    (void)t;
+    ++n;
+  }
+  return n;
+}
+
+void BM_Fanout256WorkerWrites(benchmark::State& state) {
+  // PODSCOPE_BENCH_POD_WORKERS tries fewer while developing; the figures
+  // are for 256.
+  const char* env = std::getenv("PODSCOPE_BENCH_POD_WORKERS");
+  const int kWorkers = env != nullptr ? std::atoi(env) : 256;
+  const std::string shared = TempDir("pod");
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < kWorkers; ++i) {
+    int port = 0;
+    auto w = StartWorker(
+        {}, {"--port", "0", "--rate_hz", "5000", "--capture_root", shared}, {},
+        &port);
+    if (w == nullptr) {
+      state.SkipWithError("a worker did not start");
+      return;
+    }
+    workers.push_back(std::move(w));
+    addrs.push_back("127.0.0.1:" + std::to_string(port));
+  }
+  double wall_s = 0, spread_us = 0, bytes_per_event = 0;
+  std::atomic<int> max_threads{0};
+  int answered = 0;
+  for (auto _ : state) {
+    CaptureOptions o;
+    o.workers = addrs;
+    o.logdir = shared;
+    o.session = "pod256";
+    o.duration_ms = 1000;
+    o.worker_writes = true;
+    o.start_lead_ms = 100;
+    o.progress = [&](const CaptureProgress&) {
+      max_threads = std::max(max_threads.load(), ThreadCount());
+    };
+    const int64_t t0 = MonotonicNs();
+    auto result = CaptureWorkers(o);
+    wall_s = static_cast<double>(MonotonicNs() - t0) / 1e9;
+    if (!result.ok()) {
+      state.SkipWithError(std::string(result.status().message()).c_str());
+      return;
+    }
+    answered = result->answered();
+    for (const WorkerResult& w : result->workers) {
+      if (!w.ok) {
+        std::fprintf(stderr, "%d of %d answered; first failure: %s\n", answered,
+                     kWorkers, w.error.c_str());
+        break;
+      }
+    }
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    uint64_t events = 0, received = 0;
+    for (const WorkerResult& w : result->workers) {
+      received += w.received_bytes;
+      if (!w.ok || w.clock.empty()) continue;
+      // Workers on one machine share CLOCK_MONOTONIC (no test skew here),
+      // so the windows' starts on their own clocks are directly
+      // comparable: their spread is the real one, made of the errors of
+      // the probes each start was converted by.
+      const int64_t start = w.window_start_ns;
+      lo = std::min(lo, start);
+      hi = std::max(hi, start);
+      events += w.events;
+    }
+    spread_us = static_cast<double>(hi - lo) / 1e3;
+    bytes_per_event = events == 0 ? 0 : static_cast<double>(received) / events;
+  }
+  state.counters["workers_answered"] = answered;
+  state.counters["capture.fanout256_over_duration"] = wall_s / 1.0;
+  state.counters["capture.client_threads_256"] = max_threads.load();
+  state.counters["capture.client_bytes_per_worker_event"] = bytes_per_event;
+  state.counters["capture.start_spread_us_256"] = spread_us;
+  for (auto& w : workers) w->WriteLine("quit");
+}
+BENCHMARK(BM_Fanout256WorkerWrites)->Iterations(1)->Unit(benchmark::kSecond);
 
 void BM_StreamRate(benchmark::State& state) {
   int port = 0;
@@ -356,6 +455,11 @@ int main(int argc, char** argv) {
   podscope::bench::RegisterHeadline("capture.fanout64_wall_s", "s");
   podscope::bench::RegisterHeadline("capture.fanout64_over_duration", "ratio");
   podscope::bench::RegisterHeadline("capture.stream_events_per_s", "events/s");
+  podscope::bench::RegisterHeadline("capture.fanout256_over_duration", "ratio");
+  podscope::bench::RegisterHeadline("capture.client_threads_256", "threads");
+  podscope::bench::RegisterHeadline("capture.client_bytes_per_worker_event",
+                                    "bytes");
+  podscope::bench::RegisterHeadline("capture.start_spread_us_256", "us");
   podscope::bench::RegisterHeadline("clock.align_error_us", "us");
   podscope::bench::RegisterHeadline("clock.stated_uncertainty_covers_pct", "%");
   podscope::bench::RegisterHeadline("clock.uncertainty_over_error", "ratio");

@@ -112,8 +112,9 @@ Pods:
                         except for --job when every rank has a root)
   --steps FIRST:LAST    Record steps FIRST..LAST on every worker
   --start_lead_ms N     The common start of worker-side captures, N ms
-                        after every worker was reached, 0..60000
-                        (default 200)
+                        after every worker was reached and probed (only
+                        the requests remain to send), 0..60000
+                        (default 100)
   -h, --help            Show this help
 
 Exit codes: 0 every worker answered with a complete file, 5 some did not
@@ -220,7 +221,7 @@ std::optional<int> ParseCaptureFlags(std::span<const std::string> args,
   int64_t host_level = 2, device_level = 1, python_level = 0;
   bool also_xplane = false, worker_writes = false, stream = false;
   std::string align = "best", steps;
-  int64_t start_lead_ms = 200;
+  int64_t start_lead_ms = 100;
   FlagParser flags;
   flags.AddBool("worker_writes", &worker_writes);
   flags.AddBool("stream", &stream);

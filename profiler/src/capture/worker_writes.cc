@@ -190,7 +190,9 @@ class Fanout {
                   "this worker has no capture root for worker-side captures "
                   "(PODSCOPE_CAPTURE_ROOT)");
     }
-    w.probes_left = std::clamp(options_.clock_probes, 1, 8);
+    // A few: every worker is probed at once, and the file's alignment
+    // states the uncertainty of the best.
+    w.probes_left = std::clamp(options_.clock_probes, 1, 4);
     SendProbe(w);
   }
 
@@ -272,10 +274,12 @@ class Fanout {
   void OnData(Worker& w) {
     WorkerResult& r = *w.result;
     // Progress only: the worker's counts, never more than it says.
-    if (w.data.events() > r.events) {
-      shared_->Received(0, w.data.events() - r.events);
-      r.events = w.data.events();
-    }
+    // What arrived here: the messages, not the file.
+    r.received_bytes += w.data.ByteSizeLong();
+    shared_->Received(w.data.ByteSizeLong(), w.data.events() > r.events
+                                                 ? w.data.events() - r.events
+                                                 : 0);
+    r.events = std::max<uint64_t>(r.events, w.data.events());
     r.dropped = w.data.dropped();
     r.bytes = w.data.file_bytes();
     if (w.data.done() && w.data.has_file()) w.file = w.data.file();

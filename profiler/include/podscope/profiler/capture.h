@@ -185,6 +185,9 @@ struct WorkerResult {
   // start asked for on that clock, and whether its clock offsets are the
   // job's (else this side's probes).
   bool written_by_worker = false;
+  // The bytes of the worker's messages this side received (progress and
+  // the file's facts: a small fraction of the file).
+  uint64_t received_bytes = 0;
   uint32_t crc32 = 0;
   bool file_seen = false;
   int64_t window_start_ns = 0;
