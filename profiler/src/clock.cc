@@ -89,8 +89,15 @@ TickCalibration CalibrateTicks(int sample_ms) {
   c.tick_base = start.ticks;
   c.ns_base = start.ns;
   if (!c.tsc) return c;  // ticks are nanoseconds already
+  // Slept, not spun: the rate comes from the two tight pairs alone, and a
+  // machine running many processes (a capture starting on every one of
+  // them) should not spend a core per process waiting.
   const int64_t until = start.ns + int64_t{sample_ms} * 1'000'000;
-  while (MonotonicNs() < until) {
+  for (int64_t now = MonotonicNs(); now < until; now = MonotonicNs()) {
+    const int64_t left = until - now;
+    timespec ts{static_cast<time_t>(left / 1'000'000'000),
+                static_cast<long>(left % 1'000'000'000)};
+    nanosleep(&ts, nullptr);
   }
   const Pair end = TightPair();
   c.ns_per_tick = static_cast<double>(end.ns - start.ns) /

@@ -124,6 +124,8 @@ void BM_Fanout256WorkerWrites(benchmark::State& state) {
   // are for 256.
   const char* env = std::getenv("PODSCOPE_BENCH_POD_WORKERS");
   const int kWorkers = env != nullptr ? std::atoi(env) : 256;
+  const char* lead_env = std::getenv("PODSCOPE_BENCH_POD_LEAD_MS");
+  const int64_t lead_ms = lead_env != nullptr ? std::atoll(lead_env) : 200;
   const std::string shared = TempDir("pod");
   std::vector<std::unique_ptr<ChildProcess>> workers;
   std::vector<std::string> addrs;
@@ -149,7 +151,7 @@ void BM_Fanout256WorkerWrites(benchmark::State& state) {
     o.session = "pod256";
     o.duration_ms = 1000;
     o.worker_writes = true;
-    o.start_lead_ms = 100;
+    o.start_lead_ms = lead_ms;
     o.progress = [&](const CaptureProgress&) {
       max_threads = std::max(max_threads.load(), ThreadCount());
     };
@@ -193,6 +195,66 @@ void BM_Fanout256WorkerWrites(benchmark::State& state) {
   for (auto& w : workers) w->WriteLine("quit");
 }
 BENCHMARK(BM_Fanout256WorkerWrites)->Iterations(1)->Unit(benchmark::kSecond);
+
+#if defined(PODSCOPE_BIN) && defined(PODSCOPE_TRAIN_MNIST)
+// A 4-rank train_mnist job whose ranks write their own files, captured by
+// steps: every rank's file must hold exactly steps 5, 6 and 7.
+void BM_StepsWindowTrainMnist(benchmark::State& state) {
+  double exact = 0;
+  for (auto _ : state) {
+    const std::string root = TempDir("steps");
+    ChildProcess launcher({"env", "PODSCOPE_CAPTURE_ROOT=" + root, PODSCOPE_BIN,
+                           "launch", "--nproc_per_node", "4",
+                           PODSCOPE_TRAIN_MNIST, "--fake_data", "--steps", "14",
+                           "--batch_size", "32", "--log_every", "100",
+                           "--logdir", root + "/own"});
+    const std::string mark = "connected (job coordinator ";
+    std::string line, coordinator;
+    while (coordinator.empty() && launcher.ReadLine(&line, 120000)) {
+      const size_t at = line.find(mark);
+      if (at == std::string::npos) continue;
+      coordinator = line.substr(at + mark.size());
+      coordinator = coordinator.substr(0, coordinator.find(')'));
+    }
+    if (coordinator.empty()) {
+      state.SkipWithError("the job did not start");
+      return;
+    }
+    ChildProcess capture({PODSCOPE_BIN, "capture", "--job", coordinator,
+                          "--logdir", root, "--steps", "5:7", "--session",
+                          "steps"});
+    const int status = capture.Wait(180000);
+    launcher.Wait(180000);
+    int exact_files = 0, files = 0;
+    std::error_code e;
+    for (const auto& f : std::filesystem::directory_iterator(
+             std::filesystem::path(root) / "steps", e)) {
+      if (f.path().extension() != ".podtrace") continue;
+      ++files;
+      auto file = testing::ReadTraceFile(f.path().string());
+      if (file.reader == nullptr) continue;
+      std::vector<int64_t> steps;
+      for (const auto& t : file.tracks) {
+        for (uint32_t i = 0; i < t.events.slices.size(); ++i) {
+          if (file.Name(t.events.slices[i].name) == "train_step") {
+            steps.push_back(file.IntArg(t, i, "step"));
+          }
+        }
+      }
+      std::sort(steps.begin(), steps.end());
+      if (steps == std::vector<int64_t>{5, 6, 7}) ++exact_files;
+    }
+    if (status != 0 || files != 4 || exact_files != 4) {
+      std::fprintf(stderr,
+                   "steps window: capture exit %d, %d files, %d exact\n",
+                   status, files, exact_files);
+    }
+    exact = status == 0 && files == 4 && exact_files == 4 ? 1 : 0;
+  }
+  state.counters["capture.steps_window_exact"] = exact;
+}
+BENCHMARK(BM_StepsWindowTrainMnist)->Iterations(1)->Unit(benchmark::kSecond);
+#endif
 
 void BM_StreamRate(benchmark::State& state) {
   int port = 0;
@@ -460,6 +522,7 @@ int main(int argc, char** argv) {
   podscope::bench::RegisterHeadline("capture.client_bytes_per_worker_event",
                                     "bytes");
   podscope::bench::RegisterHeadline("capture.start_spread_us_256", "us");
+  podscope::bench::RegisterHeadline("capture.steps_window_exact", "bool");
   podscope::bench::RegisterHeadline("clock.align_error_us", "us");
   podscope::bench::RegisterHeadline("clock.stated_uncertainty_covers_pct", "%");
   podscope::bench::RegisterHeadline("clock.uncertainty_over_error", "ratio");

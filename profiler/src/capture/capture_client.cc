@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -216,22 +218,32 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
       });
     }
   }
-  std::atomic<bool> all_done{false};
+  // The reporter wakes every 250 ms, and at once when the capture ends.
+  std::mutex done_mutex;
+  std::condition_variable done_cv;
+  bool all_done = false;  // guarded by done_mutex
   std::thread reporter;
   if (options.progress) {
     reporter = std::thread([&] {
-      while (!all_done.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      std::unique_lock<std::mutex> lock(done_mutex);
+      while (!done_cv.wait_for(lock, std::chrono::milliseconds(250),
+                               [&] { return all_done; })) {
+        lock.unlock();
         CaptureProgress p = shared.progress();
         p.elapsed_ms = (MonotonicNs() - t0) / 1'000'000;
-        if (!all_done.load()) options.progress(p);
+        options.progress(p);
+        lock.lock();
       }
     });
   }
   for (std::thread& t : threads) t.join();
   if (fanout.joinable()) fanout.join();
   WriteXProfHosts(options, result.session, &shared, &xprof, &result);
-  all_done = true;
+  {
+    std::lock_guard<std::mutex> lock(done_mutex);
+    all_done = true;
+  }
+  done_cv.notify_all();
   result.cancelled = options.cancel != nullptr && options.cancel->load();
   if (reporter.joinable()) reporter.join();
   const int64_t wall_ms = (MonotonicNs() - t0) / 1'000'000;

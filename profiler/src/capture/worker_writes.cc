@@ -1,7 +1,8 @@
 // Worker-side captures of any number of Podscope workers from one thread:
 // every call is asynchronous on one completion queue, so the client's
 // threads do not grow with the pod. Per worker: GetInfo (which must report
-// a capture root), a few clock probes through gRPC (the best kept), then,
+// a capture root), a few clock probes (on its UDP probe port, else through
+// gRPC; the best kept), then,
 // once every worker has been reached or has failed, Capture with the
 // common start on that worker's clock (or the window of steps), reading
 // progress until the worker names its file. Failures are the worker's
@@ -190,10 +191,43 @@ class Fanout {
                   "this worker has no capture root for worker-side captures "
                   "(PODSCOPE_CAPTURE_ROOT)");
     }
+    if (ProbeThroughUdp(w)) return Ready(w);
     // A few: every worker is probed at once, and the file's alignment
     // states the uncertainty of the best.
     w.probes_left = std::clamp(options_.clock_probes, 1, 4);
     SendProbe(w);
+  }
+
+  // The worker's UDP probe port, one worker at a time from this thread so
+  // that no probe waits behind another's: tight round trips, 4 of them
+  // per worker (each a wake-up of the worker's probe thread). A port that does
+  // not answer its first probe within 20 ms (a firewall) leaves the gRPC
+  // probes.
+  bool ProbeThroughUdp(Worker& w) {
+    if (w.info.probe_port() <= 0) return false;
+    auto udp = UdpProber::Connect(HostOfAddress(w.result->address),
+                                  w.info.probe_port(), w.info.probe_key());
+    if (!udp.ok()) return false;
+    const int probes = std::clamp(options_.clock_probes, 1, 4);
+    for (int i = 0; i < probes; ++i) {
+      std::optional<ClockEstimate> e = (*udp)->ProbeOnce(20);
+      if (!e) {
+        if (i == 0 && (*udp)->discarded() == 0) break;
+        continue;
+      }
+      if (!w.best || e->uncertainty_ns < w.best->uncertainty_ns) w.best = e;
+    }
+    w.result->clock_probes_discarded += (*udp)->discarded();
+    return w.best.has_value();
+  }
+
+  void Ready(Worker& w) {
+    w.result->clock = {*w.best};
+    w.result->clock_probes = 1;
+    w.result->alignment_uncertainty_ns = w.best->uncertainty_ns;
+    w.result->alignment_relative_uncertainty_ns = w.best->uncertainty_ns;
+    w.ready = true;
+    ++ready_;
   }
 
   void SendProbe(Worker& w) {
@@ -228,12 +262,7 @@ class Fanout {
                                "trusted")
                          : w.connection->Error("ProbeClock", w.status));
     }
-    w.result->clock = {*w.best};
-    w.result->clock_probes = 1;
-    w.result->alignment_uncertainty_ns = w.best->uncertainty_ns;
-    w.result->alignment_relative_uncertainty_ns = w.best->uncertainty_ns;
-    w.ready = true;
-    ++ready_;
+    Ready(w);
   }
 
   // Every worker reached or failed: the common start, on this side's
