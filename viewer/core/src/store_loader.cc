@@ -578,10 +578,15 @@ absl::Status TraceStore::LoadDetail(const std::vector<ProcessId>& processes,
   return StoreLoader::LoadDetail(this, processes, threads);
 }
 
-void TraceStore::SetOverview(ProcessId process,
-                             std::shared_ptr<const ProcessOverview> overview) {
-  if (process >= processes_.size() || processes_[process].detail) return;
-  processes_[process].overview = std::move(overview);
+void TraceStore::SetOverviews(
+    const std::vector<
+        std::pair<ProcessId, std::shared_ptr<const ProcessOverview>>>&
+        overviews) {
+  for (const auto& [p, o] : overviews) {
+    if (p < processes_.size() && !processes_[p].detail && o != nullptr) {
+      processes_[p].overview = o;
+    }
+  }
   StoreAppender::Finish(this);
 }
 

@@ -78,7 +78,7 @@ struct ProcessOverview {
   // False for an overview made from the file's index alone
   // (OpenOptions::overview_from_index): `busy` then shades the spans of the
   // file's chunks rather than its slices, and `steps` is empty until
-  // TraceStore::SetOverview puts the exact one (SummarizeProcessFile) in.
+  // TraceStore::SetOverviews puts the exact one (SummarizeProcessFile) in.
   bool exact = true;
   int64_t last_ns() const {
     return first_ns + bin_ns * static_cast<int64_t>(busy.size());
@@ -183,7 +183,7 @@ struct OpenOptions {
   // With detail_files: each overview comes from its file's index, without
   // decoding an event (ProcessOverview::exact is false), so that a pod's
   // session opens in the time it takes to read a thousand indexes; the
-  // exact overviews can follow (SummarizeProcessFile, SetOverview).
+  // exact overviews can follow (SummarizeProcessFile, SetOverviews).
   bool overview_from_index = false;
   // When not empty: load exactly these trace files as one session (each
   // path as given, no import), rather than what `path` names. For reading
@@ -223,11 +223,13 @@ class TraceStore {
   // names a file that can no longer be read; the others are loaded.
   absl::Status LoadDetail(const std::vector<ProcessId>& processes,
                           int threads = 0);
-  // Replaces the overview of a process not loaded yet (one made from its
-  // index by the exact one). The same rule as LoadDetail: nothing else may
-  // read the store meanwhile.
-  void SetOverview(ProcessId process,
-                   std::shared_ptr<const ProcessOverview> overview);
+  // Replaces the overviews of processes not loaded yet (those made from
+  // their indexes by the exact ones). The same rule as LoadDetail: nothing
+  // else may read the store meanwhile.
+  void SetOverviews(
+      const std::vector<
+          std::pair<ProcessId, std::shared_ptr<const ProcessOverview>>>&
+          overviews);
   // Events of the session's files, loaded or not (equals event_count()
   // when everything is loaded).
   uint64_t session_event_count() const;
