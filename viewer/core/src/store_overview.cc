@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/base/strings.h"
 #include "podscope/viewer/step_names.h"
+#include "store_append.h"
 
 namespace podscope::viewer {
 namespace tf = trace_format;
@@ -286,4 +290,32 @@ ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
 }
 
 }  // namespace internal
+void TraceStore::SetOverviews(
+    const std::vector<
+        std::pair<ProcessId, std::shared_ptr<const ProcessOverview>>>&
+        overviews) {
+  for (const auto& [p, o] : overviews) {
+    if (p < processes_.size() && !processes_[p].detail && o != nullptr) {
+      processes_[p].overview = o;
+    }
+  }
+  StoreAppender::Finish(this);
+}
+
+absl::StatusOr<std::shared_ptr<const ProcessOverview>> SummarizeProcessFile(
+    const std::string& path, bool align_clocks,
+    const std::atomic<bool>* cancel) {
+  PODSCOPE_ASSIGN_OR_RETURN(auto reader, tf::TraceReader::Open(path));
+  ClockMapper clock((*reader).clock());
+  uint64_t events = 0;
+  auto o = std::make_shared<ProcessOverview>(internal::SummarizeTrace(
+      *reader, align_clocks && clock.has_reference() ? &clock : nullptr, cancel,
+      &events));
+  if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+    return absl::CancelledError(
+        absl::StrCat("summarizing ", path, " cancelled"));
+  }
+  return std::shared_ptr<const ProcessOverview>(std::move(o));
+}
+
 }  // namespace podscope::viewer
