@@ -111,6 +111,21 @@ void PrintProblems(const CommandIo& io,
   }
 }
 
+// A store opened as an overview is analysed a host at a time.
+absl::StatusOr<viewer::PodAnalysis> Analyze(
+    const viewer::TraceStore& store, const viewer::PodAnalysisOptions& options,
+    const CommandIo& io) {
+  if (!store.is_overview()) return viewer::AnalyzePod(store, options);
+  std::vector<viewer::LoadProblem> problems;
+  ProgressLine hosts(io, "analysing", "hosts");
+  auto a = viewer::AnalyzePodByHost(
+      store, options, 0, &problems,
+      [&](size_t done, size_t total) { hosts.Update(done, total); });
+  hosts.Finish();
+  if (a.ok()) PrintProblems(io, problems, store.problems());
+  return a;
+}
+
 int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
   bool json = false;
   int64_t top = 20;
@@ -168,24 +183,13 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
   }
   viewer::PodAnalysisOptions options;
   options.top = static_cast<size_t>(top);
-  viewer::PodAnalysis analysis;
-  if ((*store)->is_overview()) {
-    std::vector<viewer::LoadProblem> problems;
-    ProgressLine hosts(io, "analysing", "hosts");
-    auto a = viewer::AnalyzePodByHost(
-        **store, options, 0, &problems,
-        [&](size_t done, size_t total) { hosts.Update(done, total); });
-    hosts.Finish();
-    if (!a.ok()) {
-      std::fprintf(io.err, "podscope analyze: %s\n",
-                   std::string(a.status().message()).c_str());
-      return ExitCodeOf(a.status());
-    }
-    PrintProblems(io, problems, (*store)->problems());
-    analysis = std::move(*a);
-  } else {
-    analysis = viewer::AnalyzePod(**store, options);
+  auto analyzed = Analyze(**store, options, io);
+  if (!analyzed.ok()) {
+    std::fprintf(io.err, "podscope analyze: %s\n",
+                 std::string(analyzed.status().message()).c_str());
+    return ExitCodeOf(analyzed.status());
   }
+  const viewer::PodAnalysis& analysis = *analyzed;
   std::optional<viewer::WhatIf> what_if;
   if (!what_if_spec.empty()) {
     auto w = viewer::ParseWhatIf(what_if_spec);
