@@ -120,7 +120,19 @@ void TraceLoader::RefineOverviews(
       // A file that can no longer be read keeps its row from the index.
       batch[i] = {process, o.ok() ? *o : nullptr};
     });
-    if (cancel->load()) return;
+    if (cancel->load()) {
+      // Stopped (another trace, a live capture): the rows made so far stay
+      // as they are, and the window is idle again.
+      QMetaObject::invokeMethod(
+          self.data(),
+          [self, generation] {
+            if (self && generation == self->generation_) {
+              self->refining_ = false;
+            }
+          },
+          Qt::QueuedConnection);
+      return;
+    }
     std::erase_if(batch, [](const auto& b) { return b.second == nullptr; });
     const bool last = begin + n >= files.size();
     QMetaObject::invokeMethod(
