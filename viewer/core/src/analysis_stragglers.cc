@@ -19,8 +19,19 @@ int64_t MedianOf(std::vector<int64_t> v) {
   return n % 2 == 1 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
+// A step cell's scope times by name id (ScopeTimes over its window).
+absl::flat_hash_map<StringId, int64_t> CellTimes(const TraceStore& store,
+                                                 ProcessId p,
+                                                 const pod::Keys& keys,
+                                                 const StepCell& cell) {
+  const int64_t end = base::SaturatingAdd(cell.start_ns, cell.duration_ns);
+  return pod::ScopeTimes(store, p, keys, cell.start_ns, end, cell.start_ns,
+                         end);
+}
+
 // The scopes of the straggler that were longer than the others' median in
-// the steps where it arrived last.
+// the steps where it arrived last. Names stay ids of the store until each
+// row is done: only the straggler's names become text.
 std::vector<LongerScope> FindLongerScopes(const TraceStore& store,
                                           const StepBreakdown& steps,
                                           const pod::Keys& keys, int straggler,
@@ -30,14 +41,26 @@ std::vector<LongerScope> FindLongerScopes(const TraceStore& store,
   for (int row_index : rows) {
     const StepRow& row = steps.rows[row_index];
     if (!row.ranks[straggler].present) continue;
+    const auto own = CellTimes(store, steps.ranks[straggler].process, keys,
+                               row.ranks[straggler]);
+    std::vector<std::pair<StringId, int64_t>> names(own.begin(), own.end());
+    std::vector<std::vector<int64_t>> others(names.size());
     pod::RowScopes rs;
     rs.step = row.step;
-    rs.own = pod::CellScopeTimes(store, steps.ranks[straggler].process, keys,
-                                 row.ranks[straggler]);
     for (size_t r = 0; r < row.ranks.size(); ++r) {
       if (static_cast<int>(r) == straggler || !row.ranks[r].present) continue;
-      rs.AddOther(pod::CellScopeTimes(store, steps.ranks[r].process, keys,
-                                      row.ranks[r]));
+      const auto times =
+          CellTimes(store, steps.ranks[r].process, keys, row.ranks[r]);
+      ++rs.other_ranks;
+      for (size_t k = 0; k < names.size(); ++k) {
+        auto it = times.find(names[k].first);
+        others[k].push_back(it == times.end() ? 0 : it->second);
+      }
+    }
+    for (size_t k = 0; k < names.size(); ++k) {
+      const std::string name(store.str(names[k].first));
+      rs.own.emplace(name, names[k].second);
+      rs.others.emplace(name, std::move(others[k]));
     }
     scopes.push_back(std::move(rs));
   }
@@ -290,10 +313,8 @@ StragglerReport AnalyzeStragglers(const TraceStore& store,
 
 pod::NamedTimes pod::CellScopeTimes(const TraceStore& store, ProcessId p,
                                     const Keys& keys, const StepCell& cell) {
-  const int64_t end = base::SaturatingAdd(cell.start_ns, cell.duration_ns);
   NamedTimes out;
-  for (const auto& [name, ns] :
-       ScopeTimes(store, p, keys, cell.start_ns, end, cell.start_ns, end)) {
+  for (const auto& [name, ns] : CellTimes(store, p, keys, cell)) {
     out.emplace(store.str(name), ns);
   }
   return out;
