@@ -66,6 +66,43 @@ TEST(AnalyzeCliTest, JsonNamesTheStragglerOfAWrittenSession) {
   EXPECT_EQ(worst["wait_ns"].get_int64().value(), 200'000);
 }
 
+// A session of several hosts is read a host at a time; --critical_path
+// loads it whole. Every key of the report is the same either way.
+TEST(AnalyzeCliTest, AHostAtATimeReportsWhatTheWholeSessionGives) {
+  analysis_testing::TrainingJobShape shape;
+  shape.ranks = 5;
+  shape.steps = 10;
+  shape.recompile_at = 6;
+  shape.scale = [](int rank, int, const std::string& op) {
+    return rank == 1 && op == "matmul" ? 1.8 : 1.0;
+  };
+  const std::string dir =
+      analysis_testing::WriteTrainingJob("cli-by-host", shape);
+  ASSERT_FALSE(dir.empty());
+  const RunResult by_host = RunPodscope({"analyze", "--json", dir});
+  ASSERT_EQ(by_host.exit_code, 0) << by_host.err;
+  const RunResult whole =
+      RunPodscope({"analyze", "--json", "--critical_path", dir});
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  simdjson::dom::parser p1, p2;
+  simdjson::dom::object a = Parse(p1, by_host.out).get_object().value();
+  simdjson::dom::object b = Parse(p2, whole.out).get_object().value();
+  EXPECT_EQ(a["events"].get_uint64().value(), b["events"].get_uint64().value());
+  EXPECT_GT(a["events"].get_uint64().value(), 0u);
+  EXPECT_EQ(a["hosts"].get_uint64().value(), 5u);
+  EXPECT_EQ(a["straggler"]["rank"].get_int64().value(), 1);
+  size_t keys = 0;
+  for (auto [key, value] : a) {
+    ++keys;
+    simdjson::dom::element other;
+    ASSERT_FALSE(b[key].get(other)) << key;
+    EXPECT_EQ(simdjson::minify(value), simdjson::minify(other)) << key;
+  }
+  // The whole load's report has the critical path besides.
+  EXPECT_EQ(keys + 1, b.size());
+  EXPECT_FALSE(a["critical_path"].error() == simdjson::SUCCESS);
+}
+
 TEST(AnalyzeCliTest, AnUnderstatedPeakIsSaid) {
   const std::string dir = analysis_testing::WriteLowPeakSession("cli-peak");
   ASSERT_FALSE(dir.empty());

@@ -1,5 +1,6 @@
 // `podscope analyze`: the multi-host analyses of viewer/core
 // (pod_analysis.h) over one session, as tables or JSON.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,66 @@ Exit codes: 0 success, 2 usage error, 3 PATH not found or nothing readable
 in it, 4 internal or I/O error.
 )";
 
+int ExitCodeOf(const absl::Status& status) {
+  const absl::StatusCode code = status.code();
+  return code == absl::StatusCode::kInternal ||
+                 code == absl::StatusCode::kResourceExhausted ||
+                 code == absl::StatusCode::kUnknown
+             ? kExitInternal
+             : kExitUnreadable;
+}
+
+// `by_host`: a session of more than one file opens as an overview from the
+// files' indexes (no events), for AnalyzePodByHost.
+absl::StatusOr<std::unique_ptr<viewer::TraceStore>> OpenForAnalysis(
+    const std::string& input, const std::string& session, bool by_host,
+    const CommandIo& io) {
+  ProgressLine progress(io, "loading", "files");
+  viewer::OpenOptions open;
+  open.session = session;
+  open.progress = [&](const viewer::OpenProgress& p) {
+    progress.Update(p.files_done, p.files_total);
+  };
+  if (by_host) {
+    open.detail_files = 1;
+    open.overview_from_index = true;
+  }
+  auto store = viewer::TraceStore::Open(input, open);
+  progress.Finish();
+  return store;
+}
+
+// Warns of each problem not already in `shown`.
+void PrintProblems(const CommandIo& io,
+                   const std::vector<viewer::LoadProblem>& problems,
+                   const std::vector<viewer::LoadProblem>& shown) {
+  for (const viewer::LoadProblem& p : problems) {
+    if (std::any_of(shown.begin(), shown.end(), [&](const auto& s) {
+          return s.path == p.path && s.message == p.message;
+        })) {
+      continue;
+    }
+    std::fprintf(io.err, "podscope analyze: warning: %s: %s%s\n",
+                 p.path.c_str(), p.message.c_str(),
+                 p.loaded ? " (what could be read is analysed)" : "");
+  }
+}
+
+// A store opened as an overview is analysed a host at a time.
+absl::StatusOr<viewer::PodAnalysis> Analyze(
+    const viewer::TraceStore& store, const viewer::PodAnalysisOptions& options,
+    const CommandIo& io) {
+  if (!store.is_overview()) return viewer::AnalyzePod(store, options);
+  std::vector<viewer::LoadProblem> problems;
+  ProgressLine hosts(io, "analysing", "hosts");
+  auto a = viewer::AnalyzePodByHost(
+      store, options, 0, &problems,
+      [&](size_t done, size_t total) { hosts.Update(done, total); });
+  hosts.Finish();
+  if (a.ok()) PrintProblems(io, problems, store.problems());
+  return a;
+}
+
 int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
   bool json = false;
   int64_t top = 20;
@@ -96,29 +157,22 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
                  std::string(input.status().message()).c_str());
     return kExitUnreadable;
   }
-  ProgressLine progress(io, "loading", "files");
-  viewer::OpenOptions open;
-  open.session = session;
-  open.progress = [&](const viewer::OpenProgress& p) {
-    progress.Update(p.files_done, p.files_total);
-  };
-  auto store = viewer::TraceStore::Open(*input, open);
-  progress.Finish();
+  // A session of several files is read a host at a time (AnalyzePodByHost:
+  // memory for one host's events, not the pod's), unless what is asked for
+  // follows work across ranks (the critical path) or a doctor's dump
+  // reads every rank's events.
+  const bool whole = critical || !what_if_spec.empty();
+  auto store = OpenForAnalysis(*input, session, !whole, io);
+  if (store.ok() && (*store)->is_overview() &&
+      viewer::ReadDoctorDump((*store)->session().path)) {
+    store = OpenForAnalysis(*input, session, /*by_host=*/false, io);
+  }
   if (!store.ok()) {
     std::fprintf(io.err, "podscope analyze: %s\n",
                  std::string(store.status().message()).c_str());
-    const absl::StatusCode code = store.status().code();
-    return code == absl::StatusCode::kInternal ||
-                   code == absl::StatusCode::kResourceExhausted ||
-                   code == absl::StatusCode::kUnknown
-               ? kExitInternal
-               : kExitUnreadable;
+    return ExitCodeOf(store.status());
   }
-  for (const viewer::LoadProblem& p : (*store)->problems()) {
-    std::fprintf(io.err, "podscope analyze: warning: %s: %s%s\n",
-                 p.path.c_str(), p.message.c_str(),
-                 p.loaded ? " (what could be read is analysed)" : "");
-  }
+  PrintProblems(io, (*store)->problems(), {});
   // A job doctor's dump folder: its verdict comes first.
   std::optional<viewer::DoctorView> doctor;
   if (auto dump = viewer::ReadDoctorDump((*store)->session().path)) {
@@ -129,7 +183,13 @@ int RunAnalyze(std::span<const std::string> args, const CommandIo& io) {
   }
   viewer::PodAnalysisOptions options;
   options.top = static_cast<size_t>(top);
-  const viewer::PodAnalysis analysis = viewer::AnalyzePod(**store, options);
+  auto analyzed = Analyze(**store, options, io);
+  if (!analyzed.ok()) {
+    std::fprintf(io.err, "podscope analyze: %s\n",
+                 std::string(analyzed.status().message()).c_str());
+    return ExitCodeOf(analyzed.status());
+  }
+  const viewer::PodAnalysis& analysis = *analyzed;
   std::optional<viewer::WhatIf> what_if;
   if (!what_if_spec.empty()) {
     auto w = viewer::ParseWhatIf(what_if_spec);

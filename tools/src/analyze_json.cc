@@ -252,9 +252,9 @@ std::string AnalysisJson(const std::string& path,
   JsonWriter j(&out);
   j.BeginObject();
   j.Field("path", path);
-  j.Field("hosts", store.hosts().size());
-  j.Field("processes", store.processes().size());
-  j.Field("events", store.event_count());
+  j.Field("hosts", a.host_names.size());
+  j.Field("processes", a.processes);
+  j.Field("events", a.events);
   Steps(a, j);
   Stragglers(a, j);
   Compiles(a, j);

@@ -335,8 +335,7 @@ void RooflineSection(const viewer::TraceStore& store, const PodAnalysis& a,
   }
 }
 
-void MemorySection(const viewer::TraceStore& store, const PodAnalysis& a,
-                   std::string* out) {
+void MemorySection(const PodAnalysis& a, std::string* out) {
   if (a.memory.empty()) {
     *out += "Memory: no allocation events or memory counters\n";
     return;
@@ -346,7 +345,7 @@ void MemorySection(const viewer::TraceStore& store, const PodAnalysis& a,
     absl::StrAppend(
         out, "  ", RankLabel(a.steps, m.rank), " (", m.host_name, ") device ",
         m.device_id, ": peak ", FormatBytes(static_cast<double>(m.peak_bytes)),
-        " at ", FormatDuration(m.peak_ns - store.first_ns()), " into the trace",
+        " at ", FormatDuration(m.peak_ns - a.first_ns), " into the trace",
         m.from_allocations ? absl::StrCat(", ", m.live_count, " live buffers, ",
                                           m.allocations, " allocations")
                            : " (memory counter)",
@@ -372,7 +371,7 @@ std::string AnalysisText(const viewer::TraceStore& store, const PodAnalysis& a,
   CompileSection(a, top, &out);
   TopSection(a, &out);
   RooflineSection(store, a, &out);
-  MemorySection(store, a, &out);
+  MemorySection(a, &out);
   return out;
 }
 

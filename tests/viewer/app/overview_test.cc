@@ -1,6 +1,8 @@
 // A session of 256 host files in the real main window (offscreen): it opens
 // as one overview row per host, each shaded by how busy that host was, with
-// no events in memory; expanding a host loads that host's events only.
+// no events in memory; expanding a host loads that host's events only. And
+// a pod's session of 1,024 files: its rows come from the files' indexes,
+// then each becomes its host's exact row (busy time and step ticks).
 #include <QDockWidget>
 #include <QImage>
 #include <QtTest>
@@ -23,12 +25,12 @@ constexpr int64_t kSpan = 100'000'000;  // 100 ms
 // with a 1 us slice, so every host spans the same time.
 int64_t BusyUntil(int h) { return kSpan / 4 * (h % 4 + 1) - kSpan / 8; }
 
-testing::FileSpec HostFile(int h) {
+testing::FileSpec HostFile(int h, int hosts = kHosts) {
   testing::FileSpec f;
   f.host = "node" + std::to_string(1000 + h);
   f.pid = 10 + h;
   f.process_index = h;
-  f.process_count = kHosts;
+  f.process_count = hosts;
   f.strings = {"train_step", "tail"};
   testing::TrackSpec main;
   main.name = "main";
@@ -135,6 +137,56 @@ class OverviewTest : public QObject {
     int detailed = 0;
     for (const ProcessInfo& p : store->processes()) detailed += p.detail;
     QCOMPARE(detailed, 1);
+  }
+
+  void aPodOfAThousandHostsOpensAsOneRowPerHost() {
+    constexpr int kPod = 1024;
+    const std::string dir = testing::TempDir("app_overview1024");
+    for (int h = 0; h < kPod; ++h) {
+      QVERIFY(testing::WriteFile(
+                  dir + "/node" + std::to_string(1000 + h) + ".podtrace",
+                  HostFile(h, kPod))
+                  .ok());
+    }
+    MainWindow w;
+    w.resize(1400, 900);
+    w.show();
+    for (QDockWidget* d : w.findChildren<QDockWidget*>()) d->hide();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.OpenPath(QString::fromStdString(dir));
+    QVERIFY(loaded.wait(60000) || loaded.count() > 0);
+    QCOMPARE(loaded.takeFirst().at(0).toBool(), true);
+    auto store = w.store();
+    QVERIFY(store != nullptr);
+    QVERIFY(store->is_overview());
+    QCOMPARE(store->hosts().size(), size_t{kPod});
+    QCOMPARE(store->session_event_count(), uint64_t{2 * kPod});
+    // One collapsed row per host as soon as it is shown.
+    const TrackLayout& layout = w.timeline()->layout();
+    QCOMPARE(layout.rows().size(), size_t{kPod});
+    for (const LayoutRow& r : layout.rows()) {
+      QVERIFY(r.kind == RowKind::kHost);
+      QVERIFY(r.collapsed);
+    }
+    // Then every row becomes its host's exact one: its step and how busy.
+    QVERIFY(w.WaitUntilIdle(120000));
+    QCOMPARE(layout.rows().size(), size_t{kPod});
+    QCOMPARE(store->event_count(), uint64_t{0});
+    for (int h = 0; h < kPod; ++h) {
+      const ProcessInfo& p = store->processes()[store->hosts()[h].processes[0]];
+      QVERIFY(p.overview != nullptr);
+      QVERIFY2(p.overview->exact, qPrintable(QString::number(h)));
+      QCOMPARE(p.overview->steps.size(), size_t{1});
+      QCOMPARE(p.overview->steps[0].second, BusyUntil(h));
+      const float busy = p.overview->BusyIn(0, kSpan);
+      QVERIFY2(std::abs(busy - static_cast<float>(BusyUntil(h)) / kSpan) < 0.01,
+               qPrintable(QString("host %1: busy %2").arg(h).arg(busy)));
+    }
+    // Expanding one host loads it alone.
+    w.timeline()->ToggleRow(1000);
+    QVERIFY(w.WaitUntilIdle(60000));
+    QCOMPARE(store->event_count(), uint64_t{2});
+    QCOMPARE(layout.rows().size(), size_t{kPod + 2});
   }
 
  private:

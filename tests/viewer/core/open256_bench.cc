@@ -11,6 +11,16 @@
 //   viewer.open256_loaded_bytes_per_event   store bytes per loaded event
 //                                after 8 hosts are expanded (beside the
 //                                full load's, ..._full_bytes_per_event)
+// Part open1024: a session of 1,024 host files of the same size per host
+// (100 k events each, --open1024_events_per_host=N) written by the bench:
+//   viewer.open1024_s            opening it as overview rows, each from its
+//                                file's index (as the desktop viewer does)
+//   analyze.peak_rss_mib_1024    the peak resident memory of the real
+//                                `podscope analyze --json` of it, a child
+//                                process (its ru_maxrss)
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -36,13 +46,73 @@ double Seconds(std::chrono::steady_clock::time_point since) {
       .count();
 }
 
+// Runs `podscope analyze --json dir` (output discarded); its peak RSS in
+// MiB and its wall time, or a negative peak when it failed.
+std::pair<double, double> AnalyzePeak(const std::string& dir) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, 1);
+    execl(PODSCOPE_BIN, PODSCOPE_BIN, "analyze", "--json", dir.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    return {-1, Seconds(t0)};
+  }
+  return {static_cast<double>(usage.ru_maxrss) / 1024, Seconds(t0)};
+}
+
+int Open1024(uint64_t per_host) {
+  constexpr int kHosts = 1024;
+  const std::string dir = podscope::viewer::testing::EnsureHostsCapture(
+      kHosts, per_host * kHosts,
+      "podscope_viewer_open1024_" + std::to_string(per_host));
+  OpenOptions options;
+  options.detail_files = 64;
+  options.overview_from_index = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto store = TraceStore::Open(dir, options);
+  const double open_s = Seconds(t0);
+  if (!store.ok() || !(*store)->is_overview() ||
+      (*store)->hosts().size() != kHosts) {
+    std::fprintf(stderr, "the 1,024-host overview did not open\n");
+    return 1;
+  }
+  const uint64_t events = (*store)->session_event_count();
+  store->reset();
+  const auto [peak_mib, analyze_s] = AnalyzePeak(dir);
+  if (peak_mib < 0) {
+    std::fprintf(stderr, "podscope analyze %s failed\n", dir.c_str());
+    return 1;
+  }
+  std::fprintf(stderr,
+               "1024 hosts, %llu events: overview rows in %.2f s; podscope "
+               "analyze in %.1f s, peak %.0f MiB\n",
+               static_cast<unsigned long long>(events), open_s, analyze_s,
+               peak_mib);
+  std::printf("viewer.open1024_s %.3f s\n", open_s);
+  std::printf("analyze.peak_rss_mib_1024 %.1f MiB\n", peak_mib);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   uint64_t events = 25'600'000;
+  uint64_t per_host_1024 = 100'000;
+  constexpr char kPerHost[] = "--open1024_events_per_host=";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--open256_events=", 17) == 0) {
       events = std::strtoull(argv[i] + 17, nullptr, 10);
+    }
+    if (std::strncmp(argv[i], kPerHost, sizeof(kPerHost) - 1) == 0) {
+      per_host_1024 =
+          std::strtoull(argv[i] + sizeof(kPerHost) - 1, nullptr, 10);
     }
   }
   const std::string dir = podscope::viewer::testing::EnsureHostsCapture(
@@ -106,5 +176,6 @@ int main(int argc, char** argv) {
               loaded_per_event);
   std::printf("viewer.open256_full_bytes_per_event %.2f bytes/event\n",
               full_per_event);
-  return 0;
+  full->reset();
+  return Open1024(per_host_1024);
 }

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "podscope/trace_format/reader.h"
 #include "podscope/viewer/trace_store.h"
 #include "trace_gen.h"
 
@@ -148,6 +150,78 @@ TEST(Overview, BigSessionOpensAsOneSummaryPerHostAndLoadsHostsOnRequest) {
     EXPECT_TRUE(p.detail);
     EXPECT_EQ(p.overview, nullptr);
   }
+}
+
+TEST(Overview, FromTheIndexWithoutReadingAnEventThenExact) {
+  const std::string dir = testing::TempDir("overview_index");
+  uint64_t total = 0;
+  for (int h = 0; h < kHosts; ++h) {
+    FileSpec f = HostFile(h);
+    f.chunk_events = 12;  // a chunk every few steps
+    for (const TrackSpec& t : f.tracks) total += t.slices.size();
+    ASSERT_TRUE(testing::WriteFile(
+                    dir + "/host" + std::to_string(100 + h) + ".podtrace", f)
+                    .ok());
+  }
+  // Damage inside host100's first chunk: only decoding it would notice.
+  const std::string damaged = dir + "/host100.podtrace";
+  {
+    auto reader = tf::TraceReader::Open(damaged);
+    ASSERT_TRUE(reader.ok());
+    const tf::ChunkInfo& c = (*reader)->chunks().at(0);
+    std::fstream file(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(c.offset + c.length / 2));
+    file.put('\x5a');
+    file.seekp(static_cast<std::streamoff>(c.offset + c.length / 2 + 1));
+    file.put('\xa5');
+  }
+  OpenOptions options;
+  options.detail_files = kHosts - 1;
+  options.overview_from_index = true;
+  auto opened = TraceStore::Open(dir, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  TraceStore& store = **opened;
+  ASSERT_TRUE(store.is_overview());
+  EXPECT_TRUE(store.problems().empty());
+  EXPECT_EQ(store.session_event_count(), total);
+  EXPECT_EQ(store.first_ns(), 0);
+  EXPECT_GE(store.last_ns(), int64_t{kSteps - 1} * kStep);
+  for (const ProcessInfo& p : store.processes()) {
+    ASSERT_NE(p.overview, nullptr);
+    EXPECT_FALSE(p.overview->exact);
+    EXPECT_TRUE(p.overview->steps.empty());
+    // Its chunks span the whole capture: somewhere busy, nothing outside.
+    EXPECT_GT(p.overview->BusyIn(0, kSteps * kStep), 0.0f);
+    EXPECT_EQ(p.overview->BusyIn(-5 * kStep, -kStep), 0.0f);
+  }
+
+  // The exact rows, as an exact open makes them, replace those.
+  OpenOptions exact_options;
+  exact_options.detail_files = kHosts - 1;
+  auto exact = TraceStore::Open(dir, exact_options);
+  ASSERT_TRUE(exact.ok());
+  ASSERT_EQ((*exact)->problems().size(), 1u);
+  EXPECT_EQ((*exact)->problems()[0].path, damaged);
+  std::vector<std::pair<ProcessId, std::shared_ptr<const ProcessOverview>>>
+      refined;
+  for (const ProcessInfo& p : store.processes()) {
+    auto o = SummarizeProcessFile(p.path, /*align_clocks=*/true);
+    ASSERT_TRUE(o.ok()) << o.status();
+    const ProcessOverview& want = *(*exact)->processes()[p.id].overview;
+    EXPECT_TRUE((*o)->exact);
+    EXPECT_EQ((*o)->busy, want.busy);
+    EXPECT_EQ((*o)->steps, want.steps);
+    refined.emplace_back(p.id, *o);
+  }
+  store.SetOverviews(refined);
+  for (const ProcessInfo& p : store.processes()) {
+    EXPECT_TRUE(p.overview->exact);
+    if (p.path != damaged) {
+      EXPECT_EQ(p.overview->steps.size(), static_cast<size_t>(kSteps));
+    }
+  }
+  EXPECT_EQ(store.first_ns(), (*exact)->first_ns());
+  EXPECT_EQ(store.last_ns(), (*exact)->last_ns());
 }
 
 TEST(Overview, AFileThatCannotBeReadIsAProblemAndTheOthersOpen) {

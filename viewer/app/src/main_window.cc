@@ -173,6 +173,8 @@ void MainWindow::ConnectPanels() {
                                      .arg(events / 1e6, 0, 'f', 1));
           });
   connect(loader_, &TraceLoader::finished, this, &MainWindow::OnLoadFinished);
+  connect(loader_, &TraceLoader::overviewsRefined, this,
+          &MainWindow::OnOverviewsRefined);
   connect(timeline_, &TimelineWidget::selectionChanged, this, [this] {
     details_->ShowEvent(timeline_->selected());
     pod_->ShowSelection(timeline_->selected());
@@ -262,8 +264,8 @@ bool MainWindow::loading() const { return loader_->busy(); }
 bool MainWindow::WaitUntilIdle(int timeout_ms) {
   return PumpEventsWhile(
       [this] {
-        return loading() || stats_->busy() || flame_->busy() ||
-               steps_->busy() || pod_->busy();
+        return loading() || loader_->refining() || stats_->busy() ||
+               flame_->busy() || steps_->busy() || pod_->busy();
       },
       timeout_ms);
 }
@@ -311,6 +313,20 @@ void MainWindow::OnLoadFinished() {
   }
   status_->setText(text);
   emit loaded(true);
+}
+
+void MainWindow::OnOverviewsRefined() {
+  TraceLoader::Refined r = loader_->TakeRefined();
+  if (!loaded_store_ || loaded_store_ != store_ || r.store != loaded_store_) {
+    return;
+  }
+  // The store changes in place: nothing may read it meanwhile.
+  stats_->WaitIdle();
+  flame_->WaitIdle();
+  steps_->WaitIdle();
+  pod_->WaitIdle();
+  loaded_store_->SetOverviews(r.overviews);
+  timeline_->OverviewsChanged();
 }
 
 void MainWindow::LoadDetail(const std::vector<ProcessId>& processes) {

@@ -125,6 +125,7 @@ class MainWindow : public QMainWindow {
   void UpdateRecentMenu();
   void UpdateSessionMenu();
   void AddRecent(const QString& path);
+  void OnOverviewsRefined();
   void OnLoadFinished();
   // `live`: the store grows in place; the panels that compute in the
   // background get it only when OnLiveEnded or every file is closed.

@@ -76,6 +76,11 @@ void TimelineWidget::SetStore(std::shared_ptr<const TraceStore> store) {
   emit layoutModeChanged();
 }
 
+void TimelineWidget::OverviewsChanged() {
+  renderer_.SetStore(store_.get());
+  update();
+}
+
 void TimelineWidget::LayoutChanged() {
   UpdateScrollBar();
   update();

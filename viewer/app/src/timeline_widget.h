@@ -28,6 +28,9 @@ class TimelineWidget : public QWidget {
   explicit TimelineWidget(QWidget* parent = nullptr);
 
   void SetStore(std::shared_ptr<const TraceStore> store);
+  // The overview rows of the store changed (exact ones replaced those
+  // made from the files' indexes).
+  void OverviewsChanged();
   const TraceStore* store() const { return store_.get(); }
 
   const TimeAxis& axis() const { return state_.axis; }

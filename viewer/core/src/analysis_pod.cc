@@ -12,6 +12,10 @@ PodAnalysis AnalyzePod(const TraceStore& store,
   out.top = AnalyzeTopWork(store, out.steps, options);
   out.ops = AnalyzeOps(store, options);
   out.memory = AnalyzeMemory(store, options);
+  for (const HostInfo& h : store.hosts()) out.host_names.push_back(h.name);
+  out.processes = store.processes().size();
+  out.events = store.event_count();
+  out.first_ns = store.first_ns();
   return out;
 }
 

@@ -185,6 +185,68 @@ absl::flat_hash_map<StringId, int64_t> ScopeTimes(const TraceStore& store,
                                                   int64_t step_start,
                                                   int64_t step_end);
 
+// ------------------------------------------------ the analyses in parts
+//
+// AnalyzePod over a whole store, or a host at a time (analysis_by_host.cc):
+// what each rank's events give is measured on a store holding that rank
+// (its cells, arrivals and compiles, with ranks and events of that store),
+// and what joins ranks is computed once from all of it.
+
+// Per process of the store, its steps by start with their windows and
+// categories.
+using RankCells = std::vector<std::vector<StepCell>>;
+RankCells MeasureRankSteps(const TraceStore& store);
+// Matches the ranks' steps into rows and sums them (`cells` per rank).
+StepBreakdown BuildStepBreakdown(std::vector<RankInfo> ranks,
+                                 const RankCells& cells);
+
+// One collective slice on a rank's device, with what joins it to the
+// other ranks' slices of the same collective.
+struct Arrival {
+  CollectiveArrival a;
+  std::string name;
+  std::optional<std::string> id;
+};
+// Per process of the store, its collective slices by start (`a.rank` is
+// the process).
+std::vector<std::vector<Arrival>> FindAllArrivals(const TraceStore& store);
+// Joins the ranks' arrivals (one list per rank of `steps`), charges the
+// late ones, and runs the straggler test. The straggler, when named, has
+// no longer scopes yet: `straggler_rows` receives the rows it was last in.
+StragglerReport JoinStragglers(
+    const StepBreakdown& steps,
+    const std::vector<std::vector<Arrival>>& arrivals,
+    const PodAnalysisOptions& options, std::vector<int>* straggler_rows);
+
+// A step's scope times on one rank by name (ScopeTimes, named).
+using NamedTimes = absl::flat_hash_map<std::string, int64_t>;
+NamedTimes CellScopeTimes(const TraceStore& store, ProcessId p,
+                          const Keys& keys, const StepCell& cell);
+// What the longer scopes of a straggler need of one step row: its own
+// times, and for each of its names every other rank's (0 when it had none).
+struct RowScopes {
+  int64_t step = 0;
+  NamedTimes own;
+  absl::flat_hash_map<std::string, std::vector<int64_t>> others;
+  size_t other_ranks = 0;
+  // Adds another rank's times of this row.
+  void AddOther(const NamedTimes& times);
+};
+std::vector<LongerScope> LongerScopesOf(const std::vector<RowScopes>& rows,
+                                        const PodAnalysisOptions& options);
+
+// A Compile slice as found, before the steps place it.
+struct FoundCompile {
+  CompileEvent e;  // rank: the process; no step, row or verdict yet
+  std::optional<int64_t> step_arg;
+};
+// Per process, in time order.
+std::vector<FoundCompile> FindCompiles(const TraceStore& store);
+// Places the compiles (by rank, then time) in the steps and judges them.
+CompileReport JudgeCompiles(const StepBreakdown& steps,
+                            std::vector<FoundCompile> found,
+                            const PodAnalysisOptions& options);
+
 // For the structs' rank labels.
 int RankOfProcess(ProcessId p);
 

@@ -122,11 +122,15 @@ class CategoryTimeline {
   std::vector<uint8_t> cats_;
 };
 
-using RankCells = std::vector<std::vector<StepCell>>;
+using pod::RankCells;
 
-// Each rank's steps, by start, with the time each spent per category.
-RankCells MeasureRankSteps(const TraceStore& store, size_t n,
-                           const pod::Keys& keys) {
+}  // namespace
+
+namespace pod {
+
+RankCells MeasureRankSteps(const TraceStore& store) {
+  const pod::Keys keys(store);
+  const size_t n = store.processes().size();
   std::vector<std::vector<pod::RankStep>> steps(n);
   RankCells cells(n);
   base::ParallelFor(0, n, [&](size_t r) {
@@ -147,6 +151,10 @@ RankCells MeasureRankSteps(const TraceStore& store, size_t n,
   });
   return cells;
 }
+
+}  // namespace pod
+
+namespace {
 
 // Steps are matched by number when there are some and every step has a
 // number, distinct within its rank.
@@ -238,12 +246,10 @@ void SumRows(StepBreakdown* out) {
 
 }  // namespace
 
-StepBreakdown AnalyzeSteps(const TraceStore& store,
-                           const PodAnalysisOptions& /*options*/) {
+StepBreakdown pod::BuildStepBreakdown(std::vector<RankInfo> ranks,
+                                      const RankCells& cells) {
   StepBreakdown out;
-  out.ranks = PodRanks(store);
-  const pod::Keys keys(store);
-  const RankCells cells = MeasureRankSteps(store, out.ranks.size(), keys);
+  out.ranks = std::move(ranks);
   out.matched_by_number = MatchByNumber(cells);
   if (out.matched_by_number) {
     RowsByNumber(cells, &out);
@@ -252,6 +258,11 @@ StepBreakdown AnalyzeSteps(const TraceStore& store,
   }
   SumRows(&out);
   return out;
+}
+
+StepBreakdown AnalyzeSteps(const TraceStore& store,
+                           const PodAnalysisOptions& /*options*/) {
+  return pod::BuildStepBreakdown(PodRanks(store), pod::MeasureRankSteps(store));
 }
 
 int FindStepRow(const StepBreakdown& steps, int rank, int64_t t) {

@@ -222,8 +222,15 @@ void LoadFile(const std::string& path, const OpenOptions& options,
   }
 
   if (overview_only) {
-    auto o = std::make_shared<ProcessOverview>(internal::SummarizeTrace(
-        reader, out->aligned ? &clock : nullptr, options.cancel, &out->events));
+    ClockMapper* to_store = out->aligned ? &clock : nullptr;
+    std::optional<ProcessOverview> from_index;
+    if (options.overview_from_index) {
+      from_index = internal::SummarizeIndex(reader, to_store, &out->events);
+    }
+    auto o = std::make_shared<ProcessOverview>(
+        from_index ? std::move(*from_index)
+                   : internal::SummarizeTrace(reader, to_store, options.cancel,
+                                              &out->events));
     progress->AddEvents(out->events);
     out->overview = std::move(o);
     NoteDamage(reader, out);
@@ -321,6 +328,11 @@ class StoreLoader {
   }
   static void Join(std::vector<LoadedFile> files, int threads,
                    TraceStore* store);
+  // Loads `paths` as the session `chosen_path` of `sessions`.
+  static absl::StatusOr<std::unique_ptr<TraceStore>> LoadPaths(
+      const std::string& path, std::vector<std::string> paths,
+      std::vector<SessionInfo> sessions, const std::string& chosen_path,
+      const OpenOptions& options);
   // Interns a file's strings in the store and gives its stacks, named by
   // store ids, to `p`; the file's string ids to the store's.
   static std::vector<uint32_t> AdoptStrings(TraceStore* store, LoadedFile* file,
@@ -421,6 +433,13 @@ void StoreLoader::Join(std::vector<LoadedFile> files, int threads,
 
 absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
     const std::string& given_path, const OpenOptions& options) {
+  if (!options.files.empty()) {
+    SessionInfo s;
+    s.name = fs::path(given_path).filename().string();
+    s.path = given_path;
+    s.files = options.files.size();
+    return LoadPaths(given_path, options.files, {s}, given_path, options);
+  }
   // Foreign traces (XSpace, Chrome JSON) are opened through their import.
   tf::ImportOptions import_options;
   import_options.cancel = options.cancel;
@@ -450,7 +469,14 @@ absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::Open(
   } else {
     paths = trace_format::ListTraceFiles(chosen->path);
   }
+  return LoadPaths(path, std::move(paths), std::move(sessions), chosen_path,
+                   options);
+}
 
+absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::LoadPaths(
+    const std::string& path, std::vector<std::string> paths,
+    std::vector<SessionInfo> sessions, const std::string& chosen_path,
+    const OpenOptions& options) {
   std::vector<LoadedFile> files(paths.size());
   Progress progress(options, paths.size());
   const int threads = base::ThreadCount(options.threads);
@@ -499,9 +525,12 @@ absl::Status StoreLoader::LoadDetail(TraceStore* store,
                                      const std::vector<ProcessId>& processes,
                                      int threads) {
   std::vector<ProcessId> todo;
+  // Expanding every host of a pod asks for a thousand processes at once.
+  std::vector<bool> asked(store->processes_.size());
   for (ProcessId p : processes) {
     if (p < store->processes_.size() && !store->processes_[p].detail &&
-        std::find(todo.begin(), todo.end(), p) == todo.end()) {
+        !asked[p]) {
+      asked[p] = true;
       todo.push_back(p);
     }
   }

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "analysis_pod_util.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/base/strings.h"
 #include "podscope/viewer/step_names.h"
+#include "store_append.h"
 
 namespace podscope::viewer {
 namespace tf = trace_format;
@@ -180,6 +184,83 @@ class OverviewSweep {
 
 }  // namespace
 
+std::optional<ProcessOverview> SummarizeIndex(const tf::TraceReader& reader,
+                                              ClockMapper* clock,
+                                              uint64_t* events) {
+  *events = 0;
+  bool any_device = false;
+  for (const tf::proto::Track& t : reader.tracks()) {
+    any_device |= t.kind() == tf::proto::TRACK_KIND_DEVICE_STREAM;
+  }
+  auto counts = [&](uint32_t track_id) {
+    const tf::proto::Track* t = reader.FindTrack(track_id);
+    const auto kind = t != nullptr ? t->kind() : tf::proto::TRACK_KIND_THREAD;
+    return any_device ? kind == tf::proto::TRACK_KIND_DEVICE_STREAM
+                      : kind == tf::proto::TRACK_KIND_THREAD ||
+                            kind == tf::proto::TRACK_KIND_UNSPECIFIED;
+  };
+  auto to_store = [&](int64_t t) {
+    return clock != nullptr ? clock->ToReference(t) : t;
+  };
+  // Per counted track, the spans its chunks cover on the store's clock.
+  absl::flat_hash_map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> spans;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
+  for (const tf::ChunkInfo& c : reader.chunks()) {
+    // An unindexed chunk's ranges are known only once it is decoded.
+    if (!c.ranges_known) return std::nullopt;
+    *events += c.event_count;
+    if (c.event_count == 0) continue;
+    first = std::min(first, to_store(c.min_ns));
+    last = std::max(last, to_store(c.max_ns));
+    for (const tf::proto::TrackRange& r : c.tracks) {
+      if (r.event_count() == 0 || !counts(r.track_id())) continue;
+      spans[r.track_id()].emplace_back(to_store(r.min_ns()),
+                                       to_store(r.max_ns()));
+    }
+  }
+  ProcessOverview o;
+  o.exact = false;
+  if (first > last) return o;
+  if (last <= first) last = first + 1;
+  o.first_ns = first;
+  o.bin_ns = std::max<int64_t>(
+      1, (last - first + static_cast<int64_t>(kOverviewBins) - 1) /
+             static_cast<int64_t>(kOverviewBins));
+  const size_t bins = std::min(
+      kOverviewBins, static_cast<size_t>((last - first) / o.bin_ns + 1));
+  std::vector<float> busiest(bins, 0);
+  std::vector<int64_t> covered(bins);
+  for (auto& [id, list] : spans) {
+    std::sort(list.begin(), list.end());
+    std::fill(covered.begin(), covered.end(), 0);
+    int64_t run_start = 0, run_end = std::numeric_limits<int64_t>::min();
+    for (const auto& [start, end] : list) {
+      if (start > run_end) {
+        if (run_end > run_start) {
+          Cover(run_start, run_end, first, o.bin_ns, &covered);
+        }
+        run_start = start;
+        run_end = end;
+      } else {
+        run_end = std::max(run_end, end);
+      }
+    }
+    if (run_end > run_start)
+      Cover(run_start, run_end, first, o.bin_ns, &covered);
+    for (size_t b = 0; b < bins; ++b) {
+      busiest[b] = std::max(busiest[b], static_cast<float>(covered[b]) /
+                                            static_cast<float>(o.bin_ns));
+    }
+  }
+  o.busy.resize(bins);
+  for (size_t b = 0; b < bins; ++b) {
+    o.busy[b] = static_cast<uint8_t>(
+        std::clamp(busiest[b] * 255.0f + 0.5f, 0.0f, 255.0f));
+  }
+  return o;
+}
+
 ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
                                ClockMapper* clock,
                                const std::atomic<bool>* cancel,
@@ -209,4 +290,32 @@ ProcessOverview SummarizeTrace(const tf::TraceReader& reader,
 }
 
 }  // namespace internal
+void TraceStore::SetOverviews(
+    const std::vector<
+        std::pair<ProcessId, std::shared_ptr<const ProcessOverview>>>&
+        overviews) {
+  for (const auto& [p, o] : overviews) {
+    if (p < processes_.size() && !processes_[p].detail && o != nullptr) {
+      processes_[p].overview = o;
+    }
+  }
+  StoreAppender::Finish(this);
+}
+
+absl::StatusOr<std::shared_ptr<const ProcessOverview>> SummarizeProcessFile(
+    const std::string& path, bool align_clocks,
+    const std::atomic<bool>* cancel) {
+  PODSCOPE_ASSIGN_OR_RETURN(auto reader, tf::TraceReader::Open(path));
+  ClockMapper clock((*reader).clock());
+  uint64_t events = 0;
+  auto o = std::make_shared<ProcessOverview>(internal::SummarizeTrace(
+      *reader, align_clocks && clock.has_reference() ? &clock : nullptr, cancel,
+      &events));
+  if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+    return absl::CancelledError(
+        absl::StrCat("summarizing ", path, " cancelled"));
+  }
+  return std::shared_ptr<const ProcessOverview>(std::move(o));
+}
+
 }  // namespace podscope::viewer

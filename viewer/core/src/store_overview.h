@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "podscope/trace_format/reader.h"
@@ -32,6 +33,15 @@ void AppendRun(std::vector<T>* out, std::vector<T>&& run, Less less) {
 
 // Bins of an overview over the file's time span.
 inline constexpr size_t kOverviewBins = 4096;
+
+// The overview of a file from its index alone, without decoding a chunk:
+// per bin, the share of it that the chunks of the busiest counted track
+// span (where the process recorded work, at the granularity of its chunks),
+// and no steps; `exact` is false. nullopt when a chunk's ranges are not
+// known (a file without its index): then only decoding tells.
+std::optional<ProcessOverview> SummarizeIndex(
+    const trace_format::TraceReader& reader, ClockMapper* clock,
+    uint64_t* events);
 
 // `clock`: the file's mapper to the store's clock, or null to keep its
 // own. `*events` receives the file's event count. Stops early (with what

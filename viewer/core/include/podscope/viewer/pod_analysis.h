@@ -22,11 +22,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "podscope/viewer/trace_store.h"
 
 namespace podscope::viewer {
@@ -459,10 +461,37 @@ struct PodAnalysis {
   TopWork top;
   OpProfile ops;
   std::vector<DeviceMemory> memory;
+  // What was analysed: the hosts' names (by HostId), the processes, the
+  // events, and the first event's time (0 without events).
+  std::vector<std::string> host_names;
+  size_t processes = 0;
+  uint64_t events = 0;
+  int64_t first_ns = 0;
 };
 
 PodAnalysis AnalyzePod(const TraceStore& store,
                        const PodAnalysisOptions& options = {});
+
+// The same analysis with memory bounded by a host rather than by the
+// session: `session` is the session opened as an overview (its hosts and
+// processes, no events: OpenOptions::detail_files, best with
+// overview_from_index). Each host's files are loaded alone
+// (OpenOptions::files), measured (steps and categories, collective
+// arrivals, compiles, top work, ops, memory: what one rank's events give)
+// and dropped, `threads` hosts at a time (0: one per hardware thread);
+// then the ranks are joined (step rows, collectives, the straggler test,
+// compile verdicts) from those summaries. When a straggler is named, the
+// hosts are read once more for its longer scopes. The result equals
+// AnalyzePod over the whole session loaded at once, EventRefs included
+// (they refer to that store). `problems` receives what a host's load
+// reported (damaged files; a file that can no longer be read is an error
+// naming it). `progress`, when set, is called (one call at a time, from
+// the reading threads) as hosts are done.
+absl::StatusOr<PodAnalysis> AnalyzePodByHost(
+    const TraceStore& session, const PodAnalysisOptions& options = {},
+    int threads = 0, std::vector<LoadProblem>* problems = nullptr,
+    const std::function<void(size_t hosts_done, size_t hosts_total)>& progress =
+        {});
 
 }  // namespace podscope::viewer
 

@@ -75,6 +75,11 @@ struct ProcessOverview {
   // The outermost slices of its thread tracks whose name contains "step"
   // (any case): [start, end) on the store's clock, by start.
   std::vector<std::pair<int64_t, int64_t>> steps;
+  // False for an overview made from the file's index alone
+  // (OpenOptions::overview_from_index): `busy` then shades the spans of the
+  // file's chunks rather than its slices, and `steps` is empty until
+  // TraceStore::SetOverviews puts the exact one (SummarizeProcessFile) in.
+  bool exact = true;
   int64_t last_ns() const {
     return first_ns + bin_ns * static_cast<int64_t>(busy.size());
   }
@@ -175,6 +180,15 @@ struct OpenOptions {
   // TraceStore::LoadDetail asks for them. 0 (the default, what analyses
   // need): always load everything. The desktop viewer uses 64.
   size_t detail_files = 0;
+  // With detail_files: each overview comes from its file's index, without
+  // decoding an event (ProcessOverview::exact is false), so that a pod's
+  // session opens in the time it takes to read a thousand indexes; the
+  // exact overviews can follow (SummarizeProcessFile, SetOverviews).
+  bool overview_from_index = false;
+  // When not empty: load exactly these trace files as one session (each
+  // path as given, no import), rather than what `path` names. For reading
+  // a big session a host at a time.
+  std::vector<std::string> files;
 };
 
 class TraceStore {
@@ -209,6 +223,13 @@ class TraceStore {
   // names a file that can no longer be read; the others are loaded.
   absl::Status LoadDetail(const std::vector<ProcessId>& processes,
                           int threads = 0);
+  // Replaces the overviews of processes not loaded yet (those made from
+  // their indexes by the exact ones). The same rule as LoadDetail: nothing
+  // else may read the store meanwhile.
+  void SetOverviews(
+      const std::vector<
+          std::pair<ProcessId, std::shared_ptr<const ProcessOverview>>>&
+          overviews);
   // Events of the session's files, loaded or not (equals event_count()
   // when everything is loaded).
   uint64_t session_event_count() const;
@@ -277,6 +298,14 @@ class TraceStore {
   int64_t first_ns_ = 0;
   int64_t last_ns_ = 0;
 };
+
+// The exact overview of one trace file (every event read once), on the
+// reference clock when `align_clocks`; what TraceStore::Open makes for a
+// process of an overview unless OpenOptions::overview_from_index. Stops
+// early with a CancelledError when `cancel` becomes true.
+absl::StatusOr<std::shared_ptr<const ProcessOverview>> SummarizeProcessFile(
+    const std::string& path, bool align_clocks,
+    const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace podscope::viewer
 
