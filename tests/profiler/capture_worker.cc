@@ -97,10 +97,10 @@ int main(int argc, char** argv) {
       }
       return;
     }
-    // Above 1 kHz the scopes come in bursts every millisecond: one wake-up
-    // per millisecond instead of one per scope, so that hundreds of
-    // workers on one machine spend their time recording, not sleeping.
-    const long burst = rate_hz > 1000 ? rate_hz / 1000 : 1;
+    // Above 100 Hz the scopes come in bursts every 10 ms: one wake-up per
+    // burst instead of one per scope, so that hundreds of workers on one
+    // machine spend their time recording, not waking up.
+    const long burst = rate_hz > 100 ? rate_hz / 100 : 1;
     const int64_t burst_period = period * burst;
     while (!stop.load(std::memory_order_relaxed)) {
       for (long k = 0; k < burst; ++k) {
