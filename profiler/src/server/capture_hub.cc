@@ -207,6 +207,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::StartLocked(
         CreateWorkerFile(options_.capture_root, capture->session_id,
                          absl::StrCat(HostNameForFiles(), ".", getpid())));
     capture->file_state = f.state;
+    capture->file_dir = f.dir;
     file_path = f.relative_path;
     return std::move(f.sink);
   };
@@ -367,6 +368,7 @@ void CaptureHub::DescribeFile(Capture& c, int64_t stopped_ns) {
   c.file.set_window_start_ns(start == 0 ? 0 : skew.Apply(start));
   c.file.set_window_end_ns(end == 0 ? 0 : skew.Apply(end));
   if (!c.file_state) return;
+  SyncWorkerFolder(c.file_dir);
   c.file.set_bytes(c.file_state->bytes.load());
   std::lock_guard<std::mutex> lock(c.file_state->mutex);
   c.file.set_crc32(c.file_state->crc32);

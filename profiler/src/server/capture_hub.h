@@ -177,6 +177,7 @@ struct Capture {
   // bytes, only its end), and what its sink has written so far.
   bool worker_writes = false;
   std::shared_ptr<WorkerFileState> file_state;
+  std::string file_dir;
   // Set before the stream finishes.
   pb::WorkerFile file;
   // The scheduled start or window of steps (null: from the start on).

@@ -77,14 +77,19 @@ absl::StatusOr<WorkerFile> CreateWorkerFile(const std::string& root,
     return absl::InternalError(
         absl::StrCat("cannot create a file in ", dir, ": ", e.message()));
   }
-  (void)base::SyncDirectory(dir_fd.get());
   WorkerFile out;
+  out.dir = dir;
   out.state = std::make_shared<WorkerFileState>();
   out.relative_path = absl::StrCat(session, "/", name);
   const std::string path = absl::StrCat(dir, "/", name);
   out.sink = std::make_unique<CountingSink>(
       trace_format::AdoptFileSink(fd.release(), path), out.state);
   return out;
+}
+
+void SyncWorkerFolder(const std::string& dir) {
+  base::UniqueFd fd;
+  if (!base::OpenDirectory(dir, &fd)) (void)base::SyncDirectory(fd.get());
 }
 
 void RemoveWorkerFile(const std::string& root,

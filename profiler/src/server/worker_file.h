@@ -30,12 +30,18 @@ struct WorkerFile {
   std::unique_ptr<trace_format::RecordSink> sink;
   std::shared_ptr<WorkerFileState> state;
   std::string relative_path;  // <session>/<file>
+  std::string dir;            // the session folder
 };
 
 // `session` must already be a valid session id (one safe folder name).
 absl::StatusOr<WorkerFile> CreateWorkerFile(const std::string& root,
                                             const std::string& session,
                                             const std::string& stem);
+
+// Makes the file's name durable once the file is closed (once per
+// capture, not at its start, when every worker of a pod makes its file
+// in the same folder at once).
+void SyncWorkerFolder(const std::string& dir);
 
 // Removes a file CreateWorkerFile made (`relative_path` as it said) whose
 // session never started.
