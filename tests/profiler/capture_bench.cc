@@ -519,8 +519,10 @@ int main(int argc, char** argv) {
   podscope::bench::RegisterHeadline("capture.stream_events_per_s", "events/s");
   podscope::bench::RegisterHeadline("capture.fanout256_over_duration", "ratio");
   podscope::bench::RegisterHeadline("capture.client_threads_256", "threads");
-  podscope::bench::RegisterHeadline("capture.client_bytes_per_worker_event",
-                                    "bytes");
+  {
+    using podscope::bench::RegisterHeadline;
+    RegisterHeadline("capture.client_bytes_per_worker_event", "bytes");
+  }
   podscope::bench::RegisterHeadline("capture.start_spread_us_256", "us");
   podscope::bench::RegisterHeadline("capture.steps_window_exact", "bool");
   podscope::bench::RegisterHeadline("clock.align_error_us", "us");
