@@ -163,17 +163,28 @@ std::unique_ptr<ChildProcess> StartWorker(const std::vector<std::string>& args,
   return child;
 }
 
+// Starts `n` workers with `args` (and --port 0); their addresses.
+struct Workers {
+  std::vector<std::unique_ptr<ChildProcess>> processes;
+  std::vector<std::string> addrs;
+  bool Start(int n, const std::vector<std::string>& args) {
+    std::vector<std::string> all = {"--port", "0"};
+    all.insert(all.end(), args.begin(), args.end());
+    for (int i = 0; i < n; ++i) {
+      int port = 0;
+      processes.push_back(StartWorker(all, &port));
+      if (processes.back() == nullptr) return false;
+      addrs.push_back("127.0.0.1:" + std::to_string(port));
+    }
+    return true;
+  }
+};
+
 TEST(WorkerWrites, WorkersWriteTheirOwnFilesAndStartTogether) {
   const std::string shared = FreshDir("ww-shared");
-  std::vector<std::unique_ptr<ChildProcess>> workers;
-  std::vector<std::string> addrs;
-  for (int i = 0; i < 3; ++i) {
-    int port = 0;
-    workers.push_back(
-        StartWorker({"--port", "0", "--capture_root", shared}, &port));
-    ASSERT_NE(workers.back(), nullptr);
-    addrs.push_back("127.0.0.1:" + std::to_string(port));
-  }
+  Workers pool;
+  ASSERT_TRUE(pool.Start(3, {"--capture_root", shared}));
+  const std::vector<std::string>& addrs = pool.addrs;
   ASSERT_TRUE(EveryWorkerWritesItsOwnFile(addrs, {}));
   CaptureOptions o;
   o.workers = addrs;
@@ -229,15 +240,9 @@ TEST(WorkerWrites, WorkersWriteTheirOwnFilesAndStartTogether) {
 
 TEST(WorkerWrites, AWindowOfStepsHoldsExactlyThoseSteps) {
   const std::string shared = FreshDir("ww-steps");
-  std::vector<std::unique_ptr<ChildProcess>> workers;
-  std::vector<std::string> addrs;
-  for (int i = 0; i < 2; ++i) {
-    int port = 0;
-    workers.push_back(StartWorker(
-        {"--port", "0", "--capture_root", shared, "--step_ms", "40"}, &port));
-    ASSERT_NE(workers.back(), nullptr);
-    addrs.push_back("127.0.0.1:" + std::to_string(port));
-  }
+  Workers pool;
+  ASSERT_TRUE(pool.Start(2, {"--capture_root", shared, "--step_ms", "40"}));
+  const std::vector<std::string>& addrs = pool.addrs;
   CaptureOptions o;
   o.workers = addrs;
   o.logdir = shared;
@@ -279,15 +284,10 @@ TEST(WorkerWrites, AWindowOfStepsHoldsExactlyThoseSteps) {
 
 TEST(WorkerWrites, FailuresAreCollectedAndTheOthersComplete) {
   const std::string shared = FreshDir("ww-failures");
-  std::vector<std::unique_ptr<ChildProcess>> workers;
-  std::vector<std::string> addrs;
-  for (int i = 0; i < 3; ++i) {
-    int port = 0;
-    workers.push_back(
-        StartWorker({"--port", "0", "--capture_root", shared}, &port));
-    ASSERT_NE(workers.back(), nullptr);
-    addrs.push_back("127.0.0.1:" + std::to_string(port));
-  }
+  Workers pool;
+  ASSERT_TRUE(pool.Start(3, {"--capture_root", shared}));
+  auto& workers = pool.processes;
+  std::vector<std::string> addrs = pool.addrs;
   // Nothing listens on port 1, and one worker has no root.
   addrs.push_back("127.0.0.1:1");
   int rootless_port = 0;

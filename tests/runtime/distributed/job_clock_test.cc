@@ -88,6 +88,22 @@ void ExpectAligned(
   }
 }
 
+// Waits for `ranks` "ready" lines of the job's workers; the coordinator's
+// address they print (empty when they did not all say it).
+std::string WaitForRanks(Process& launcher, int ranks) {
+  std::string coordinator, line;
+  int ready = 0;
+  const std::regex re(R"(ready rank \d+ pid \d+ coordinator (\S+))");
+  while (ready < ranks && launcher.ReadLine(&line, 60000)) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) {
+      coordinator = m[1];
+      ++ready;
+    }
+  }
+  return ready == ranks ? coordinator : "";
+}
+
 TEST(JobClock, PerRankTracesLineUpOnRankZerosClock) {
   const std::string logdir = FreshDir("clock");
   constexpr int64_t kSkew = 1'500'000'000;
@@ -108,17 +124,8 @@ TEST(CaptureJob, EveryRankOnLoopbackByTheCoordinatorsAddress) {
   const std::string capdir = FreshDir("loopback-capture");
   Process launcher({kPodscope, "launch", "--nproc_per_node", "2", kWorker,
                     "job", "--run_ms", "5000"});
-  std::string coordinator, line;
-  int ready = 0;
-  const std::regex re(R"(ready rank \d+ pid \d+ coordinator (\S+))");
-  while (ready < 2 && launcher.ReadLine(&line, 60000)) {
-    std::smatch m;
-    if (std::regex_search(line, m, re)) {
-      coordinator = m[1];
-      ++ready;
-    }
-  }
-  ASSERT_EQ(ready, 2) << launcher.output();
+  const std::string coordinator = WaitForRanks(launcher, 2);
+  ASSERT_FALSE(coordinator.empty()) << launcher.output();
   Process capture({kPodscope, "capture", "--job", coordinator, "--logdir",
                    capdir, "--duration_ms", "800", "--session", "loop"});
   const int cap_status = capture.Wait(60000);
@@ -153,17 +160,8 @@ TEST(CaptureJob, StepsOnEveryRankWrittenByTheRanks) {
   Process launcher({"env", "PODSCOPE_CAPTURE_ROOT=" + root, kPodscope, "launch",
                     "--nproc_per_node", "2", kWorker, "job", "--run_ms", "6000",
                     "--step_ms", "40", "--skew_ns", std::to_string(kSkew)});
-  std::string coordinator, line;
-  int ready = 0;
-  const std::regex re(R"(ready rank \d+ pid \d+ coordinator (\S+))");
-  while (ready < 2 && launcher.ReadLine(&line, 60000)) {
-    std::smatch m;
-    if (std::regex_search(line, m, re)) {
-      coordinator = m[1];
-      ++ready;
-    }
-  }
-  ASSERT_EQ(ready, 2) << launcher.output();
+  const std::string coordinator = WaitForRanks(launcher, 2);
+  ASSERT_FALSE(coordinator.empty()) << launcher.output();
   // Step 60 begins about 2.4 s after the ranks started.
   Process capture({kPodscope, "capture", "--job", coordinator, "--logdir", root,
                    "--steps", "60:62", "--session", "by-steps"});
