@@ -61,22 +61,33 @@ class Decoder {
       c.p += lengths[s];
     }
     Cursor& t = sec_[kTracksSection];
-    out->clear();
     BitReader bits(sec_[kBitsSection].p, sec_[kBitsSection].left());
+    // The tracks already in `out` are filled again, keeping what their
+    // columns allocated: a reader decoding chunk after chunk into one
+    // vector allocates (and the kernel zeroes pages) once, not per chunk.
+    size_t used = 0;
+    absl::Status status;
     while (t.left() > 0) {
       TrackHeader h;
       if (!t.Varint32(&h.track_id) || !t.Varint32(&h.flags) ||
           !t.Varint(&h.slices) || !t.Varint(&h.instants) ||
           !t.Varint(&h.counters) || !t.Varint(&h.samples) ||
           !t.Varint(&h.args) || !t.Varint(&h.flows)) {
-        return Malformed("track header");
+        status = Malformed("track header");
+        break;
       }
-      TrackEvents& e = out->emplace_back();
+      if (used == out->size()) out->emplace_back();
+      TrackEvents& e = (*out)[used++];
+      Clear(&e);
       e.track_id = h.track_id;
-      if (auto s = DecodeTrack(h, &bits, &e); !s.ok()) return s;
+      status = DecodeTrack(h, &bits, &e);
+      if (!status.ok()) break;
     }
-    if (bits.overrun()) return Malformed("the bit section is too short");
-    return absl::OkStatus();
+    out->resize(used);
+    if (status.ok() && bits.overrun()) {
+      status = Malformed("the bit section is too short");
+    }
+    return status;
   }
 
  private:
@@ -142,6 +153,15 @@ class Decoder {
       s.ts_ns = time;
     }
     return absl::OkStatus();
+  }
+
+  static void Clear(TrackEvents* e) {
+    e->slices.clear();
+    e->instants.clear();
+    e->counters.clear();
+    e->samples.clear();
+    e->args.clear();
+    e->flows.clear();
   }
 
   // Whether an argument's or a flow's event (of kind 0, a slice, or 1, an

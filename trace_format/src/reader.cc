@@ -356,12 +356,22 @@ void TraceReader::AddSkipped(SkippedRange range) const {
 
 absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
     size_t i) const {
+  std::vector<TrackEvents> out;
+  Payload payload;
+  PODSCOPE_RETURN_IF_ERROR(DecodeChunkInto(i, &out, &payload));
+  return out;
+}
+
+absl::Status TraceReader::DecodeChunkInto(size_t i,
+                                          std::vector<TrackEvents>* out,
+                                          Payload* payload) const {
   if (i >= chunks_.size()) {
     return absl::OutOfRangeError(absl::StrFormat(
         "%s: chunk %d does not exist (%d chunks)", name_, i, chunks_.size()));
   }
   const ChunkInfo& info = chunks_[i];
   auto fail = [&](const absl::Status& s) -> absl::Status {
+    out->clear();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (chunk_failed_[i]) return s;
@@ -387,15 +397,13 @@ absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
   if (record->type != RecordType::kChunk) {
     return fail(absl::DataLossError("the index points at a non-chunk record"));
   }
-  auto payload = OpenPayload(*record);
-  if (!payload.ok()) return fail(payload.status());
-  std::vector<TrackEvents> out;
-  if (auto s = DecodeChunkBytes(payload->view(), &out); !s.ok()) {
+  if (auto s = OpenPayloadInto(*record, payload); !s.ok()) return fail(s);
+  if (auto s = DecodeChunkBytes(payload->view(), out); !s.ok()) {
     return fail(s);
   }
   if (!info.ranges_known) {
     std::vector<proto::TrackRange> ranges;
-    for (const TrackEvents& e : out) {
+    for (const TrackEvents& e : *out) {
       if (e.empty()) continue;
       const auto [lo, hi] = e.time_range();
       proto::TrackRange& r = ranges.emplace_back();
@@ -408,15 +416,35 @@ absl::StatusOr<std::vector<TrackEvents>> TraceReader::DecodeChunk(
     if (!ranges.empty()) learned_ranges_[i] = std::move(ranges);
     ranges_learned_[i] = true;
   }
-  return out;
+  return absl::OkStatus();
 }
 
 void TraceReader::ForEachChunk(
     int threads,
     const std::function<void(size_t, std::vector<TrackEvents>&)>& fn) const {
+  // Each worker decodes into vectors of its own, used again chunk after
+  // chunk (unless `fn` moves the events away).
+  struct Scratch {
+    std::vector<TrackEvents> tracks;
+    Payload payload;
+  };
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Scratch>> idle;
   base::ParallelFor(threads, chunks_.size(), [&](size_t i) {
-    auto decoded = DecodeChunk(i);
-    if (decoded.ok()) fn(i, *decoded);
+    std::unique_ptr<Scratch> scratch;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!idle.empty()) {
+        scratch = std::move(idle.back());
+        idle.pop_back();
+      }
+    }
+    if (scratch == nullptr) scratch = std::make_unique<Scratch>();
+    if (DecodeChunkInto(i, &scratch->tracks, &scratch->payload).ok()) {
+      fn(i, scratch->tracks);
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    idle.push_back(std::move(scratch));
   });
 }
 

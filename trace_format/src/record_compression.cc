@@ -134,8 +134,12 @@ std::string EncodeCompressedRecordParts(RecordType type,
   return out;
 }
 
-absl::StatusOr<Payload> OpenPayload(const RecordView& record) {
-  if (record.encoding == RecordEncoding::kRaw) return Payload(record.payload);
+absl::Status OpenPayloadInto(const RecordView& record, Payload* payload) {
+  payload->view_ = {};
+  if (record.encoding == RecordEncoding::kRaw) {
+    payload->view_ = record.payload;
+    return absl::OkStatus();
+  }
   auto damaged = [&](std::string_view why) {
     return absl::DataLossError(absl::StrFormat(
         "%s record at offset %d: compressed payload is damaged (%s)",
@@ -149,14 +153,20 @@ absl::StatusOr<Payload> OpenPayload(const RecordView& record) {
   if (size > kMaxRecordPayload * size_t{4} || size > most) {
     return damaged(absl::StrFormat("claims %d bytes inflated", size));
   }
-  auto out = std::make_unique_for_overwrite<char[]>(size + 1);
+  // One spare byte: a stream that inflates to more than it claims shows up
+  // as output past `size`.
+  if (payload->owned_ == nullptr || payload->capacity_ < size + size_t{1}) {
+    payload->owned_ = std::make_unique_for_overwrite<char[]>(size + 1);
+    payload->capacity_ = size + size_t{1};
+  }
+  char* const out = payload->owned_.get();
   // What the writer's level 1 writes is read without zlib; zlib takes the
   // rest, and names the damage when there is any.
   if (InflateHuffmanLiterals(
           reinterpret_cast<const uint8_t*>(record.payload.data() + 4),
-          record.payload.size() - 4, reinterpret_cast<uint8_t*>(out.get()),
-          size)) {
-    return Payload(std::move(out), size);
+          record.payload.size() - 4, reinterpret_cast<uint8_t*>(out), size)) {
+    payload->view_ = std::string_view(out, size);
+    return absl::OkStatus();
   }
   z_stream zs;
   std::memset(&zs, 0, sizeof(zs));
@@ -166,9 +176,7 @@ absl::StatusOr<Payload> OpenPayload(const RecordView& record) {
   zs.next_in =
       reinterpret_cast<Bytef*>(const_cast<char*>(record.payload.data() + 4));
   zs.avail_in = static_cast<uInt>(record.payload.size() - 4);
-  // One spare byte: a stream that inflates to more than it claims shows up
-  // as output past `size`.
-  zs.next_out = reinterpret_cast<Bytef*>(out.get());
+  zs.next_out = reinterpret_cast<Bytef*>(out);
   zs.avail_out = size + 1;
   const int rc = inflate(&zs, Z_FINISH);
   const size_t produced = zs.total_out;
@@ -182,7 +190,14 @@ absl::StatusOr<Payload> OpenPayload(const RecordView& record) {
     return damaged(absl::StrFormat("inflates to %d bytes, not the %d it claims",
                                    produced, size));
   }
-  return Payload(std::move(out), size);
+  payload->view_ = std::string_view(out, size);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Payload> OpenPayload(const RecordView& record) {
+  Payload payload;
+  PODSCOPE_RETURN_IF_ERROR(OpenPayloadInto(record, &payload));
+  return payload;
 }
 
 absl::StatusOr<std::string> DecodePayload(const RecordView& record) {

@@ -166,15 +166,19 @@ class StepLocator {
   std::vector<std::vector<Window>> by_rank_;  // by start
 };
 
-// Per category, the raw intervals of a rank (before union): what the step
-// breakdown and the overlap use. `steps` are the rank's steps, so that
-// step slices and slices enclosing them are left out of host work.
+// Per category, intervals of a rank whose union is the time the rank spent
+// in it (only the union is defined: an interval inside another of its
+// category may or may not be listed): what the step breakdown and the
+// overlap use. `steps` are the rank's steps, so that step slices and
+// slices enclosing them are left out of host work. Without `with_threads`
+// only the device categories (compute and collectives) are collected.
 struct RankIntervals {
   std::vector<Interval> of[kStepCategoryCount];
 };
 RankIntervals CollectRankIntervals(const TraceStore& store, ProcessId p,
                                    const Keys& keys,
-                                   const std::vector<RankStep>& steps);
+                                   const std::vector<RankStep>& steps,
+                                   bool with_threads = true);
 
 // Name -> summed duration of the scopes of a rank that start in
 // [t0, t1): thread slices other than the steps and their enclosers, and

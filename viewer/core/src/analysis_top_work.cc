@@ -95,8 +95,9 @@ TopWork AnalyzeTopWork(const TraceStore& store, const StepBreakdown& steps,
 
   const pod::Keys keys(store);
   for (size_t r = 0; r < steps.ranks.size(); ++r) {
-    pod::RankIntervals iv =
-        pod::CollectRankIntervals(store, steps.ranks[r].process, keys, {});
+    // The overlap needs only the device work.
+    pod::RankIntervals iv = pod::CollectRankIntervals(
+        store, steps.ranks[r].process, keys, {}, /*with_threads=*/false);
     std::vector<pod::Interval> coll =
         iv.of[static_cast<int>(StepCategory::kCollectiveTransfer)];
     const auto& w = iv.of[static_cast<int>(StepCategory::kCollectiveWait)];

@@ -416,17 +416,107 @@ bool IsLoaderName(std::string_view n) {
 
 }  // namespace
 
+namespace {
+
+// Whether a thread track may hold data loading: its name, or one of the
+// names its slices use, says "loader". A track's name column lists the
+// names it uses, so this reads each once instead of once a slice.
+bool MayHoldLoading(const TraceStore& store, const TrackInfo& info,
+                    const SliceColumns& s, NameFlags* loader_names) {
+  if (IsLoaderName(info.name)) return true;
+  if (s.names().bytes_per_name() == 4) return true;  // no table: ask per slice
+  for (const StringId name : s.names().table()) {
+    if (loader_names->Get(store, name, IsLoaderName)) return true;
+  }
+  return false;
+}
+
+// The outermost host and loading intervals of one thread track. Only the
+// union of each category counts (CategoryTimeline, Union), so a slice
+// inside a host interval already taken adds nothing and is passed over;
+// the cover a depth is tested against is the host intervals that still
+// hold slices of the depth above, not every slice inside them, so that a
+// nested slice costs a test and no copy.
+void CollectThreadIntervals(const TraceStore& store, TrackId t,
+                            const std::vector<RankStep>& steps,
+                            NameFlags* loader_names, RankIntervals* out) {
+  const TrackInfo& info = store.tracks()[t];
+  const SliceColumns& s = store.data(t).slices;
+  auto& loading = out->of[static_cast<int>(StepCategory::kDataLoading)];
+  auto& host = out->of[static_cast<int>(StepCategory::kHost)];
+  const bool loader_track = IsLoaderName(info.name);
+  const bool may_load = MayHoldLoading(store, info, s, loader_names);
+  // Both covers are sorted by start; `inside` walks one along a depth's
+  // slices, which come by start. It never says inside wrongly, so a cover
+  // that misses an interval only costs a slice that adds nothing.
+  std::vector<Interval> host_cover, load_cover, next_load, added;
+  std::vector<uint8_t> holds;  // by host_cover index: a slice of this depth
+  auto inside = [](const std::vector<Interval>& cover, size_t& k, int64_t start,
+                   int64_t end) {
+    while (k < cover.size() && cover[k].end < start) ++k;
+    return k < cover.size() && cover[k].start <= start && end <= cover[k].end;
+  };
+  for (uint32_t d = 0; d < s.depth_count(); ++d) {
+    size_t hk = 0, lk = 0;
+    next_load.clear();
+    added.clear();
+    holds.assign(host_cover.size(), 0);
+    for (uint32_t i = s.depth_begin(d); i < s.depth_end(d); ++i) {
+      const int64_t start = s.start(i), end = std::max(start, s.end(i));
+      if (may_load) {
+        if (inside(load_cover, lk, start, end)) {
+          next_load.push_back({start, end});
+          continue;
+        }
+        if (loader_track || loader_names->Get(store, s.name(i), IsLoaderName)) {
+          loading.push_back({start, end});
+          next_load.push_back({start, end});
+          continue;
+        }
+      }
+      if (inside(host_cover, hk, start, end)) {
+        holds[hk] = 1;
+        continue;
+      }
+      const EventRef e{t, trace_format::EventKind::kSlice, i};
+      if (IsStepEvent(steps, e, start) || EnclosesStep(steps, start, end)) {
+        continue;
+      }
+      host.push_back({start, end});
+      added.push_back({start, end});
+    }
+    // The next depth's cover: the intervals that held a slice of this
+    // depth (a deeper slice lies inside one of this depth's), and the ones
+    // this depth added. At most the depth's slices, so the whole walk stays
+    // linear in the track's slices.
+    std::vector<Interval> next_host;
+    next_host.reserve(added.size() + host_cover.size());
+    size_t a = 0;
+    for (size_t k = 0; k < host_cover.size(); ++k) {
+      if (!holds[k]) continue;
+      while (a < added.size() && added[a].start < host_cover[k].start) {
+        next_host.push_back(added[a++]);
+      }
+      next_host.push_back(host_cover[k]);
+    }
+    next_host.insert(next_host.end(), added.begin() + a, added.end());
+    host_cover.swap(next_host);
+    load_cover.swap(next_load);
+  }
+}
+
+}  // namespace
+
 RankIntervals CollectRankIntervals(const TraceStore& store, ProcessId p,
                                    const Keys& keys,
-                                   const std::vector<RankStep>& steps) {
+                                   const std::vector<RankStep>& steps,
+                                   bool with_threads) {
   RankIntervals out;
   CollectiveTest is_collective(store, keys);
   NameFlags loader_names;
   auto& compute = out.of[static_cast<int>(StepCategory::kCompute)];
   auto& transfer = out.of[static_cast<int>(StepCategory::kCollectiveTransfer)];
   auto& wait = out.of[static_cast<int>(StepCategory::kCollectiveWait)];
-  auto& loading = out.of[static_cast<int>(StepCategory::kDataLoading)];
-  auto& host = out.of[static_cast<int>(StepCategory::kHost)];
   for (TrackId t : store.processes()[p].tracks) {
     const TrackInfo& info = store.tracks()[t];
     const SliceColumns& s = store.data(t).slices;
@@ -444,49 +534,8 @@ RankIntervals CollectRankIntervals(const TraceStore& store, ProcessId p,
         wait.push_back({start, base::SaturatingAdd(start, w)});
         transfer.push_back({base::SaturatingAdd(start, w), end});
       }
-    } else if (IsThread(info)) {
-      // Depth by depth: a slice inside a loading slice adds nothing, and
-      // one inside a host slice only adds loading (which outranks host);
-      // so only the outermost intervals of each category are collected.
-      const bool loader_track = IsLoaderName(info.name);
-      std::vector<Interval> host_cover, load_cover, next_host, next_load;
-      auto inside = [](const std::vector<Interval>& cover, size_t& k,
-                       int64_t start, int64_t end) {
-        while (k < cover.size() && cover[k].end < start) ++k;
-        return k < cover.size() && cover[k].start <= start &&
-               end <= cover[k].end;
-      };
-      for (uint32_t d = 0; d < s.depth_count(); ++d) {
-        size_t hk = 0, lk = 0;
-        next_host.clear();
-        next_load.clear();
-        for (uint32_t i = s.depth_begin(d); i < s.depth_end(d); ++i) {
-          const int64_t start = s.start(i), end = std::max(start, s.end(i));
-          if (inside(load_cover, lk, start, end)) {
-            next_load.push_back({start, end});
-            continue;
-          }
-          const bool in_host = inside(host_cover, hk, start, end);
-          if (loader_track ||
-              loader_names.Get(store, s.name(i), IsLoaderName)) {
-            loading.push_back({start, end});
-            next_load.push_back({start, end});
-            continue;
-          }
-          if (in_host) {
-            next_host.push_back({start, end});
-            continue;
-          }
-          const EventRef e{t, trace_format::EventKind::kSlice, i};
-          if (IsStepEvent(steps, e, start) || EnclosesStep(steps, start, end)) {
-            continue;
-          }
-          host.push_back({start, end});
-          next_host.push_back({start, end});
-        }
-        host_cover.swap(next_host);
-        load_cover.swap(next_load);
-      }
+    } else if (with_threads && IsThread(info)) {
+      CollectThreadIntervals(store, t, steps, &loader_names, &out);
     }
   }
   return out;

@@ -73,6 +73,18 @@ std::vector<int64_t> ComputeSelfTimes(std::span<const Slice> slices) {
 
 SliceColumns SliceColumns::Build(std::vector<Slice> slices,
                                  std::vector<uint32_t>* storage_of_reader) {
+  return BuildFrom(&slices, storage_of_reader, /*release=*/true);
+}
+
+SliceColumns SliceColumns::Build(std::vector<Slice>* slices,
+                                 std::vector<uint32_t>* storage_of_reader) {
+  return BuildFrom(slices, storage_of_reader, /*release=*/false);
+}
+
+SliceColumns SliceColumns::BuildFrom(std::vector<Slice>* in,
+                                     std::vector<uint32_t>* storage_of_reader,
+                                     bool release) {
+  std::vector<Slice>& slices = *in;
   SliceColumns c;
   const size_t n = slices.size();
   std::vector<int64_t> reader_self;
@@ -132,7 +144,9 @@ SliceColumns SliceColumns::Build(std::vector<Slice> slices,
   }
   if (storage_of_reader != nullptr) *storage_of_reader = std::move(where);
   slices.clear();
-  slices.shrink_to_fit();
+  // The slices are far larger than the columns: free them before the
+  // indexes are built, unless the caller keeps them for the next track.
+  if (release) slices.shrink_to_fit();
 
   c.BuildIndexes(starts.get(), n);
   return c;

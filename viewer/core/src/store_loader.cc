@@ -26,10 +26,12 @@
 #include "podscope/viewer/trace_store.h"
 #include "store_append.h"
 #include "store_overview.h"
+#include "track_merge.h"
 
 namespace podscope::viewer {
 namespace fs = std::filesystem;
 namespace tf = trace_format;
+using internal::TrackBuffers;
 
 namespace {
 
@@ -56,101 +58,67 @@ bool Cancelled(const OpenOptions& options) {
          options.cancel->load(std::memory_order_relaxed);
 }
 
-// Merges one track's parts, each in reader order. The reader's
-// MergeTrackEvents sorts the concatenation instead; it is used when
-// arguments or flows need their indices remapped.
-tf::TrackEvents MergeParts(std::vector<tf::TrackEvents> parts) {
-  for (const tf::TrackEvents& p : parts) {
-    if (!p.args.empty() || !p.flows.empty()) {
-      return tf::MergeTrackEvents(std::move(parts));
-    }
-  }
-  tf::TrackEvents out;
-  if (parts.empty()) return out;
-  out.track_id = parts[0].track_id;
-  size_t slices = 0, instants = 0, counters = 0, samples = 0;
-  for (const tf::TrackEvents& p : parts) {
-    slices += p.slices.size();
-    instants += p.instants.size();
-    counters += p.counters.size();
-    samples += p.samples.size();
-  }
-  out.slices.reserve(slices);
-  out.instants.reserve(instants);
-  out.counters.reserve(counters);
-  out.samples.reserve(samples);
-  auto by_ts = [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; };
-  for (tf::TrackEvents& p : parts) {
-    internal::AppendRun(&out.slices, std::move(p.slices), tf::SliceOrder);
-    internal::AppendRun(&out.instants, std::move(p.instants), by_ts);
-    internal::AppendRun(&out.counters, std::move(p.counters), by_ts);
-    internal::AppendRun(&out.samples, std::move(p.samples), by_ts);
-    p = tf::TrackEvents();
-  }
-  return out;
-}
-
-// Converts one merged track to columns, on the reference clock.
-std::unique_ptr<TrackData> ToColumns(tf::TrackEvents events,
+// Converts one merged track to columns, on the reference clock. `events`
+// is spent, its allocations kept for the next track.
+std::unique_ptr<TrackData> ToColumns(tf::TrackEvents* events,
                                      ClockMapper* clock) {
   if (clock != nullptr) {
-    for (tf::Slice& s : events.slices) {
+    for (tf::Slice& s : events->slices) {
       const int64_t start = clock->ToReference(s.start_ns);
       const int64_t end = clock->ToReference(s.end_ns());
       s.start_ns = start;
       s.duration_ns = std::max<int64_t>(0, end - start);
     }
-    for (tf::Instant& e : events.instants)
+    for (tf::Instant& e : events->instants)
       e.ts_ns = clock->ToReference(e.ts_ns);
-    for (tf::CounterSample& e : events.counters) {
+    for (tf::CounterSample& e : events->counters) {
       e.ts_ns = clock->ToReference(e.ts_ns);
     }
-    for (tf::StackSample& e : events.samples) {
+    for (tf::StackSample& e : events->samples) {
       e.ts_ns = clock->ToReference(e.ts_ns);
     }
     // Rounding of a drifting clock may move an end by a nanosecond: put the
     // slices back in reader order (a no-op check when they are).
-    tf::SortTrackEvents(&events);
+    tf::SortTrackEvents(events);
   }
-  tf::ComputeSliceDepths(&events.slices);
+  tf::ComputeSliceDepths(&events->slices);
   auto data = std::make_unique<TrackData>();
   std::vector<uint32_t> storage_of_reader;
-  data->slices =
-      SliceColumns::Build(std::move(events.slices), &storage_of_reader);
+  data->slices = SliceColumns::Build(&events->slices, &storage_of_reader);
   auto to_store = [&](tf::EventKind kind, uint32_t index) {
     return kind == tf::EventKind::kSlice && index < storage_of_reader.size()
                ? storage_of_reader[index]
                : index;
   };
-  for (tf::EventArgs& a : events.args) a.index = to_store(a.kind, a.index);
-  for (tf::FlowLink& f : events.flows) f.index = to_store(f.kind, f.index);
+  for (tf::EventArgs& a : events->args) a.index = to_store(a.kind, a.index);
+  for (tf::FlowLink& f : events->flows) f.index = to_store(f.kind, f.index);
   auto key = [](const auto& x) { return std::make_pair(x.kind, x.index); };
-  std::sort(events.args.begin(), events.args.end(),
+  std::sort(events->args.begin(), events->args.end(),
             [&](const auto& a, const auto& b) { return key(a) < key(b); });
-  std::sort(events.flows.begin(), events.flows.end(),
+  std::sort(events->flows.begin(), events->flows.end(),
             [&](const auto& a, const auto& b) { return key(a) < key(b); });
-  data->args = std::move(events.args);
-  data->flows = std::move(events.flows);
+  data->args = std::move(events->args);
+  data->flows = std::move(events->flows);
 
   auto& in = data->instants;
-  in.ts.reserve(events.instants.size());
-  in.names.reserve(events.instants.size());
-  for (const tf::Instant& e : events.instants) {
+  in.ts.reserve(events->instants.size());
+  in.names.reserve(events->instants.size());
+  for (const tf::Instant& e : events->instants) {
     in.ts.push_back(e.ts_ns);
     in.names.push_back(e.name);
   }
   auto& co = data->counters;
-  co.ts.reserve(events.counters.size());
-  co.values.reserve(events.counters.size());
-  for (const tf::CounterSample& e : events.counters) {
+  co.ts.reserve(events->counters.size());
+  co.values.reserve(events->counters.size());
+  for (const tf::CounterSample& e : events->counters) {
     co.ts.push_back(e.ts_ns);
     co.values.push_back(e.value);
   }
   co.BuildIndexes();
   auto& sa = data->samples;
-  sa.ts.reserve(events.samples.size());
-  sa.stacks.reserve(events.samples.size());
-  for (const tf::StackSample& e : events.samples) {
+  sa.ts.reserve(events->samples.size());
+  sa.stacks.reserve(events->samples.size());
+  for (const tf::StackSample& e : events->samples) {
     sa.ts.push_back(e.ts_ns);
     sa.stacks.push_back(e.stack);
   }
@@ -199,7 +167,8 @@ void NoteDamage(const tf::TraceReader& reader, LoadedFile* out) {
 }
 
 void LoadFile(const std::string& path, const OpenOptions& options,
-              bool overview_only, Progress* progress, LoadedFile* out) {
+              bool overview_only, Progress* progress, TrackBuffers* buffers,
+              LoadedFile* out) {
   out->path = path;
   std::error_code ec;
   const uint64_t file_bytes = fs::file_size(path, ec);
@@ -237,17 +206,27 @@ void LoadFile(const std::string& path, const OpenOptions& options,
     return;
   }
 
-  absl::flat_hash_map<uint32_t, std::vector<tf::TrackEvents>> parts;
-  for (size_t i = 0; i < reader.chunks().size(); ++i) {
-    if (Cancelled(options)) return;
-    auto decoded = reader.DecodeChunk(i);
-    if (!decoded.ok()) continue;  // in the recovery report
-    uint64_t n = 0;
-    for (tf::TrackEvents& e : *decoded) {
-      n += e.event_count();
-      parts[e.track_id].push_back(std::move(e));
+  // Each chunk is decoded into the same vectors and copied onto its
+  // tracks' merged columns, which come from (and go back to) `buffers`.
+  absl::flat_hash_map<uint32_t, std::unique_ptr<internal::TrackMerger>> parts;
+  {
+    std::vector<tf::TrackEvents> chunk;
+    tf::Payload payload;
+    for (size_t i = 0; i < reader.chunks().size(); ++i) {
+      if (Cancelled(options)) return;
+      // A damaged chunk is in the recovery report.
+      if (!reader.DecodeChunkInto(i, &chunk, &payload).ok()) continue;
+      uint64_t n = 0;
+      for (const tf::TrackEvents& e : chunk) {
+        n += e.event_count();
+        auto& merger = parts[e.track_id];
+        if (merger == nullptr) {
+          merger = std::make_unique<internal::TrackMerger>(buffers->Take());
+        }
+        merger->Add(e);
+      }
+      progress->AddEvents(n);
     }
-    progress->AddEvents(n);
   }
   std::vector<uint32_t> ids;
   for (const tf::proto::Track& t : reader.tracks()) ids.push_back(t.id());
@@ -261,11 +240,14 @@ void LoadFile(const std::string& path, const OpenOptions& options,
   std::set<uint32_t> stack_ids;
   for (uint32_t id : ids) {
     if (Cancelled(options)) return;
-    tf::TrackEvents merged;
+    std::unique_ptr<internal::TrackMerger> merger;
     if (auto it = parts.find(id); it != parts.end()) {
-      merged = MergeParts(std::move(it->second));
+      merger = std::move(it->second);
       parts.erase(it);
+    } else {
+      merger = std::make_unique<internal::TrackMerger>(tf::TrackEvents());
     }
+    tf::TrackEvents& merged = merger->Finish();
     TrackInfo info = DescribeTrack(reader, id);
     if (auto it = reader.drop_counts().find(id);
         it != reader.drop_counts().end()) {
@@ -273,8 +255,8 @@ void LoadFile(const std::string& path, const OpenOptions& options,
     }
     for (const tf::StackSample& s : merged.samples) stack_ids.insert(s.stack);
     out->events += merged.event_count();
-    out->data.push_back(
-        ToColumns(std::move(merged), out->aligned ? &clock : nullptr));
+    out->data.push_back(ToColumns(&merged, out->aligned ? &clock : nullptr));
+    buffers->Give(std::move(merged));
     out->tracks.push_back(std::move(info));
   }
   for (uint32_t id : stack_ids) {
@@ -482,11 +464,15 @@ absl::StatusOr<std::unique_ptr<TraceStore>> StoreLoader::LoadPaths(
   const int threads = base::ThreadCount(options.threads);
   const bool overview =
       options.detail_files > 0 && paths.size() > options.detail_files;
-  base::ParallelFor(threads, paths.size(), [&](size_t i) {
-    if (Cancelled(options)) return;
-    LoadFile(paths[i], options, overview, &progress, &files[i]);
-    if (!Cancelled(options)) progress.FileDone();
-  });
+  {
+    // Freed before the store is joined and the heap trimmed.
+    TrackBuffers buffers;
+    base::ParallelFor(threads, paths.size(), [&](size_t i) {
+      if (Cancelled(options)) return;
+      LoadFile(paths[i], options, overview, &progress, &buffers, &files[i]);
+      if (!Cancelled(options)) progress.FileDone();
+    });
+  }
   if (Cancelled(options)) {
     return absl::CancelledError(absl::StrCat("loading ", path, " cancelled"));
   }
@@ -539,10 +525,13 @@ absl::Status StoreLoader::LoadDetail(TraceStore* store,
   options.align_clocks = store->align_clocks_;
   Progress progress(options, todo.size());
   std::vector<LoadedFile> files(todo.size());
-  base::ParallelFor(base::ThreadCount(threads), todo.size(), [&](size_t i) {
-    LoadFile(store->processes_[todo[i]].path, options, /*overview_only=*/false,
-             &progress, &files[i]);
-  });
+  {
+    TrackBuffers buffers;
+    base::ParallelFor(base::ThreadCount(threads), todo.size(), [&](size_t i) {
+      LoadFile(store->processes_[todo[i]].path, options,
+               /*overview_only=*/false, &progress, &buffers, &files[i]);
+    });
+  }
   absl::Status status;
   for (size_t i = 0; i < todo.size(); ++i) {
     LoadedFile& file = files[i];

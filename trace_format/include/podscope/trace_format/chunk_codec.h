@@ -36,7 +36,9 @@ absl::Status DecodeTrackEventsBytes(std::string_view bytes,
                                     TrackEvents* events);
 
 // Decodes a chunk payload, packed or a serialised Chunk: one TrackEvents
-// per track.
+// per track. The TrackEvents already in `out` may be filled again with
+// their allocations kept (packed chunks do), so decoding chunk after chunk
+// into one vector allocates once.
 absl::Status DecodeChunkBytes(std::string_view bytes,
                               std::vector<TrackEvents>* out);
 

@@ -113,6 +113,12 @@ class TraceReader {
   // Decodes chunk `i`. Thread-safe. A damaged chunk is an error and is
   // added to the report.
   absl::StatusOr<std::vector<TrackEvents>> DecodeChunk(size_t i) const;
+  // The same into `out`, whose TrackEvents (and `payload`'s buffer, which
+  // holds the inflated chunk meanwhile) are used again where they are large
+  // enough, so that a loop over the chunks allocates once. On error `out`
+  // holds no meaningful events.
+  absl::Status DecodeChunkInto(size_t i, std::vector<TrackEvents>* out,
+                               Payload* payload) const;
 
   // Decodes every chunk on `threads` threads (0: all cores), calling `fn`
   // from those threads concurrently. Damaged chunks are skipped and

@@ -87,16 +87,23 @@ class Payload {
   Payload() = default;
   explicit Payload(std::string_view view) : view_(view) {}
   Payload(std::unique_ptr<char[]> owned, size_t size)
-      : owned_(std::move(owned)), view_(owned_.get(), size) {}
+      : owned_(std::move(owned)), capacity_(size), view_(owned_.get(), size) {}
   std::string_view view() const { return view_; }
 
  private:
+  friend absl::Status OpenPayloadInto(const RecordView& record,
+                                      Payload* payload);
   std::unique_ptr<char[]> owned_;
+  size_t capacity_ = 0;
   std::string_view view_;
 };
 
 // Inflates a record's payload if it is compressed.
 absl::StatusOr<Payload> OpenPayload(const RecordView& record);
+// The same into `payload`, whose buffer is used again when it is large
+// enough (a reader opening chunk after chunk allocates once). On error the
+// view is empty.
+absl::Status OpenPayloadInto(const RecordView& record, Payload* payload);
 // The same, as a copy.
 absl::StatusOr<std::string> DecodePayload(const RecordView& record);
 

@@ -71,6 +71,10 @@ class SliceColumns {
   // (may be null) receives, for each input slice, its index here.
   static SliceColumns Build(std::vector<trace_format::Slice> slices,
                             std::vector<uint32_t>* storage_of_reader);
+  // The same from `*slices`, which is spent (left empty) but keeps its
+  // allocation, for a loader that converts track after track.
+  static SliceColumns Build(std::vector<trace_format::Slice>* slices,
+                            std::vector<uint32_t>* storage_of_reader);
 
   // The live viewer's append (slice_columns_append.cc): `old` followed by
   // `fresh` (reader order, depths among themselves), when `old` is not
@@ -248,6 +252,10 @@ class SliceColumns {
   static constexpr int kBlockBits = 8;
   using Side = std::vector<std::pair<uint32_t, int64_t>>;  // by index
   static int64_t Overflow(const Side& side, uint32_t i);
+  // Both Builds; `release` frees the slices once read.
+  static SliceColumns BuildFrom(std::vector<trace_format::Slice>* slices,
+                                std::vector<uint32_t>* storage_of_reader,
+                                bool release);
   // Stores slice k's duration (negative as 0; saturated ones on the side).
   void SetDuration(uint32_t k, int64_t duration_ns);
   // The indexes over the laid-out columns (start offsets per block, start
