@@ -100,6 +100,9 @@ class Recorder {
   absl::StatusOr<internal::FlightRing::Snapshot> Take(
       const std::string& session_id, std::string_view reason) {
     if (!error_.ok()) return error_;
+    // What the threads handed over goes in first, and is held to the byte
+    // bound, so that the drop counts written below are the dump's.
+    PODSCOPE_RETURN_IF_ERROR(Cut());
     internal::RecordingClock window = clock_;
     window.start_ns = std::max(clock_.start_ns, MonotonicNs() - WindowNs());
     window.start_realtime_ns =
