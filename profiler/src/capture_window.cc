@@ -66,11 +66,6 @@ void CaptureWindow::CloseNow() {
   closed_.store(true, std::memory_order_release);
 }
 
-void CaptureWindow::Close() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!closed()) CloseNow();
-}
-
 absl::Status CaptureWindow::error() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;

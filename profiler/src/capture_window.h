@@ -62,8 +62,6 @@ class CaptureWindow : public std::enable_shared_from_this<CaptureWindow> {
     return closed() ? end_ns_.load(std::memory_order_relaxed) : 0;
   }
 
-  // Closes the window now (a capture that ends before its last step).
-  void Close();
   // Why the window can no longer open (a later step began first); OK
   // otherwise.
   absl::Status error() const;
