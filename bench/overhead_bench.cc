@@ -11,6 +11,11 @@
 //       bootstrap confidence interval.
 //   train.profiling_overhead_sampling_pct   the same with stack sampling at
 //       997 Hz added to the capture (and its interval).
+//   train.profiling_overhead_remote_pct     the same for a remote capture:
+//       the process serves its profiler on loopback and a `podscope
+//       capture` process streams its trace while it trains (the client's
+//       own CPU is another process's, as on another host; the server's
+//       threads are counted as the profiler's).
 //
 // A run is kSteps steps of the real step (the trainer train_mnist uses, at
 // its default batch of 256), the first one not timed: it pays for what a
@@ -24,7 +29,10 @@
 // beside, never the headline. Hardware instruction counts would be steadier
 // still; the machines this runs on have none (see common/cpu_accounting.h).
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,7 +43,9 @@
 #include <ctime>
 #include <filesystem>
 #include <numeric>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/capture_costs.h"
@@ -44,6 +54,7 @@
 #include "common/paired_stats.h"
 #include "mnist/data.h"
 #include "mnist/trainer.h"
+#include "podscope/profiler/server.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "podscope/runtime/pjrt/client.h"
@@ -57,6 +68,20 @@ namespace rt = podscope::runtime;
 constexpr int kBatch = 256;  // train_mnist's default
 constexpr int kSteps = 21;   // per run; the first is not timed
 constexpr int kPairs = 20;   // per kind of capture
+constexpr int kRemote = 3;   // the kind of run a remote client captures
+
+// CPU time between two snapshots of threads that are neither the
+// program's nor the profiler's own ("podscope-*"): the profiler server's.
+int64_t OutsideCpu(const CpuSnapshot& before, const CpuSnapshot& after,
+                   const std::set<pid_t>& program) {
+  int64_t ns = 0;
+  for (const auto& [tid, t] : after.threads) {
+    if (program.count(tid) != 0 || t.name.rfind("podscope-", 0) == 0) continue;
+    auto it = before.threads.find(tid);
+    ns += t.cpu_ns - (it != before.threads.end() ? it->second.cpu_ns : 0);
+  }
+  return ns;
+}
 
 // PODSCOPE_BENCH_PAIRS=N runs fewer (or more) pairs: a quick look, not the
 // figure.
@@ -65,6 +90,60 @@ int EnvPairs() {
   const int n = v != nullptr ? std::atoi(v) : 0;
   return n > 0 ? n : kPairs;
 }
+
+extern "C" char** environ;
+
+// A `podscope capture` process streaming this process's trace from
+// `address` into `logdir` until it is stopped.
+class RemoteCapture {
+ public:
+  bool Start(const std::string& address, const std::string& logdir) {
+#ifdef PODSCOPE_BIN
+    std::vector<std::string> args = {
+        PODSCOPE_BIN, "capture",       "--service_addr", address,   "--logdir",
+        logdir,       "--duration_ms", "600000",         "--stream"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    const int rc =
+        posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return false;
+    // Its capture is this process's session once it has started.
+    for (int i = 0; i < 1000 && !profiler::IsTracing(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return profiler::IsTracing();
+#else
+    (void)address;
+    (void)logdir;
+    return false;
+#endif
+  }
+  // Ends the client (the server ends the capture when its stream breaks)
+  // and waits until the capture is over here.
+  bool Stop() {
+    if (pid_ <= 0) return false;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    for (int i = 0; i < 1000 && profiler::IsTracing(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return !profiler::IsTracing();
+  }
+  ~RemoteCapture() {
+    if (pid_ > 0) Stop();
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
 
 // One run's cost per timed step.
 struct RunCost {
@@ -182,10 +261,20 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
     ++step;
   };
   // One run; kind 0: no capture, 1: default capture, 2: capture with
-  // sampling.
+  // sampling, 3: a remote capture streaming (kRemote).
   UnitCosts units;
+  std::unique_ptr<profiler::ProfilerServer> server;
+  // The program's own threads (the runtime's pool, the main thread), from
+  // before the server started: every other thread but the profiler's
+  // "podscope-*" ones is the server's.
+  std::set<pid_t> program_threads;
+  const std::string remote_dir = dir + "-remote";
   auto run = [&](int kind) {
-    if (kind > 0) {
+    RemoteCapture remote;
+    if (kind == kRemote) {
+      ok = ok && server != nullptr &&
+           remote.Start(server->address(), remote_dir);
+    } else if (kind > 0) {
       ok = ok && profiler::StartTrace(
                      dir, kind == 2 ? sampling : profiler::TraceOptions())
                      .ok();
@@ -199,7 +288,14 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
     ok = ok && (*trainer)->LastLoss().ok();
     const auto t1 = std::chrono::steady_clock::now();
     const profiler::SamplingCost sampled1 = profiler::CurrentSamplingCost();
-    const CpuSplit split = SplitCpu(before, TakeCpuSnapshot());
+    const CpuSnapshot after = TakeCpuSnapshot();
+    CpuSplit split = SplitCpu(before, after);
+    if (kind == kRemote) {
+      // The server's threads (gRPC's) do the capture's streaming.
+      const int64_t server_ns = OutsideCpu(before, after, program_threads);
+      split.profiler_ns += server_ns;
+      split.program_ns -= server_ns;
+    }
     RunCost cost;
     constexpr double kTimed = kSteps - 1;
     cost.cpu_ns = static_cast<double>(split.process_ns) / kTimed;
@@ -207,7 +303,22 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
     cost.profiler_ns = static_cast<double>(split.profiler_ns) / kTimed;
     cost.wall_ns =
         std::chrono::duration<double, std::nano>(t1 - t0).count() / kTimed;
-    if (kind > 0) {
+    if (kind == kRemote) {
+      // What the session wrote (after a drain pass, so that the last
+      // step's events are in), over every step of the run.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const double written =
+          static_cast<double>(profiler::CurrentSessionStats().events);
+      const int64_t stop0 = ProcessCpuNs();
+      ok = ok && remote.Stop();
+      cost.stop_ns = static_cast<double>(ProcessCpuNs() - stop0);
+      const double samples =
+          static_cast<double>(sampled1.samples - sampled0.samples);
+      cost.samples = samples / kTimed;
+      cost.events = std::max(0.0, written / kSteps - samples / kTimed);
+      cost.recording_ns = cost.events * units.scope_ns;
+      cost.accounted_ns = cost.profiler_ns + cost.recording_ns;
+    } else if (kind > 0) {
       const int64_t stop0 = ProcessCpuNs();
       auto path = profiler::StopTrace();
       cost.stop_ns = static_cast<double>(ProcessCpuNs() - stop0);
@@ -238,7 +349,7 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
     }
     return cost;
   };
-  Pairs traced, sampled;
+  Pairs traced, sampled, remote;
   std::vector<double> plain_ms;
   const int pairs = EnvPairs();
   for (auto _ : state) {
@@ -250,23 +361,42 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
     state.counters["unit_scope_ns"] = units.scope_ns;
     state.counters["unit_signal_ns"] = units.signal_ns;
     run(0);  // compiles the step's graphs
-    run(1);  // and warms the capture's first use
-    // Triplets: one run without a capture, one with the default capture,
-    // one with sampling, in each of the six orders in turn, so that
-    // neither order nor drift favours one kind. The run without is each
-    // capture's pair partner.
-    static constexpr int kOrders[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1},
-                                          {0, 2, 1}, {2, 1, 0}, {1, 0, 2}};
+    // The program's threads, before the server starts its own.
+    for (const auto& [tid, t] : TakeCpuSnapshot().threads) {
+      program_threads.insert(tid);
+    }
+    profiler::ServerOptions server_options;
+    server_options.bind_address = "127.0.0.1";
+    auto started = profiler::StartServer(0, server_options);
+    if (started.ok()) {
+      server = *std::move(started);
+    } else {
+      std::printf("no profiler server: %s\n",
+                  started.status().ToString().c_str());
+      ok = false;
+    }
+    run(1);        // warms the capture's first use
+    run(kRemote);  // and the server's
+    // Quadruplets: one run without a capture, one with the default
+    // capture, one with sampling, one streamed to a remote client, in the
+    // orders of a balanced Latin square in turn, so that neither order nor
+    // drift favours one kind. The run without is each capture's pair
+    // partner.
+    static constexpr int kOrders[4][4] = {
+        {0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}};
     for (int t = 0; t < pairs; ++t) {
-      RunCost cost[3];
-      for (int kind : kOrders[t % 6]) cost[kind] = run(kind);
+      RunCost cost[4];
+      for (int kind : kOrders[t % 4]) cost[kind] = run(kind);
       plain_ms.push_back(cost[0].wall_ns / 1e6);
       Add(traced, cost[0], cost[1]);
       Add(sampled, cost[0], cost[2]);
+      Add(remote, cost[0], cost[kRemote]);
     }
+    if (server) server->Stop();
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
+  std::filesystem::remove_all(remote_dir, ignored);
   if (!ok) {
     state.SkipWithError("a training step or the capture failed");
     return;
@@ -276,6 +406,8 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
          "train.profiling_overhead_pct", "overhead_");
   Report(state, "profiling overhead (capture with sampling)", sampled,
          "train.profiling_overhead_sampling_pct", "sampling_overhead_");
+  Report(state, "profiling overhead (remote capture, streamed)", remote,
+         "train.profiling_overhead_remote_pct", "remote_overhead_");
 }
 BENCHMARK(BM_TrainStepOverheadPaired)->Iterations(1)->Unit(benchmark::kSecond);
 
@@ -286,6 +418,9 @@ const bool kHeadlines = [] {
   RegisterHeadline("train.profiling_overhead_sampling_pct", "%");
   RegisterHeadline("train.profiling_overhead_sampling_ci_low_pct", "%");
   RegisterHeadline("train.profiling_overhead_sampling_ci_high_pct", "%");
+  RegisterHeadline("train.profiling_overhead_remote_pct", "%");
+  RegisterHeadline("train.profiling_overhead_remote_ci_low_pct", "%");
+  RegisterHeadline("train.profiling_overhead_remote_ci_high_pct", "%");
   return true;
 }();
 

@@ -1,5 +1,8 @@
 #include "src/sampling_collector.h"
 
+#include <dirent.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +24,7 @@ absl::StatusOr<std::unique_ptr<SamplingCollector>> SamplingCollector::Start(
                             sampling::StackSampler::Create(options));
   std::unique_ptr<SamplingCollector> c(new SamplingCollector());
   c->sampler_ = std::move(sampler);
+  c->RegisterProcessThreads();
   std::lock_guard<std::mutex> lock(g_active_mutex);
   g_active = c.get();
   return c;
@@ -37,6 +41,19 @@ SamplingCollector::~SamplingCollector() {
 void SamplingCollector::RegisterThread(pid_t tid) {
   // A thread that exited before registration is simply not sampled.
   (void)sampler_->RegisterThread(tid);
+}
+
+void SamplingCollector::RegisterProcessThreads() {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return;  // no /proc: only recording threads
+  while (const dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long tid = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || tid <= 0) continue;
+    // Already sampled, or exited since the listing: both are fine.
+    (void)sampler_->RegisterThread(static_cast<pid_t>(tid));
+  }
+  closedir(dir);
 }
 
 void SamplingCollector::RegisterWithActive(pid_t tid) {
@@ -66,6 +83,7 @@ uint32_t SamplingCollector::FrameId(trace_format::TraceWriter* writer,
 void SamplingCollector::Drain(trace_format::TraceWriter* writer,
                               const ClockSkew& skew,
                               const std::function<uint32_t(pid_t)>& track_of) {
+  RegisterProcessThreads();
   std::vector<uint32_t> frame_ids;
   sampler_->Drain([&](const sampling::StackSample& s) {
     const uint32_t track = track_of(s.tid);

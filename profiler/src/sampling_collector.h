@@ -1,6 +1,7 @@
-// Connects the CPU stack sampler to a session: registers the threads that
-// record, and turns drained samples into the file's interned frames, stacks
-// and per-thread samples.
+// Connects the CPU stack sampler to a session: samples every thread of the
+// process (those that record events and those that never do, such as a
+// math library's worker pool), and turns drained samples into the file's
+// interned frames, stacks and per-thread samples.
 #ifndef PODSCOPE_PROFILER_SRC_SAMPLING_COLLECTOR_H_
 #define PODSCOPE_PROFILER_SRC_SAMPLING_COLLECTOR_H_
 
@@ -31,8 +32,14 @@ class SamplingCollector {
   // Samples thread `tid` (any thread may call this for any thread).
   void RegisterThread(pid_t tid);
 
-  // Writes the samples taken so far; `track_of` gives the track of a
-  // thread id (0 to skip the sample). Sample times go through `skew`.
+  // Samples every live thread listed in /proc/self/task that is not yet
+  // sampled. Start() and each Drain() call it, so a thread that never
+  // records is sampled from the drain pass after it was born.
+  void RegisterProcessThreads();
+
+  // Writes the samples taken so far (first registering threads born since
+  // the last call); `track_of` gives the track of a thread id (0 to skip
+  // the sample). Sample times go through `skew`.
   void Drain(trace_format::TraceWriter* writer, const ClockSkew& skew,
              const std::function<uint32_t(pid_t)>& track_of);
 

@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/utf8.h"
 #include "src/external_events.h"
 #include "src/sampling_collector.h"
 #include "src/string_registry.h"
@@ -58,6 +60,28 @@ uint32_t SessionDrainer::TrackFor(ThreadBuffer* b) {
   }
   t.name = name;
   return t.id;
+}
+
+uint32_t SessionDrainer::SampledThreadTrack(pid_t tid) {
+  std::string name;
+  const std::string path = absl::StrCat("/proc/self/task/", tid, "/comm");
+  if (FILE* f = std::fopen(path.c_str(), "re")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, f) != nullptr) name = buf;
+    std::fclose(f);
+  }
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) {
+    name.pop_back();
+  }
+  // Anyone may name a thread, with any bytes.
+  name = name.empty() ? absl::StrCat("thread ", tid)
+                      : absl::StrCat(base::ToValidUtf8(name), " (", tid, ")");
+  tf::proto::Track track;
+  track.set_kind(tf::proto::TRACK_KIND_THREAD);
+  track.set_name(name);
+  track.set_tid(tid);
+  track.set_sort_index(tid == getpid() ? 0 : static_cast<int>(tid));
+  return writer_->AddTrack(track);
 }
 
 uint32_t SessionDrainer::CounterTrack(uint32_t name_id, std::string_view unit) {
@@ -259,11 +283,13 @@ void SessionDrainer::DrainSamples(SamplingCollector* sampling) {
   sampling->Drain(writer_, skew_, [&](pid_t tid) -> uint32_t {
     auto it = track_of_tid_.find(tid);
     if (it != track_of_tid_.end() && it->second != 0) return it->second;
-    // A thread sampled before it recorded any event.
+    // A thread sampled before it recorded any event, or one that never
+    // records (it gets a track named as the kernel names it).
     uint32_t track = 0;
     BufferRegistry::Get().ForEach([&](ThreadBuffer* b) {
       if (b->tid == tid && track == 0) track = TrackFor(b);
     });
+    if (track == 0) track = SampledThreadTrack(tid);
     track_of_tid_[tid] = track;
     return track;
   });

@@ -95,6 +95,8 @@ class SessionDrainer {
 
   uint32_t FileString(uint32_t registry_id);
   uint32_t TrackFor(ThreadBuffer* b);
+  // The track of a sampled thread that has no buffer (it never recorded).
+  uint32_t SampledThreadTrack(pid_t tid);
   uint32_t CounterTrack(uint32_t name_id, std::string_view unit = "");
   trace_format::Arg FileArg(uint32_t key, uint8_t kind, uint64_t bits);
   void AddArgs(const RawEvent* e, uint32_t count,

@@ -1,7 +1,10 @@
 // Stack sampling through a session: the file's samples, stacks and frames
 // name the function a thread spends its time in.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <thread>
@@ -15,6 +18,7 @@ namespace {
 
 using testing::FreshDir;
 using testing::ReadTraceFile;
+using testing::TrackView;
 
 int64_t ThreadCpuNs() {
   timespec ts;
@@ -76,6 +80,56 @@ TEST(SamplingSession, SamplesNameTheHotFunction) {
   EXPECT_GE(taken, samples.size());
   EXPECT_GT(after.handler_ns - before.handler_ns, taken * 100);
   EXPECT_LT(after.handler_ns - before.handler_ns, taken * 1'000'000);
+}
+
+// A thread that never records an event (a math library's pool, a
+// framework's own thread) is sampled too, on a track named as the kernel
+// names the thread, even when that name is not valid UTF-8.
+TEST(SamplingSession, SamplesThreadsThatNeverRecord) {
+  const std::string dir = FreshDir("sampling_quiet");
+  TraceOptions options;
+  options.sampling_hz = 997;
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  double sink = 0;
+  pid_t tid = 0;
+  std::thread([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    pthread_setname_np(pthread_self(), "quiet\xffpool");
+    // Long enough to span several drain passes: the first one after the
+    // thread's birth registers it.
+    sink = PodscopeHotSpinForSampling(900'000'000);
+  }).join();
+  auto path = StopTrace();
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_GT(sink, 0);
+  const auto file = ReadTraceFile(*path);
+  const TrackView* quiet = nullptr;
+  for (const TrackView& t : file.tracks) {
+    if (t.track.tid() == tid) quiet = &t;
+  }
+  ASSERT_NE(quiet, nullptr) << "no track for the thread that never recorded";
+  EXPECT_EQ(quiet->track.name().rfind("quiet", 0), 0u) << quiet->track.name();
+  EXPECT_NE(quiet->track.name().find("pool (" + std::to_string(tid) + ")"),
+            std::string::npos)
+      << quiet->track.name();
+  EXPECT_TRUE(quiet->events.slices.empty());
+  const auto& samples = quiet->events.samples;
+  ASSERT_GE(samples.size(), 10u);
+  size_t hits = 0;
+  for (const auto& s : samples) {
+    const auto* stack = file.reader->FindStack(s.stack);
+    ASSERT_NE(stack, nullptr);
+    for (uint32_t frame_id : stack->frame_ids()) {
+      const auto* frame = file.reader->FindFrame(frame_id);
+      ASSERT_NE(frame, nullptr);
+      if (file.Name(frame->function_name())
+              .find("PodscopeHotSpinForSampling") != std::string::npos) {
+        ++hits;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(hits * 2, samples.size()) << hits << " of " << samples.size();
 }
 
 }  // namespace
