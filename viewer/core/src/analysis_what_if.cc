@@ -92,7 +92,9 @@ WhatIfResult SimulateWhatIf(const TraceStore& store, const StepBreakdown& steps,
                             const WhatIf& change) {
   WhatIfResult out;
   if (row < 0 || static_cast<size_t>(row) >= steps.rows.size()) return out;
-  const auto [w0, w1] = cp::StepWindow(steps, row);
+  // Named, not a structured binding: the lambdas below use it.
+  const auto window = cp::StepWindow(steps, row);
+  const int64_t w0 = window.first, w1 = window.second;
   if (w1 <= w0) return out;
   out.step_ns = w1 - w0;
   const std::vector<TrackUnits> tracks =
