@@ -82,10 +82,12 @@ uint32_t SamplingCollector::FrameId(trace_format::TraceWriter* writer,
 
 void SamplingCollector::Drain(trace_format::TraceWriter* writer,
                               const ClockSkew& skew,
-                              const std::function<uint32_t(pid_t)>& track_of) {
+                              const std::function<uint32_t(pid_t)>& track_of,
+                              const std::function<bool(int64_t)>& accept) {
   RegisterProcessThreads();
   std::vector<uint32_t> frame_ids;
   sampler_->Drain([&](const sampling::StackSample& s) {
+    if (accept && !accept(s.monotonic_ns)) return;
     const uint32_t track = track_of(s.tid);
     if (track == 0 || s.depth == 0) return;
     frame_ids.clear();

@@ -40,8 +40,11 @@ class SamplingCollector {
   // Writes the samples taken so far (first registering threads born since
   // the last call); `track_of` gives the track of a thread id (0 to skip
   // the sample). Sample times go through `skew`.
+  // `accept` (may be empty) says whether a sample taken at a monotonic
+  // time belongs in the file (a capture's window).
   void Drain(trace_format::TraceWriter* writer, const ClockSkew& skew,
-             const std::function<uint32_t(pid_t)>& track_of);
+             const std::function<uint32_t(pid_t)>& track_of,
+             const std::function<bool(int64_t)>& accept = {});
 
   uint64_t dropped() const;
 

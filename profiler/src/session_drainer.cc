@@ -280,19 +280,29 @@ void SessionDrainer::AddExternal(const std::vector<ExternalEvent>& events,
 }
 
 void SessionDrainer::DrainSamples(SamplingCollector* sampling) {
-  sampling->Drain(writer_, skew_, [&](pid_t tid) -> uint32_t {
-    auto it = track_of_tid_.find(tid);
-    if (it != track_of_tid_.end() && it->second != 0) return it->second;
-    // A thread sampled before it recorded any event, or one that never
-    // records (it gets a track named as the kernel names it).
-    uint32_t track = 0;
-    BufferRegistry::Get().ForEach([&](ThreadBuffer* b) {
-      if (b->tid == tid && track == 0) track = TrackFor(b);
-    });
-    if (track == 0) track = SampledThreadTrack(tid);
-    track_of_tid_[tid] = track;
-    return track;
-  });
+  std::function<bool(int64_t)> accept;
+  if (window_) {
+    // Samples follow the capture's window, as every other event does.
+    accept = [this](int64_t monotonic_ns) {
+      return window_->AcceptsNs(monotonic_ns);
+    };
+  }
+  sampling->Drain(
+      writer_, skew_,
+      [&](pid_t tid) -> uint32_t {
+        auto it = track_of_tid_.find(tid);
+        if (it != track_of_tid_.end() && it->second != 0) return it->second;
+        // A thread sampled before it recorded any event, or one that never
+        // records (it gets a track named as the kernel names it).
+        uint32_t track = 0;
+        BufferRegistry::Get().ForEach([&](ThreadBuffer* b) {
+          if (b->tid == tid && track == 0) track = TrackFor(b);
+        });
+        if (track == 0) track = SampledThreadTrack(tid);
+        track_of_tid_[tid] = track;
+        return track;
+      },
+      accept);
 }
 
 void SessionDrainer::AddCounter(std::string_view name, std::string_view unit,

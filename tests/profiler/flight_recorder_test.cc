@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "podscope/base/sanitizers.h"
 #include "podscope/profiler/recorder.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
@@ -244,7 +245,7 @@ TEST(FlightRecorder, DumpDuringATraceLeavesTheTraceWhole) {
 // A program that exits with the recorder on (the common case: it is on
 // for the process's life) exits normally.
 TEST(FlightRecorder, AProcessExitsWithTheRecorderRunning) {
-#if defined(__SANITIZE_THREAD__)
+#if PODSCOPE_TSAN
   // The recorder's thread runs on while static objects are destroyed, on
   // purpose; ThreadSanitizer calls that a race, and a fork of a process
   // that ran threads is outside what it supports.

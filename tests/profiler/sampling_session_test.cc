@@ -37,6 +37,28 @@ __attribute__((noinline)) double PodscopeHotSpinForSampling(int64_t cpu_ns) {
   return x;
 }
 
+// Most of `samples` have `function` on their stack; every stack and frame
+// they name is in the file.
+void ExpectMostSamplesIn(const testing::TraceFile& file,
+                         const std::vector<trace_format::StackSample>& samples,
+                         const std::string& function) {
+  size_t hits = 0;
+  for (const auto& s : samples) {
+    const auto* stack = file.reader->FindStack(s.stack);
+    ASSERT_NE(stack, nullptr);
+    for (uint32_t frame_id : stack->frame_ids()) {
+      const auto* frame = file.reader->FindFrame(frame_id);
+      ASSERT_NE(frame, nullptr);
+      if (file.Name(frame->function_name()).find(function) !=
+          std::string::npos) {
+        ++hits;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(hits * 2, samples.size()) << hits << " of " << samples.size();
+}
+
 TEST(SamplingSession, SamplesNameTheHotFunction) {
   const std::string dir = FreshDir("sampling");
   TraceOptions options;
@@ -57,21 +79,7 @@ TEST(SamplingSession, SamplesNameTheHotFunction) {
   ASSERT_EQ(tracks.size(), 1u);
   const auto& samples = tracks[0]->events.samples;
   ASSERT_GE(samples.size(), 10u);
-  size_t hits = 0;
-  for (const auto& s : samples) {
-    const auto* stack = file.reader->FindStack(s.stack);
-    ASSERT_NE(stack, nullptr);
-    for (uint32_t frame_id : stack->frame_ids()) {
-      const auto* frame = file.reader->FindFrame(frame_id);
-      ASSERT_NE(frame, nullptr);
-      if (file.Name(frame->function_name())
-              .find("PodscopeHotSpinForSampling") != std::string::npos) {
-        ++hits;
-        break;
-      }
-    }
-  }
-  EXPECT_GT(hits * 2, samples.size()) << hits << " of " << samples.size();
+  ExpectMostSamplesIn(file, samples, "PodscopeHotSpinForSampling");
 
   // The handler's own cost is counted for every sample it took: some time
   // each, far less than the interval between two samples.
@@ -115,21 +123,7 @@ TEST(SamplingSession, SamplesThreadsThatNeverRecord) {
   EXPECT_TRUE(quiet->events.slices.empty());
   const auto& samples = quiet->events.samples;
   ASSERT_GE(samples.size(), 10u);
-  size_t hits = 0;
-  for (const auto& s : samples) {
-    const auto* stack = file.reader->FindStack(s.stack);
-    ASSERT_NE(stack, nullptr);
-    for (uint32_t frame_id : stack->frame_ids()) {
-      const auto* frame = file.reader->FindFrame(frame_id);
-      ASSERT_NE(frame, nullptr);
-      if (file.Name(frame->function_name())
-              .find("PodscopeHotSpinForSampling") != std::string::npos) {
-        ++hits;
-        break;
-      }
-    }
-  }
-  EXPECT_GT(hits * 2, samples.size()) << hits << " of " << samples.size();
+  ExpectMostSamplesIn(file, samples, "PodscopeHotSpinForSampling");
 }
 
 }  // namespace

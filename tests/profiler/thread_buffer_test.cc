@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "podscope/base/sanitizers.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 
@@ -143,7 +144,7 @@ TEST_F(ThreadBufferTest, TheWriterFaultsInTheBlocksABurstWillNeed) {
   // A dozen faults per block allocated on the thread; a few for anything
   // else the thread touches. Under a sanitizer, its shadow of the pages
   // written faults in on the writing thread whatever the blocks.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !PODSCOPE_ASAN && !PODSCOPE_TSAN
   EXPECT_LT(faults, 12) << "the recording thread faulted its blocks in";
 #else
   (void)faults;

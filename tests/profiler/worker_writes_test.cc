@@ -155,6 +155,54 @@ TEST(WorkerWrites, AProcessThatRecordsItselfWritesTheCaptureToo) {
   EXPECT_GT(f.SlicesNamed("local_work").size(), 50u);
 }
 
+// Stack samples follow a scheduled capture's window like every other
+// event: a thread busy since before the start leaves none from before it.
+TEST(WorkerWrites, StackSamplesStayInsideTheWindow) {
+  const std::string root = FreshDir("ww-samples-root");
+  ServerOptions options;
+  options.capture_root = root;
+  auto server = StartServer(0, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    SetThreadName("busy");
+    double x = 1;
+    while (!stop) {
+      PODSCOPE_TRACE("busy_work");
+      for (int i = 0; i < 20000; ++i) x = x * 1.0000001 + 1e-9;
+    }
+    EXPECT_GT(x, 0);
+  });
+  pb::CaptureRequest r;
+  r.set_worker_writes(true);
+  r.set_session_id("samples-window");
+  r.set_sampling_hz(997);
+  r.set_start_at_ns(MonotonicNs() + 400'000'000);
+  r.set_duration_ms(400);
+  pb::CaptureData last;
+  const grpc::Status s = CallCapture((*server)->address(), r, &last);
+  stop = true;
+  busy.join();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(last.has_file());
+  const int64_t from = last.file().window_start_ns();
+  const int64_t to = last.file().window_end_ns();
+  ASSERT_GT(to, from);
+  auto f = ReadTraceFile(root + "/" + last.file().path());
+  ASSERT_NE(f.reader, nullptr);
+  size_t samples = 0;
+  for (const auto& t : f.tracks) {
+    for (const auto& sample : t.events.samples) {
+      ++samples;
+      EXPECT_GE(sample.ts_ns, from) << t.track.name();
+      EXPECT_LE(sample.ts_ns, to) << t.track.name();
+    }
+  }
+  // 400 ms of a busy thread's CPU at up to 997 Hz (fewer on a loaded
+  // machine, and the kernel's tick caps the rate).
+  EXPECT_GE(samples, 20u);
+}
+
 std::unique_ptr<ChildProcess> StartWorker(const std::vector<std::string>& args,
                                           int* port) {
   auto child =

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "mnist/data.h"
 #include "mnist/trainer.h"
+#include "podscope/base/sanitizers.h"
 #include "podscope/runtime/pjrt/client.h"
 #include "test_util.h"
 
@@ -148,7 +149,7 @@ TEST(MnistTrainerTest, ABatchSmallerThanTheDevicesIsAnError) {
 // under AddressSanitizer (minutes of arithmetic there; the other training
 // tests run the same code on fake data).
 TEST(MnistTrainerTest, LearnsFashionMnistFromFiveThousandImages) {
-#if defined(__SANITIZE_ADDRESS__)
+#if PODSCOPE_ASAN
   GTEST_SKIP() << "a convergence run, skipped under AddressSanitizer";
 #endif
   const std::string dir = DefaultDataDir();

@@ -12,17 +12,14 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "podscope/base/sanitizers.h"
 
 // Under ThreadSanitizer, signals that arrive outside a blocking call are
 // queued and the handler runs later (at the next intercepted call) with a
 // copy of the original ucontext, whose stack has moved on since. There, the
 // handler unwinds its own live stack instead; see CaptureStack().
-#if defined(__SANITIZE_THREAD__)
+#if PODSCOPE_TSAN
 #define PODSCOPE_SAMPLING_UNWIND_FROM_HANDLER 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PODSCOPE_SAMPLING_UNWIND_FROM_HANDLER 1
-#endif
 #endif
 #if !defined(PODSCOPE_SAMPLING_UNWIND_FROM_HANDLER) && !defined(__x86_64__)
 // Only on x86-64 is libunwind's unw_context_t the kernel's ucontext_t.

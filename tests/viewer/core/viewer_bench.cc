@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 
 #if defined(__GLIBC__)
@@ -94,10 +95,15 @@ int main(int argc, char** argv) {
 #endif
   const size_t rss_before = podscope::viewer::testing::ResidentBytes();
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   auto store = TraceStore::Open(dir);
   const double open_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  // Beside the wall time, the CPU time of every thread: what a busy
+  // machine does not move much.
+  std::fprintf(stderr, "open: %.3f s of CPU\n",
+               static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC);
   if (!store.ok()) {
     std::fprintf(stderr, "open failed: %s\n",
                  std::string(store.status().message()).c_str());

@@ -81,9 +81,15 @@ SliceColumns SliceColumns::Build(std::vector<Slice>* slices,
   return BuildFrom(slices, storage_of_reader, /*release=*/false);
 }
 
+SliceColumns SliceColumns::BuildWithDepths(
+    std::vector<Slice>* slices, std::vector<uint32_t>* storage_of_reader) {
+  return BuildFrom(slices, storage_of_reader, /*release=*/false,
+                   /*compute_depths=*/true);
+}
+
 SliceColumns SliceColumns::BuildFrom(std::vector<Slice>* in,
                                      std::vector<uint32_t>* storage_of_reader,
-                                     bool release) {
+                                     bool release, bool compute_depths) {
   std::vector<Slice>& slices = *in;
   SliceColumns c;
   const size_t n = slices.size();
@@ -94,7 +100,16 @@ SliceColumns SliceColumns::BuildFrom(std::vector<Slice>* in,
   std::vector<uint32_t> per_depth;
   std::vector<int64_t> last_end;
   bool monotone = true;
-  for (const Slice& s : slices) {
+  std::vector<int64_t> open_ends;  // compute_depths: the open slices' ends
+  for (Slice& s : slices) {
+    if (compute_depths) {
+      // A slice that ends before this one ends is closed (one that
+      // overlaps without nesting too, so depth stays bounded).
+      const int64_t end = s.end_ns();
+      while (!open_ends.empty() && open_ends.back() < end) open_ends.pop_back();
+      s.depth = static_cast<uint32_t>(open_ends.size());
+      open_ends.push_back(end);
+    }
     if (s.depth >= per_depth.size()) [[unlikely]] {
       per_depth.resize(s.depth + 1, 0);
       last_end.resize(s.depth + 1, std::numeric_limits<int64_t>::min());

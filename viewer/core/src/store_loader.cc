@@ -63,28 +63,38 @@ bool Cancelled(const OpenOptions& options) {
 std::unique_ptr<TrackData> ToColumns(tf::TrackEvents* events,
                                      ClockMapper* clock) {
   if (clock != nullptr) {
+    // Rounding of a drifting clock may move an end by a nanosecond, and a
+    // clock model whose offset falls faster than time runs may reorder
+    // events: whether each kind is still in reader order is checked as it
+    // is mapped, and only then sorted (in the same pass, since the slices
+    // are far larger than the cache).
+    bool sorted = true;
+    const tf::Slice* previous = nullptr;
     for (tf::Slice& s : events->slices) {
       const int64_t start = clock->ToReference(s.start_ns);
       const int64_t end = clock->ToReference(s.end_ns());
       s.start_ns = start;
       s.duration_ns = std::max<int64_t>(0, end - start);
+      if (previous != nullptr && tf::SliceOrder(s, *previous)) sorted = false;
+      previous = &s;
     }
-    for (tf::Instant& e : events->instants)
-      e.ts_ns = clock->ToReference(e.ts_ns);
-    for (tf::CounterSample& e : events->counters) {
-      e.ts_ns = clock->ToReference(e.ts_ns);
-    }
-    for (tf::StackSample& e : events->samples) {
-      e.ts_ns = clock->ToReference(e.ts_ns);
-    }
-    // Rounding of a drifting clock may move an end by a nanosecond: put the
-    // slices back in reader order (a no-op check when they are).
-    tf::SortTrackEvents(events);
+    auto map_times = [&](auto& column) {
+      int64_t last = std::numeric_limits<int64_t>::min();
+      for (auto& e : column) {
+        e.ts_ns = clock->ToReference(e.ts_ns);
+        if (e.ts_ns < last) sorted = false;
+        last = e.ts_ns;
+      }
+    };
+    map_times(events->instants);
+    map_times(events->counters);
+    map_times(events->samples);
+    if (!sorted) tf::SortTrackEvents(events);
   }
-  tf::ComputeSliceDepths(&events->slices);
   auto data = std::make_unique<TrackData>();
   std::vector<uint32_t> storage_of_reader;
-  data->slices = SliceColumns::Build(&events->slices, &storage_of_reader);
+  data->slices =
+      SliceColumns::BuildWithDepths(&events->slices, &storage_of_reader);
   auto to_store = [&](tf::EventKind kind, uint32_t index) {
     return kind == tf::EventKind::kSlice && index < storage_of_reader.size()
                ? storage_of_reader[index]

@@ -75,6 +75,11 @@ class SliceColumns {
   // allocation, for a loader that converts track after track.
   static SliceColumns Build(std::vector<trace_format::Slice>* slices,
                             std::vector<uint32_t>* storage_of_reader);
+  // The same for slices in reader order whose depths are not yet known:
+  // they are set by the reader's rule (trace_format::ComputeSliceDepths)
+  // in the pass that counts them, not in a pass of their own.
+  static SliceColumns BuildWithDepths(std::vector<trace_format::Slice>* slices,
+                                      std::vector<uint32_t>* storage_of_reader);
 
   // The live viewer's append (slice_columns_append.cc): `old` followed by
   // `fresh` (reader order, depths among themselves), when `old` is not
@@ -252,10 +257,11 @@ class SliceColumns {
   static constexpr int kBlockBits = 8;
   using Side = std::vector<std::pair<uint32_t, int64_t>>;  // by index
   static int64_t Overflow(const Side& side, uint32_t i);
-  // Both Builds; `release` frees the slices once read.
+  // The Builds; `release` frees the slices once read, `compute_depths`
+  // sets their depths first.
   static SliceColumns BuildFrom(std::vector<trace_format::Slice>* slices,
                                 std::vector<uint32_t>* storage_of_reader,
-                                bool release);
+                                bool release, bool compute_depths = false);
   // Stores slice k's duration (negative as 0; saturated ones on the side).
   void SetDuration(uint32_t k, int64_t duration_ns);
   // The indexes over the laid-out columns (start offsets per block, start
