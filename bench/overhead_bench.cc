@@ -5,10 +5,10 @@
 //
 //   train.profiling_overhead_pct            the median, over interleaved
 //       pairs of runs (one without a capture, one with a default capture;
-//       run in triplets with the sampling run below, in each of the six
-//       orders in turn), of the pair's CPU time per step in % above the
-//       run without; with `_ci_low` / `_ci_high`, its 95 %
-//       bootstrap confidence interval.
+//       run in quadruplets with the sampling and remote runs below, in the
+//       orders of a balanced Latin square in turn), of the capture's own
+//       CPU time per step in % of the run without's; with `_ci_low` /
+//       `_ci_high`, its 95 % bootstrap confidence interval.
 //   train.profiling_overhead_sampling_pct   the same with stack sampling at
 //       997 Hz added to the capture (and its interval).
 //   train.profiling_overhead_remote_pct     the same for a remote capture:
