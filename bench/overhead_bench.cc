@@ -93,6 +93,15 @@ int EnvPairs() {
 
 extern "C" char** environ;
 
+// Waits up to 10 s until this process is tracing (`tracing`) or not;
+// whether it got there.
+bool WaitForTracing(bool tracing) {
+  for (int i = 0; i < 1000 && profiler::IsTracing() != tracing; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return profiler::IsTracing() == tracing;
+}
+
 // A `podscope capture` process streaming this process's trace from
 // `address` into `logdir` until it is stopped.
 class RemoteCapture {
@@ -114,10 +123,7 @@ class RemoteCapture {
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) return false;
     // Its capture is this process's session once it has started.
-    for (int i = 0; i < 1000 && !profiler::IsTracing(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return profiler::IsTracing();
+    return WaitForTracing(true);
 #else
     (void)address;
     (void)logdir;
@@ -132,10 +138,7 @@ class RemoteCapture {
     int status = 0;
     waitpid(pid_, &status, 0);
     pid_ = -1;
-    for (int i = 0; i < 1000 && profiler::IsTracing(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return !profiler::IsTracing();
+    return WaitForTracing(false);
   }
   ~RemoteCapture() {
     if (pid_ > 0) Stop();

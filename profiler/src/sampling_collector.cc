@@ -46,14 +46,16 @@ void SamplingCollector::RegisterThread(pid_t tid) {
 void SamplingCollector::RegisterProcessThreads() {
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return;  // no /proc: only recording threads
+  listed_.clear();
   while (const dirent* entry = readdir(dir)) {
     char* end = nullptr;
     const long tid = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0' || tid <= 0) continue;
-    // Already sampled, or exited since the listing: both are fine.
-    (void)sampler_->RegisterThread(static_cast<pid_t>(tid));
+    listed_.push_back(static_cast<pid_t>(tid));
   }
   closedir(dir);
+  // Already sampled, or exited since the listing: both are fine.
+  sampler_->RegisterUnsampled(listed_);
 }
 
 void SamplingCollector::RegisterWithActive(pid_t tid) {

@@ -61,6 +61,7 @@ class SamplingCollector {
   // Caches: address -> file frame id, stack (as frame ids) -> stack id.
   absl::flat_hash_map<uint64_t, uint32_t> frames_;
   absl::flat_hash_map<std::string, uint32_t> stacks_;
+  std::vector<pid_t> listed_;  // RegisterProcessThreads' listing, reused
 };
 
 }  // namespace podscope::profiler::internal

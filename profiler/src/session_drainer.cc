@@ -15,6 +15,20 @@ namespace podscope::profiler::internal {
 
 namespace tf = ::podscope::trace_format;
 
+namespace {
+
+// A thread's track: the main thread first, the others by thread id.
+tf::proto::Track ThreadTrackOf(const std::string& name, pid_t tid) {
+  tf::proto::Track track;
+  track.set_kind(tf::proto::TRACK_KIND_THREAD);
+  track.set_name(name);
+  track.set_tid(tid);
+  track.set_sort_index(tid == getpid() ? 0 : static_cast<int>(tid));
+  return track;
+}
+
+}  // namespace
+
 SessionDrainer::SessionDrainer(tf::TraceWriter* writer, const ClockSkew& skew,
                                uint64_t start_ticks, int64_t start_ns)
     : writer_(writer),
@@ -48,11 +62,7 @@ uint32_t SessionDrainer::TrackFor(ThreadBuffer* b) {
   if (name.empty()) name = absl::StrCat("thread ", b->tid);
   ThreadTrack& t = thread_tracks_[b];
   if (t.id != 0 && t.name == name) return t.id;
-  tf::proto::Track track;
-  track.set_kind(tf::proto::TRACK_KIND_THREAD);
-  track.set_name(name);
-  track.set_tid(b->tid);
-  track.set_sort_index(b->tid == getpid() ? 0 : static_cast<int>(b->tid));
+  const tf::proto::Track track = ThreadTrackOf(name, b->tid);
   if (t.id == 0) {
     t.id = writer_->AddTrack(track);
   } else {
@@ -76,12 +86,7 @@ uint32_t SessionDrainer::SampledThreadTrack(pid_t tid) {
   // Anyone may name a thread, with any bytes.
   name = name.empty() ? absl::StrCat("thread ", tid)
                       : absl::StrCat(base::ToValidUtf8(name), " (", tid, ")");
-  tf::proto::Track track;
-  track.set_kind(tf::proto::TRACK_KIND_THREAD);
-  track.set_name(name);
-  track.set_tid(tid);
-  track.set_sort_index(tid == getpid() ? 0 : static_cast<int>(tid));
-  return writer_->AddTrack(track);
+  return writer_->AddTrack(ThreadTrackOf(name, tid));
 }
 
 uint32_t SessionDrainer::CounterTrack(uint32_t name_id, std::string_view unit) {

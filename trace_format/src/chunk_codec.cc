@@ -173,16 +173,8 @@ void EncodeFlatSlices(const std::vector<Slice>& slices,
 }  // namespace
 
 void ComputeSliceDepths(std::vector<Slice>* slices) {
-  std::vector<int64_t> open_ends;
-  for (Slice& s : *slices) {
-    while (!open_ends.empty() && open_ends.back() < s.end_ns()) {
-      // A slice that ends before this one starts is closed; one that
-      // overlaps without nesting is closed too, so depth stays bounded.
-      open_ends.pop_back();
-    }
-    s.depth = static_cast<uint32_t>(open_ends.size());
-    open_ends.push_back(s.end_ns());
-  }
+  SliceDepths depths;
+  for (Slice& s : *slices) s.depth = depths.Next(s);
 }
 
 void SortTrackEvents(TrackEvents* events) {

@@ -291,6 +291,23 @@ StackSampler::~StackSampler() { Stop(); }
 
 absl::Status StackSampler::RegisterThread(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
+  return RegisterLocked(tid);
+}
+
+size_t StackSampler::RegisterUnsampled(const std::vector<pid_t>& tids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t added = 0;
+  for (pid_t tid : tids) {
+    // Already sampled: skipped without building an error for it. A thread
+    // that exited since it was listed, or one past the table, is not
+    // sampled.
+    if (threads_.contains(tid)) continue;
+    if (RegisterLocked(tid).ok()) ++added;
+  }
+  return added;
+}
+
+absl::Status StackSampler::RegisterLocked(pid_t tid) {
   if (stopped_) {
     return absl::FailedPreconditionError(
         absl::StrCat("RegisterThread(", tid, "): the sampler is stopped"));

@@ -87,6 +87,10 @@ class StackSampler {
   // AlreadyExists if it is registered, ResourceExhausted past kMaxThreads,
   // FailedPrecondition after Stop().
   absl::Status RegisterThread(pid_t tid);
+  // Registers those of `tids` not registered yet, under one lock, and
+  // returns how many it registered; a tid that cannot be (exited, past
+  // kMaxThreads, stopped) is skipped.
+  size_t RegisterUnsampled(const std::vector<pid_t>& tids);
 
   // Stops sampling `tid`; its samples not yet drained are kept for the next
   // Drain(). Safe from any thread, while the thread lives or after it
@@ -128,6 +132,7 @@ class StackSampler {
 
   StackSampler(const SamplerOptions& options, int signal,
                const struct sigaction& previous);
+  absl::Status RegisterLocked(pid_t tid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes the timer, waits until the handler is out of the slot, frees the
   // slot and parks the ring for the next Drain().
   void RetireLocked(Registration& registration)

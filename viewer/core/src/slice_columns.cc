@@ -5,6 +5,8 @@
 #include <memory>
 #include <queue>
 
+#include "podscope/trace_format/chunk_codec.h"
+
 namespace podscope::viewer {
 
 // The level-of-detail query reads bucket starts and bucket maxima as one
@@ -100,16 +102,9 @@ SliceColumns SliceColumns::BuildFrom(std::vector<Slice>* in,
   std::vector<uint32_t> per_depth;
   std::vector<int64_t> last_end;
   bool monotone = true;
-  std::vector<int64_t> open_ends;  // compute_depths: the open slices' ends
+  trace_format::SliceDepths nesting;  // when compute_depths
   for (Slice& s : slices) {
-    if (compute_depths) {
-      // A slice that ends before this one ends is closed (one that
-      // overlaps without nesting too, so depth stays bounded).
-      const int64_t end = s.end_ns();
-      while (!open_ends.empty() && open_ends.back() < end) open_ends.pop_back();
-      s.depth = static_cast<uint32_t>(open_ends.size());
-      open_ends.push_back(end);
-    }
+    if (compute_depths) s.depth = nesting.Next(s);
     if (s.depth >= per_depth.size()) [[unlikely]] {
       per_depth.resize(s.depth + 1, 0);
       last_end.resize(s.depth + 1, std::numeric_limits<int64_t>::min());

@@ -100,7 +100,26 @@ inline bool CountersAreIntegral(const std::vector<CounterSample>& counters) {
                            [](const CounterSample& c) { return c.value; });
 }
 
-// Sets each slice's depth from nesting; `slices` must be in SliceOrder.
+// The reader's nesting rule, one slice at a time in SliceOrder: a slice
+// that ends before the next one ends is closed (one that overlaps without
+// nesting too, so depth stays bounded); the depth is how many stay open.
+class SliceDepths {
+ public:
+  uint32_t Next(const Slice& s) {
+    const int64_t end = s.end_ns();
+    while (!open_ends_.empty() && open_ends_.back() < end)
+      open_ends_.pop_back();
+    const auto depth = static_cast<uint32_t>(open_ends_.size());
+    open_ends_.push_back(end);
+    return depth;
+  }
+
+ private:
+  std::vector<int64_t> open_ends_;
+};
+
+// Sets each slice's depth from nesting (SliceDepths); `slices` must be in
+// SliceOrder.
 void ComputeSliceDepths(std::vector<Slice>* slices);
 
 }  // namespace podscope::trace_format
