@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/sanitizers.h"
+#include "src/sampling/frame_unwinder.h"
 
 // Under ThreadSanitizer, signals that arrive outside a blocking call are
 // queued and the handler runs later (at the next intercepted call) with a
@@ -52,6 +53,7 @@ struct Slot {
   std::atomic<uint64_t> word{0};
   pid_t tid = 0;
   SampleRing* ring = nullptr;
+  StackBounds stack;  // the handler's, for the cached unwinder
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
@@ -82,14 +84,20 @@ uint64_t SignalValue(int slot, uint32_t generation) {
 }
 
 // Unwinds the interrupted stack into `ips`, leaf first. Async-signal-safe
-// in practice: libunwind's local unwinder with a per-thread cache takes none
+// in practice: the cached unwinder reads only memory it has bounds-checked,
+// and libunwind's local unwinder with a per-thread cache takes none
 // of its own locks and does not allocate. On a cache miss it does call
 // dl_iterate_phdr, which takes the loader's recursive lock: a sample taken
 // while another thread is inside dlopen() waits for it, never deadlocks.
-uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth) {
+uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth,
+                      StackBounds* stack) {
   unw_cursor_t cursor;
   uint32_t depth = 0;
 #if !defined(PODSCOPE_SAMPLING_UNWIND_FROM_HANDLER)
+  // The cached unwinder first (see frame_unwinder.h); libunwind for the
+  // stacks it cannot vouch for.
+  depth = UnwindFast(RegistersFromUcontext(ucontext), ips, max_depth, stack);
+  if (depth > 0) return depth;
   // Straight from the interrupted registers: exact leaf, no handler frames,
   // no trip through the signal trampoline.
   if (unw_init_local2(&cursor, static_cast<unw_context_t*>(ucontext),
@@ -106,6 +114,7 @@ uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth) {
   // only the frames below it (the interrupted code) are kept; a deferred
   // TSan delivery has none, and then the handler's frames stay in.
   (void)ucontext;
+  (void)stack;
   unw_context_t context;
   if (unw_getcontext(&context) < 0 || unw_init_local(&cursor, &context) < 0) {
     return 0;
@@ -154,7 +163,8 @@ bool HandleTimerSignal(siginfo_t* info, void* ucontext) {
       sample->monotonic_ns = entered;
       sample->weight = 1 + static_cast<uint32_t>(
                                info->si_overrun > 0 ? info->si_overrun : 0);
-      sample->depth = CaptureStack(ucontext, sample->ips, kMaxStackDepth);
+      sample->depth =
+          CaptureStack(ucontext, sample->ips, kMaxStackDepth, &slot.stack);
       ring->Commit();
       clock_gettime(CLOCK_MONOTONIC, &now);
       const int64_t left =
@@ -276,6 +286,7 @@ absl::StatusOr<std::unique_ptr<StackSampler>> StackSampler::Create(
     g_sampler_active.store(false);
     return absl::ErrnoToStatus(error, absl::StrCat("sigaction(", signal, ")"));
   }
+  InstallUnwindMap(UnwindMap::Build());
   return std::unique_ptr<StackSampler>(
       new StackSampler(options, signal, previous));
 }
@@ -295,16 +306,28 @@ absl::Status StackSampler::RegisterThread(pid_t tid) {
 }
 
 size_t StackSampler::RegisterUnsampled(const std::vector<pid_t>& tids) {
-  std::lock_guard<std::mutex> lock(mu_);
   size_t added = 0;
-  for (pid_t tid : tids) {
-    // Already sampled: skipped without building an error for it. A thread
-    // that exited since it was listed, or one past the table, is not
-    // sampled.
-    if (threads_.contains(tid)) continue;
-    if (RegisterLocked(tid).ok()) ++added;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (pid_t tid : tids) {
+      // Already sampled: skipped without building an error for it. A thread
+      // that exited since it was listed, or one past the table, is not
+      // sampled.
+      if (threads_.contains(tid)) continue;
+      if (RegisterLocked(tid).ok()) ++added;
+    }
   }
+  RefreshUnwindMap();
   return added;
+}
+
+void StackSampler::RefreshUnwindMap() {
+  std::lock_guard<std::mutex> lock(map_mu_);
+  if (map_stopped_) return;
+  // New threads bring stacks the map does not bound yet; a dlopen() or
+  // dlclose() brings or removes code.
+  if (!threads_added_.exchange(false) && UnwindMapIsCurrent()) return;
+  InstallUnwindMap(UnwindMap::Build());
 }
 
 absl::Status StackSampler::RegisterLocked(pid_t tid) {
@@ -337,6 +360,7 @@ absl::Status StackSampler::RegisterLocked(pid_t tid) {
   // Publish the slot before the timer can fire.
   slot.tid = tid;
   slot.ring = registration.ring.get();
+  slot.stack = {};
   slot.word.store(SlotWord(registration.generation, kActive),
                   std::memory_order_release);
 
@@ -377,6 +401,7 @@ absl::Status StackSampler::RegisterLocked(pid_t tid) {
   }
   free_slots_.pop_back();
   threads_.emplace(tid, std::move(registration));
+  threads_added_.store(true);
   return absl::OkStatus();
 }
 
@@ -490,12 +515,19 @@ void StackSampler::Stop() {
   sigaction(signal_, &previous_action_, nullptr);
   g_previous_handler.store(reinterpret_cast<uintptr_t>(SIG_DFL),
                            std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> map_lock(map_mu_);
+    map_stopped_ = true;
+    InstallUnwindMap(nullptr);  // no handler takes samples any more
+  }
   g_sampler_active.store(false);
 }
 
 SamplerCost StackSampler::Cost() {
+  const FastUnwindStats fast = GetFastUnwindStats();
   return {g_handled.load(std::memory_order_relaxed),
-          g_handler_ns.load(std::memory_order_relaxed)};
+          g_handler_ns.load(std::memory_order_relaxed), fast.unwound,
+          fast.declined};
 }
 
 }  // namespace podscope::profiler::sampling

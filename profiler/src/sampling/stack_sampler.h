@@ -2,9 +2,10 @@
 //
 // Each registered thread gets a POSIX timer on its own CPU-time clock that
 // sends it a real-time signal every 1/rate_hz seconds of CPU time it uses.
-// The handler unwinds the interrupted stack with libunwind and pushes the
-// sample into that thread's SampleRing; a consumer (the session's writer
-// thread) drains the rings and symbolises the addresses later.
+// The handler unwinds the interrupted stack (frame_unwinder.h; libunwind
+// where that declines) and pushes the sample into that thread's SampleRing;
+// a consumer (the session's writer thread) drains the rings and symbolises
+// the addresses later.
 //
 // Why the thread's CPU-time clock and not CLOCK_MONOTONIC: samples then
 // measure where CPU time goes (a CPU profile), a thread blocked in I/O or a
@@ -26,6 +27,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -49,10 +51,13 @@ struct SamplerOptions {
   // SIGPROF, SIGUSR1 or SIGUSR2, and not used by anything else meanwhile.
   int signal = 0;
   // Capacity of each thread's ring (rounded up to a power of two). A sample
-  // takes 536 bytes, so the default reserves ~2.1 MiB of address space per
-  // registered thread; pages are committed only as the ring fills. At the
-  // default rate and a 100 ms drain interval, ~100 samples per thread wait.
-  size_t ring_samples = 4096;
+  // takes 536 bytes, so the default reserves 268 KiB per registered thread,
+  // committed page by page as the ring first fills; a sample that lands on
+  // a fresh page pays for its fault, so a smaller ring stops paying sooner.
+  // At most ~100 samples per thread wait for a drain pass (100 ms at the
+  // default rate, which the kernel's tick caps at HZ signals a second):
+  // 512 cover five passes.
+  size_t ring_samples = 512;
 };
 
 // Thread-safety: every method may be called from any thread (Drain() calls
@@ -64,6 +69,9 @@ struct SamplerOptions {
 struct SamplerCost {
   uint64_t samples = 0;
   uint64_t handler_ns = 0;
+  // Stacks the cached unwinder walked, and those it left to libunwind.
+  uint64_t fast_unwinds = 0;
+  uint64_t fallback_unwinds = 0;
 };
 
 class StackSampler {
@@ -137,6 +145,10 @@ class StackSampler {
   // slot and parks the ring for the next Drain().
   void RetireLocked(Registration& registration)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Rebuilds the unwinder's map of code and stacks (frame_unwinder.h) when
+  // threads were registered or objects loaded or unloaded since it was
+  // built.
+  void RefreshUnwindMap();
   // Unregisters threads that exited: their CPU-time timer reads as
   // disarmed, which a live thread's never does.
   void ReapExitedThreadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -148,6 +160,10 @@ class StackSampler {
   // std::mutex, not absl::Mutex: Debian's prebuilt abseil is not built with
   // ThreadSanitizer, which then cannot see absl::Mutex's synchronisation.
   std::mutex drain_mu_;  // serialises Drain(); taken before mu_
+  // Serialises map rebuilds; taken after mu_ when both are held.
+  std::mutex map_mu_;
+  bool map_stopped_ ABSL_GUARDED_BY(map_mu_) = false;
+  std::atomic<bool> threads_added_{false};
   mutable std::mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<pid_t, Registration> threads_ ABSL_GUARDED_BY(mu_);
