@@ -159,9 +159,11 @@ struct RunCost {
   double accounted_ns = 0;
   double recording_ns = 0;
   double sampler_ns = 0;
-  double samples = 0;  // per step
-  double events = 0;   // recorded per step
-  double stop_ns = 0;  // CPU time of StopTrace, not per step
+  double samples = 0;     // per step
+  double handler_us = 0;  // the handler's CPU time per sample
+  double fast_share = 0;  // of the stacks, those the cached unwinder walked
+  double events = 0;      // recorded per step
+  double stop_ns = 0;     // CPU time of StopTrace, not per step
 };
 
 // Per-pair figures of one kind of capture against no capture.
@@ -174,6 +176,8 @@ struct Pairs {
   std::vector<double> recording_pct;
   std::vector<double> sampler_pct;
   std::vector<double> samples;
+  std::vector<double> handler_us;
+  std::vector<double> fast_share;
   std::vector<double> events;
   std::vector<double> stop_ms;
 };
@@ -190,6 +194,8 @@ void Add(Pairs& pairs, const RunCost& plain, const RunCost& traced) {
   pairs.recording_pct.push_back(traced.recording_ns / base * 100.0);
   pairs.sampler_pct.push_back(traced.sampler_ns / base * 100.0);
   pairs.samples.push_back(traced.samples);
+  pairs.handler_us.push_back(traced.handler_us);
+  pairs.fast_share.push_back(traced.fast_share);
   pairs.events.push_back(traced.events);
   pairs.stop_ms.push_back(traced.stop_ns / 1e6);
 }
@@ -208,14 +214,17 @@ void Report(benchmark::State& state, const char* what, const Pairs& pairs,
       "%s, %zu interleaved pairs of %d-step runs: %+.2f %% of the step's CPU "
       "time (95 %% CI %+.2f .. %+.2f): the profiler's threads %+.2f %%, "
       "recording on the program's threads %+.2f %% (%.1f events per step), "
-      "the sampler %+.2f %% (%.1f samples per step); "
+      "the sampler %+.2f %% (%.1f samples per step, %.2f us of CPU each in "
+      "the handler, %.0f %% walked by the cached unwinder); "
       "stopping the capture %.1f ms of CPU. The whole process's CPU time "
       "paired: %+.2f %% (95 %% CI %+.2f .. %+.2f; the program's threads "
       "%+.2f %%); wall time %+.2f %% (95 %% CI %+.2f .. %+.2f)\n",
       what, pairs.accounted_pct.size(), kSteps - 1, accounted.median,
       accounted.low, accounted.high, profiler, recording,
-      Quantile(pairs.events, 0.5), sampler, Quantile(pairs.samples, 0.5), stop,
-      cpu.median, cpu.low, cpu.high, program, wall.median, wall.low, wall.high);
+      Quantile(pairs.events, 0.5), sampler, Quantile(pairs.samples, 0.5),
+      Quantile(pairs.handler_us, 0.5), Quantile(pairs.fast_share, 0.5) * 100,
+      stop, cpu.median, cpu.low, cpu.high, program, wall.median, wall.low,
+      wall.high);
   state.counters[headline] = accounted.median;
   const std::string stem = headline.substr(0, headline.size() - 4);
   state.counters[stem + "_ci_low_pct"] = accounted.low;
@@ -329,10 +338,16 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
       const double samples =
           static_cast<double>(sampled1.samples - sampled0.samples);
       cost.samples = samples / kTimed;
-      cost.sampler_ns =
-          (static_cast<double>(sampled1.handler_ns - sampled0.handler_ns) +
-           samples * units.signal_ns) /
-          kTimed;
+      const double handler_ns = profiler::SamplingHandlerNs(sampled0, sampled1);
+      cost.sampler_ns = (handler_ns + samples * units.signal_ns) / kTimed;
+      if (samples > 0) {
+        cost.handler_us = handler_ns / samples / 1000.0;
+        const double fast =
+            static_cast<double>(sampled1.fast_unwinds - sampled0.fast_unwinds);
+        const double slow = static_cast<double>(sampled1.fallback_unwinds -
+                                                sampled0.fallback_unwinds);
+        cost.fast_share = fast + slow > 0 ? fast / (fast + slow) : 0;
+      }
       // The file's events over the whole run (its first step too), less
       // the samples; the process counters the drain thread adds are few.
       auto reader =

@@ -619,7 +619,18 @@ std::string CurrentTracePath() {
 
 SamplingCost CurrentSamplingCost() {
   const sampling::SamplerCost c = sampling::StackSampler::Cost();
-  return {c.samples, c.handler_ns};
+  return {c.samples, c.timed_samples, c.timed_handler_ns, c.fast_unwinds,
+          c.fallback_unwinds};
+}
+
+double SamplingHandlerNs(const SamplingCost& before,
+                         const SamplingCost& after) {
+  const uint64_t timed = after.timed_samples - before.timed_samples;
+  if (timed == 0) return 0;
+  const double per_sample =
+      static_cast<double>(after.timed_handler_ns - before.timed_handler_ns) /
+      static_cast<double>(timed);
+  return per_sample * static_cast<double>(after.samples - before.samples);
 }
 
 SessionStats CurrentSessionStats() {

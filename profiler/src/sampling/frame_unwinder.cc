@@ -106,22 +106,49 @@ uint64_t ReadEncoded(Cursor& c, uint8_t encoding, uintptr_t data_base) {
   const uintptr_t at = c.p;
   uint64_t v = 0;
   switch (encoding & 0x0f) {
-    case 0x00: v = c.Fixed(8); break;
-    case 0x01: v = c.Uleb(); break;
-    case 0x02: v = c.Fixed(2); break;
-    case 0x03: v = c.Fixed(4); break;
-    case 0x04: v = c.Fixed(8); break;
-    case 0x09: v = static_cast<uint64_t>(c.Sleb()); break;
-    case 0x0a: v = static_cast<uint64_t>(static_cast<int16_t>(c.Fixed(2))); break;
-    case 0x0b: v = static_cast<uint64_t>(static_cast<int32_t>(c.Fixed(4))); break;
-    case 0x0c: v = c.Fixed(8); break;
-    default: c.ok = false; return 0;
+    case 0x00:
+      v = c.Fixed(8);
+      break;
+    case 0x01:
+      v = c.Uleb();
+      break;
+    case 0x02:
+      v = c.Fixed(2);
+      break;
+    case 0x03:
+      v = c.Fixed(4);
+      break;
+    case 0x04:
+      v = c.Fixed(8);
+      break;
+    case 0x09:
+      v = static_cast<uint64_t>(c.Sleb());
+      break;
+    case 0x0a:
+      v = static_cast<uint64_t>(static_cast<int16_t>(c.Fixed(2)));
+      break;
+    case 0x0b:
+      v = static_cast<uint64_t>(static_cast<int32_t>(c.Fixed(4)));
+      break;
+    case 0x0c:
+      v = c.Fixed(8);
+      break;
+    default:
+      c.ok = false;
+      return 0;
   }
   switch (encoding & 0x70) {
-    case 0x00: break;
-    case 0x10: v += at; break;
-    case 0x30: v += data_base; break;
-    default: c.ok = false; return 0;
+    case 0x00:
+      break;
+    case 0x10:
+      v += at;
+      break;
+    case 0x30:
+      v += data_base;
+      break;
+    default:
+      c.ok = false;
+      return 0;
   }
   if (encoding & 0x80) c.ok = false;  // indirect: not for code addresses
   return v;
@@ -266,8 +293,12 @@ bool ParseCie(const UnwindMap& map, const UnwindMap::Object& object,
     Cursor data{c.p, c.p + length};
     for (size_t i = 1; i < n && data.ok; ++i) {
       switch (augmentation[i]) {
-        case 'R': cie->fde_encoding = data.U8(); break;
-        case 'L': data.U8(); break;
+        case 'R':
+          cie->fde_encoding = data.U8();
+          break;
+        case 'L':
+          data.U8();
+          break;
         case 'P': {
           const uint8_t encoding = data.U8();
           // Only its size matters; an aligned encoding has none we know.
@@ -275,9 +306,14 @@ bool ParseCie(const UnwindMap& map, const UnwindMap::Object& object,
           ReadEncoded(data, static_cast<uint8_t>(encoding & 0x7f), 0);
           break;
         }
-        case 'S': cie->signal_frame = true; break;
-        case 'B': break;
-        default: i = n; break;  // the rest is skipped by its length
+        case 'S':
+          cie->signal_frame = true;
+          break;
+        case 'B':
+          break;
+        default:
+          i = n;
+          break;  // the rest is skipped by its length
       }
     }
     if (!data.ok) return false;
@@ -375,16 +411,23 @@ struct Interpreter {
         continue;
       }
       switch (op) {
-        case 0x00: break;  // nop
-        case 0x01: {       // set_loc
+        case 0x00:
+          break;      // nop
+        case 0x01: {  // set_loc
           const uintptr_t next = ReadEncoded(c, fde_encoding, 0);
           if (next > target) done = true;
           loc = next;
           break;
         }
-        case 0x02: Advance(c.U8()); break;
-        case 0x03: Advance(c.Fixed(2)); break;
-        case 0x04: Advance(c.Fixed(4)); break;
+        case 0x02:
+          Advance(c.U8());
+          break;
+        case 0x03:
+          Advance(c.Fixed(2));
+          break;
+        case 0x04:
+          Advance(c.Fixed(4));
+          break;
         case 0x05: {  // offset_extended
           const uint64_t reg = c.Uleb();
           Set(reg, SavedKind::kOffset,
@@ -396,8 +439,12 @@ struct Interpreter {
           if (const SavedRule* r = InitialOf(reg)) *RuleOf(reg) = *r;
           break;
         }
-        case 0x07: Set(c.Uleb(), SavedKind::kUndefined); break;
-        case 0x08: Set(c.Uleb(), SavedKind::kSame); break;
+        case 0x07:
+          Set(c.Uleb(), SavedKind::kUndefined);
+          break;
+        case 0x08:
+          Set(c.Uleb(), SavedKind::kSame);
+          break;
         case 0x09: {  // register
           const uint64_t reg = c.Uleb();
           c.Uleb();
@@ -427,7 +474,9 @@ struct Interpreter {
           row.cfa_offset = static_cast<int64_t>(c.Uleb());
           if (row.cfa_expression) row.cfa_ok = false;
           break;
-        case 0x0f: DefCfaExpression(c); break;
+        case 0x0f:
+          DefCfaExpression(c);
+          break;
         case 0x10:    // expression
         case 0x16: {  // val_expression
           const uint64_t reg = c.Uleb();
@@ -462,14 +511,17 @@ struct Interpreter {
           Set(reg, SavedKind::kOther);
           break;
         }
-        case 0x2e: c.Uleb(); break;  // GNU_args_size
-        case 0x2f: {                 // GNU_negative_offset_extended
+        case 0x2e:
+          c.Uleb();
+          break;      // GNU_args_size
+        case 0x2f: {  // GNU_negative_offset_extended
           const uint64_t reg = c.Uleb();
           Set(reg, SavedKind::kOffset,
               -static_cast<int64_t>(c.Uleb()) * cie.data_align);
           break;
         }
-        default: return false;
+        default:
+          return false;
       }
     }
     return c.ok;
@@ -536,9 +588,14 @@ bool ComputeRule(const UnwindMap& map, uintptr_t ip, Rule* rule) {
   rule->cfa_deref = row.cfa_expression;
   rule->cfa_offset = row.cfa_offset;
   switch (row.ra.kind) {
-    case SavedKind::kUndefined: rule->outermost = true; break;
-    case SavedKind::kOffset: rule->ra_offset = row.ra.offset; break;
-    default: return false;
+    case SavedKind::kUndefined:
+      rule->outermost = true;
+      break;
+    case SavedKind::kOffset:
+      rule->ra_offset = row.ra.offset;
+      break;
+    default:
+      return false;
   }
   rule->rbp_kind = row.rbp.kind == SavedKind::kSame     ? SavedKind::kSame
                    : row.rbp.kind == SavedKind::kOffset ? SavedKind::kOffset
@@ -612,9 +669,10 @@ uint32_t Walk(const UnwindMap& map, const UnwindRegisters& registers,
   if ((known & kNeeded) != kNeeded) return 0;
   uintptr_t stack_lo = 0;
   uintptr_t stack_hi = 0;
-  if (bounds != nullptr && bounds->map_serial == map.serial() &&
-      value[kRsp] >= bounds->lo &&
-      value[kRsp] < bounds->hi) {
+  if (bounds != nullptr &&
+      (bounds->map_serial == map.serial() ||
+       bounds->map_serial == kAnyUnwindMap) &&
+      value[kRsp] >= bounds->lo && value[kRsp] < bounds->hi) {
     stack_lo = bounds->lo;
     stack_hi = bounds->hi;
   } else {
@@ -749,7 +807,8 @@ struct LoaderCounts {
 
 int ReadCounts(struct dl_phdr_info* info, size_t size, void* data) {
   auto* counts = static_cast<LoaderCounts*>(data);
-  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+  if (size >=
+      offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
     counts->adds = info->dlpi_adds;
     counts->subs = info->dlpi_subs;
   }
@@ -902,8 +961,7 @@ uint32_t UnwindFast(const UnwindRegisters& registers, uint64_t* ips,
   const uint32_t depth =
       map == nullptr ? 0 : Walk(*map, registers, ips, max_depth, bounds);
   g_readers.fetch_sub(1, std::memory_order_release);
-  (depth > 0 ? g_unwound : g_declined)
-      .fetch_add(1, std::memory_order_relaxed);
+  (depth > 0 ? g_unwound : g_declined).fetch_add(1, std::memory_order_relaxed);
   return depth;
 #else
   (void)registers;

@@ -74,10 +74,10 @@ class UnwindMap {
   size_t writable_ranges() const { return writable_.size(); }
 
  private:
-  std::vector<Code> code_;           // sorted by lo, disjoint
+  std::vector<Code> code_;  // sorted by lo, disjoint
   std::vector<Object> objects_;
-  std::vector<Segment> segments_;    // readable segments, per object
-  std::vector<Segment> writable_;    // sorted by lo, adjacent ones merged
+  std::vector<Segment> segments_;  // readable segments, per object
+  std::vector<Segment> writable_;  // sorted by lo, adjacent ones merged
   unsigned long long adds_ = 0;
   unsigned long long subs_ = 0;
   uint64_t serial_ = 0;
@@ -107,6 +107,9 @@ const UnwindMap* CurrentUnwindMap();
 // The writable mapping that held a thread's stack at its last walk, and the
 // serial number of the map it came from: a thread's next walk with the same
 // map skips the search while its stack pointer is still inside.
+// A thread that knows its own stack (pthread_getattr_np) gives bounds that
+// hold whatever the map: map_serial kAnyUnwindMap.
+inline constexpr uint64_t kAnyUnwindMap = ~uint64_t{0};
 struct StackBounds {
   uint64_t map_serial = 0;
   uintptr_t lo = 0;

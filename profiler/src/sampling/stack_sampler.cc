@@ -2,6 +2,7 @@
 
 #define UNW_LOCAL_ONLY  // before libunwind.h, or the local-only API won't link
 #include <libunwind.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -62,10 +63,22 @@ Slot g_slots[StackSampler::kMaxThreads];
 // Only one sampler at a time owns the handler.
 std::atomic<bool> g_sampler_active{false};
 
-// What the handler has cost the sampled threads so far: samples taken and
-// the time spent taking them (monotonic ns from entry to exit).
+// What the handler has cost the sampled threads so far: samples taken, and
+// for one sample in kTimedEvery, the sampled thread's CPU time from the
+// handler's entry to its exit. CPU time, not wall time: a handler preempted
+// on a busy machine would otherwise count the other process's time. Reading
+// a thread's CPU clock is a system call, so only every kTimedEvery-th
+// sample pays for it.
+constexpr uint64_t kTimedEvery = 16;
 std::atomic<uint64_t> g_handled{0};
-std::atomic<uint64_t> g_handler_ns{0};
+std::atomic<uint64_t> g_timed{0};
+std::atomic<uint64_t> g_timed_ns{0};
+
+int64_t ThreadCpuNow() {
+  struct timespec now;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
 
 // The disposition that was in place before ours, for signals that are not
 // from our timers (someone else's sigqueue/kill of the same signal).
@@ -144,6 +157,9 @@ bool HandleTimerSignal(siginfo_t* info, void* ucontext) {
   if (index >= static_cast<uint64_t>(StackSampler::kMaxThreads)) return true;
 
   Slot& slot = g_slots[index];
+  const bool timed =
+      g_handled.load(std::memory_order_relaxed) % kTimedEvery == 0;
+  const int64_t cpu_entered = timed ? ThreadCpuNow() : 0;
   uint64_t expected = SlotWord(generation, kActive);
   if (!slot.word.compare_exchange_strong(
           expected, SlotWord(generation, kInHandler), std::memory_order_acquire,
@@ -166,13 +182,13 @@ bool HandleTimerSignal(siginfo_t* info, void* ucontext) {
       sample->depth =
           CaptureStack(ucontext, sample->ips, kMaxStackDepth, &slot.stack);
       ring->Commit();
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      const int64_t left =
-          static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
       g_handled.fetch_add(1, std::memory_order_relaxed);
-      g_handler_ns.fetch_add(
-          static_cast<uint64_t>(std::max<int64_t>(left - entered, 0)),
-          std::memory_order_relaxed);
+      if (timed) {
+        g_timed_ns.fetch_add(static_cast<uint64_t>(std::max<int64_t>(
+                                 ThreadCpuNow() - cpu_entered, 0)),
+                             std::memory_order_relaxed);
+        g_timed.fetch_add(1, std::memory_order_relaxed);
+      }
     }
   }
   slot.word.store(SlotWord(generation, kActive), std::memory_order_release);
@@ -301,8 +317,26 @@ StackSampler::StackSampler(const SamplerOptions& options, int signal,
 StackSampler::~StackSampler() { Stop(); }
 
 absl::Status StackSampler::RegisterThread(pid_t tid) {
+  // A thread that registers itself (on its first event) says where its
+  // stack is, so that the cached unwinder walks it before the next map
+  // rebuild lists its mapping. Not the main thread: its reported stack
+  // reaches down to the rlimit, over pages not mapped yet.
+  StackBounds own;
+  if (tid == static_cast<pid_t>(syscall(SYS_gettid)) && tid != getpid()) {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* low = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &low, &size) == 0 && size > 0) {
+        own.map_serial = kAnyUnwindMap;
+        own.lo = reinterpret_cast<uintptr_t>(low);
+        own.hi = own.lo + size;
+      }
+      pthread_attr_destroy(&attr);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  return RegisterLocked(tid);
+  return RegisterLocked(tid, own);
 }
 
 size_t StackSampler::RegisterUnsampled(const std::vector<pid_t>& tids) {
@@ -314,7 +348,7 @@ size_t StackSampler::RegisterUnsampled(const std::vector<pid_t>& tids) {
       // that exited since it was listed, or one past the table, is not
       // sampled.
       if (threads_.contains(tid)) continue;
-      if (RegisterLocked(tid).ok()) ++added;
+      if (RegisterLocked(tid, StackBounds{}).ok()) ++added;
     }
   }
   RefreshUnwindMap();
@@ -330,7 +364,7 @@ void StackSampler::RefreshUnwindMap() {
   InstallUnwindMap(UnwindMap::Build());
 }
 
-absl::Status StackSampler::RegisterLocked(pid_t tid) {
+absl::Status StackSampler::RegisterLocked(pid_t tid, const StackBounds& stack) {
   if (stopped_) {
     return absl::FailedPreconditionError(
         absl::StrCat("RegisterThread(", tid, "): the sampler is stopped"));
@@ -360,7 +394,7 @@ absl::Status StackSampler::RegisterLocked(pid_t tid) {
   // Publish the slot before the timer can fire.
   slot.tid = tid;
   slot.ring = registration.ring.get();
-  slot.stack = {};
+  slot.stack = stack;
   slot.word.store(SlotWord(registration.generation, kActive),
                   std::memory_order_release);
 
@@ -525,9 +559,13 @@ void StackSampler::Stop() {
 
 SamplerCost StackSampler::Cost() {
   const FastUnwindStats fast = GetFastUnwindStats();
-  return {g_handled.load(std::memory_order_relaxed),
-          g_handler_ns.load(std::memory_order_relaxed), fast.unwound,
-          fast.declined};
+  SamplerCost cost;
+  cost.samples = g_handled.load(std::memory_order_relaxed);
+  cost.timed_samples = g_timed.load(std::memory_order_relaxed);
+  cost.timed_handler_ns = g_timed_ns.load(std::memory_order_relaxed);
+  cost.fast_unwinds = fast.unwound;
+  cost.fallback_unwinds = fast.declined;
+  return cost;
 }
 
 }  // namespace podscope::profiler::sampling

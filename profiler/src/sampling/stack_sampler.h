@@ -39,6 +39,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "src/sampling/frame_unwinder.h"
 #include "src/sampling/sample_ring.h"
 
 namespace podscope::profiler::sampling {
@@ -64,11 +65,13 @@ struct SamplerOptions {
 // are serialised internally). The signal handler never takes the sampler's
 // locks, so a registered thread may itself call any method.
 // The signal handler's work on the sampled threads: samples taken, and the
-// time from its entry to its exit while taking them (the unwinding). The
+// sampled thread's CPU time from the handler's entry to its exit, read for
+// one sample in 16 (reading a thread's CPU clock is a system call). The
 // kernel's delivery of the signal is not in it.
 struct SamplerCost {
   uint64_t samples = 0;
-  uint64_t handler_ns = 0;
+  uint64_t timed_samples = 0;
+  uint64_t timed_handler_ns = 0;
   // Stacks the cached unwinder walked, and those it left to libunwind.
   uint64_t fast_unwinds = 0;
   uint64_t fallback_unwinds = 0;
@@ -140,7 +143,9 @@ class StackSampler {
 
   StackSampler(const SamplerOptions& options, int signal,
                const struct sigaction& previous);
-  absl::Status RegisterLocked(pid_t tid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `stack`: the thread's stack when it registers itself, else empty.
+  absl::Status RegisterLocked(pid_t tid, const StackBounds& stack)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes the timer, waits until the handler is out of the slot, frees the
   // slot and parks the ring for the next Drain().
   void RetireLocked(Registration& registration)

@@ -1,6 +1,7 @@
 #include "src/sampling/frame_unwinder.h"
 
 #define UNW_LOCAL_ONLY
+#include <alloca.h>
 #include <libunwind.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -8,8 +9,6 @@
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
-
-#include <alloca.h>
 
 #include <atomic>
 #include <cstdint>
@@ -182,9 +181,9 @@ TEST(FrameUnwinder, GivesLibunwindsStacksForSampledFrames) {
 // follows whatever the words say and must never read past its mapping.
 TEST(FrameUnwinder, CorruptStacksEndTheWalkInsideTheirMapping) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  auto* region = static_cast<uint8_t*>(mmap(nullptr, 4 * page,
-                                            PROT_READ | PROT_WRITE,
-                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* region =
+      static_cast<uint8_t*>(mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(region, MAP_FAILED);
   ASSERT_EQ(mprotect(region, page, PROT_NONE), 0);
   ASSERT_EQ(mprotect(region + 3 * page, page, PROT_NONE), 0);
@@ -206,12 +205,16 @@ TEST(FrameUnwinder, CorruptStacksEndTheWalkInsideTheirMapping) {
     for (size_t i = 0; i < size / 8; ++i) {
       const uint64_t r = random();
       switch (r % 4) {
-        case 0: words[i] = code[(r >> 8) % 5]; break;
-        case 1:
-          words[i] = reinterpret_cast<uint64_t>(stack) + (r >> 8) % (size + 64) -
-                     32;
+        case 0:
+          words[i] = code[(r >> 8) % 5];
           break;
-        default: words[i] = r; break;
+        case 1:
+          words[i] =
+              reinterpret_cast<uint64_t>(stack) + (r >> 8) % (size + 64) - 32;
+          break;
+        default:
+          words[i] = r;
+          break;
       }
     }
     UnwindRegisters registers;
@@ -283,7 +286,10 @@ TEST(FrameUnwinder, TheSamplerUsesIt) {
   auto sampler = StackSampler::Create({});
   ASSERT_TRUE(sampler.ok()) << sampler.status();
   const SamplerCost before = StackSampler::Cost();
-  const int64_t burn_ns = std::getenv("PODSCOPE_UNWIND_BURN_MS") ? std::atoll(std::getenv("PODSCOPE_UNWIND_BURN_MS")) * 1'000'000 : 600'000'000;
+  const int64_t burn_ns =
+      std::getenv("PODSCOPE_UNWIND_BURN_MS")
+          ? std::atoll(std::getenv("PODSCOPE_UNWIND_BURN_MS")) * 1'000'000
+          : 600'000'000;
   std::atomic<pid_t> tid{0};
   std::atomic<bool> registered{false};
   std::atomic<uint64_t> sink{0};
@@ -315,13 +321,18 @@ TEST(FrameUnwinder, TheSamplerUsesIt) {
   const uint64_t fallback = after.fallback_unwinds - before.fallback_unwinds;
   const uint64_t samples = after.samples - before.samples;
   if (samples > 0) {
-    std::printf("%llu samples, %.2f us each in the handler; %llu rules "
-                "computed so far\n",
-                static_cast<unsigned long long>(samples),
-                static_cast<double>(after.handler_ns - before.handler_ns) /
-                    static_cast<double>(samples) / 1000.0,
-                static_cast<unsigned long long>(
-                    GetFastUnwindStats().rules_computed));
+    std::printf(
+        "%llu samples, %.2f us of CPU each in the handler; %llu rules "
+        "computed so far\n",
+        static_cast<unsigned long long>(samples),
+        after.timed_samples == before.timed_samples
+            ? 0.0
+            : static_cast<double>(after.timed_handler_ns -
+                                  before.timed_handler_ns) /
+                  static_cast<double>(after.timed_samples -
+                                      before.timed_samples) /
+                  1000.0,
+        static_cast<unsigned long long>(GetFastUnwindStats().rules_computed));
   }
   EXPECT_GE(fast, (fast + fallback) * 95 / 100)
       << fast << " fast, " << fallback << " by libunwind";

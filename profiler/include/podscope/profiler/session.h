@@ -91,14 +91,23 @@ struct SessionStats {
 SessionStats CurrentSessionStats();
 
 // What stack sampling has cost this process's sampled threads so far, over
-// all sessions (cumulative; take differences): the samples taken and the
-// time its signal handler spent taking them. The kernel's part of
-// delivering each signal is not in it.
+// all sessions (cumulative; take differences): the samples taken and, for
+// one sample in 16, the sampled thread's CPU time spent in the signal
+// handler (reading a thread's CPU clock is a system call, so the others
+// are not timed). The kernel's part of delivering each signal is not in
+// it. Stacks are walked by a cached unwinder, or by libunwind where it
+// declines.
 struct SamplingCost {
   uint64_t samples = 0;
-  uint64_t handler_ns = 0;
+  uint64_t timed_samples = 0;
+  uint64_t timed_handler_ns = 0;
+  uint64_t fast_unwinds = 0;
+  uint64_t fallback_unwinds = 0;
 };
 SamplingCost CurrentSamplingCost();
+// The handler's CPU time over the samples taken between two readings,
+// estimated from the timed ones (0 when none was timed).
+double SamplingHandlerNs(const SamplingCost& before, const SamplingCost& after);
 
 // Facts about this process that the runtime and the capture client know;
 // they go into the metadata of the current and later sessions.
