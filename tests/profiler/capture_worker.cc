@@ -3,8 +3,12 @@
 // commands on stdin.
 //
 //   capture_worker [--port N] [--bind ADDR] [--token T] [--rate_hz R]
-//                  [--capture_root DIR] [--step_ms MS]
+//                  [--capture_root DIR] [--step_ms MS] [--servers K]
 //
+// --servers K serves K profiler servers instead of one, each standing for
+// a worker of its own: host "<host>-w<i>", and captures that record a
+// synthetic load of --rate_hz scopes a second (synthetic_source.h) rather
+// than this process's trace. One "port N" line is printed per server.
 // --capture_root lets the server take worker-side captures; --step_ms
 // makes the loop one numbered training step (PODSCOPE_STEP 0, 1, 2...)
 // every MS milliseconds, each holding an "inner" scope, instead of the
@@ -17,6 +21,7 @@
 //   quit     exit (so does end of input)
 // --rate_hz 0 records as fast as the thread can.
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,10 +31,12 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/trace.h"
+#include "synthetic_source.h"
 
 namespace {
 
@@ -48,6 +55,7 @@ int main(int argc, char** argv) {
   int port = 0;
   long rate_hz = 2000;
   long step_ms = 0;
+  long servers = 0;
   ServerOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -64,11 +72,39 @@ int main(int argc, char** argv) {
       options.capture_root = v;
     } else if (a == "--step_ms" && v) {
       step_ms = std::atol(v);
+    } else if (a == "--servers" && v) {
+      servers = std::atol(v);
     } else {
       std::fprintf(stderr, "capture_worker: bad argument '%s'\n", a.c_str());
       return 2;
     }
     ++i;
+  }
+  if (servers > 0) {
+    // Many workers in one process: each server records its own source.
+    char host[256] = "worker";
+    gethostname(host, sizeof(host) - 1);
+    std::vector<std::unique_ptr<ProfilerServer>> all;
+    for (long i = 0; i < servers; ++i) {
+      ServerOptions o = options;
+      o.host_name = std::string(host) + "-w" + std::to_string(i);
+      o.capture_source =
+          std::make_shared<testing::SyntheticSource>(o.host_name, rate_hz);
+      auto s = StartServer(0, o);
+      if (!s.ok()) {
+        std::fprintf(stderr, "capture_worker: %s\n",
+                     std::string(s.status().message()).c_str());
+        return 1;
+      }
+      std::printf("port %d\n", (*s)->port());
+      all.push_back(std::move(*s));
+    }
+    std::fflush(stdout);
+    std::string command;
+    while (std::getline(std::cin, command) && command != "quit") {
+    }
+    for (auto& s : all) s->Stop();
+    return 0;
   }
   auto server = StartServer(port, options);
   if (!server.ok()) {

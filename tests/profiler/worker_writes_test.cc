@@ -25,6 +25,7 @@
 #include "podscope/profiler/user_token.h"
 #include "podscope/trace_format/clock_model.h"
 #include "skewed_hosts.h"
+#include "synthetic_source.h"
 #include "trace_file.h"
 
 #ifndef PODSCOPE_CAPTURE_WORKER
@@ -284,6 +285,77 @@ TEST(WorkerWrites, WorkersWriteTheirOwnFilesAndStartTogether) {
   }
   EXPECT_EQ(n, 3u) << manifest;
   EXPECT_NE(manifest.find("\"mode\": \"worker_writes\""), std::string::npos);
+}
+
+// Many workers in one process (a pod simulated on one machine): each
+// server's captures record its own source, into files named by its host,
+// while the process's own trace stays free.
+TEST(WorkerWrites, ServersInOneProcessRecordTheirOwnSources) {
+  const std::string shared = FreshDir("ww-sources");
+  std::vector<std::unique_ptr<ProfilerServer>> servers;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < 3; ++i) {
+    ServerOptions options;
+    options.capture_root = shared;
+    options.host_name = "sim-" + std::to_string(i);
+    options.capture_source =
+        std::make_shared<testing::SyntheticSource>(options.host_name, 2000);
+    auto server = StartServer(0, options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    addrs.push_back((*server)->address());
+    servers.push_back(std::move(*server));
+  }
+  // The process records itself meanwhile: the servers do not need its
+  // session.
+  ASSERT_TRUE(StartTrace(FreshDir("ww-sources-own")).ok());
+  CaptureOptions o;
+  o.workers = addrs;
+  o.logdir = shared;
+  o.session = "sim";
+  o.duration_ms = 500;
+  o.worker_writes = true;
+  o.start_lead_ms = 100;
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(StopTrace().ok());
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->answered(), 3);
+  std::set<std::string> hosts;
+  for (const WorkerResult& w : result->workers) {
+    ASSERT_TRUE(w.ok) << w.error;
+    EXPECT_TRUE(w.file_seen);
+    EXPECT_EQ(fs::path(w.path).filename().string().rfind(w.host + ".", 0), 0u)
+        << w.path;
+    const std::string bytes = ReadAll(w.path);
+    EXPECT_EQ(bytes.size(), w.bytes);
+    EXPECT_EQ(Crc32Of(bytes), w.crc32);
+    auto f = ReadTraceFile(w.path);
+    ASSERT_NE(f.reader, nullptr);
+    EXPECT_TRUE(f.reader->report().intact()) << f.reader->report().Describe();
+    EXPECT_EQ(f.reader->metadata().host(), w.host);
+    hosts.insert(w.host);
+    // 2,000 scope pairs a second for about half a second, none before the
+    // common start.
+    const auto steps = f.SlicesNamed("step");
+    EXPECT_GT(steps.size(), 500u);
+    EXPECT_EQ(f.SlicesNamed("inner").size(), steps.size());
+    ASSERT_NE(w.start_at_ns, 0);
+    for (const auto& s : steps) EXPECT_GE(s.start_ns, w.start_at_ns);
+    EXPECT_GT(w.events, 0u);
+  }
+  EXPECT_EQ(hosts, (std::set<std::string>{"sim-0", "sim-1", "sim-2"}));
+  // A source has no steps: a window of steps is refused, naming why.
+  pb::CaptureRequest steps;
+  steps.set_worker_writes(true);
+  steps.set_session_id("sim-steps");
+  steps.set_duration_ms(1000);
+  steps.set_by_steps(true);
+  steps.set_first_step(1);
+  steps.set_last_step(2);
+  pb::CaptureData last;
+  const grpc::Status refused = CallCapture(addrs[0], steps, &last);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refused.error_message().find("steps"), std::string::npos)
+      << refused.error_message();
 }
 
 TEST(WorkerWrites, AWindowOfStepsHoldsExactlyThoseSteps) {

@@ -930,15 +930,19 @@ void InstallUnwindMap(std::unique_ptr<UnwindMap> map) {
   // allocated rather than freed under a reader.
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  bool settled = true;
   while (g_readers.load(std::memory_order_seq_cst) != 0) {
-    if (std::chrono::steady_clock::now() > deadline) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      settled = false;
+      break;
+    }
     std::this_thread::yield();
   }
   if (fresh == nullptr || fresh->adds() != old->adds() ||
       fresh->subs() != old->subs()) {
     ClearRuleCache();  // objects came or went: code may have moved
   }
-  delete old;
+  if (settled) delete old;
 }
 
 bool UnwindMapIsCurrent() {

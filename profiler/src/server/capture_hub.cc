@@ -191,6 +191,12 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::StartLocked(
   capture->clients = 1;
   int64_t start_ns = now;
   PODSCOPE_ASSIGN_OR_RETURN(capture->window, WindowFor(r, now, &start_ns));
+  CaptureSource* const source = options_.capture_source.get();
+  if (source != nullptr && r.by_steps()) {
+    return absl::InvalidArgumentError(
+        "this server's captures record a source without steps; ask for a "
+        "duration or a start time instead");
+  }
   capture->deadline_ns = deadline_ns + (start_ns - now);
   CaptureExtras extras;
   extras.window = capture->window;
@@ -204,8 +210,11 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::StartLocked(
     }
     PODSCOPE_ASSIGN_OR_RETURN(
         WorkerFile f,
-        CreateWorkerFile(options_.capture_root, capture->session_id,
-                         absl::StrCat(HostNameForFiles(), ".", getpid())));
+        CreateWorkerFile(
+            options_.capture_root, capture->session_id,
+            absl::StrCat(options_.host_name.empty() ? HostNameForFiles()
+                                                    : options_.host_name,
+                         ".", getpid())));
     capture->file_state = f.state;
     capture->file_dir = f.dir;
     file_path = f.relative_path;
@@ -224,6 +233,21 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::StartLocked(
   TraceOptions o = CaptureTraceOptions(r);
   o.session_id = capture->session_id;
   PODSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<tf::RecordSink> sink, make_sink());
+  if (source != nullptr) {
+    absl::Status started =
+        source->Start(std::move(sink), capture->session_id, start_ns);
+    if (!started.ok()) {
+      if (capture->worker_writes) {
+        RemoveWorkerFile(options_.capture_root, file_path);
+      }
+      return started;
+    }
+    capture->file.set_path(file_path);
+    if (capture->window) capture->window->Arm();
+    current_ = capture;
+    capture->controller = std::thread([this, capture] { Control(capture); });
+    return capture;
+  }
   absl::Status s = internal::StartOwnedSession(
       std::move(sink), o,
       absl::StrCat("remote capture '", capture->session_id, "' for ", peer),
@@ -320,11 +344,16 @@ absl::Status CaptureHub::WaitForEnd(
 }
 
 void CaptureHub::Control(std::shared_ptr<Capture> c) {
+  CaptureSource* const source = options_.capture_source.get();
   absl::Status end;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     end = WaitForEnd(lock, *c, std::chrono::milliseconds(100),
                      [&](absl::Status* why) {
+                       if (source != nullptr) {
+                         c->stream->SetProgress(source->events(), 0);
+                         return true;
+                       }
                        const SessionStats st = CurrentSessionStats();
                        c->stream->SetProgress(st.events, st.dropped);
                        // The window of steps closed (or cannot open).
@@ -338,11 +367,17 @@ void CaptureHub::Control(std::shared_ptr<Capture> c) {
     c->ending = true;
   }
   if (c->window) c->window->Disarm();
-  absl::Status s = internal::StopOwnedSession(c->owner);
-  if (!s.ok() && end.ok()) end = s;
-  const SessionStats st = CurrentSessionStats();
-  if (st.events != 0 || st.dropped != 0) {
-    c->stream->SetProgress(st.events, st.dropped);
+  if (source != nullptr) {
+    absl::Status s = source->Stop();
+    if (!s.ok() && end.ok()) end = s;
+    c->stream->SetProgress(source->events(), 0);
+  } else {
+    absl::Status s = internal::StopOwnedSession(c->owner);
+    if (!s.ok() && end.ok()) end = s;
+    const SessionStats st = CurrentSessionStats();
+    if (st.events != 0 || st.dropped != 0) {
+      c->stream->SetProgress(st.events, st.dropped);
+    }
   }
   DescribeFile(*c, MonotonicNs());
   c->stream->Finish(end);

@@ -10,11 +10,39 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
+namespace podscope::trace_format {
+class RecordSink;
+}
 
 namespace podscope::profiler {
 
 inline constexpr int kDefaultServerPort = 9012;
+
+// What a server's captures record instead of this process's trace: for one
+// process that hosts many servers, each standing for a worker of its own
+// (a simulator of a pod, or the pod-scale capture benchmark, which serves
+// hundreds of workers from a few processes). The server still does
+// everything else as for the process's trace: the request's checks, the
+// scheduled start, the worker-side file under its capture root, progress
+// and the file's facts at the end. Windows of steps are refused (a source
+// has no steps).
+class CaptureSource {
+ public:
+  virtual ~CaptureSource() = default;
+  // Starts a trace file written into `sink` (a TraceWriter over it) named
+  // `session_id`, holding only events from `start_ns` (CLOCK_MONOTONIC)
+  // on. One recording at a time.
+  virtual absl::Status Start(std::unique_ptr<trace_format::RecordSink> sink,
+                             const std::string& session_id,
+                             int64_t start_ns) = 0;
+  // Ends the recording; its file is complete (flushed, indexed) on return.
+  virtual absl::Status Stop() = 0;
+  // Events written by the current (or last) recording so far.
+  virtual uint64_t events() const = 0;
+};
 
 struct ServerOptions {
   // Address to listen on. Empty means $PODSCOPE_PROFILER_BIND, else
@@ -61,8 +89,12 @@ struct ServerOptions {
   // The host name GetInfo reports, under which capture clients file this
   // process's trace. Empty means the machine's (gethostname); containers
   // that all share one host name can say which they are. Clients treat it
-  // as untrusted and make it a safe file name themselves.
+  // as untrusted and make it a safe file name themselves. It also names a
+  // worker-side capture's file.
   std::string host_name;
+  // Captures record this source instead of the process's trace (see
+  // CaptureSource); null: the process's trace.
+  std::shared_ptr<CaptureSource> capture_source;
 };
 
 class ProfilerServer {
