@@ -402,6 +402,136 @@ TEST(WorkerWrites, AWindowOfStepsHoldsExactlyThoseSteps) {
   }
 }
 
+// 64 workers, 5 of them unreachable and 3 dying mid-capture: the other 56
+// complete, and every worker's outcome is in the result and the manifest.
+// The 56 are servers in two processes (capture_worker --servers), each
+// recording a load of its own; the 3 that die are processes of their own.
+TEST(WorkerWrites, SixtyFourWorkersWithFiveUnreachableAndThreeDying) {
+  const std::string shared = FreshDir("ww-64");
+  std::vector<std::unique_ptr<ChildProcess>> processes;
+  std::vector<std::string> addrs;
+  for (int p = 0; p < 2; ++p) {
+    processes.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{PODSCOPE_CAPTURE_WORKER, "--servers", "28",
+                                 "--rate_hz", "2000", "--capture_root", shared},
+        std::vector<std::string>{}));
+    for (int i = 0; i < 28; ++i) {
+      std::string line;
+      ASSERT_TRUE(processes.back()->ReadLine(&line, 30000) &&
+                  line.rfind("port ", 0) == 0)
+          << line;
+      addrs.push_back("127.0.0.1:" + line.substr(5));
+    }
+  }
+  Workers dying;
+  ASSERT_TRUE(dying.Start(3, {"--capture_root", shared}));
+  std::vector<size_t> dying_at;
+  for (const std::string& a : dying.addrs) {
+    dying_at.push_back(addrs.size());
+    addrs.push_back(a);
+  }
+  std::vector<size_t> unreachable_at;
+  for (int port = 1; port <= 5; ++port) {
+    unreachable_at.push_back(addrs.size());
+    addrs.push_back("127.0.0.1:" + std::to_string(port));
+  }
+  ASSERT_EQ(addrs.size(), 64u);
+
+  CaptureOptions o;
+  o.workers = addrs;
+  o.logdir = shared;
+  o.session = "pod-64";
+  o.duration_ms = 1500;
+  o.worker_writes = true;
+  o.connect.connect_timeout_ms = 1000;
+  // Each dying worker is killed once its file holds flushed events.
+  std::thread killer([&] {
+    const fs::path dir = fs::path(shared) / "pod-64";
+    std::vector<bool> killed(dying.processes.size(), false);
+    size_t left = killed.size();
+    for (int round = 0; round < 3000 && left > 0; ++round) {
+      std::error_code e;
+      for (const auto& f : fs::directory_iterator(dir, e)) {
+        const std::string name = f.path().filename().string();
+        for (size_t k = 0; k < killed.size(); ++k) {
+          const std::string suffix =
+              "." + std::to_string(dying.processes[k]->pid()) + ".podtrace";
+          if (!killed[k] && name.size() > suffix.size() &&
+              name.compare(name.size() - suffix.size(), suffix.size(),
+                           suffix) == 0 &&
+              fs::file_size(f.path(), e) > 2048) {
+            dying.processes[k]->Kill();
+            killed[k] = true;
+            --left;
+          }
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(left, 0u) << "a dying worker's file never grew";
+  });
+  auto result = CaptureWorkers(o);
+  killer.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->workers.size(), 64u);
+  EXPECT_EQ(result->answered(), 56);
+  for (size_t i = 0; i < 56; ++i) {
+    const WorkerResult& w = result->workers[i];
+    ASSERT_TRUE(w.ok) << w.error;
+    EXPECT_TRUE(w.file_seen) << w.path;
+    auto f = ReadTraceFile(w.path);
+    ASSERT_NE(f.reader, nullptr) << w.path;
+    EXPECT_TRUE(f.reader->report().intact()) << w.path;
+    EXPECT_GT(f.SlicesNamed("step").size(), 1000u) << w.path;
+  }
+  for (size_t i : dying_at) {
+    const WorkerResult& w = result->workers[i];
+    EXPECT_FALSE(w.ok);
+    EXPECT_NE(w.error.find(addrs[i]), std::string::npos) << w.error;
+    // Reached, then lost: what it flushed before it died is readable.
+    EXPECT_FALSE(w.protocol.empty());
+  }
+  for (size_t i : unreachable_at) {
+    const WorkerResult& w = result->workers[i];
+    EXPECT_FALSE(w.ok);
+    EXPECT_NE(w.error.find(addrs[i]), std::string::npos) << w.error;
+    EXPECT_TRUE(w.protocol.empty()) << "never reached: " << w.error;
+  }
+  // The dying workers' files: each holds steps it flushed before it died.
+  int partial = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(shared) / "pod-64")) {
+    for (const auto& p : dying.processes) {
+      const std::string suffix = "." + std::to_string(p->pid()) + ".podtrace";
+      const std::string name = e.path().filename().string();
+      if (name.size() <= suffix.size() ||
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) !=
+              0) {
+        continue;
+      }
+      auto f = ReadTraceFile(e.path().string());
+      ASSERT_NE(f.reader, nullptr) << name;
+      EXPECT_GT(f.SlicesNamed("step").size(), 20u) << name;
+      ++partial;
+    }
+  }
+  EXPECT_EQ(partial, 3);
+  // The manifest says what each of the 64 did.
+  const std::string manifest = ReadAll(result->manifest_path);
+  EXPECT_NE(manifest.find("\"answered\": 56"), std::string::npos);
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = 0; (at = manifest.find(needle, at)) != std::string::npos;
+         ++at) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("\"outcome\": \"ok\""), 56u) << manifest;
+  EXPECT_EQ(count("\"outcome\": \"not reached\""), 5u) << manifest;
+  EXPECT_EQ(count("\"outcome\": \"failed\""), 3u) << manifest;
+  for (auto& p : processes) p->WriteLine("quit");
+}
+
 TEST(WorkerWrites, FailuresAreCollectedAndTheOthersComplete) {
   const std::string shared = FreshDir("ww-failures");
   Workers pool;
