@@ -347,5 +347,92 @@ TEST(JobClock, ThreeHostsOneJobCapturedByName) {
                 testing::ParseMarks(all), 3, 3, kSkew);
 }
 
+// `--steps` across three hosts (network namespaces), each rank on a clock
+// skewed by seconds: every rank writes its own file holding exactly the
+// steps asked for, lined up by the job's clock.
+TEST(CaptureJob, StepsAcrossThreeHostsWrittenByTheRanks) {
+  PODSCOPE_SKIP_WITHOUT_NETWORK_NAMESPACES();
+  BridgedHosts hosts(3);
+  ASSERT_TRUE(hosts.ok()) << "could not set up network namespaces";
+  const std::string root = FreshDir("steps-3hosts");
+  const std::string rdzv =
+      hosts.address(0) + ":" + std::to_string(20000 + (getpid() + 7) % 10000);
+  const std::vector<std::string> env = {"PODSCOPE_JOB_TOKEN=steps-job-token",
+                                        "PODSCOPE_CAPTURE_ROOT=" + root};
+  constexpr int64_t kSkew = 1'500'000'000;
+  std::vector<std::unique_ptr<Process>> launchers;
+  for (int i = 0; i < 3; ++i) {
+    launchers.push_back(std::make_unique<Process>(
+        std::vector<std::string>{"ip",
+                                 "netns",
+                                 "exec",
+                                 hosts.name(i),
+                                 kPodscope,
+                                 "launch",
+                                 "--insecure",
+                                 "--nnodes",
+                                 "3",
+                                 "--node_rank",
+                                 std::to_string(i),
+                                 "--nproc_per_node",
+                                 "1",
+                                 "--rdzv_endpoint",
+                                 rdzv,
+                                 kWorker,
+                                 "job",
+                                 "--run_ms",
+                                 "6000",
+                                 "--step_ms",
+                                 "40",
+                                 "--skew_ns",
+                                 std::to_string(kSkew)},
+        env));
+  }
+  std::string coordinator;
+  for (int i = 0; i < 3; ++i) {
+    const std::string c = WaitForRanks(*launchers[i], 1);
+    ASSERT_FALSE(c.empty()) << launchers[i]->output();
+    coordinator = c;
+  }
+  EXPECT_EQ(coordinator.rfind(hosts.address(0) + ":", 0), 0u) << coordinator;
+  // Step 100 begins about 4 s after the ranks started.
+  Process capture({kPodscope, "capture", "--job", coordinator, "--logdir", root,
+                   "--steps", "100:102", "--session", "by-steps"},
+                  env);
+  const int cap_status = capture.Wait(60000);
+  EXPECT_TRUE(WIFEXITED(cap_status) && WEXITSTATUS(cap_status) == 0)
+      << capture.output();
+  EXPECT_THAT(capture.output(), HasSubstr("3 of 3 workers answered"));
+  const std::string manifest = ReadAll(root + "/by-steps/manifest.json");
+  EXPECT_THAT(manifest, HasSubstr("\"mode\": \"worker_writes\""));
+  EXPECT_THAT(manifest, HasSubstr("\"clock_source\": \"job\""));
+  auto captured = testing::ReadRankTraces(root + "/by-steps");
+  ASSERT_EQ(captured.size(), 3u) << manifest;
+  for (int r = 0; r < 3; ++r) {
+    const testing::RankTrace& t = captured[r];
+    EXPECT_TRUE(t.complete) << t.path;
+    ASSERT_GT(t.clock.offsets_size(), 0) << t.path;
+    EXPECT_EQ(t.clock.offsets(0).reference(), "rank 0");
+    // Each rank's clock is rank 0's less r skews, measured across hosts.
+    EXPECT_NEAR(static_cast<double>(t.clock.offsets(0).offset_ns()),
+                static_cast<double>(-r * kSkew), 5e6)
+        << t.path;
+    profiler::testing::TraceFile f = profiler::testing::ReadTraceFile(t.path);
+    std::set<int64_t> steps;
+    for (const auto& track : f.tracks) {
+      for (uint32_t i = 0; i < track.events.slices.size(); ++i) {
+        if (f.Name(track.events.slices[i].name) == "train_step") {
+          steps.insert(f.IntArg(track, i, "step"));
+        }
+      }
+    }
+    EXPECT_EQ(steps, (std::set<int64_t>{100, 101, 102})) << t.path;
+  }
+  for (auto& l : launchers) {
+    const int status = l->Wait(60000);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << l->output();
+  }
+}
+
 }  // namespace
 }  // namespace podscope::runtime
