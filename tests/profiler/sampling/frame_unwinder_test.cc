@@ -2,6 +2,7 @@
 
 #define UNW_LOCAL_ONLY
 #include <alloca.h>
+#include <dlfcn.h>
 #include <libunwind.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -279,6 +280,28 @@ TEST(FrameUnwinder, MapsReplacedDuringWalks) {
   stop = true;
   walker.join();
   EXPECT_GT(walked.load(), 0u);
+}
+
+// A library loaded after the map was built: the map is no longer current,
+// and the next one lists the library's code.
+TEST(FrameUnwinder, ALibraryLoadedLaterIsInTheNextMap) {
+  InstallUnwindMap(UnwindMap::Build());
+  ASSERT_TRUE(UnwindMapIsCurrent());
+  // zlib: on every Debian system, and linked into nothing of this test.
+  void* library = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) GTEST_SKIP() << "no libz.so.1: " << dlerror();
+  void* function = dlsym(library, "zlibVersion");
+  ASSERT_NE(function, nullptr);
+  const auto address = reinterpret_cast<uintptr_t>(function);
+  EXPECT_EQ(CurrentUnwindMap()->FindCode(address), nullptr);
+  EXPECT_FALSE(UnwindMapIsCurrent());
+  InstallUnwindMap(UnwindMap::Build());
+  EXPECT_TRUE(UnwindMapIsCurrent());
+  const UnwindMap::Code* code = CurrentUnwindMap()->FindCode(address);
+  ASSERT_NE(code, nullptr);
+  EXPECT_NE(CurrentUnwindMap()->object(code->object).count, 0u)
+      << "zlib's .eh_frame_hdr search table was not found";
+  dlclose(library);
 }
 
 // The sampler takes its stacks through the cached unwinder.
