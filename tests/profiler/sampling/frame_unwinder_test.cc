@@ -74,6 +74,7 @@ __attribute__((noinline)) uint64_t Burn(int64_t cpu_ns) {
   return x;
 }
 
+#if !PODSCOPE_TSAN
 // Both unwinders on the same interrupted context, from a signal handler.
 struct Pair {
   uint32_t fast_depth = 0;
@@ -102,9 +103,14 @@ void CompareHandler(int, siginfo_t*, void* ucontext) {
   }
   g_taken.store(i + 1, std::memory_order_relaxed);
 }
+#endif  // !PODSCOPE_TSAN
 
-#if defined(__x86_64__) && !PODSCOPE_TSAN
+#if defined(__x86_64__)
 
+// Under ThreadSanitizer a signal's handler runs late, with a copy of a
+// context whose stack has moved on: the tests that walk from a signal are
+// left out there.
+#if !PODSCOPE_TSAN
 TEST(FrameUnwinder, GivesLibunwindsStacksForSampledFrames) {
   std::atomic<pid_t> tid{0};
   std::atomic<bool> go{false};
@@ -177,6 +183,8 @@ TEST(FrameUnwinder, GivesLibunwindsStacksForSampledFrames) {
   EXPECT_GE(deep, fast_ok / 2);
   EXPECT_NE(sink.load(), 0u);
 }
+
+#endif  // !PODSCOPE_TSAN
 
 // A stack of random words, between two pages that may not be read: the walk
 // follows whatever the words say and must never read past its mapping.
@@ -304,6 +312,7 @@ TEST(FrameUnwinder, ALibraryLoadedLaterIsInTheNextMap) {
   dlclose(library);
 }
 
+#if !PODSCOPE_TSAN
 // The sampler takes its stacks through the cached unwinder.
 TEST(FrameUnwinder, TheSamplerUsesIt) {
   auto sampler = StackSampler::Create({});
@@ -363,7 +372,9 @@ TEST(FrameUnwinder, TheSamplerUsesIt) {
   EXPECT_NE(sink.load(), 0u);
 }
 
-#endif  // x86-64, not under ThreadSanitizer
+#endif  // !PODSCOPE_TSAN
+
+#endif  // x86-64
 
 }  // namespace
 }  // namespace podscope::profiler::sampling
