@@ -524,6 +524,124 @@ TEST(XSpace, JaxLikeRunImportsWithNestingArgsAndAlignedHosts) {
   }
 }
 
+// A host of a skewed run: its wall clock is the true time plus `skew_ns`;
+// `collectives` all-reduces of steps 0.. end at common true instants, each
+// within +-1 us on this host; a host thread beside them.
+xp::XSpace SkewedHost(const std::string& name, int64_t skew_ns, int collectives,
+                      uint64_t seed) {
+  constexpr int64_t kTrueBase = 1'750'000'000'000'000'000;
+  std::mt19937_64 random(seed);
+  xp::XSpace space;
+  space.add_hostnames(name);
+  xp::XPlane* host = space.add_planes();
+  host->set_id(1);
+  host->set_name("/host:CPU");
+  (*host->mutable_event_metadata())[1].set_name("train_step");
+  xp::XLine* thread = host->add_lines();
+  thread->set_id(1);
+  thread->set_name("python");
+  thread->set_timestamp_ns(kTrueBase + skew_ns);
+  for (int k = 0; k < collectives; ++k) {
+    xp::XEvent* e = thread->add_events();
+    e->set_metadata_id(1);
+    e->set_offset_ps(int64_t{k} * 1'000'000'000);
+    e->set_duration_ps(500'000'000);
+  }
+  xp::XPlane* device = space.add_planes();
+  device->set_id(2);
+  device->set_name("/device:TPU:0");
+  (*device->mutable_stat_metadata())[1].set_name("group_id");
+  (*device->mutable_event_metadata())[1].set_name("all-reduce.7");
+  (*device->mutable_event_metadata())[2].set_name("fusion.2");
+  xp::XLine* ops = device->add_lines();
+  ops->set_id(1);
+  ops->set_name("XLA Ops");
+  ops->set_timestamp_ns(kTrueBase + skew_ns);
+  for (int k = 0; k < collectives; ++k) {
+    // Ends at true base + (k + 1) ms, on this host's clock, +-1 us.
+    const int64_t jitter = static_cast<int64_t>(random() % 2001) - 1000;
+    const int64_t end = int64_t{k + 1} * 1'000'000 + jitter;
+    xp::XEvent* fusion = ops->add_events();
+    fusion->set_metadata_id(2);
+    fusion->set_offset_ps((end - 400'000) * 1000);
+    fusion->set_duration_ps(100'000'000);
+    xp::XEvent* e = ops->add_events();
+    e->set_metadata_id(1);
+    e->set_offset_ps((end - 200'000) * 1000);
+    e->set_duration_ps(200'000'000);
+    xp::XStat* step = e->add_stats();
+    step->set_metadata_id(1);
+    step->set_int64_value(k);
+  }
+  return space;
+}
+
+void WriteSpace(const xp::XSpace& space, const fs::path& path) {
+  std::ofstream out(path, std::ios::binary);
+  ASSERT_TRUE(space.SerializeToOstream(&out));
+}
+
+// XProf's hosts stamp events with their own wall clocks. An imported run
+// of several hosts is lined up by the collectives they all ran: each file
+// carries its offset to the first host's clock, within a stated
+// uncertainty that holds the truth.
+TEST(XSpace, ARunOfSkewedHostsLinesUpByItsCollectives) {
+  TempDir dir;
+  const fs::path run = dir.path() / "plugins" / "profile" / "skewed";
+  fs::create_directories(run);
+  const std::vector<int64_t> skew = {0, 3'200'000'123, -1'700'000'456,
+                                     250'000'789};
+  std::vector<std::string> files;
+  for (size_t h = 0; h < skew.size(); ++h) {
+    const fs::path path = run / absl::StrCat("host-", h, ".xplane.pb");
+    WriteSpace(SkewedHost(absl::StrCat("host-", h), skew[h], 40, 11 + h), path);
+    files.push_back(path.string());
+  }
+  auto written = ImportXSpace(files, (dir.path() / "out").string(), {});
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(written->size(), skew.size());
+  for (size_t h = 0; h < skew.size(); ++h) {
+    auto r = TraceReader::Open((*written)[h]);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ((*r)->clock().offsets_size(), 1) << (*written)[h];
+    const proto::ClockOffset& o = (*r)->clock().offsets(0);
+    EXPECT_EQ(o.reference(), "host host-0 (by collectives)");
+    // reference = local + offset; the truth is -skew (host 0: exactly 0).
+    const int64_t error = o.offset_ns() + skew[h];
+    EXPECT_LE(std::llabs(error), o.uncertainty_ns())
+        << "host " << h << " understates its uncertainty";
+    EXPECT_LE(o.uncertainty_ns(), 10'000) << "host " << h;
+    if (h == 0) {
+      EXPECT_EQ(o.offset_ns(), 0);
+    }
+  }
+}
+
+// When one host ran no collective, nothing lines the run up but the hosts'
+// wall clocks, as XProf has it: no host claims an alignment it lacks.
+TEST(XSpace, ARunWithAHostWithoutCollectivesKeepsWallClocks) {
+  TempDir dir;
+  const fs::path run = dir.path() / "run";
+  fs::create_directories(run);
+  std::vector<std::string> files;
+  for (int h = 0; h < 3; ++h) {
+    const fs::path path = run / absl::StrCat("host-", h, ".xplane.pb");
+    WriteSpace(SkewedHost(absl::StrCat("host-", h), h * 1'000'000,
+                          h == 2 ? 0 : 40, 5 + h),
+               path);
+    files.push_back(path.string());
+  }
+  auto written = ImportXSpace(files, (dir.path() / "out").string(), {});
+  ASSERT_TRUE(written.ok()) << written.status();
+  for (const std::string& path : *written) {
+    auto r = TraceReader::Open(path);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ((*r)->clock().offsets_size(), 1);
+    EXPECT_EQ((*r)->clock().offsets(0).reference(), "realtime (XSpace)");
+    EXPECT_EQ((*r)->clock().offsets(0).offset_ns(), 0);
+  }
+}
+
 TEST(XSpace, DamagedFilesAreErrorsNamingThem) {
   TempDir dir;
   const JaxRun run = WriteJaxRun(dir.path());

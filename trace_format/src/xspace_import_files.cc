@@ -1,6 +1,8 @@
 // ImportXSpace: the XSpace files of one run, each converted into a podtrace
 // file (XSpaceToPodtrace) written under a temporary name and renamed when
-// complete.
+// complete. The hosts of a run of several files are lined up first by the
+// collectives they all ran (host_alignment.h).
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +14,7 @@
 #include "podscope/base/file_names.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/trace_format/format.h"
+#include "podscope/trace_format/host_alignment.h"
 #include "podscope/trace_format/import.h"
 #include "podscope/trace_format/writer.h"
 #include "podscope/trace_format/xspace.h"
@@ -82,6 +85,55 @@ absl::StatusOr<std::string> ImportOne(const std::string& file,
   return path.string();
 }
 
+// Each file's offset to the first host's clock, from the collectives every
+// host ran: XProf's hosts stamp their events with their own wall clocks,
+// which differ by whatever NTP left. Empty when the run has one file, or
+// when the fit cannot be made for every host (a run half on one clock and
+// half on another lines up nothing); then each host's wall clock stands,
+// as XProf has it. Each file is parsed here once more than the conversion
+// does, one at a time, so that a run of many large files is never held
+// whole.
+std::vector<std::vector<proto::ClockOffset>> AlignRun(
+    const std::vector<std::string>& files, const ImportOptions& options) {
+  if (files.size() < 2) return {};
+  std::vector<AlignInput> inputs(files.size());
+  std::vector<std::string> hosts(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (options.cancel != nullptr && options.cancel->load()) return {};
+    hosts[i] = FileStem(files[i]);
+    auto data = ReadWholeFile(files[i]);
+    if (!data.ok()) continue;
+    tensorflow::profiler::XSpace space;
+    if (data->size() > static_cast<size_t>(INT32_MAX) ||
+        !space.ParseFromArray(data->data(), static_cast<int>(data->size()))) {
+      continue;
+    }
+    if (!space.hostnames().empty() && !space.hostnames(0).empty()) {
+      hosts[i] = space.hostnames(0);
+    }
+    inputs[i].collective_ends = CollectivesOfXSpace(space).ends;
+  }
+  AlignOptions align;
+  align.method = AlignMethod::kCollectives;
+  align.anchor_on_first_host = true;
+  const std::vector<HostAlignment> fit = AlignHosts(inputs, align);
+  for (const HostAlignment& a : fit) {
+    if (a.method != AlignMethod::kCollectives) return {};
+  }
+  const std::string reference =
+      absl::StrCat("host ", hosts[0], " (by collectives)");
+  std::vector<std::vector<proto::ClockOffset>> out(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    proto::ClockOffset o;
+    o.set_local_monotonic_ns(0);
+    o.set_offset_ns(fit[i].offset_ns);
+    o.set_uncertainty_ns(fit[i].uncertainty_ns);
+    o.set_reference(reference);
+    out[i].push_back(o);
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ImportXSpace(
@@ -92,6 +144,8 @@ absl::StatusOr<std::vector<std::string>> ImportXSpace(
     return absl::PermissionDeniedError(
         absl::StrCat(failed_part, ": cannot create: ", ec.message()));
   }
+  const std::vector<std::vector<proto::ClockOffset>> offsets =
+      AlignRun(files, options);
   std::vector<std::string> written;
   absl::Status first_error;
   size_t failures = 0;
@@ -107,6 +161,7 @@ absl::StatusOr<std::vector<std::string>> ImportXSpace(
                         : options.session;
     facts.process_index = static_cast<int32_t>(i);
     facts.process_count = static_cast<int32_t>(files.size());
+    if (!offsets.empty()) facts.clock = offsets[i];
     auto path = ImportOne(files[i], out_dir, facts);
     if (!path.ok()) {
       if (!options.on_file_error) return path.status();

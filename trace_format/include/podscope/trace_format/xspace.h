@@ -34,6 +34,22 @@
 
 namespace podscope::trace_format {
 
+// What an XSpace offers for lining its host up with others
+// (host_alignment.h): its events' span on the host's clock, and its
+// collectives' ends, each keyed by a Podscope collective id or else by
+// XLA's op name with its step and its occurrence in that step on its line
+// (an op on several devices of the host: the last end). Times outside
+// [0, 2^62) ns are left out.
+struct XSpaceCollectives {
+  uint64_t events = 0;
+  bool has_span = false;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  std::vector<std::pair<std::string, int64_t>> ends;
+};
+XSpaceCollectives CollectivesOfXSpace(
+    const tensorflow::profiler::XSpace& space);
+
 struct XSpaceExportOptions {
   // XProf's tracer levels: 0 leaves the host plane (threads, counters) or
   // the device planes out; any other level keeps them whole (a capture

@@ -1,4 +1,4 @@
-#include "src/capture/host_alignment.h"
+#include "podscope/trace_format/host_alignment.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
-namespace podscope::profiler::internal {
+namespace podscope::trace_format {
 namespace {
 
 int64_t Median(std::vector<int64_t> v) {
@@ -85,7 +85,10 @@ std::vector<HostAlignment> FitCollectives(const std::vector<AlignInput>& in,
                                           const AlignOptions& options,
                                           std::string* why) {
   if (hosts.size() < 2) {
-    *why = "fewer than two hosts with collectives and Profile call times";
+    *why = options.anchor_on_first_host
+               ? "fewer than two hosts with collectives"
+               : "fewer than two hosts with collectives and Profile call "
+                 "times";
     return {};
   }
   absl::flat_hash_map<std::string_view, int> seen;
@@ -126,6 +129,20 @@ std::vector<HostAlignment> FitCollectives(const std::vector<AlignInput>& in,
       return {};
     }
     fits.push_back(fit);
+  }
+  if (options.anchor_on_first_host) {
+    // The reference host's own clock is the reference.
+    std::vector<HostAlignment> out;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      HostAlignment a;
+      a.method = AlignMethod::kCollectives;
+      a.offset_ns = fits[i].offset_ns;
+      a.uncertainty_ns = fits[i].uncertainty_ns;
+      a.relative_uncertainty_ns = fits[i].uncertainty_ns;
+      a.collectives = fits[i].used;
+      out.push_back(a);
+    }
+    return out;
   }
   // Every host's rpc interval, moved by its offset to the reference,
   // bounds the reference's own offset.
@@ -202,7 +219,8 @@ std::vector<HostAlignment> AlignHosts(const std::vector<AlignInput>& hosts,
   }
   std::vector<size_t> fitted;
   for (size_t i = 0; i < hosts.size(); ++i) {
-    if (RpcUsable(hosts[i]) && !hosts[i].collective_ends.empty()) {
+    if ((options.anchor_on_first_host || RpcUsable(hosts[i])) &&
+        !hosts[i].collective_ends.empty()) {
       fitted.push_back(i);
     }
   }
@@ -223,4 +241,4 @@ std::vector<HostAlignment> AlignHosts(const std::vector<AlignInput>& hosts,
   return out;
 }
 
-}  // namespace podscope::profiler::internal
+}  // namespace podscope::trace_format
