@@ -13,7 +13,10 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "podscope/trace_format/reader.h"
 
 namespace podscope::trace_format {
@@ -439,6 +442,72 @@ JsonCounts CountJson(const fs::path& path) {
     }
   }
   return counts;
+}
+
+// A Kineto trace of one rank whose wall clock is the true time plus
+// `skew_us`: 30 NCCL all-reduce kernels ending at common true instants
+// (within +-1 us), and a compute kernel before each.
+std::string KinetoRank(int rank, int64_t skew_us, int kernels) {
+  constexpr int64_t kTrueBaseUs = 1'700'000'000'000'000;
+  std::string events;
+  for (int k = 0; k < kernels; ++k) {
+    const int64_t end_us = kTrueBaseUs + skew_us + int64_t{k + 1} * 5000 +
+                           ((k * 7 + rank) % 3 - 1);
+    if (!events.empty()) events += ",";
+    events += absl::StrCat(
+        R"({"ph":"X","cat":"kernel","name":"volta_sgemm_128x64_nn",)",
+        R"("pid":0,"tid":7,"ts":)", end_us - 900, R"(,"dur":300,)",
+        R"("args":{"device":0,"stream":7,"correlation":)", 100 + 2 * k, "}}");
+    events += absl::StrCat(
+        R"(,{"ph":"X","cat":"kernel",)",
+        R"j("name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)",)j",
+        R"("pid":0,"tid":7,"ts":)", end_us - 400, R"(,"dur":400,)",
+        R"("args":{"device":0,"stream":7,"correlation":)", 101 + 2 * k, "}}");
+  }
+  return absl::StrCat(
+      R"({"schemaVersion":1,"distributedInfo":{"backend":"nccl","rank":)", rank,
+      R"(,"world_size":3},"traceEvents":[)", events, "]}");
+}
+
+// Kineto's ranks stamp their events with their own wall clocks. A run of
+// several ranks is lined up by the NCCL kernels every rank ran, the first
+// rank's clock the reference, within an uncertainty that holds the truth.
+TEST_F(ChromeImportTest, KinetoRanksLineUpByTheirNcclKernels) {
+  const std::vector<int64_t> skew_us = {0, 2500, -1300};
+  std::vector<std::string> files;
+  for (int r = 0; r < 3; ++r) {
+    files.push_back(Write(absl::StrCat("rank-", r, ".json"),
+                          KinetoRank(r, skew_us[r], 30)));
+  }
+  auto imported = ImportChromeJsonFiles(files, (dir_ / "out").string());
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_EQ(imported->paths.size(), 3u);
+  for (const std::string& path : imported->paths) {
+    auto reader = TraceReader::Open(path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    const int rank = (*reader)->metadata().process_index();
+    ASSERT_EQ((*reader)->clock().offsets_size(), 1) << path;
+    const proto::ClockOffset& o = (*reader)->clock().offsets(0);
+    EXPECT_EQ(o.reference(), "rank0 (by collectives)");
+    const int64_t error = o.offset_ns() + skew_us[rank] * 1000;
+    EXPECT_LE(std::llabs(error), o.uncertainty_ns())
+        << "rank " << rank << " understates its uncertainty";
+    EXPECT_LE(o.uncertainty_ns(), 10'000) << "rank " << rank;
+  }
+  // One rank with kernels that match nothing (different collectives, not
+  // the same count): no alignment is claimed, the wall clocks stand.
+  std::vector<std::string> mixed = {files[0], files[1],
+                                    Write("rank-2b.json", KinetoRank(2, 0, 2))};
+  auto kept = ImportChromeJsonFiles(mixed, (dir_ / "kept").string());
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  for (const std::string& path : kept->paths) {
+    auto reader = TraceReader::Open(path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    ASSERT_EQ((*reader)->clock().offsets_size(), 1) << path;
+    EXPECT_EQ((*reader)->clock().offsets(0).reference(),
+              "wall clock (trace timestamps)");
+    EXPECT_EQ((*reader)->clock().offsets(0).offset_ns(), 0);
+  }
 }
 
 TEST_F(ChromeImportTest, TwoKinetoRanksBecomeOneSession) {

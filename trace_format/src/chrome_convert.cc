@@ -447,6 +447,42 @@ uint32_t ChromeConverter::SharedInstantTrack(const Event& e) {
   return track;
 }
 
+void ChromeConverter::NoteCollective(std::string_view name, int64_t end) {
+  // NCCL's kernels: ncclKernel_AllReduce_RING_LL_Sum_float(...) before
+  // NCCL 2.19, ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) after.
+  for (std::string_view prefix : {"ncclKernel_", "ncclDevKernel_"}) {
+    if (!name.starts_with(prefix)) continue;
+    std::string_view rest = name.substr(prefix.size());
+    const size_t cut = rest.find_first_of("_(");
+    rest = rest.substr(0, cut);
+    if (rest.empty() || rest.size() > 64) return;
+    // Bounded: a hostile file cannot grow this past the events it holds,
+    // and the alignment needs no more than a few thousand.
+    if (nccl_ends_.size() < (size_t{1} << 20)) {
+      nccl_ends_.emplace_back(std::string(rest), end);
+    }
+    return;
+  }
+}
+
+std::vector<std::pair<std::string, int64_t>> ChromeConverter::CollectiveEnds()
+    const {
+  std::vector<std::pair<std::string, int64_t>> sorted = nccl_ends_;
+  std::stable_sort(
+      sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second < b.second;
+      });
+  std::vector<std::pair<std::string, int64_t>> out;
+  out.reserve(sorted.size());
+  size_t n = 0;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i > 0 && sorted[i].first != sorted[i - 1].first) n = 0;
+    out.emplace_back(absl::StrCat("nccl/", sorted[i].first, "/", n++),
+                     sorted[i].second);
+  }
+  return out;
+}
+
 void ChromeConverter::AddComplete(const Event& e, Thread& t, uint32_t name,
                                   std::span<const Arg> args,
                                   int64_t correlation, bool gpu) {
@@ -456,6 +492,7 @@ void ChromeConverter::AddComplete(const Event& e, Thread& t, uint32_t name,
   int64_t end;
   if (__builtin_add_overflow(ts, dur, &end)) end = INT64_MAX;
   max_ts_ = std::max(max_ts_, end);
+  if (gpu) NoteCollective(e.name, end);
   const EventRef ref = AddSlice(t, ts, end, name, args);
   if (correlation > 0) {
     const auto id = static_cast<uint64_t>(correlation);

@@ -50,6 +50,11 @@ class ChromeConverter {
   bool is_kineto() const { return kineto_; }
   uint64_t events() const { return events_; }
   int64_t min_ts() const { return min_ts_; }
+  // The NCCL kernels' ends on the device streams, for lining ranks up
+  // (host_alignment.h): keyed "nccl/<collective>/<n>", the n-th kernel of
+  // that collective (AllReduce, AllGather, SendRecv...) to end on this
+  // rank.
+  std::vector<std::pair<std::string, int64_t>> CollectiveEnds() const;
   const std::string& process_name() const { return main_process_name_; }
   // Facts for Metadata.attributes, and what was not converted as it was.
   const std::map<std::string, std::string>& attributes() const {
@@ -115,6 +120,9 @@ class ChromeConverter {
   absl::Status Dispatch(Event& e);
   // The track of a global ("g") or process ("p") instant, made on first use.
   uint32_t SharedInstantTrack(const Event& e);
+  // NCCL kernels seen on device streams: (collective, end).
+  void NoteCollective(std::string_view name, int64_t end);
+  std::vector<std::pair<std::string, int64_t>> nccl_ends_;
   // A complete ('X') slice, with Kineto's correlation as a flow end.
   void AddComplete(const Event& e, Thread& t, uint32_t name,
                    std::span<const Arg> args, int64_t correlation, bool gpu);

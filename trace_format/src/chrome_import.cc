@@ -6,7 +6,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -17,6 +21,7 @@
 #include "podscope/base/file_names.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/trace_format/format.h"
+#include "podscope/trace_format/host_alignment.h"
 #include "podscope/trace_format/import.h"
 #include "podscope/trace_format/writer.h"
 
@@ -47,7 +52,28 @@ struct Converted {
   ChromeImportResult result;
   proto::Metadata metadata;
   std::string host;
+  // Whether the times are wall-clock (Kineto's are), and the first.
+  bool wall_clock = false;
+  int64_t min_ts = 0;
+  std::vector<std::pair<std::string, int64_t>> collective_ends;
 };
+
+// The file's clock: reference = local + offset. The fitted offset when the
+// run's ranks were lined up by their collectives, else an offset of 0 to
+// the wall clock every rank's times are already on.
+void AddClockOffsetTo(TraceWriter* writer, const Converted& c,
+                      const proto::ClockOffset* fitted) {
+  if (!c.wall_clock) return;
+  proto::ClockOffset offset;
+  if (fitted != nullptr) {
+    offset = *fitted;
+  } else {
+    offset.set_offset_ns(0);
+    offset.set_reference("wall clock (trace timestamps)");
+  }
+  offset.set_local_monotonic_ns(c.min_ts);
+  writer->AddClockOffset(offset);
+}
 
 // Converts one stream into `writer`, filling `metadata`.
 absl::Status Convert(JsonEventStream* in, TraceWriter* writer,
@@ -89,15 +115,13 @@ absl::Status Convert(JsonEventStream* in, TraceWriter* writer,
   }
   // Kineto's timestamps are wall-clock microseconds: say so, so that the
   // viewer shows real times.
+  out->collective_ends = converter.CollectiveEnds();
   if (converter.min_ts() != INT64_MAX && converter.min_ts() > kEpoch2001Ns) {
     writer->AddClockSnapshot(converter.min_ts(), converter.min_ts());
-    // Every rank's times are on the same (wall) clock already: an offset
-    // of 0 to it lets readers treat the ranks as aligned.
-    proto::ClockOffset offset;
-    offset.set_local_monotonic_ns(converter.min_ts());
-    offset.set_offset_ns(0);
-    offset.set_reference("wall clock (trace timestamps)");
-    writer->AddClockOffset(offset);
+    // Every rank's times are on a wall clock: its offset to the reference
+    // is added once the run's ranks are lined up (AddClockOffsetTo).
+    out->wall_clock = true;
+    out->min_ts = converter.min_ts();
     m.set_start_monotonic_ns(converter.min_ts());
     m.set_start_realtime_ns(converter.min_ts());
   } else if (converter.min_ts() != INT64_MAX) {
@@ -163,6 +187,37 @@ void PlaceInSession(const std::string& session, size_t index, size_t count,
   }
 }
 
+// The ranks of a run of several files lined up by the NCCL collectives
+// they all ran (host_alignment.h), the first rank's clock the reference;
+// empty when there is one file, or when the fit cannot be made for every
+// rank (their wall clocks then stand, as the files have them).
+std::vector<proto::ClockOffset> AlignRanks(
+    size_t count, const std::function<const Converted&(size_t)>& converted) {
+  if (count < 2) return {};
+  std::vector<AlignInput> inputs(count);
+  for (size_t k = 0; k < count; ++k) {
+    if (!converted(k).wall_clock) return {};
+    inputs[k].collective_ends = converted(k).collective_ends;
+  }
+  AlignOptions align;
+  align.method = AlignMethod::kCollectives;
+  align.anchor_on_first_host = true;
+  align.max_uncertainty_ns = kMaxImportAlignUncertaintyNs;
+  const std::vector<HostAlignment> fit = AlignHosts(inputs, align);
+  for (const HostAlignment& a : fit) {
+    if (a.method != AlignMethod::kCollectives) return {};
+  }
+  const std::string reference =
+      absl::StrCat(converted(0).host, " (by collectives)");
+  std::vector<proto::ClockOffset> out(count);
+  for (size_t k = 0; k < count; ++k) {
+    out[k].set_offset_ns(fit[k].offset_ns);
+    out[k].set_uncertainty_ns(fit[k].uncertainty_ns);
+    out[k].set_reference(reference);
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
@@ -193,31 +248,43 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     for (const std::string& t : temps) fs::remove(t, ec);
     for (const std::string& p : result.paths) fs::remove(p, ec);
   };
+  // Each file converted, its writer left open: the ranks' offsets are
+  // known only once every rank's collectives are.
+  struct Open {
+    size_t index = 0;
+    std::string temp;
+    std::unique_ptr<TraceWriter> writer;
+    Converted converted;
+  };
+  std::vector<Open> open;
+  // A file that fails: reported and skipped when the caller asks so,
+  // otherwise the end of the import.
+  auto fail = [&](size_t i, const std::string& temp, absl::Status s) -> bool {
+    fs::remove(temp, ec);
+    std::erase(temps, temp);
+    if (options.on_file_error && !absl::IsCancelled(s)) {
+      options.on_file_error(files[i], s);
+      if (options.files_done) options.files_done(i + 1, files.size());
+      return true;
+    }
+    for (Open& o : open) {
+      if (o.writer) o.writer->Close().IgnoreError();
+    }
+    cleanup();
+    return false;
+  };
   for (size_t i = 0; i < files.size(); ++i) {
-    // A file that fails: reported and skipped when the caller asks so,
-    // otherwise the end of the import.
     const std::string temp =
         absl::StrCat(out_dir, "/.import-", getpid(), "-", i, ".partial");
-    auto fail = [&](absl::Status s) -> bool {
-      fs::remove(temp, ec);
-      std::erase(temps, temp);
-      if (options.on_file_error && !absl::IsCancelled(s)) {
-        options.on_file_error(files[i], s);
-        if (options.files_done) options.files_done(i + 1, files.size());
-        return true;
-      }
-      cleanup();
-      return false;
-    };
     auto in = JsonEventStream::Open(files[i]);
     if (!in.ok()) {
-      if (fail(in.status())) continue;
+      if (fail(i, temp, in.status())) continue;
       return in.status();
     }
     temps.push_back(temp);
     auto writer = TraceWriter::Create(temp);
     if (!writer.ok()) {
-      if (fail(writer.status())) continue;
+      if (fail(i, temp, writer.status())) continue;
       return writer.status();
     }
     Converted converted;
@@ -229,39 +296,60 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     };
     absl::Status s = Convert(in->get(), writer->get(), tick, &converted,
                              files[i], static_cast<uint32_t>(i));
-    if (s.ok()) {
-      PlaceInSession(session, i, files.size(), &converted.metadata);
-      (*writer)->SetMetadata(converted.metadata);
-      s = (*writer)->Close();
-    }
-    writer->reset();
+    // What was converted goes to the file now; the writer then holds
+    // little while the other ranks convert.
+    if (s.ok()) s = (*writer)->Flush();
     if (!s.ok()) {
-      if (fail(s)) continue;
+      (*writer)->Close().IgnoreError();
+      writer->reset();
+      if (fail(i, temp, s)) continue;
+      return s;
+    }
+    const auto size = fs::file_size(files[i], ec);
+    if (!ec) done_before += size;
+    open.push_back({i, temp, std::move(*writer), std::move(converted)});
+  }
+  const std::vector<proto::ClockOffset> fitted = AlignRanks(
+      open.size(),
+      [&](size_t k) -> const Converted& { return open[k].converted; });
+  for (size_t k = 0; k < open.size(); ++k) {
+    Open& o = open[k];
+    const size_t i = o.index;
+    AddClockOffsetTo(o.writer.get(), o.converted,
+                     fitted.empty() ? nullptr : &fitted[k]);
+    PlaceInSession(session, i, files.size(), &o.converted.metadata);
+    o.writer->SetMetadata(o.converted.metadata);
+    absl::Status s = o.writer->Close();
+    o.writer.reset();
+    if (!s.ok()) {
+      if (fail(i, o.temp, s)) continue;
       return s;
     }
     // The host may come from the file's name or its content: one
     // sanitiser makes it a name, and a name taken gets a suffix.
-    const std::string stem = absl::StrCat(
-        base::SafeFileComponent(converted.host), ".", converted.metadata.pid());
+    const std::string stem =
+        absl::StrCat(base::SafeFileComponent(o.converted.host), ".",
+                     o.converted.metadata.pid());
     std::string name;
     std::error_code e = base::RenameToFreshName(
-        out_fd.get(), fs::path(temp).filename().string(), stem, kFileExtension,
-        &name);
+        out_fd.get(), fs::path(o.temp).filename().string(), stem,
+        kFileExtension, &name);
     if (e) {
+      for (Open& rest : open) {
+        if (rest.writer) rest.writer->Close().IgnoreError();
+      }
       cleanup();
-      return absl::InternalError(absl::StrCat("cannot rename ", temp, " to ",
+      return absl::InternalError(absl::StrCat("cannot rename ", o.temp, " to ",
                                               out_dir, "/", stem,
                                               "*: ", e.message()));
     }
     const std::string path = absl::StrCat(out_dir, "/", name);
-    temps.pop_back();
+    std::erase(temps, o.temp);
     result.paths.push_back(path);
-    result.events += converted.result.events;
-    for (std::string& w : converted.result.warnings) {
+    result.events += o.converted.result.events;
+    for (std::string& w : o.converted.result.warnings) {
       result.warnings.push_back(std::move(w));
     }
-    const auto size = fs::file_size(files[i], ec);
-    if (!ec) done_before += size;
     if (options.files_done) options.files_done(i + 1, files.size());
   }
   if (options.progress) options.progress(total, total);
@@ -277,6 +365,7 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonBuffer(
   absl::Status s =
       Convert(in.get(), writer.get(), nullptr, &converted, name, 0);
   if (s.ok()) {
+    AddClockOffsetTo(writer.get(), converted, nullptr);
     converted.metadata.set_session_id("import");
     if (converted.metadata.process_index() < 0) {
       converted.metadata.set_process_index(0);

@@ -130,6 +130,17 @@ std::vector<HostAlignment> FitCollectives(const std::vector<AlignInput>& in,
     }
     fits.push_back(fit);
   }
+  if (options.max_uncertainty_ns > 0) {
+    for (const RelativeFit& f : fits) {
+      if (f.uncertainty_ns > options.max_uncertainty_ns) {
+        *why = absl::StrCat("the collectives' ends disagree by up to ",
+                            f.uncertainty_ns, " ns between hosts (more than ",
+                            options.max_uncertainty_ns,
+                            "): not the same collectives on every host?");
+        return {};
+      }
+    }
+  }
   if (options.anchor_on_first_host) {
     // The reference host's own clock is the reference.
     std::vector<HostAlignment> out;

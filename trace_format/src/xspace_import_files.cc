@@ -116,6 +116,7 @@ std::vector<std::vector<proto::ClockOffset>> AlignRun(
   AlignOptions align;
   align.method = AlignMethod::kCollectives;
   align.anchor_on_first_host = true;
+  align.max_uncertainty_ns = kMaxImportAlignUncertaintyNs;
   const std::vector<HostAlignment> fit = AlignHosts(inputs, align);
   for (const HostAlignment& a : fit) {
     if (a.method != AlignMethod::kCollectives) return {};

@@ -74,7 +74,16 @@ struct AlignOptions {
   // uncertainty 0; every other host's uncertainty is relative to it).
   // Hosts left out of the fit keep their wall clock as it is.
   bool anchor_on_first_host = false;
+  // A fit in which some host's offset is known only to worse than this is
+  // refused (0: any is kept). Collectives that agree so little were not
+  // the same ones on every host (a sampled or partial trace), and the
+  // hosts' own clocks are then the better guess.
+  int64_t max_uncertainty_ns = 0;
 };
+
+// What an import accepts from a collective fit: beyond a millisecond,
+// hosts' wall clocks (NTP, within a data centre) are usually closer.
+inline constexpr int64_t kMaxImportAlignUncertaintyNs = 1'000'000;
 
 // One alignment per host, in order.
 std::vector<HostAlignment> AlignHosts(const std::vector<AlignInput>& hosts,

@@ -82,7 +82,7 @@ absl::StatusOr<std::string> ResolveTracePath(const std::string& path,
 
 // Bumped whenever an importer's output changes, so that cached imports made
 // by an older importer are not reused.
-inline constexpr int kImporterVersion = 2;
+inline constexpr int kImporterVersion = 3;
 
 }  // namespace podscope::trace_format
 
