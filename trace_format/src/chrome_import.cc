@@ -199,14 +199,8 @@ std::vector<proto::ClockOffset> AlignRanks(
     if (!converted(k).wall_clock) return {};
     inputs[k].collective_ends = converted(k).collective_ends;
   }
-  AlignOptions align;
-  align.method = AlignMethod::kCollectives;
-  align.anchor_on_first_host = true;
-  align.max_uncertainty_ns = kMaxImportAlignUncertaintyNs;
-  const std::vector<HostAlignment> fit = AlignHosts(inputs, align);
-  for (const HostAlignment& a : fit) {
-    if (a.method != AlignMethod::kCollectives) return {};
-  }
+  const std::vector<HostAlignment> fit = AlignImportedHosts(inputs);
+  if (fit.empty()) return {};
   const std::string reference =
       absl::StrCat(converted(0).host, " (by collectives)");
   std::vector<proto::ClockOffset> out(count);

@@ -252,4 +252,18 @@ std::vector<HostAlignment> AlignHosts(const std::vector<AlignInput>& hosts,
   return out;
 }
 
+std::vector<HostAlignment> AlignImportedHosts(
+    const std::vector<AlignInput>& hosts) {
+  if (hosts.size() < 2) return {};
+  AlignOptions options;
+  options.method = AlignMethod::kCollectives;
+  options.anchor_on_first_host = true;
+  options.max_uncertainty_ns = kMaxImportAlignUncertaintyNs;
+  std::vector<HostAlignment> fit = AlignHosts(hosts, options);
+  for (const HostAlignment& a : fit) {
+    if (a.method != AlignMethod::kCollectives) return {};
+  }
+  return fit;
+}
+
 }  // namespace podscope::trace_format

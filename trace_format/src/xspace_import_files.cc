@@ -113,14 +113,8 @@ std::vector<std::vector<proto::ClockOffset>> AlignRun(
     }
     inputs[i].collective_ends = CollectivesOfXSpace(space).ends;
   }
-  AlignOptions align;
-  align.method = AlignMethod::kCollectives;
-  align.anchor_on_first_host = true;
-  align.max_uncertainty_ns = kMaxImportAlignUncertaintyNs;
-  const std::vector<HostAlignment> fit = AlignHosts(inputs, align);
-  for (const HostAlignment& a : fit) {
-    if (a.method != AlignMethod::kCollectives) return {};
-  }
+  const std::vector<HostAlignment> fit = AlignImportedHosts(inputs);
+  if (fit.empty()) return {};
   const std::string reference =
       absl::StrCat("host ", hosts[0], " (by collectives)");
   std::vector<std::vector<proto::ClockOffset>> out(files.size());

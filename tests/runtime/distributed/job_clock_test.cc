@@ -154,6 +154,35 @@ TEST(CaptureJob, EveryRankOnLoopbackByTheCoordinatorsAddress) {
 // Ranks with a capture root write their own files when the job is
 // captured, by steps: every rank's file holds exactly the steps asked for,
 // and lines up by the job's clock (rank 1's clock is 1.5 s off).
+// Each rank's file of a capture by steps, written by the rank: complete,
+// on the job's clock (rank r's offset to rank 0 is -r skews), holding
+// exactly `steps`.
+void ExpectStepWindows(const std::string& session, int ranks, int64_t skew,
+                       const std::set<int64_t>& steps) {
+  auto captured = testing::ReadRankTraces(session);
+  ASSERT_EQ(captured.size(), static_cast<size_t>(ranks)) << session;
+  for (int r = 0; r < ranks; ++r) {
+    const testing::RankTrace& t = captured[r];
+    EXPECT_TRUE(t.complete) << t.path;
+    // The job's clock, not the client's probes.
+    ASSERT_GT(t.clock.offsets_size(), 0) << t.path;
+    EXPECT_EQ(t.clock.offsets(0).reference(), "rank 0");
+    EXPECT_NEAR(static_cast<double>(t.clock.offsets(0).offset_ns()),
+                static_cast<double>(-r * skew), 5e6)
+        << t.path;
+    profiler::testing::TraceFile f = profiler::testing::ReadTraceFile(t.path);
+    std::set<int64_t> seen;
+    for (const auto& track : f.tracks) {
+      for (uint32_t i = 0; i < track.events.slices.size(); ++i) {
+        if (f.Name(track.events.slices[i].name) == "train_step") {
+          seen.insert(f.IntArg(track, i, "step"));
+        }
+      }
+    }
+    EXPECT_EQ(seen, steps) << t.path;
+  }
+}
+
 TEST(CaptureJob, StepsOnEveryRankWrittenByTheRanks) {
   const std::string root = FreshDir("steps-root");
   constexpr int64_t kSkew = 1'500'000'000;
@@ -172,27 +201,7 @@ TEST(CaptureJob, StepsOnEveryRankWrittenByTheRanks) {
   const std::string manifest = ReadAll(root + "/by-steps/manifest.json");
   EXPECT_THAT(manifest, HasSubstr("\"mode\": \"worker_writes\""));
   EXPECT_THAT(manifest, HasSubstr("\"clock_source\": \"job\""));
-  auto captured = testing::ReadRankTraces(root + "/by-steps");
-  ASSERT_EQ(captured.size(), 2u) << manifest;
-  for (int r = 0; r < 2; ++r) {
-    const testing::RankTrace& t = captured[r];
-    EXPECT_TRUE(t.complete) << t.path;
-    // The job's clock, not the client's probes.
-    ASSERT_GT(t.clock.offsets_size(), 0) << t.path;
-    EXPECT_EQ(t.clock.offsets(0).reference(), "rank 0");
-    EXPECT_NEAR(static_cast<double>(t.clock.offsets(0).offset_ns()),
-                static_cast<double>(-r * kSkew), 5e6);
-    profiler::testing::TraceFile f = profiler::testing::ReadTraceFile(t.path);
-    std::set<int64_t> steps;
-    for (const auto& track : f.tracks) {
-      for (uint32_t i = 0; i < track.events.slices.size(); ++i) {
-        if (f.Name(track.events.slices[i].name) == "train_step") {
-          steps.insert(f.IntArg(track, i, "step"));
-        }
-      }
-    }
-    EXPECT_EQ(steps, (std::set<int64_t>{60, 61, 62})) << t.path;
-  }
+  ExpectStepWindows(root + "/by-steps", 2, kSkew, {60, 61, 62});
   const int status = launcher.Wait(60000);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << launcher.output();
@@ -406,28 +415,7 @@ TEST(CaptureJob, StepsAcrossThreeHostsWrittenByTheRanks) {
   const std::string manifest = ReadAll(root + "/by-steps/manifest.json");
   EXPECT_THAT(manifest, HasSubstr("\"mode\": \"worker_writes\""));
   EXPECT_THAT(manifest, HasSubstr("\"clock_source\": \"job\""));
-  auto captured = testing::ReadRankTraces(root + "/by-steps");
-  ASSERT_EQ(captured.size(), 3u) << manifest;
-  for (int r = 0; r < 3; ++r) {
-    const testing::RankTrace& t = captured[r];
-    EXPECT_TRUE(t.complete) << t.path;
-    ASSERT_GT(t.clock.offsets_size(), 0) << t.path;
-    EXPECT_EQ(t.clock.offsets(0).reference(), "rank 0");
-    // Each rank's clock is rank 0's less r skews, measured across hosts.
-    EXPECT_NEAR(static_cast<double>(t.clock.offsets(0).offset_ns()),
-                static_cast<double>(-r * kSkew), 5e6)
-        << t.path;
-    profiler::testing::TraceFile f = profiler::testing::ReadTraceFile(t.path);
-    std::set<int64_t> steps;
-    for (const auto& track : f.tracks) {
-      for (uint32_t i = 0; i < track.events.slices.size(); ++i) {
-        if (f.Name(track.events.slices[i].name) == "train_step") {
-          steps.insert(f.IntArg(track, i, "step"));
-        }
-      }
-    }
-    EXPECT_EQ(steps, (std::set<int64_t>{100, 101, 102})) << t.path;
-  }
+  ExpectStepWindows(root + "/by-steps", 3, kSkew, {100, 101, 102});
   for (auto& l : launchers) {
     const int status = l->Wait(60000);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << l->output();

@@ -89,6 +89,14 @@ inline constexpr int64_t kMaxImportAlignUncertaintyNs = 1'000'000;
 std::vector<HostAlignment> AlignHosts(const std::vector<AlignInput>& hosts,
                                       const AlignOptions& options = {});
 
+// The fit an import makes for the hosts of a run of several files: each
+// host's offset to the first host's clock by the collectives they all ran
+// (anchor_on_first_host, refused beyond kMaxImportAlignUncertaintyNs).
+// Empty for fewer than two hosts, or when the fit does not cover every
+// host (a run half on one clock and half on another lines up nothing).
+std::vector<HostAlignment> AlignImportedHosts(
+    const std::vector<AlignInput>& hosts);
+
 }  // namespace podscope::trace_format
 
 #endif  // PODSCOPE_TRACE_FORMAT_HOST_ALIGNMENT_H_
