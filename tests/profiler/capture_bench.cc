@@ -141,18 +141,12 @@ void BM_Fanout256WorkerWrites(benchmark::State& state) {
   for (int p = 0; p < kProcesses; ++p) {
     const int servers =
         kWorkers / kProcesses + (p < kWorkers % kProcesses ? 1 : 0);
-    auto w = std::make_unique<ChildProcess>(
-        std::vector<std::string>{PODSCOPE_CAPTURE_WORKER, "--servers",
-                                 std::to_string(servers), "--rate_hz", "5000",
-                                 "--capture_root", shared},
-        std::vector<std::string>{});
-    for (int i = 0; i < servers; ++i) {
-      std::string line;
-      if (!w->ReadLine(&line, 30000) || line.rfind("port ", 0) != 0) {
-        state.SkipWithError("a worker process did not start its servers");
-        return;
-      }
-      addrs.push_back("127.0.0.1:" + line.substr(5));
+    auto w = testing::StartServerProcess(
+        PODSCOPE_CAPTURE_WORKER, servers,
+        {"--rate_hz", "5000", "--capture_root", shared}, &addrs);
+    if (w == nullptr) {
+      state.SkipWithError("a worker process did not start its servers");
+      return;
     }
     workers.push_back(std::move(w));
   }

@@ -44,6 +44,27 @@ inline std::unique_ptr<ChildProcess> StartCaptureWorker(
   return child;
 }
 
+// Starts the worker binary serving `servers` profiler servers of their
+// own (capture_worker --servers, each recording a synthetic load) with
+// `args` besides, and appends their loopback addresses to `addrs`; nullptr
+// if they do not all come.
+inline std::unique_ptr<ChildProcess> StartServerProcess(
+    const std::string& binary, int servers,
+    const std::vector<std::string>& args, std::vector<std::string>* addrs) {
+  std::vector<std::string> argv = {binary, "--servers",
+                                   std::to_string(servers)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto child = std::make_unique<ChildProcess>(argv, std::vector<std::string>{});
+  for (int i = 0; i < servers; ++i) {
+    std::string line;
+    if (!child->ReadLine(&line, 30000) || line.rfind("port ", 0) != 0) {
+      return nullptr;
+    }
+    addrs->push_back("127.0.0.1:" + line.substr(5));
+  }
+  return child;
+}
+
 // Whether network namespaces can be made here (tests/common/netns.h).
 inline bool CanMakeNamespaces() {
   return ::podscope::testing::NetworkNamespacesUnavailable().empty();

@@ -411,17 +411,10 @@ TEST(WorkerWrites, SixtyFourWorkersWithFiveUnreachableAndThreeDying) {
   std::vector<std::unique_ptr<ChildProcess>> processes;
   std::vector<std::string> addrs;
   for (int p = 0; p < 2; ++p) {
-    processes.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{PODSCOPE_CAPTURE_WORKER, "--servers", "28",
-                                 "--rate_hz", "2000", "--capture_root", shared},
-        std::vector<std::string>{}));
-    for (int i = 0; i < 28; ++i) {
-      std::string line;
-      ASSERT_TRUE(processes.back()->ReadLine(&line, 30000) &&
-                  line.rfind("port ", 0) == 0)
-          << line;
-      addrs.push_back("127.0.0.1:" + line.substr(5));
-    }
+    processes.push_back(testing::StartServerProcess(
+        PODSCOPE_CAPTURE_WORKER, 28,
+        {"--rate_hz", "2000", "--capture_root", shared}, &addrs));
+    ASSERT_NE(processes.back(), nullptr);
   }
   Workers dying;
   ASSERT_TRUE(dying.Start(3, {"--capture_root", shared}));
