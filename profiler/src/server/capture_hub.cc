@@ -233,43 +233,33 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::StartLocked(
   TraceOptions o = CaptureTraceOptions(r);
   o.session_id = capture->session_id;
   PODSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<tf::RecordSink> sink, make_sink());
+  absl::Status s;
   if (source != nullptr) {
-    absl::Status started =
-        source->Start(std::move(sink), capture->session_id, start_ns);
-    if (!started.ok()) {
+    s = source->Start(std::move(sink), capture->session_id, start_ns);
+  } else {
+    s = internal::StartOwnedSession(
+        std::move(sink), o,
+        absl::StrCat("remote capture '", capture->session_id, "' for ", peer),
+        capture->owner, extras);
+    if (absl::IsFailedPrecondition(s)) {
+      // The process records itself (StartTrace): share that trace from now
+      // on, into a file of the capture's own (the one made for the session
+      // that did not start is removed; a new sink makes another).
       if (capture->worker_writes) {
         RemoveWorkerFile(options_.capture_root, file_path);
       }
-      return started;
-    }
-    capture->file.set_path(file_path);
-    if (capture->window) capture->window->Arm();
-    current_ = capture;
-    capture->controller = std::thread([this, capture] { Control(capture); });
-    return capture;
-  }
-  absl::Status s = internal::StartOwnedSession(
-      std::move(sink), o,
-      absl::StrCat("remote capture '", capture->session_id, "' for ", peer),
-      capture->owner, extras);
-  if (absl::IsFailedPrecondition(s)) {
-    // The process records itself (StartTrace): share that trace from now
-    // on, into a file of the capture's own (the one made for the session
-    // that did not start is removed; a new sink makes another).
-    if (capture->worker_writes) {
-      RemoveWorkerFile(options_.capture_root, file_path);
-    }
-    std::string shared_id;
-    PODSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<tf::RecordSink> tap_sink,
-                              make_sink());
-    absl::Status shared = internal::ShareLocalSession(
-        std::move(tap_sink), o, capture->owner, &shared_id, extras);
-    if (shared.ok()) {
-      if (wanted.empty()) capture->session_id = shared_id;
-      capture->shares_local_trace = true;
-      s = absl::OkStatus();
-    } else if (!absl::IsFailedPrecondition(shared)) {
-      s = shared;
+      std::string shared_id;
+      PODSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<tf::RecordSink> tap_sink,
+                                make_sink());
+      absl::Status shared = internal::ShareLocalSession(
+          std::move(tap_sink), o, capture->owner, &shared_id, extras);
+      if (shared.ok()) {
+        if (wanted.empty()) capture->session_id = shared_id;
+        capture->shares_local_trace = true;
+        s = absl::OkStatus();
+      } else if (!absl::IsFailedPrecondition(shared)) {
+        s = shared;
+      }
     }
   }
   if (!s.ok()) {
