@@ -9,9 +9,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <thread>
+
+#include "podscope/base/coding.h"
+#include "src/sampling/symbolizer.h"
 
 namespace podscope::profiler::sampling {
 namespace {
@@ -50,27 +52,35 @@ struct Cursor {
     if (!ok || n > end - p) ok = false;
     return ok;
   }
-  PODSCOPE_UNWIND_NO_ASAN uint64_t Fixed(size_t n) {
+  // Little-endian, n of 1, 2, 4 or 8 bytes.
+  uint64_t Fixed(size_t n) {
     if (!Has(n)) return 0;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) {
-      v |= static_cast<uint64_t>(*reinterpret_cast<const uint8_t*>(p + i))
-           << (8 * i);
-    }
+    const auto* at = reinterpret_cast<const char*>(p);
     p += n;
-    return v;
+    switch (n) {
+      case 1:
+        return static_cast<uint8_t>(*at);
+      case 2:
+        return base::DecodeFixed16(at);
+      case 4:
+        return base::DecodeFixed32(at);
+      default:
+        return base::DecodeFixed64(at);
+    }
   }
   uint8_t U8() { return static_cast<uint8_t>(Fixed(1)); }
-  uint64_t Uleb() {
+  uint64_t Uleb() {  // protobuf's varints are ULEB128
     uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      const uint8_t b = U8();
-      if (!ok) return 0;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return v;
+    const uint8_t* next =
+        ok ? base::DecodeVarint64(reinterpret_cast<const uint8_t*>(p),
+                                  reinterpret_cast<const uint8_t*>(end), &v)
+           : nullptr;
+    if (next == nullptr) {
+      ok = false;
+      return 0;
     }
-    ok = false;
-    return 0;
+    p = reinterpret_cast<uintptr_t>(next);
+    return v;
   }
   int64_t Sleb() {
     uint64_t v = 0;
@@ -728,6 +738,29 @@ uint32_t Walk(const UnwindMap& map, const UnwindRegisters& registers,
 // ---------------------------------------------------------------------------
 namespace {
 
+// Whether [at, at + size) lies inside one of `count` segments.
+bool InsideSegments(const UnwindMap::Segment* segments, size_t count,
+                    uintptr_t at, size_t size) {
+  for (size_t i = 0; i < count; ++i) {
+    if (at >= segments[i].lo && at <= segments[i].hi &&
+        size <= segments[i].hi - at) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The range of `sorted` (by lo, disjoint) holding `address`, or null.
+template <typename Range>
+const Range* FindRange(const std::vector<Range>& sorted, uintptr_t address) {
+  auto it = std::upper_bound(
+      sorted.begin(), sorted.end(), address,
+      [](uintptr_t value, const Range& r) { return value < r.lo; });
+  if (it == sorted.begin()) return nullptr;
+  --it;
+  return address < it->hi ? &*it : nullptr;
+}
+
 struct BuildState {
   std::vector<UnwindMap::Code>* code;
   std::vector<UnwindMap::Object>* objects;
@@ -739,13 +772,7 @@ struct BuildState {
 void ReadSearchTable(const UnwindMap::Segment* segments, size_t count,
                      uintptr_t hdr, UnwindMap::Object* object) {
   auto inside = [&](uintptr_t at, size_t size) {
-    for (size_t i = 0; i < count; ++i) {
-      if (at >= segments[i].lo && at <= segments[i].hi &&
-          size <= segments[i].hi - at) {
-        return true;
-      }
-    }
-    return false;
+    return InsideSegments(segments, count, at, size);
   };
   if (!inside(hdr, 4)) return;
   Cursor c{hdr, hdr + 4};
@@ -815,38 +842,24 @@ int ReadCounts(struct dl_phdr_info* info, size_t size, void* data) {
   return 1;  // the counts are the same in every entry
 }
 
-// Private or shared writable mappings, except device mappings (whose reads
-// may act on hardware).
+// Private or shared writable mappings, readable too, except device
+// mappings (whose reads may act on hardware); adjacent ones merged. None
+// when the maps cannot be read: every walk then declines.
 std::vector<UnwindMap::Segment> ReadWritableMappings() {
   std::vector<UnwindMap::Segment> out;
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (f == nullptr) return out;
-  char line[512];
-  while (std::fgets(line, sizeof(line), f) != nullptr) {
-    const bool complete = std::strchr(line, '\n') != nullptr;
-    unsigned long lo = 0;
-    unsigned long hi = 0;
-    char perms[8] = {};
-    int path_at = 0;
-    if (std::sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms,
-                    &path_at) >= 3 &&
-        perms[0] == 'r' && perms[1] == 'w' && hi > lo &&
-        std::strncmp(line + path_at, "/dev/", 5) != 0) {
-      if (!out.empty() && out.back().hi == lo) {
-        out.back().hi = hi;
-      } else {
-        out.push_back({lo, hi});
-      }
+  absl::StatusOr<std::vector<MemoryMapping>> mappings = ReadSelfMaps();
+  if (!mappings.ok()) return out;
+  for (const MemoryMapping& m : *mappings) {
+    if (!m.readable || !m.writable || m.end <= m.start ||
+        m.path.rfind("/dev/", 0) == 0) {
+      continue;
     }
-    // A line longer than the buffer: skip the rest of it.
-    while (!complete) {
-      if (std::fgets(line, sizeof(line), f) == nullptr ||
-          std::strchr(line, '\n') != nullptr) {
-        break;
-      }
+    if (!out.empty() && out.back().hi == m.start) {
+      out.back().hi = m.end;
+    } else {
+      out.push_back({m.start, m.end});
     }
   }
-  std::fclose(f);
   return out;
 }
 
@@ -869,36 +882,22 @@ std::unique_ptr<UnwindMap> UnwindMap::Build() {
 }
 
 const UnwindMap::Code* UnwindMap::FindCode(uintptr_t ip) const {
-  auto it = std::upper_bound(
-      code_.begin(), code_.end(), ip,
-      [](uintptr_t value, const Code& c) { return value < c.lo; });
-  if (it == code_.begin()) return nullptr;
-  --it;
-  return ip < it->hi ? &*it : nullptr;
+  return FindRange(code_, ip);
 }
 
 bool UnwindMap::FindWritable(uintptr_t address, uintptr_t* lo,
                              uintptr_t* hi) const {
-  auto it = std::upper_bound(
-      writable_.begin(), writable_.end(), address,
-      [](uintptr_t value, const Segment& s) { return value < s.lo; });
-  if (it == writable_.begin()) return false;
-  --it;
-  if (address >= it->hi) return false;
-  *lo = it->lo;
-  *hi = it->hi;
+  const Segment* s = FindRange(writable_, address);
+  if (s == nullptr) return false;
+  *lo = s->lo;
+  *hi = s->hi;
   return true;
 }
 
 bool UnwindMap::Readable(const Object& object, uintptr_t address,
                          size_t size) const {
-  for (uint32_t i = 0; i < object.segments; ++i) {
-    const Segment& s = segments_[object.first_segment + i];
-    if (address >= s.lo && address <= s.hi && size <= s.hi - address) {
-      return true;
-    }
-  }
-  return false;
+  return InsideSegments(segments_.data() + object.first_segment,
+                        object.segments, address, size);
 }
 
 UnwindRegisters RegistersFromUcontext(const void* ucontext) {

@@ -108,6 +108,8 @@ absl::StatusOr<std::vector<MemoryMapping>> ParseProcMaps(
     if (perms.size() != 4) {
       return BadMapsLine(line_number, line, "permissions like r-xp");
     }
+    mapping.readable = perms[0] == 'r';
+    mapping.writable = perms[1] == 'w';
     mapping.executable = perms[2] == 'x';
     if (!ParseHex(offset, &mapping.file_offset)) {
       return BadMapsLine(line_number, line, "a hexadecimal file offset");
@@ -134,6 +136,12 @@ absl::StatusOr<std::vector<MemoryMapping>> ParseProcMaps(
     mappings.push_back(std::move(mapping));
   }
   return mappings;
+}
+
+absl::StatusOr<std::vector<MemoryMapping>> ReadSelfMaps() {
+  absl::StatusOr<std::string> contents = ReadProcFile("/proc/self/maps");
+  if (!contents.ok()) return contents.status();
+  return ParseProcMaps(*contents);
 }
 
 std::string Demangle(std::string_view name) {
@@ -225,10 +233,7 @@ const ElfSymbolTable* Symbolizer::TableOf(Module& module) {
 
 absl::Status Symbolizer::RefreshLocked() {
   last_refresh_ = absl::Now();
-  absl::StatusOr<std::string> contents = ReadProcFile("/proc/self/maps");
-  if (!contents.ok()) return contents.status();
-  absl::StatusOr<std::vector<MemoryMapping>> mappings =
-      ParseProcMaps(*contents);
+  absl::StatusOr<std::vector<MemoryMapping>> mappings = ReadSelfMaps();
   if (!mappings.ok()) return mappings.status();
 
   std::vector<Region> regions;

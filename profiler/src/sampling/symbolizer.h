@@ -51,6 +51,8 @@ struct MemoryMapping {
   uint64_t end = 0;
   uint64_t file_offset = 0;
   uint64_t inode = 0;
+  bool readable = false;
+  bool writable = false;
   bool executable = false;
   std::string path;  // empty for anonymous memory; " (deleted)" stripped
   bool deleted = false;
@@ -60,6 +62,8 @@ struct MemoryMapping {
 // the line, since they mean we misunderstand the format.
 absl::StatusOr<std::vector<MemoryMapping>> ParseProcMaps(
     std::string_view contents);
+// This process's mappings now: /proc/self/maps, read and parsed.
+absl::StatusOr<std::vector<MemoryMapping>> ReadSelfMaps();
 
 // abi::__cxa_demangle for names that look mangled ("_Z..."); anything else,
 // or a name the demangler rejects, comes back unchanged.

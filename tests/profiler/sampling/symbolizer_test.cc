@@ -232,6 +232,12 @@ TEST(ParseProcMapsTest, ParsesEveryKindOfLine) {
   EXPECT_TRUE(text.executable);
   EXPECT_EQ(text.path, "/usr/bin/prog");
   EXPECT_FALSE((*mappings)[0].executable);
+  EXPECT_TRUE(text.readable);
+  EXPECT_FALSE(text.writable);
+  // Anonymous read-write memory (a heap, a thread's stack).
+  EXPECT_TRUE((*mappings)[2].readable);
+  EXPECT_TRUE((*mappings)[2].writable);
+  EXPECT_FALSE((*mappings)[2].executable);
   EXPECT_EQ((*mappings)[2].path, "");
   EXPECT_EQ((*mappings)[3].path, "/tmp/my lib.so");
   EXPECT_TRUE((*mappings)[3].deleted);
