@@ -187,29 +187,28 @@ void PlaceInSession(const std::string& session, size_t index, size_t count,
   }
 }
 
+// A converted file whose writer is left open: the ranks' offsets are
+// known only once every rank's collectives are.
+struct OpenFile {
+  size_t index = 0;
+  std::string temp;
+  std::unique_ptr<TraceWriter> writer;
+  Converted converted;
+};
+
 // The ranks of a run of several files lined up by the NCCL collectives
 // they all ran (host_alignment.h), the first rank's clock the reference;
 // empty when there is one file, or when the fit cannot be made for every
 // rank (their wall clocks then stand, as the files have them).
-std::vector<proto::ClockOffset> AlignRanks(
-    size_t count, const std::function<const Converted&(size_t)>& converted) {
-  if (count < 2) return {};
-  std::vector<AlignInput> inputs(count);
-  for (size_t k = 0; k < count; ++k) {
-    if (!converted(k).wall_clock) return {};
-    inputs[k].collective_ends = converted(k).collective_ends;
+std::vector<proto::ClockOffset> AlignRanks(const std::vector<OpenFile>& open) {
+  if (open.size() < 2) return {};
+  std::vector<AlignInput> inputs(open.size());
+  for (size_t k = 0; k < open.size(); ++k) {
+    if (!open[k].converted.wall_clock) return {};
+    inputs[k].collective_ends = open[k].converted.collective_ends;
   }
-  const std::vector<HostAlignment> fit = AlignImportedHosts(inputs);
-  if (fit.empty()) return {};
-  const std::string reference =
-      absl::StrCat(converted(0).host, " (by collectives)");
-  std::vector<proto::ClockOffset> out(count);
-  for (size_t k = 0; k < count; ++k) {
-    out[k].set_offset_ns(fit[k].offset_ns);
-    out[k].set_uncertainty_ns(fit[k].uncertainty_ns);
-    out[k].set_reference(reference);
-  }
-  return out;
+  return AlignImportedHosts(
+      inputs, absl::StrCat(open[0].converted.host, " (by collectives)"));
 }
 
 }  // namespace
@@ -242,15 +241,7 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     for (const std::string& t : temps) fs::remove(t, ec);
     for (const std::string& p : result.paths) fs::remove(p, ec);
   };
-  // Each file converted, its writer left open: the ranks' offsets are
-  // known only once every rank's collectives are.
-  struct Open {
-    size_t index = 0;
-    std::string temp;
-    std::unique_ptr<TraceWriter> writer;
-    Converted converted;
-  };
-  std::vector<Open> open;
+  std::vector<OpenFile> open;
   // A file that fails: reported and skipped when the caller asks so,
   // otherwise the end of the import.
   auto fail = [&](size_t i, const std::string& temp, absl::Status s) -> bool {
@@ -261,7 +252,7 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
       if (options.files_done) options.files_done(i + 1, files.size());
       return true;
     }
-    for (Open& o : open) {
+    for (OpenFile& o : open) {
       if (o.writer) o.writer->Close().IgnoreError();
     }
     cleanup();
@@ -303,11 +294,9 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
     if (!ec) done_before += size;
     open.push_back({i, temp, std::move(*writer), std::move(converted)});
   }
-  const std::vector<proto::ClockOffset> fitted = AlignRanks(
-      open.size(),
-      [&](size_t k) -> const Converted& { return open[k].converted; });
+  const std::vector<proto::ClockOffset> fitted = AlignRanks(open);
   for (size_t k = 0; k < open.size(); ++k) {
-    Open& o = open[k];
+    OpenFile& o = open[k];
     const size_t i = o.index;
     AddClockOffsetTo(o.writer.get(), o.converted,
                      fitted.empty() ? nullptr : &fitted[k]);
@@ -329,7 +318,7 @@ absl::StatusOr<ChromeImportResult> ImportChromeJsonFiles(
         out_fd.get(), fs::path(o.temp).filename().string(), stem,
         kFileExtension, &name);
     if (e) {
-      for (Open& rest : open) {
+      for (OpenFile& rest : open) {
         if (rest.writer) rest.writer->Close().IgnoreError();
       }
       cleanup();

@@ -252,18 +252,23 @@ std::vector<HostAlignment> AlignHosts(const std::vector<AlignInput>& hosts,
   return out;
 }
 
-std::vector<HostAlignment> AlignImportedHosts(
-    const std::vector<AlignInput>& hosts) {
+std::vector<proto::ClockOffset> AlignImportedHosts(
+    const std::vector<AlignInput>& hosts, const std::string& reference) {
   if (hosts.size() < 2) return {};
   AlignOptions options;
   options.method = AlignMethod::kCollectives;
   options.anchor_on_first_host = true;
   options.max_uncertainty_ns = kMaxImportAlignUncertaintyNs;
-  std::vector<HostAlignment> fit = AlignHosts(hosts, options);
-  for (const HostAlignment& a : fit) {
-    if (a.method != AlignMethod::kCollectives) return {};
+  const std::vector<HostAlignment> fit = AlignHosts(hosts, options);
+  std::vector<proto::ClockOffset> out(fit.size());
+  for (size_t i = 0; i < fit.size(); ++i) {
+    if (fit[i].method != AlignMethod::kCollectives) return {};
+    out[i].set_local_monotonic_ns(0);
+    out[i].set_offset_ns(fit[i].offset_ns);
+    out[i].set_uncertainty_ns(fit[i].uncertainty_ns);
+    out[i].set_reference(reference);
   }
-  return fit;
+  return out;
 }
 
 }  // namespace podscope::trace_format

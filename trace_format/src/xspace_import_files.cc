@@ -93,14 +93,13 @@ absl::StatusOr<std::string> ImportOne(const std::string& file,
 // as XProf has it. Each file is parsed here once more than the conversion
 // does, one at a time, so that a run of many large files is never held
 // whole.
-std::vector<std::vector<proto::ClockOffset>> AlignRun(
-    const std::vector<std::string>& files, const ImportOptions& options) {
+std::vector<proto::ClockOffset> AlignRun(const std::vector<std::string>& files,
+                                         const ImportOptions& options) {
   if (files.size() < 2) return {};
   std::vector<AlignInput> inputs(files.size());
-  std::vector<std::string> hosts(files.size());
+  std::string first_host = FileStem(files[0]);
   for (size_t i = 0; i < files.size(); ++i) {
     if (options.cancel != nullptr && options.cancel->load()) return {};
-    hosts[i] = FileStem(files[i]);
     auto data = ReadWholeFile(files[i]);
     if (!data.ok()) continue;
     tensorflow::profiler::XSpace space;
@@ -108,25 +107,13 @@ std::vector<std::vector<proto::ClockOffset>> AlignRun(
         !space.ParseFromArray(data->data(), static_cast<int>(data->size()))) {
       continue;
     }
-    if (!space.hostnames().empty() && !space.hostnames(0).empty()) {
-      hosts[i] = space.hostnames(0);
+    if (i == 0 && !space.hostnames().empty() && !space.hostnames(0).empty()) {
+      first_host = space.hostnames(0);
     }
     inputs[i].collective_ends = CollectivesOfXSpace(space).ends;
   }
-  const std::vector<HostAlignment> fit = AlignImportedHosts(inputs);
-  if (fit.empty()) return {};
-  const std::string reference =
-      absl::StrCat("host ", hosts[0], " (by collectives)");
-  std::vector<std::vector<proto::ClockOffset>> out(files.size());
-  for (size_t i = 0; i < files.size(); ++i) {
-    proto::ClockOffset o;
-    o.set_local_monotonic_ns(0);
-    o.set_offset_ns(fit[i].offset_ns);
-    o.set_uncertainty_ns(fit[i].uncertainty_ns);
-    o.set_reference(reference);
-    out[i].push_back(o);
-  }
-  return out;
+  return AlignImportedHosts(
+      inputs, absl::StrCat("host ", first_host, " (by collectives)"));
 }
 
 }  // namespace
@@ -139,8 +126,7 @@ absl::StatusOr<std::vector<std::string>> ImportXSpace(
     return absl::PermissionDeniedError(
         absl::StrCat(failed_part, ": cannot create: ", ec.message()));
   }
-  const std::vector<std::vector<proto::ClockOffset>> offsets =
-      AlignRun(files, options);
+  const std::vector<proto::ClockOffset> offsets = AlignRun(files, options);
   std::vector<std::string> written;
   absl::Status first_error;
   size_t failures = 0;
@@ -156,7 +142,7 @@ absl::StatusOr<std::vector<std::string>> ImportXSpace(
                         : options.session;
     facts.process_index = static_cast<int32_t>(i);
     facts.process_count = static_cast<int32_t>(files.size());
-    if (!offsets.empty()) facts.clock = offsets[i];
+    if (!offsets.empty()) facts.clock = {offsets[i]};
     auto path = ImportOne(files[i], out_dir, facts);
     if (!path.ok()) {
       if (!options.on_file_error) return path.status();

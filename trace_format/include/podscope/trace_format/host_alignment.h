@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "podscope/trace_format/trace.pb.h"
 
 namespace podscope::trace_format {
 
@@ -91,11 +92,13 @@ std::vector<HostAlignment> AlignHosts(const std::vector<AlignInput>& hosts,
 
 // The fit an import makes for the hosts of a run of several files: each
 // host's offset to the first host's clock by the collectives they all ran
-// (anchor_on_first_host, refused beyond kMaxImportAlignUncertaintyNs).
-// Empty for fewer than two hosts, or when the fit does not cover every
-// host (a run half on one clock and half on another lines up nothing).
-std::vector<HostAlignment> AlignImportedHosts(
-    const std::vector<AlignInput>& hosts);
+// (anchor_on_first_host, refused beyond kMaxImportAlignUncertaintyNs), as
+// the clock offset its file records, named `reference` (local time 0: one
+// offset for the whole trace). Empty for fewer than two hosts, or when the
+// fit does not cover every host (a run half on one clock and half on
+// another lines up nothing).
+std::vector<proto::ClockOffset> AlignImportedHosts(
+    const std::vector<AlignInput>& hosts, const std::string& reference);
 
 }  // namespace podscope::trace_format
 
