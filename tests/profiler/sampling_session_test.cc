@@ -9,6 +9,7 @@
 #include <cmath>
 #include <thread>
 
+#include "podscope/base/sanitizers.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
 #include "trace_file.h"
@@ -94,9 +95,14 @@ TEST(SamplingSession, SamplesNameTheHotFunction) {
   EXPECT_GT(handler_ns, static_cast<double>(taken) * 100);
   EXPECT_LT(handler_ns, static_cast<double>(taken) * 1'000'000);
   // This program's frames all have call frame information: the cached
-  // unwinder walks nearly every stack.
+  // unwinder walks nearly every stack. Under ThreadSanitizer the handler
+  // runs late, on its own live stack, and libunwind walks every one.
   const uint64_t fast = after.fast_unwinds - before.fast_unwinds;
+#if PODSCOPE_TSAN
+  EXPECT_EQ(fast, 0u);
+#else
   EXPECT_GE(fast, taken * 9 / 10);
+#endif
 }
 
 // A thread that never records an event (a math library's pool, a
