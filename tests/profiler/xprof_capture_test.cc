@@ -8,6 +8,7 @@
 #include "src/capture/xprof_capture.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +23,7 @@
 
 #include "gtest/gtest.h"
 #include "podscope/profiler/capture.h"
+#include "podscope/profiler/server.h"
 #include "podscope/trace_format/reader.h"
 #include "src/capture/host_alignment.h"
 #include "trace_file.h"
@@ -293,6 +295,53 @@ TEST(XProfCaptureErrors, AServerThatSpeaksNeitherProtocol) {
   EXPECT_NE(e.find("speaks neither Podscope's profiler service nor XProf's"),
             std::string::npos)
       << e;
+}
+
+// What File › Capture… shows before a capture: each address's protocol,
+// found without recording anything and without handing a token to a
+// server that checks none.
+TEST(XProfCapture, EachAddressSaysWhichProtocolItSpeaks) {
+  auto podscope = StartServer(0);
+  ASSERT_TRUE(podscope.ok()) << podscope.status();
+  Hosts hosts = StartHosts({0});
+  testing::RawGrpcServer nothing;
+  ASSERT_TRUE(nothing.ok());
+  // No token named: this user's token file goes to loopback workers.
+  ConnectOptions connect;
+  connect.connect_timeout_ms = 1000;
+  const std::vector<std::string> addresses = {
+      hosts.addresses()[0], (*podscope)->address(), nothing.address(),
+      "127.0.0.1:1"};
+  const std::vector<WorkerProtocol> found =
+      FindWorkerProtocols(addresses, connect);
+  ASSERT_EQ(found.size(), 4u);
+  for (size_t i = 0; i < found.size(); ++i) {
+    EXPECT_EQ(found[i].address, addresses[i]);
+  }
+  EXPECT_EQ(found[0].protocol, "xprof") << found[0].error;
+  EXPECT_TRUE(found[0].error.empty());
+  EXPECT_EQ(found[1].protocol, "podscope") << found[1].error;
+  EXPECT_EQ(found[1].pid, static_cast<int64_t>(getpid()));
+  EXPECT_FALSE(found[1].producer.empty());
+  EXPECT_TRUE(found[2].protocol.empty());
+  EXPECT_NE(found[2].error.find(nothing.address() +
+                                ": speaks neither Podscope's profiler "
+                                "service nor XProf's"),
+            std::string::npos)
+      << found[2].error;
+  EXPECT_TRUE(found[3].protocol.empty());
+  EXPECT_NE(found[3].error.find("127.0.0.1:1: no connection"),
+            std::string::npos)
+      << found[3].error;
+  // Nothing was recorded, and the XProf server saw no token.
+  EXPECT_TRUE(hosts.servers[0]->requests().empty());
+  EXPECT_FALSE(hosts.servers[0]->saw_token());
+  // A capture right after it is not ended by the check.
+  CaptureOptions o = Options(hosts.addresses(), FreshDir("xprof-after-check"));
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->workers[0].ok) << result->workers[0].error;
+  EXPECT_GT(result->workers[0].events, 0u);
 }
 
 TEST(XProfCaptureErrors, AServerAlreadyProfiling) {

@@ -111,7 +111,7 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
     return true_ends_;
   }
 
-  // Whether any Profile call carried an authorization header.
+  // Whether any call carried an authorization header.
   bool saw_token() {
     std::lock_guard<std::mutex> lock(mutex_);
     return saw_token_;
@@ -122,13 +122,20 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
     return terminates_;
   }
 
-  grpc::Status Terminate(grpc::ServerContext*,
-                         const tensorflow::TerminateRequest*,
+  // Ends the Profile call of the same session, as the real servers do; a
+  // Terminate of another session changes nothing.
+  grpc::Status Terminate(grpc::ServerContext* ctx,
+                         const tensorflow::TerminateRequest* request,
                          tensorflow::TerminateResponse*) override {
     {
+      std::lock_guard<std::mutex> lock(mutex_);
+      saw_token_ |= ctx->client_metadata().count("authorization") > 0;
+    }
+    {
       std::lock_guard<std::mutex> lock(wait_mutex_);
-      terminated_ = true;
       ++terminates_;
+      if (request->session_id() != profiling_session_) return grpc::Status::OK;
+      terminated_ = true;
     }
     wait_cv_.notify_all();
     return grpc::Status::OK;
@@ -140,6 +147,7 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
     {
       std::lock_guard<std::mutex> wait_lock(wait_mutex_);
       terminated_ = false;
+      profiling_session_ = request->session_id();
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -295,6 +303,7 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
   std::condition_variable wait_cv_;
   bool terminated_ = false;  // guarded by wait_mutex_
   int terminates_ = 0;       // guarded by wait_mutex_
+  std::string profiling_session_;  // guarded by wait_mutex_
 };
 
 // A gRPC server that knows no service (every call: UNIMPLEMENTED), or,

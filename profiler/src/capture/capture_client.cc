@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -135,26 +136,85 @@ absl::StatusOr<ClockEstimate> MeasureClockOffset(const std::string& address,
   return (*worker)->Probe(probes);
 }
 
-bool EveryWorkerWritesItsOwnFile(const std::vector<std::string>& workers,
-                                 const ConnectOptions& connect) {
-  if (workers.empty()) return false;
+namespace {
+
+// Runs `ask(i)` for every worker, 16 at a time, until it returns false.
+void AskEveryWorker(size_t n, const std::function<bool(size_t)>& ask) {
   std::atomic<size_t> next{0};
-  std::atomic<bool> all{true};
-  auto ask = [&] {
-    for (size_t i = next++; i < workers.size() && all.load(); i = next++) {
-      auto worker = internal::WorkerConnection::Connect(workers[i], connect);
-      absl::StatusOr<proto::ProcessInfo> info =
-          worker.ok() ? (*worker)->Info() : worker.status();
-      if (!info.ok() || !info->worker_writes()) all = false;
+  std::atomic<bool> go_on{true};
+  auto loop = [&] {
+    for (size_t i = next++; i < n && go_on.load(); i = next++) {
+      if (!ask(i)) go_on = false;
     }
   };
   std::vector<std::thread> threads;
-  for (size_t t = 1; t < std::min<size_t>(16, workers.size()); ++t) {
-    threads.emplace_back(ask);
+  for (size_t t = 1; t < std::min<size_t>(16, n); ++t) {
+    threads.emplace_back(loop);
   }
-  ask();
+  loop();
   for (std::thread& t : threads) t.join();
+}
+
+}  // namespace
+
+bool EveryWorkerWritesItsOwnFile(const std::vector<std::string>& workers,
+                                 const ConnectOptions& connect) {
+  if (workers.empty()) return false;
+  std::atomic<bool> all{true};
+  AskEveryWorker(workers.size(), [&](size_t i) {
+    auto worker = internal::WorkerConnection::Connect(workers[i], connect);
+    absl::StatusOr<proto::ProcessInfo> info =
+        worker.ok() ? (*worker)->Info() : worker.status();
+    if (!info.ok() || !info->worker_writes()) all = false;
+    return all.load();
+  });
   return all.load();
+}
+
+std::vector<WorkerProtocol> FindWorkerProtocols(
+    const std::vector<std::string>& workers, const ConnectOptions& connect) {
+  std::vector<WorkerProtocol> out(workers.size());
+  AskEveryWorker(workers.size(), [&](size_t i) {
+    WorkerProtocol& w = out[i];
+    w.address = workers[i];
+    auto worker = internal::WorkerConnection::Connect(workers[i], connect);
+    if (!worker.ok()) {
+      w.error = std::string(worker.status().message());
+      return true;
+    }
+    absl::StatusOr<proto::ProcessInfo> info = (*worker)->Info();
+    if (info.ok()) {
+      w.protocol = "podscope";
+      w.host = info->host();
+      w.pid = info->pid();
+      w.producer = info->producer();
+      w.writes_own_file = info->worker_writes();
+      return true;
+    }
+    if (info.status().code() != absl::StatusCode::kUnimplemented) {
+      w.error = std::string(info.status().message());
+      return true;
+    }
+    // XProf servers check no token: none is sent to them.
+    (*worker)->DropToken();
+    grpc::ClientContext ctx;
+    (*worker)->Prepare(&ctx, connect.connect_timeout_ms);
+    tensorflow::TerminateRequest request;
+    request.set_session_id(kProtocolCheckSession);
+    tensorflow::TerminateResponse response;
+    const grpc::Status s =
+        (*worker)->xprof_stub()->Terminate(&ctx, request, &response);
+    if (s.ok()) {
+      w.protocol = "xprof";
+    } else if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      w.error = std::string(
+          internal::WorkerConnection::SpeaksNeither(workers[i]).message());
+    } else {
+      w.error = std::string((*worker)->Error("Terminate", s).message());
+    }
+    return true;
+  });
+  return out;
 }
 
 absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {

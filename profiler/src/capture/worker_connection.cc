@@ -55,6 +55,13 @@ absl::Status WorkerConnection::Unreachable(const std::string& address,
             "plaintext only: leave out --tls_ca for it.)"));
 }
 
+absl::Status WorkerConnection::SpeaksNeither(const std::string& address) {
+  return absl::UnimplementedError(absl::StrCat(
+      address,
+      ": speaks neither Podscope's profiler service nor XProf's "
+      "tensorflow.ProfilerService (is this the profiler's port?)"));
+}
+
 absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Open(
     const std::string& address, const ConnectOptions& options) {
   grpc::ChannelArguments args;

@@ -34,6 +34,9 @@ class WorkerConnection {
   static absl::Status Unreachable(const std::string& address,
                                   const ConnectOptions& options);
 
+  // What is said of a server that answers neither protocol.
+  static absl::Status SpeaksNeither(const std::string& address);
+
   // Adds the token and, when `timeout_ms` > 0, a deadline to a call.
   void Prepare(grpc::ClientContext* ctx, int64_t timeout_ms = 10000) const;
 

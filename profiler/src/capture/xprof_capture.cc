@@ -58,10 +58,7 @@ absl::Status ProfileError(const CaptureOptions& options,
             ": answered Profile with bytes that are not a ProfileResponse (a "
             "damaged answer, or not an XProf server); nothing was written"));
       }
-      return absl::UnimplementedError(absl::StrCat(
-          a,
-          ": speaks neither Podscope's profiler service nor XProf's "
-          "tensorflow.ProfilerService (is this the profiler's port?)"));
+      return WorkerConnection::SpeaksNeither(a);
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       if (says("larger than max") || says("message larger")) {
         return absl::ResourceExhaustedError(absl::StrCat(

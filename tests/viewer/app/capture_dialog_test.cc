@@ -6,6 +6,9 @@
 #include "capture_dialog.h"
 
 #include <QAbstractButton>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
@@ -14,6 +17,8 @@
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QtTest>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -25,6 +30,7 @@
 #include "podscope/job/keys.h"
 #include "podscope/profiler/server.h"
 #include "podscope/profiler/trace.h"
+#include "xprof_test_server.h"
 
 namespace podscope::viewer::app {
 namespace {
@@ -149,6 +155,80 @@ class CaptureDialogTest : public QObject {
              qPrintable(d->errors_text()));
     QVERIFY(d->status_text().contains("1 of 2"));
     QVERIFY(w.WaitUntilIdle(30000));
+  }
+
+  // A mixed list: each address says which protocol it speaks as it is
+  // typed, XProf's tracer levels appear because one worker speaks it, and
+  // the levels chosen reach that worker's Profile request; the session
+  // holds both workers' files and the dialog says how the XProf host was
+  // lined up.
+  void findsEachProtocolAndCapturesXProfWorkers() {
+    profiler::testing::XProfHostOptions xo;
+    xo.host_name = "tpu-host-7";
+    profiler::testing::XProfTestServer xprof(xo);
+    QVERIFY(xprof.ok());
+    MainWindow w;
+    w.show();
+    CaptureDialog* d = w.ShowCaptureDialog();
+    QVERIFY(!d->xprof_box()->isVisible());
+    const QString podscope = QString::fromStdString(server_->address());
+    const QString other = QString::fromStdString(xprof.address());
+    const QString list = podscope + ", " + other;
+    QSignalSpy found(d, &CaptureDialog::protocolsFound);
+    d->workers_edit()->selectAll();
+    QTest::keyClicks(d->workers_edit(), list);
+    QVERIFY(WaitFor(
+        [&] {
+          return !found.isEmpty() &&
+                 found.last().at(0).toStringList() == ParseWorkerList(list);
+        },
+        30000));
+    const QString protocols = d->protocols_label()->text();
+    QVERIFY(d->protocols_label()->isVisible());
+    QVERIFY2(protocols.contains(podscope + ": Podscope ("), qPrintable(protocols));
+    QVERIFY2(protocols.contains(QStringLiteral("pid %1").arg(getpid())),
+             qPrintable(protocols));
+    QVERIFY2(protocols.contains(other + ": XProf's profiler service"),
+             qPrintable(protocols));
+    QVERIFY(d->xprof_box()->isVisible());
+    QVERIFY(xprof.requests().empty());  // finding out records nothing
+
+    d->host_level_edit()->setCurrentIndex(3);
+    d->device_level_edit()->setCurrentIndex(0);
+    d->python_level_edit()->setCurrentIndex(1);
+    d->align_edit()->setCurrentIndex(
+        d->align_edit()->findData(QStringLiteral("rpc")));
+    d->also_xplane_edit()->setChecked(true);
+    d->duration_edit()->setValue(400);
+    const QString logdir = FreshLogdir("mixed");
+    d->logdir_edit()->setText(logdir);
+    d->session_edit()->setText(QStringLiteral("mixed"));
+    QSignalSpy captured(d, &CaptureDialog::captured);
+    d->StartCapture();
+    QVERIFY(!d->xprof_box()->isEnabled());
+    QVERIFY(WaitFor([&] { return captured.count() == 1; }, 30000));
+    const auto requests = xprof.requests();
+    QCOMPARE(requests.size(), size_t{1});
+    QCOMPARE(requests[0].opts().host_tracer_level(), 3u);
+    QCOMPARE(requests[0].opts().device_tracer_level(), 0u);
+    QCOMPARE(requests[0].opts().python_tracer_level(), 1u);
+    QVERIFY(fs::exists((logdir + "/plugins/profile/mixed/tpu-host-7.xplane.pb")
+                           .toStdString()));
+    // Open, so that the line-up can be read.
+    QVERIFY(d->isVisible());
+    QVERIFY2(d->status_text().contains("2 of 2 workers recorded"),
+             qPrintable(d->status_text()));
+    QVERIFY2(d->status_text().contains("XProf hosts: tpu-host-7: lined up by "
+                                       "rpc, ±"),
+             qPrintable(d->status_text()));
+    QFile manifest(logdir + "/mixed/manifest.json");
+    QVERIFY(manifest.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(manifest.readAll());
+    QVERIFY2(text.contains("\"protocol\": \"xprof\""), qPrintable(text));
+    QVERIFY2(text.contains("\"protocol\": \"podscope\""), qPrintable(text));
+    QVERIFY(w.WaitUntilIdle(30000));
+    QVERIFY(w.store() != nullptr);
+    QVERIFY(w.store()->FindString("dialog_work").has_value());
   }
 
   // A job's coordinator in place of the workers: the ranks it lists are

@@ -1,11 +1,14 @@
 #include "capture_dialog.h"
 
 #include <QButtonGroup>
+#include <QCheckBox>
+#include <QComboBox>
 #include <QDateTime>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFormLayout>
+#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -14,6 +17,7 @@
 #include <QPushButton>
 #include <QRadioButton>
 #include <QSpinBox>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <string>
 #include <vector>
@@ -34,6 +38,32 @@ QString Millis(qlonglong ms) {
   return QString::fromStdString(FormatDuration(ms * 1'000'000));
 }
 
+// "tpu-host-1: lined up by collectives, ±2.1 µs" for an XProf worker.
+QString DescribeAlignment(const profiler::WorkerResult& w) {
+  QString text = CaptureDialog::tr("%1: lined up by %2")
+                     .arg(QString::fromStdString(
+                              w.host.empty() ? w.address : w.host),
+                          QString::fromStdString(w.alignment));
+  if (w.alignment_uncertainty_ns >= 0) {
+    text += QStringLiteral(", ±") + QString::fromStdString(FormatDuration(
+                                        w.alignment_uncertainty_ns));
+  }
+  if (!w.alignment_note.empty()) {
+    text += QStringLiteral(" (") + QString::fromStdString(w.alignment_note) +
+            QStringLiteral(")");
+  }
+  return text;
+}
+
+QComboBox* LevelBox(const QStringList& names, int value) {
+  auto* box = new QComboBox;
+  for (int i = 0; i < names.size(); ++i) {
+    box->addItem(QStringLiteral("%1 · %2").arg(i).arg(names[i]), i);
+  }
+  box->setCurrentIndex(value);
+  return box;
+}
+
 }  // namespace
 
 struct CaptureDialog::Outcome {
@@ -47,6 +77,8 @@ struct CaptureDialog::Outcome {
   qulonglong events = 0;
   qulonglong bytes = 0;
   QStringList worker_errors;
+  // How the XProf workers' clocks were lined up, one line each.
+  QStringList xprof_alignments;
 };
 
 namespace {
@@ -65,6 +97,18 @@ absl::StatusOr<profiler::CaptureResult> ResolveJobAndCapture(
 }
 
 }  // namespace
+
+QString DescribeWorkerProtocol(const QString& protocol, const QString& host,
+                               qlonglong pid, const QString& error) {
+  if (protocol == QLatin1String("podscope")) {
+    return CaptureDialog::tr("Podscope (%1, pid %2)").arg(host).arg(pid);
+  }
+  if (protocol == QLatin1String("xprof")) {
+    return CaptureDialog::tr(
+        "XProf's profiler service (JAX, TensorFlow, PyTorch/XLA)");
+  }
+  return error;
+}
 
 QStringList ParseWorkerList(const QString& text) {
   QStringList out;
@@ -131,6 +175,56 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   form->addRow(tr("Session:"), session_);
   form->addRow(tr("Token:"), token_);
 
+  // What each worker speaks, found as its address is typed.
+  protocols_ = new QLabel;
+  protocols_->setObjectName("capture.protocols");
+  protocols_->setWordWrap(true);
+  protocols_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  protocols_->setVisible(false);
+  check_timer_ = new QTimer(this);
+  check_timer_->setSingleShot(true);
+  check_timer_->setInterval(600);
+  connect(check_timer_, &QTimer::timeout, this, &CaptureDialog::CheckWorkers);
+  connect(workers_, &QLineEdit::textEdited, this,
+          [this] { check_timer_->start(); });
+  connect(workers_radio_, &QRadioButton::toggled, this, [this](bool on) {
+    if (on) check_timer_->start();
+    protocols_->setVisible(on && !protocols_->text().isEmpty());
+    if (!on) xprof_box_->setVisible(false);
+  });
+
+  // XProf's own settings, as its capture dialog has them: shown while a
+  // worker of the list speaks XProf.
+  xprof_box_ = new QGroupBox(tr("XProf workers (JAX, TensorFlow, PyTorch/XLA)"));
+  xprof_box_->setObjectName("capture.xprof");
+  host_level_ =
+      LevelBox({tr("off"), tr("critical"), tr("info"), tr("verbose")}, 2);
+  host_level_->setToolTip(tr("XProf's host tracer level (TraceMe events)"));
+  device_level_ = LevelBox({tr("off"), tr("on")}, 1);
+  device_level_->setToolTip(tr("XProf's device tracer level (GPU, TPU)"));
+  python_level_ = LevelBox({tr("off"), tr("on")}, 0);
+  python_level_->setToolTip(tr("XProf's Python tracer level"));
+  align_ = new QComboBox;
+  align_->addItem(tr("best available"), QStringLiteral("best"));
+  align_->addItem(tr("by collectives"), QStringLiteral("collectives"));
+  align_->addItem(tr("by the request's round trip"), QStringLiteral("rpc"));
+  align_->addItem(tr("wall clocks as they are"), QStringLiteral("wallclock"));
+  align_->setToolTip(
+      tr("How the XProf hosts' clocks are lined up: their collectives' ends "
+         "when every host ran the same ones, else the Profile call's round "
+         "trip, else their wall clocks"));
+  also_xplane_ = new QCheckBox(tr("Also keep each host's .xplane.pb"));
+  also_xplane_->setToolTip(
+      tr("<logdir>/plugins/profile/<session>/<host>.xplane.pb, the run "
+         "folder TensorBoard and XProf read"));
+  auto* xprof_form = new QFormLayout(xprof_box_);
+  xprof_form->addRow(tr("Host tracer level:"), host_level_);
+  xprof_form->addRow(tr("Device tracer level:"), device_level_);
+  xprof_form->addRow(tr("Python tracer level:"), python_level_);
+  xprof_form->addRow(tr("Line up hosts:"), align_);
+  xprof_form->addRow(also_xplane_);
+  xprof_box_->setVisible(false);
+
   // Shown while a capture records: an empty bar before says nothing.
   progress_ = new QProgressBar;
   progress_->setRange(0, 1000);
@@ -158,6 +252,8 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(form);
+  layout->addWidget(protocols_);
+  layout->addWidget(xprof_box_);
   layout->addWidget(progress_);
   layout->addWidget(status_);
   layout->addWidget(errors_, 1);
@@ -165,11 +261,77 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
   resize(520, 360);
 }
 
-CaptureDialog::~CaptureDialog() { StopAndJoin(); }
+CaptureDialog::~CaptureDialog() {
+  StopAndJoin();
+  if (check_thread_.joinable()) check_thread_.join();
+}
 
 void CaptureDialog::StopAndJoin() {
   if (cancel_flag_) cancel_flag_->store(true);
   if (thread_.joinable()) thread_.join();
+}
+
+void CaptureDialog::showEvent(QShowEvent* event) {
+  QDialog::showEvent(event);
+  if (workers_radio_->isChecked() && !running_) CheckWorkers();
+}
+
+void CaptureDialog::CheckWorkers() {
+  if (!workers_radio_->isChecked()) return;
+  if (checking_) {
+    check_again_ = true;
+    return;
+  }
+  const QStringList workers = ParseWorkerList(workers_->text());
+  if (workers.isEmpty()) {
+    OnProtocols(workers, {}, 0);
+    return;
+  }
+  if (check_thread_.joinable()) check_thread_.join();
+  checking_ = true;
+  check_again_ = false;
+  profiler::ConnectOptions connect;
+  connect.token = token_->text().toStdString();
+  connect.connect_timeout_ms = 1500;
+  std::vector<std::string> addresses;
+  for (const QString& w : workers) addresses.push_back(w.toStdString());
+  // Joined before the dialog goes away; its answer comes back queued.
+  check_thread_ = std::thread([this, workers, addresses, connect] {
+    const std::vector<profiler::WorkerProtocol> found =
+        profiler::FindWorkerProtocols(addresses, connect);
+    QStringList lines;
+    int xprof = 0;
+    for (const profiler::WorkerProtocol& p : found) {
+      const QString protocol = QString::fromStdString(p.protocol);
+      const QString text = DescribeWorkerProtocol(
+          protocol, QString::fromStdString(p.host),
+          static_cast<qlonglong>(p.pid), QString::fromStdString(p.error));
+      lines << (p.protocol.empty()
+                    ? text
+                    : QString::fromStdString(p.address) +
+                          QStringLiteral(": ") + text);
+      xprof += p.protocol == "xprof" ? 1 : 0;
+    }
+    QMetaObject::invokeMethod(
+        this, [this, workers, lines, xprof] { OnProtocols(workers, lines, xprof); },
+        Qt::QueuedConnection);
+  });
+}
+
+void CaptureDialog::OnProtocols(const QStringList& workers,
+                                const QStringList& lines, int xprof_workers) {
+  checking_ = false;
+  if (check_thread_.joinable()) check_thread_.join();
+  // The list changed while it was checked: only the newest one counts.
+  if (check_again_ || workers != ParseWorkerList(workers_->text())) {
+    check_again_ = false;
+    CheckWorkers();
+    return;
+  }
+  protocols_->setText(lines.join(QLatin1Char('\n')));
+  protocols_->setVisible(!lines.isEmpty() && workers_radio_->isChecked());
+  xprof_box_->setVisible(xprof_workers > 0 && workers_radio_->isChecked());
+  emit protocolsFound(workers);
 }
 
 CaptureRequestFields CaptureDialog::fields() const {
@@ -183,6 +345,11 @@ CaptureRequestFields CaptureDialog::fields() const {
   f.logdir = logdir_->text().trimmed();
   f.session = session_->text().trimmed();
   f.token = token_->text();
+  f.host_tracer_level = host_level_->currentData().toInt();
+  f.device_tracer_level = device_level_->currentData().toInt();
+  f.python_tracer_level = python_level_->currentData().toInt();
+  f.align = align_->currentData().toString();
+  f.also_xplane = also_xplane_->isChecked();
   return f;
 }
 
@@ -194,7 +361,8 @@ void CaptureDialog::SetRunning(bool running) {
   running_ = running;
   for (QWidget* w : std::initializer_list<QWidget*>{workers_radio_, job_radio_,
                                                     duration_, logdir_, browse_,
-                                                    session_, token_, start_}) {
+                                                    session_, token_, start_,
+                                                    xprof_box_}) {
     w->setEnabled(!running);
   }
   workers_->setEnabled(!running && workers_radio_->isChecked());
@@ -232,6 +400,11 @@ void CaptureDialog::StartCapture() {
            : f.session)
           .toStdString();
   options.connect.token = f.token.toStdString();
+  options.host_tracer_level = f.host_tracer_level;
+  options.device_tracer_level = f.device_tracer_level;
+  options.python_tracer_level = f.python_tracer_level;
+  options.align = f.align.toStdString();
+  options.also_xplane = f.also_xplane;
   cancel_flag_ = std::make_shared<std::atomic<bool>>(false);
   duration_ms_ = f.duration_ms;
   session_dir_.clear();
@@ -275,6 +448,9 @@ void CaptureDialog::StartCapture() {
         outcome->events += w.events;
         outcome->bytes += w.bytes;
         if (!w.path.empty() && w.bytes > 0) ++outcome->files;
+        if (w.protocol == "xprof" && w.ok) {
+          outcome->xprof_alignments << DescribeAlignment(w);
+        }
         if (!w.ok) {
           outcome->worker_errors << QString::fromStdString(
               w.error.empty() ? w.address + ": failed" : w.error);
@@ -341,6 +517,11 @@ void CaptureDialog::OnFinished(const std::shared_ptr<Outcome>& outcome) {
               .arg(outcome->events)
               .arg(Bytes(outcome->bytes))
               .arg(outcome->session_dir);
+  if (!outcome->xprof_alignments.isEmpty()) {
+    text += QStringLiteral("\n") +
+            tr("XProf hosts: %1")
+                .arg(outcome->xprof_alignments.join(QStringLiteral("; ")));
+  }
   status_->setText(text);
   if (!outcome->worker_errors.isEmpty()) {
     errors_->setPlainText(outcome->worker_errors.join(QLatin1Char('\n')));
@@ -348,8 +529,10 @@ void CaptureDialog::OnFinished(const std::shared_ptr<Outcome>& outcome) {
   }
   emit finishedCapture(true);
   emit captured(outcome->session_dir);
-  // Everything worked: nothing left to read here.
-  if (outcome->worker_errors.isEmpty() && !outcome->cancelled) {
+  // Everything worked: nothing left to read here, unless XProf hosts were
+  // lined up (how, and how far to trust it, is worth reading).
+  if (outcome->worker_errors.isEmpty() && !outcome->cancelled &&
+      outcome->xprof_alignments.isEmpty()) {
     accept();
   }
 }

@@ -233,6 +233,30 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options);
 bool EveryWorkerWritesItsOwnFile(const std::vector<std::string>& workers,
                                  const ConnectOptions& connect);
 
+// What answers at a worker's address, found without recording anything:
+// Podscope's profiler service (GetInfo), else XProf's
+// `tensorflow.ProfilerService` (a Terminate of a session no capture uses,
+// which those servers accept and ignore). File › Capture… shows it per
+// address before a capture.
+struct WorkerProtocol {
+  std::string address;
+  std::string protocol;  // "podscope" or "xprof"; empty: `error` says why
+  std::string error;     // naming the worker
+  // A Podscope worker, as it says of itself (unchecked: not a file name).
+  std::string host;
+  int64_t pid = 0;
+  std::string producer;
+  bool writes_own_file = false;  // it has a capture root
+};
+
+// Every worker's protocol, in the order of `workers` (asked 16 at a time).
+std::vector<WorkerProtocol> FindWorkerProtocols(
+    const std::vector<std::string>& workers, const ConnectOptions& connect);
+
+// The session id of the Terminate that finds an XProf server: the same on
+// every call, so that a server that remembers ids keeps one at most.
+inline constexpr char kProtocolCheckSession[] = "podscope-protocol-check";
+
 struct RemoteDump {
   std::string path;  // under the worker's dump root: <session>/<file>
   uint64_t events = 0;
