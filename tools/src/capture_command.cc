@@ -59,8 +59,8 @@ receives only progress and each file's name, size and crc32: the way to
 capture a pod, whose hosts would send more than one client can take. When
 ROOT is a folder every host shares and DIR is the same folder, the
 manifest lands beside the files. Every worker starts at the same instant,
---start_lead_ms after the last was reached, each on its own clock as the
-probes map it; each file carries those probes (or its job's clock) as its
+--start_lead_ms after the capture began (later when reaching every worker
+takes longer), each on its own clock as the probes map it; each file carries those probes (or its job's clock) as its
 clock offsets. --job uses worker-side capture when every rank has a
 capture root (--stream streams instead).
 
@@ -111,9 +111,10 @@ Pods:
   --stream              Stream every worker's trace here (the default,
                         except for --job when every rank has a root)
   --steps FIRST:LAST    Record steps FIRST..LAST on every worker
-  --start_lead_ms N     The common start of worker-side captures, N ms
-                        after every worker was reached and probed (only
-                        the requests remain to send), 0..60000
+  --start_lead_ms N     The common start: for worker-side captures N ms
+                        after the capture began (later when reaching
+                        every worker takes longer); for XProf workers N
+                        ms after every worker was reached; 0..60000
                         (default 100)
   -h, --help            Show this help
 

@@ -64,30 +64,29 @@ absl::StatusOr<std::unique_ptr<UdpProber>> UdpProber::Connect(
 
 UdpProber::~UdpProber() { close(fd_); }
 
-std::optional<UdpProber::Times> UdpProber::ProbeTimes(int timeout_ms,
-                                                      bool profiler_clock) {
-  const ClockSkew& skew = TestClockSkew();
-  auto local = [&](int64_t monotonic) {
-    return profiler_clock ? skew.Apply(monotonic) : monotonic;
-  };
+int64_t UdpProber::Send() {
   char request[kProbePacketBytes];
   std::memcpy(request, kProbeRequestMagic, 8);
   std::memcpy(request + 8, key_.data(), kProbeKeyBytes);
   const int64_t sent = MonotonicNs();
   PutI64(request + 24, sent);
   PutI64(request + 32, 0);
-  if (send(fd_, request, sizeof request, 0) !=
+  if (send(fd_, request, sizeof request, MSG_DONTWAIT) !=
       static_cast<ssize_t>(sizeof request)) {
-    return std::nullopt;
+    return 0;
   }
-  const int64_t give_up = sent + int64_t{timeout_ms} * 1'000'000;
+  return sent;
+}
+
+std::optional<UdpProber::Times> UdpProber::Receive(int64_t sent,
+                                                   bool profiler_clock) {
+  const ClockSkew& skew = TestClockSkew();
+  auto local = [&](int64_t monotonic) {
+    return profiler_clock ? skew.Apply(monotonic) : monotonic;
+  };
   char reply[kProbePacketBytes + 1];
   char control[256];
   while (true) {
-    const int64_t left_ms = (give_up - MonotonicNs()) / 1'000'000;
-    if (left_ms < 0) return std::nullopt;
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left_ms) + 1) <= 0) continue;
     iovec iov{reply, sizeof reply};
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -95,6 +94,7 @@ std::optional<UdpProber::Times> UdpProber::ProbeTimes(int timeout_ms,
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
     const ssize_t n = recvmsg(fd_, &msg, MSG_DONTWAIT);
+    if (n < 0) return std::nullopt;  // nothing more has arrived
     const int64_t woke = MonotonicNs();
     // A late answer to an earlier probe is not this one's.
     if (n != static_cast<ssize_t>(kProbePacketBytes) ||
@@ -111,15 +111,33 @@ std::optional<UdpProber::Times> UdpProber::ProbeTimes(int timeout_ms,
   }
 }
 
-std::optional<ClockEstimate> UdpProber::ProbeOnce(int timeout_ms) {
-  const std::optional<Times> t = ProbeTimes(timeout_ms, false);
-  if (!t) return std::nullopt;
-  const base::ProbeTimes times{t->t1, t->t2, t->t3, t->t4};
+std::optional<UdpProber::Times> UdpProber::ProbeTimes(int timeout_ms,
+                                                      bool profiler_clock) {
+  const int64_t sent = Send();
+  if (sent == 0) return std::nullopt;
+  const int64_t give_up = sent + int64_t{timeout_ms} * 1'000'000;
+  while (true) {
+    const int64_t left_ms = (give_up - MonotonicNs()) / 1'000'000;
+    if (left_ms < 0) return std::nullopt;
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left_ms) + 1) <= 0) continue;
+    if (auto t = Receive(sent, profiler_clock)) return t;
+  }
+}
+
+std::optional<ClockEstimate> UdpProber::Estimate(const Times& t) {
+  const base::ProbeTimes times{t.t1, t.t2, t.t3, t.t4};
   if (base::CheckProbe(times) != base::ProbeFault::kNone) {
     discarded_.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
   return EstimateOf(base::SamplePeerLocal(times));
+}
+
+std::optional<ClockEstimate> UdpProber::ProbeOnce(int timeout_ms) {
+  const std::optional<Times> t = ProbeTimes(timeout_ms, false);
+  if (!t) return std::nullopt;
+  return Estimate(*t);
 }
 
 absl::StatusOr<ClockEstimate> UdpProber::Probe(int probes) {

@@ -36,6 +36,17 @@ class UdpProber {
     int64_t t1 = 0, t2 = 0, t3 = 0, t4 = 0;
   };
   std::optional<Times> ProbeTimes(int timeout_ms, bool profiler_clock);
+  // The same in two halves, for many probers in flight at once: Send
+  // returns the probe's send time (0 when it could not be sent); Receive
+  // reads what has arrived without waiting and returns the answer to the
+  // probe sent at `sent`, if it came (late answers to earlier probes are
+  // skipped).
+  int64_t Send();
+  std::optional<Times> Receive(int64_t sent, bool profiler_clock);
+  // Whether `times` can be trusted (base::CheckProbe; counted when not),
+  // and its estimate.
+  std::optional<ClockEstimate> Estimate(const Times& times);
+  int fd() const { return fd_; }
   // One probe; nothing when no answer came within `timeout_ms` or its
   // timestamps cannot be trusted (base::CheckProbe; counted).
   std::optional<ClockEstimate> ProbeOnce(int timeout_ms = 200);

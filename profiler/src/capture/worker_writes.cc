@@ -1,19 +1,29 @@
-// Worker-side captures of any number of Podscope workers from one thread:
+// Worker-side captures of any number of Podscope workers from two threads:
 // every call is asynchronous on one completion queue, so the client's
-// threads do not grow with the pod. Per worker: GetInfo (which must report
-// a capture root), a few clock probes (on its UDP probe port, else through
-// gRPC; the best kept), then,
-// once every worker has been reached or has failed, Capture with the
-// common start on that worker's clock (or the window of steps), reading
-// progress until the worker names its file. Failures are the worker's
-// own: each result says what happened.
+// threads do not grow with the pod. One thread opens the channels and
+// sends GetInfo (which must report a capture root); the queue's thread
+// meanwhile takes the answers and probes each worker's clock (on its UDP
+// probe port, else through gRPC; the best kept). Once every worker has
+// been reached or has failed, each is sent Capture with the common start
+// on its own clock (or the window of steps), and progress is read until
+// the worker names its file. A worker's calls and channel are released as
+// soon as it is done. Failures are the worker's own: each result says
+// what happened.
 #include <sys/stat.h>
 
+#include <grpcpp/alarm.h>
+
+#include <poll.h>
+
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -51,7 +61,8 @@ absl::StatusOr<std::string> CheckedFileName(const std::string& session,
   return name;
 }
 
-enum class Op { kInfo, kProbe, kStarted, kRead, kFinish, kStop };
+enum class Op { kInfo, kProbe, kUdpProbed, kStarted, kRead, kFinish, kStop };
+constexpr int kOps = 7;
 
 struct Worker;
 struct Tag {
@@ -84,13 +95,158 @@ struct Worker {
   std::optional<pb::WorkerFile> file;
   std::unique_ptr<grpc::ClientAsyncReader<pb::CaptureData>> capture_call;
 
+  // A channel that could not be opened: the opening thread says so
+  // through the queue (kInfo, by the alarm).
+  absl::Status open_status;
+  grpc::Alarm open_failed;
+  // The probe thread's answer (kUdpProbed, by the alarm): the best probe
+  // on the worker's UDP port, if any was answered, and those discarded.
+  std::optional<ClockEstimate> udp_best;
+  int64_t udp_discarded = 0;
+  grpc::Alarm udp_probed;
+
   std::unique_ptr<grpc::ClientContext> stop_ctx;
   pb::StopResponse stop_response;
   std::unique_ptr<grpc::ClientAsyncResponseReader<pb::StopResponse>> stop_call;
   grpc::Status stop_status;
 
-  Tag tags[6];
+  Tag tags[kOps];
   void* tag(Op op) { return &tags[static_cast<int>(op)]; }
+};
+
+// Probes workers' UDP clock probe ports, up to kInFlight workers at once
+// from one thread, each worker's probes one after another: a pod's workers
+// are probed in a fraction of the time one at a time would take, and each
+// probe still waits behind no other probe of its worker. A port that does
+// not answer its first probe within 20 ms (a firewall) leaves the gRPC
+// probes. Each worker done is handed back through the completion queue.
+class UdpProbes {
+ public:
+  UdpProbes(grpc::CompletionQueue* cq, int probes)
+      : cq_(cq), probes_(probes), thread_([this] { Loop(); }) {}
+  ~UdpProbes() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  void Add(Worker* w, std::string host, int port, std::string key) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back({w, std::move(host), port, std::move(key)});
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  static constexpr size_t kInFlight = 8;
+  static constexpr int64_t kTimeoutNs = 20'000'000;
+  struct Job {
+    Worker* worker;
+    std::string host;
+    int port;
+    std::string key;
+  };
+  struct Flight {
+    Worker* worker;
+    std::unique_ptr<UdpProber> prober;
+    int sent = 0;
+    int answered = 0;
+    int64_t sent_at = 0;
+  };
+
+  void Loop() {
+    std::vector<Flight> flying;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (flying.empty()) {
+          cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+          if (closing_ && queue_.empty()) return;
+        }
+        while (flying.size() < kInFlight && !queue_.empty()) {
+          Job job = std::move(queue_.front());
+          queue_.pop_front();
+          lock.unlock();
+          auto prober = UdpProber::Connect(job.host, job.port, job.key);
+          if (!prober.ok()) {
+            Done(job.worker, nullptr);
+          } else {
+            flying.push_back({job.worker, *std::move(prober)});
+            SendNext(flying.back());
+          }
+          lock.lock();
+        }
+      }
+      Wait(&flying);
+    }
+  }
+
+  void SendNext(Flight& f) {
+    ++f.sent;
+    f.sent_at = f.prober->Send();
+  }
+
+  // Waits for answers (or the oldest probe's timeout), and moves every
+  // flight on.
+  void Wait(std::vector<Flight>* flying) {
+    if (flying->empty()) return;
+    std::vector<pollfd> fds;
+    int64_t first_give_up = INT64_MAX;
+    for (const Flight& f : *flying) {
+      fds.push_back({f.prober->fd(), POLLIN, 0});
+      first_give_up = std::min(first_give_up, f.sent_at + kTimeoutNs);
+    }
+    const int64_t wait_ns = std::max<int64_t>(0, first_give_up - MonotonicNs());
+    timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000),
+                static_cast<long>(wait_ns % 1'000'000'000)};
+    (void)ppoll(fds.data(), fds.size(), &ts, nullptr);
+    const int64_t now = MonotonicNs();
+    for (size_t i = 0; i < flying->size();) {
+      Flight& f = (*flying)[i];
+      bool moved_on = false;
+      if (f.sent_at != 0) {
+        if (auto t = f.prober->Receive(f.sent_at, /*profiler_clock=*/false)) {
+          ++f.answered;
+          std::optional<ClockEstimate> e = f.prober->Estimate(*t);
+          Worker& w = *f.worker;
+          if (e && (!w.udp_best || e->uncertainty_ns < w.udp_best->uncertainty_ns)) {
+            w.udp_best = e;
+          }
+          moved_on = true;
+        }
+      }
+      if (!moved_on && (f.sent_at == 0 || now >= f.sent_at + kTimeoutNs)) {
+        // Unanswered: a port that never answered is given up at once.
+        if (f.answered == 0 && f.prober->discarded() == 0) f.sent = probes_;
+        moved_on = true;
+      }
+      if (moved_on && f.sent >= probes_) {
+        Done(f.worker, f.prober.get());
+        flying->erase(flying->begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      if (moved_on) SendNext(f);
+      ++i;
+    }
+  }
+
+  void Done(Worker* w, const UdpProber* prober) {
+    if (prober != nullptr) w->udp_discarded = prober->discarded();
+    w->udp_probed.Set(cq_, gpr_now(GPR_CLOCK_MONOTONIC),
+                      w->tag(Op::kUdpProbed));
+  }
+
+  grpc::CompletionQueue* const cq_;
+  const int probes_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;  // guarded by mutex_
+  bool closing_ = false;   // guarded by mutex_
+  std::thread thread_;
 };
 
 class Fanout {
@@ -102,12 +258,19 @@ class Fanout {
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = workers_[i];
       w.result = &(*results)[i];
-      for (int op = 0; op < 6; ++op) w.tags[op] = {&w, static_cast<Op>(op)};
+      for (int op = 0; op < kOps; ++op) {
+        w.tags[op] = {&w, static_cast<Op>(op)};
+      }
     }
   }
 
   void Run() {
-    for (Worker& w : workers_) Begin(w);
+    t0_ = MonotonicNs();
+    // Opening hundreds of channels takes a while: the answers of the first
+    // are taken (and their clocks probed) meanwhile.
+    std::thread opener([this] {
+      for (Worker& w : workers_) Begin(w);
+    });
     while (done_ < workers_.size()) {
       if (ready_ + done_ == workers_.size() && !started_) StartAll();
       if (Cancelled(options_)) StopAll();
@@ -120,6 +283,7 @@ class Fanout {
       if (got == grpc::CompletionQueue::TIMEOUT) continue;
       Handle(*static_cast<Tag*>(tag), ok);
     }
+    opener.join();
     // Stops still in flight are waited for: their buffers are the workers'.
     while (stops_in_flight_ > 0) {
       void* tag = nullptr;
@@ -144,6 +308,19 @@ class Fanout {
     w.result->error = absl::StrCat(w.result->address, ": ", why);
     ++done_;
     shared_->Finished(false);
+    Release(w);
+  }
+
+  // A worker that is done gives back its calls and its channel at once:
+  // tearing down hundreds of channels at the end would be waited for.
+  // A Stop still in flight keeps them until it completes.
+  void Release(Worker& w) {
+    if (w.stop_sent && w.stop_call != nullptr) return;
+    w.info_call.reset();
+    w.probe_call.reset();
+    w.capture_call.reset();
+    w.ctx.reset();
+    w.connection.reset();
   }
   void Fail(Worker& w, const absl::Status& s) {
     // WorkerConnection's statuses name the worker already.
@@ -153,11 +330,15 @@ class Fanout {
     Fail(w, why);
   }
 
+  // On the opening thread: only this worker's channel and first call.
   void Begin(Worker& w) {
-    w.result->written_by_worker = true;
     auto connection =
         WorkerConnection::Open(w.result->address, options_.connect);
-    if (!connection.ok()) return Fail(w, connection.status());
+    if (!connection.ok()) {
+      w.open_status = connection.status();
+      w.open_failed.Set(&cq_, gpr_now(GPR_CLOCK_MONOTONIC), w.tag(Op::kInfo));
+      return;
+    }
     w.connection = *std::move(connection);
     w.ctx = std::make_unique<grpc::ClientContext>();
     w.connection->Prepare(w.ctx.get(), options_.connect.connect_timeout_ms);
@@ -168,6 +349,8 @@ class Fanout {
   }
 
   void OnInfo(Worker& w) {
+    w.result->written_by_worker = true;
+    if (!w.open_status.ok()) return Fail(w, w.open_status);
     if (!w.status.ok()) {
       if (w.status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
           w.status.error_code() == grpc::StatusCode::UNAVAILABLE) {
@@ -191,34 +374,25 @@ class Fanout {
                   "this worker has no capture root for worker-side captures "
                   "(PODSCOPE_CAPTURE_ROOT)");
     }
-    if (ProbeThroughUdp(w)) return Ready(w);
-    // A few: every worker is probed at once, and the file's alignment
-    // states the uncertainty of the best.
+    if (w.info.probe_port() > 0) {
+      return udp_probes_.Add(&w, HostOfAddress(w.result->address),
+                             w.info.probe_port(), w.info.probe_key());
+    }
+    ProbeThroughGrpc(w);
+  }
+
+  // A few: every worker is probed at once, and the file's alignment
+  // states the uncertainty of the best.
+  void ProbeThroughGrpc(Worker& w) {
     w.probes_left = std::clamp(options_.clock_probes, 1, 4);
     SendProbe(w);
   }
 
-  // The worker's UDP probe port, one worker at a time from this thread so
-  // that no probe waits behind another's: tight round trips, 4 of them
-  // per worker (each a wake-up of the worker's probe thread). A port that does
-  // not answer its first probe within 20 ms (a firewall) leaves the gRPC
-  // probes.
-  bool ProbeThroughUdp(Worker& w) {
-    if (w.info.probe_port() <= 0) return false;
-    auto udp = UdpProber::Connect(HostOfAddress(w.result->address),
-                                  w.info.probe_port(), w.info.probe_key());
-    if (!udp.ok()) return false;
-    const int probes = std::clamp(options_.clock_probes, 1, 4);
-    for (int i = 0; i < probes; ++i) {
-      std::optional<ClockEstimate> e = (*udp)->ProbeOnce(20);
-      if (!e) {
-        if (i == 0 && (*udp)->discarded() == 0) break;
-        continue;
-      }
-      if (!w.best || e->uncertainty_ns < w.best->uncertainty_ns) w.best = e;
-    }
-    w.result->clock_probes_discarded += (*udp)->discarded();
-    return w.best.has_value();
+  void OnUdpProbed(Worker& w) {
+    w.result->clock_probes_discarded += w.udp_discarded;
+    if (!w.udp_best) return ProbeThroughGrpc(w);
+    w.best = w.udp_best;
+    Ready(w);
   }
 
   void Ready(Worker& w) {
@@ -265,11 +439,23 @@ class Fanout {
     Ready(w);
   }
 
+  // The common start on this side's clock: start_lead_ms after the
+  // capture began, the time it has to reach every worker; when reaching
+  // took longer, as soon as every ready worker can be sent its start (a
+  // margin for the calls, growing with their number), so that none is
+  // told an instant already past.
+  static constexpr int64_t kSendNsPerWorker = 300'000;
+  int64_t CommonStart(int64_t now) const {
+    const int64_t send_ns =
+        20'000'000 + static_cast<int64_t>(ready_) * kSendNsPerWorker;
+    return std::max(t0_ + options_.start_lead_ms * 1'000'000, now + send_ns);
+  }
+
   // Every worker reached or failed: the common start, on this side's
   // clock, then each worker's.
   void StartAll() {
     started_ = true;
-    const int64_t start = MonotonicNs() + options_.start_lead_ms * 1'000'000;
+    const int64_t start = CommonStart(MonotonicNs());
     for (Worker& w : workers_) {
       if (!w.ready || w.finished) continue;
       w.ready = false;
@@ -348,6 +534,7 @@ class Fanout {
     }
     w.finished = true;
     r.ok = true;
+    Release(w);
     ++done_;
     shared_->Finished(true);
   }
@@ -359,6 +546,8 @@ class Fanout {
         return OnInfo(w);
       case Op::kProbe:
         return OnProbe(w);
+      case Op::kUdpProbed:
+        return OnUdpProbed(w);
       case Op::kStarted:
         if (!ok) {
           return w.capture_call->Finish(&w.status, w.tag(Op::kFinish));
@@ -372,6 +561,9 @@ class Fanout {
         return OnFinish(w);
       case Op::kStop:
         --stops_in_flight_;
+        w.stop_call.reset();
+        w.stop_ctx.reset();
+        if (w.finished) Release(w);
         return;
     }
   }
@@ -398,6 +590,8 @@ class Fanout {
   CaptureShared* const shared_;
   std::vector<Worker> workers_;
   grpc::CompletionQueue cq_;
+  UdpProbes udp_probes_{&cq_, std::clamp(options_.clock_probes, 1, 4)};
+  int64_t t0_ = 0;  // when Run began
   size_t done_ = 0;
   size_t ready_ = 0;
   bool started_ = false;

@@ -335,6 +335,10 @@ absl::Status CaptureHub::WaitForEnd(
 
 void CaptureHub::Control(std::shared_ptr<Capture> c) {
   CaptureSource* const source = options_.capture_source.get();
+  // The worker's file is in its folder for good once the folder is synced:
+  // done here, while it records, not when hundreds of workers end at the
+  // same instant (the file itself is synced when it is closed).
+  if (c->file_state) SyncWorkerFolder(c->file_dir);
   absl::Status end;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -387,7 +391,6 @@ void CaptureHub::DescribeFile(Capture& c, int64_t stopped_ns) {
   c.file.set_window_start_ns(start == 0 ? 0 : skew.Apply(start));
   c.file.set_window_end_ns(end == 0 ? 0 : skew.Apply(end));
   if (!c.file_state) return;
-  SyncWorkerFolder(c.file_dir);
   c.file.set_bytes(c.file_state->bytes.load());
   std::lock_guard<std::mutex> lock(c.file_state->mutex);
   c.file.set_crc32(c.file_state->crc32);

@@ -105,8 +105,10 @@ struct CaptureOptions {
   // docs/interop.md.
   std::string align = "best";
   // XProf workers start recording together, this long after every worker
-  // has been reached (ProfileOptions.start_timestamp_ns); so do Podscope
-  // workers that write their own files.
+  // has been reached (ProfileOptions.start_timestamp_ns). Podscope workers
+  // that write their own files start together this long after the capture
+  // began: the time it has to reach and probe them all; when that takes
+  // longer, as soon as each can be sent the start (see worker_writes).
   int64_t start_lead_ms = 100;
 
   // Worker-side capture (`--worker_writes`): each worker writes its own
@@ -114,10 +116,13 @@ struct CaptureOptions {
   // side receives progress and the file's name, size and crc32 only. The
   // capture root is the worker's (ServerOptions::capture_root), normally a
   // folder every host and this one share as `logdir`: the manifest goes
-  // to <logdir>/<session>/ beside the files. Workers start together at a
-  // start `start_lead_ms` after every worker has been reached, each on
-  // its own clock as this side's probes map it; their files carry those
-  // probes (or their job's clock) as clock offsets.
+  // to <logdir>/<session>/ beside the files. Workers start together,
+  // each at the same instant on its own clock as this side's probes map
+  // it: `start_lead_ms` after the capture began, or, when reaching and
+  // probing every worker took longer, when the last was reached plus
+  // 20 ms and 0.3 ms per worker (the time to send each its start), so
+  // that no worker is told an instant already past. Their files carry
+  // those probes (or their job's clock) as clock offsets.
   bool worker_writes = false;
   // A window of steps instead of a duration (`--steps first:last`): every
   // worker records from the beginning of step `first_step` to the end of
