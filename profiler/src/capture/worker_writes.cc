@@ -122,8 +122,13 @@ struct Worker {
 // probes. Each worker done is handed back through the completion queue.
 class UdpProbes {
  public:
-  UdpProbes(grpc::CompletionQueue* cq, int probes)
-      : cq_(cq), probes_(probes), thread_([this] { Loop(); }) {}
+  // `handoff` is held while a worker's results are handed to the queue's
+  // thread (which takes it before it reads them).
+  UdpProbes(grpc::CompletionQueue* cq, std::mutex* handoff, int probes)
+      : cq_(cq),
+        handoff_(handoff),
+        probes_(probes),
+        thread_([this] { Loop(); }) {}
   ~UdpProbes() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -235,12 +240,14 @@ class UdpProbes {
   }
 
   void Done(Worker* w, const UdpProber* prober) {
+    std::lock_guard<std::mutex> lock(*handoff_);
     if (prober != nullptr) w->udp_discarded = prober->discarded();
     w->udp_probed.Set(cq_, gpr_now(GPR_CLOCK_MONOTONIC),
                       w->tag(Op::kUdpProbed));
   }
 
   grpc::CompletionQueue* const cq_;
+  std::mutex* const handoff_;
   const int probes_;
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -335,16 +342,21 @@ class Fanout {
     auto connection =
         WorkerConnection::Open(w.result->address, options_.connect);
     if (!connection.ok()) {
+      std::lock_guard<std::mutex> lock(handoff_);
       w.open_status = connection.status();
       w.open_failed.Set(&cq_, gpr_now(GPR_CLOCK_MONOTONIC), w.tag(Op::kInfo));
       return;
     }
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    (*connection)->Prepare(ctx.get(), options_.connect.connect_timeout_ms);
+    ctx->set_wait_for_ready(true);
+    auto call = (*connection)->stub()->AsyncGetInfo(
+        ctx.get(), pb::GetInfoRequest(), &cq_);
+    // What the queue's thread reads once the answer is in.
+    std::lock_guard<std::mutex> lock(handoff_);
     w.connection = *std::move(connection);
-    w.ctx = std::make_unique<grpc::ClientContext>();
-    w.connection->Prepare(w.ctx.get(), options_.connect.connect_timeout_ms);
-    w.ctx->set_wait_for_ready(true);
-    w.info_call = w.connection->stub()->AsyncGetInfo(
-        w.ctx.get(), pb::GetInfoRequest(), &cq_);
+    w.ctx = std::move(ctx);
+    w.info_call = std::move(call);
     w.info_call->Finish(&w.info, &w.status, w.tag(Op::kInfo));
   }
 
@@ -541,6 +553,10 @@ class Fanout {
 
   void Handle(const Tag& tag, bool ok) {
     Worker& w = *tag.worker;
+    if (tag.op == Op::kInfo || tag.op == Op::kUdpProbed) {
+      // Written by another thread before it handed the tag over.
+      std::lock_guard<std::mutex> lock(handoff_);
+    }
     switch (tag.op) {
       case Op::kInfo:
         return OnInfo(w);
@@ -590,7 +606,9 @@ class Fanout {
   CaptureShared* const shared_;
   std::vector<Worker> workers_;
   grpc::CompletionQueue cq_;
-  UdpProbes udp_probes_{&cq_, std::clamp(options_.clock_probes, 1, 4)};
+  std::mutex handoff_;
+  UdpProbes udp_probes_{&cq_, &handoff_,
+                        std::clamp(options_.clock_probes, 1, 4)};
   int64_t t0_ = 0;  // when Run began
   size_t done_ = 0;
   size_t ready_ = 0;
