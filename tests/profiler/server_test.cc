@@ -224,6 +224,28 @@ TEST(Server, CaptureStreamsACompleteFileWithClockOffsets) {
   EXPECT_NE(manifest.find(server->address()), std::string::npos);
 }
 
+// Numeric addresses are dialled without name resolution ("ipv4:" and
+// "ipv6:" targets): both families capture, with the same authority.
+TEST(Server, CaptureOverIpv6Loopback) {
+  ServerOptions so;
+  so.bind_address = "::1";
+  auto server = StartServer(0, so);
+  if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback: " << server.status();
+  Workload work;
+  CaptureOptions o;
+  o.workers = {(*server)->address()};
+  ASSERT_EQ(o.workers[0].rfind("[::1]:", 0), 0u) << o.workers[0];
+  o.logdir = FreshDir("capture-v6");
+  o.duration_ms = 300;
+  o.session = "v6";
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->answered(), 1) << result->workers[0].error;
+  EXPECT_EQ(result->workers[0].pid, getpid());
+  EXPECT_GT(ReadTraceFile(result->workers[0].path).SlicesNamed("work").size(),
+            10u);
+}
+
 TEST(Server, ConcurrentClientsShareOneCapture) {
   auto server = Serve();
   ASSERT_NE(server, nullptr);
