@@ -14,6 +14,7 @@
 #include "podscope/base/net.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/job/coordination.h"
+#include "podscope/profiler/clock.h"
 #include "podscope/job/coordination_service.grpc.pb.h"
 #include "podscope/profiler/grpc_credentials.h"
 #include "src/doctor_wire.h"
@@ -229,6 +230,96 @@ absl::StatusOr<HeartbeatResult> CoordinationClient::Heartbeat(
     result.verdict_sequence = resp.verdict_sequence();
   }
   return result;
+}
+
+absl::Status CoordinationClient::CaptureRanks(
+    const profiler::CaptureOptions& request,
+    const std::function<void(const profiler::CaptureProgress&)>& progress,
+    const std::atomic<bool>* stop, std::vector<profiler::WorkerResult>* ranks) {
+  if (absl::Status a = impl_->aborted(); !a.ok()) return a;
+  pb::CaptureRanksRequest req;
+  req.set_session(request.session);
+  req.set_duration_ms(request.duration_ms);
+  req.set_level(request.level);
+  req.set_sampling_hz(request.sampling_hz);
+  req.set_by_steps(request.by_steps);
+  req.set_first_step(request.first_step);
+  req.set_last_step(request.last_step);
+  req.set_start_lead_ms(request.start_lead_ms);
+  req.set_client("podscope capture");
+  // The capture, its lead, and a minute for the ranks to reach and end.
+  Impl::Call call(impl_.get(),
+                  After(absl::Milliseconds(request.duration_ms +
+                                           request.start_lead_ms) +
+                        absl::Seconds(60)));
+  const int64_t t0 = profiler::ProfilerNowNs();
+  auto reader = impl_->stub_->CaptureRanks(&call.ctx, req);
+  pb::CaptureRanksReply reply;
+  bool stop_sent = false;
+  bool done = false;
+  while (reader->Read(&reply)) {
+    if (reply.done()) {
+      done = true;
+      break;
+    }
+    profiler::CaptureProgress p;
+    p.workers = reply.workers();
+    p.streaming = reply.streaming();
+    p.finished = reply.finished();
+    p.failed = reply.failed();
+    p.bytes = reply.bytes();
+    p.events = reply.events();
+    p.elapsed_ms = (profiler::ProfilerNowNs() - t0) / 1'000'000;
+    if (progress) progress(p);
+    if (stop != nullptr && stop->load() && !stop_sent) {
+      stop_sent = true;
+      pb::StopRankCaptureRequest stop_req;
+      stop_req.set_session(request.session);
+      pb::StopRankCaptureResponse stop_resp;
+      Impl::Call stop_call(impl_.get(), After(absl::Seconds(10)));
+      (void)impl_->stub_->StopRankCapture(&stop_call.ctx, stop_req,
+                                          &stop_resp);
+    }
+  }
+  if (done) call.ctx.TryCancel();  // nothing more is read
+  const grpc::Status s = reader->Finish();
+  if (!done) {
+    absl::Status r = impl_->Result(s, "relayed capture");
+    if (r.ok()) {
+      r = absl::DataLossError(
+          "relayed capture: the coordinator ended without the ranks' "
+          "outcomes");
+    }
+    return r;
+  }
+  ranks->clear();
+  for (const pb::RankCapture& r : reply.ranks()) {
+    profiler::WorkerResult w;
+    w.rank = r.rank();
+    w.address = r.address();
+    w.ok = r.ok();
+    w.error = r.error();
+    w.path = r.path();
+    w.host = r.host();
+    w.pid = r.pid();
+    w.bytes = r.bytes();
+    w.events = r.events();
+    w.dropped = r.dropped();
+    w.crc32 = r.crc32();
+    w.window_start_ns = r.window_start_ns();
+    w.window_end_ns = r.window_end_ns();
+    w.start_at_ns = r.start_at_job_ns();
+    w.job_clock = r.job_clock();
+    w.received_bytes = r.received_bytes();
+    w.written_by_worker = true;
+    w.relayed_by = impl_->address_;
+    if (r.reached()) {
+      w.protocol = "podscope";
+      w.alignment = "job clock";
+    }
+    ranks->push_back(std::move(w));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<JobStateView> CoordinationClient::JobState(

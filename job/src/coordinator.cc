@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -26,9 +27,12 @@
 #include "podscope/job/coordination.h"
 #include "podscope/job/coordination_service.grpc.pb.h"
 #include "podscope/job/keys.h"
+#include "podscope/job/profilers.h"
 #include "podscope/profiler/bearer_token.h"
+#include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/grpc_credentials.h"
+#include "podscope/profiler/session.h"
 #include "src/doctor_wire.h"
 #include "src/key_rules.h"
 #include "src/key_value_table.h"
@@ -42,6 +46,10 @@ using grpc::ServerContext;
 using grpc::Status;
 using grpc::StatusCode;
 using SteadyClock = std::chrono::steady_clock;
+
+// The longest capture a coordinator relays (a window of steps waits this
+// long at most).
+constexpr int64_t kMaxRelayDurationMs = int64_t{24} * 3600 * 1000;
 
 Status ToGrpc(const absl::Status& s) {
   return Status(static_cast<StatusCode>(s.code()), std::string(s.message()));
@@ -313,6 +321,120 @@ class Service final : public pb::CoordinationService::Service {
                 /*leaving=*/true);
   }
 
+  // `podscope capture --job`, relayed: every rank's profiler server is
+  // asked for a worker-side capture that starts at one instant on the job
+  // clock (this process's), from here; the client makes this one call.
+  Status CaptureRanks(
+      ServerContext* ctx, const pb::CaptureRanksRequest* req,
+      grpc::ServerWriter<pb::CaptureRanksReply>* writer) override {
+    if (Status s = Authorize(ctx); !s.ok()) return s;
+    if (Status s = CheckRelayRequest(*req); !s.ok()) return s;
+    std::vector<JobProfiler> ranks = PublishedProfilers();
+    if (ranks.empty()) {
+      return Status(StatusCode::NOT_FOUND,
+                    "no rank of this job published a profiler server");
+    }
+    profiler::CaptureOptions o;
+    for (const JobProfiler& r : ranks) {
+      o.workers.push_back(r.address);
+      o.ranks.push_back(r.rank);
+    }
+    o.session = req->session();
+    o.duration_ms = req->duration_ms();
+    o.level = req->level();
+    o.sampling_hz = req->sampling_hz();
+    o.by_steps = req->by_steps();
+    o.first_step = req->first_step();
+    o.last_step = req->last_step();
+    o.start_lead_ms = req->start_lead_ms();
+    o.start_on_job_clock = true;
+    // The ranks serve their profilers with the job's token.
+    o.connect.token = options_.token;
+    o.connect.tls_ca_file = options_.tls.ca_file;
+    o.connect.tls_server_name = options_.tls.server_name;
+    auto relay = std::make_shared<Relay>();
+    relay->session = o.session;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (relay_ != nullptr) {
+        return Status(StatusCode::ALREADY_EXISTS,
+                      absl::StrCat("this coordinator is relaying capture '",
+                                   relay_->session, "' already"));
+      }
+      relay_ = relay;
+    }
+    struct Done {
+      Service* service;
+      ~Done() {
+        std::lock_guard<std::mutex> lock(service->mu_);
+        service->relay_.reset();
+      }
+    } done{this};
+    // Every rank writes its own file, or none is asked to record.
+    if (Status s = CheckEveryRankWrites(o); !s.ok()) return s;
+    o.cancel = &relay->cancel;
+    std::mutex write_mutex;
+    o.progress = [&](const profiler::CaptureProgress& p) {
+      if (ctx->IsCancelled()) relay->cancel = true;
+      pb::CaptureRanksReply reply;
+      reply.set_workers(p.workers);
+      reply.set_streaming(p.streaming);
+      reply.set_finished(p.finished);
+      reply.set_failed(p.failed);
+      reply.set_bytes(p.bytes);
+      reply.set_events(p.events);
+      std::lock_guard<std::mutex> lock(write_mutex);
+      (void)writer->Write(reply);
+    };
+    const std::vector<profiler::WorkerResult> results =
+        profiler::RelayWorkerCaptures(o);
+    pb::CaptureRanksReply last;
+    last.set_done(true);
+    last.set_workers(static_cast<int>(results.size()));
+    for (const profiler::WorkerResult& w : results) {
+      pb::RankCapture* r = last.add_ranks();
+      r->set_rank(w.rank);
+      r->set_address(w.address);
+      r->set_ok(w.ok);
+      r->set_error(w.error);
+      r->set_path(w.path);
+      r->set_host(w.host);
+      r->set_pid(w.pid);
+      r->set_bytes(w.bytes);
+      r->set_events(w.events);
+      r->set_dropped(w.dropped);
+      r->set_crc32(w.crc32);
+      r->set_window_start_ns(w.window_start_ns);
+      r->set_window_end_ns(w.window_end_ns);
+      r->set_start_at_job_ns(w.start_at_ns);
+      r->set_job_clock(w.job_clock);
+      r->set_received_bytes(w.received_bytes);
+      r->set_reached(!w.protocol.empty());
+      last.set_finished(last.finished() + 1);
+      last.set_failed(last.failed() + (w.ok ? 0 : 1));
+      last.set_events(last.events() + w.events);
+      last.set_bytes(last.bytes() + w.bytes);
+    }
+    std::lock_guard<std::mutex> lock(write_mutex);
+    if (!writer->Write(last)) {
+      return Status(StatusCode::CANCELLED, "the client went away");
+    }
+    return Status::OK;
+  }
+
+  Status StopRankCapture(ServerContext* ctx,
+                         const pb::StopRankCaptureRequest* req,
+                         pb::StopRankCaptureResponse*) override {
+    if (Status s = Authorize(ctx); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (relay_ == nullptr || relay_->session != req->session()) {
+      return Status(StatusCode::NOT_FOUND,
+                    "no relayed capture of that session runs here");
+    }
+    relay_->cancel = true;
+    return Status::OK;
+  }
+
   Status JobState(ServerContext* ctx, const pb::JobStateRequest*,
                   pb::JobStateResponse* resp) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
@@ -555,6 +677,83 @@ class Service final : public pb::CoordinationService::Service {
     }
   }
 
+  // A relayed capture in progress (one at a time).
+  struct Relay {
+    std::string session;
+    std::atomic<bool> cancel{false};
+  };
+
+  static Status CheckRelayRequest(const pb::CaptureRanksRequest& r) {
+    auto bad = [](const std::string& why) {
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    absl::StrCat("CaptureRanks: ", why));
+    };
+    if (!profiler::IsValidSessionId(r.session())) {
+      return bad("the session is not a single folder name");
+    }
+    if (r.duration_ms() <= 0 || r.duration_ms() > kMaxRelayDurationMs) {
+      return bad(absl::StrCat("duration_ms must be 1..", kMaxRelayDurationMs));
+    }
+    if (r.start_lead_ms() < 0 || r.start_lead_ms() > 60'000) {
+      return bad("start_lead_ms must be 0..60000");
+    }
+    if (r.level() < 0 || r.level() > 3) return bad("level must be 0..3");
+    if (r.sampling_hz() < 0 || r.sampling_hz() > 10'000) {
+      return bad("sampling_hz must be 0..10000");
+    }
+    if (r.by_steps() &&
+        (r.first_step() < 0 || r.last_step() < r.first_step())) {
+      return bad("the steps must be FIRST:LAST with 0 <= FIRST <= LAST");
+    }
+    if (r.client().size() > 256) return bad("client is over 256 bytes");
+    return Status::OK;
+  }
+
+  // Every rank's published profiler server, by rank.
+  std::vector<JobProfiler> PublishedProfilers() {
+    std::vector<JobProfiler> out;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string after;
+    while (true) {
+      pb::KeyDirectoryResponse page;
+      kv_.Page(kProfilerKeyPrefix, after, 0, &page);
+      for (const pb::KeyValue& kv : page.entries()) {
+        if (auto p = ParseJobProfiler(kv.key(), kv.value())) {
+          out.push_back(*std::move(p));
+        }
+      }
+      if (!page.more() || page.entries().empty()) break;
+      after = page.entries().rbegin()->key();
+    }
+    std::sort(out.begin(), out.end(),
+              [](const JobProfiler& a, const JobProfiler& b) {
+                return a.rank < b.rank;
+              });
+    return out;
+  }
+
+  // FAILED_PRECONDITION naming the ranks (the first few) that cannot write
+  // their own file: unreachable, or without a capture root.
+  static Status CheckEveryRankWrites(const profiler::CaptureOptions& o) {
+    const std::vector<profiler::WorkerProtocol> found =
+        profiler::FindWorkerProtocols(o.workers, o.connect);
+    std::vector<std::string> cannot;
+    for (size_t i = 0; i < found.size(); ++i) {
+      const profiler::WorkerProtocol& p = found[i];
+      if (p.protocol == "podscope" && p.writes_own_file) continue;
+      if (cannot.size() < 8) {
+        cannot.push_back(absl::StrCat(
+            "rank ", o.ranks[i], " (", p.address, "): ",
+            p.protocol.empty() ? p.error : "no capture root"));
+      }
+      if (cannot.size() == 8) cannot.push_back("...");
+    }
+    if (cannot.empty()) return Status::OK;
+    return Status(StatusCode::FAILED_PRECONDITION,
+                  absl::StrCat("not every rank can write its own file: ",
+                               absl::StrJoin(cannot, "; ")));
+  }
+
   Status Authorize(ServerContext* ctx) const {
     return profiler::CheckBearerToken(
         *ctx, options_.token,
@@ -581,6 +780,7 @@ class Service final : public pb::CoordinationService::Service {
   std::string announced_key_;
   SteadyClock::time_point announced_at_;
   std::thread watcher_;
+  std::shared_ptr<Relay> relay_;  // guarded by mu_
 };
 
 class CoordinatorImpl final : public Coordinator {

@@ -1,6 +1,8 @@
 // The profiler servers a job's ranks published (profilers.h).
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <functional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,9 +15,26 @@
 
 namespace podscope::job {
 
+std::optional<JobProfiler> ParseJobProfiler(const std::string& key,
+                                            const std::string& value) {
+  const std::string prefix = kProfilerKeyPrefix;
+  if (key.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  JobProfiler p;
+  std::vector<std::string> parts =
+      absl::StrSplit(value, ' ', absl::SkipEmpty());
+  if (!absl::SimpleAtoi(key.substr(prefix.size()), &p.rank) || p.rank < 0 ||
+      parts.empty()) {
+    return std::nullopt;
+  }
+  p.address = parts[0];
+  if (parts.size() > 1) p.host = parts[1];
+  if (parts.size() > 2) (void)absl::SimpleAtoi(parts[2], &p.pid);
+  return p;
+}
+
 absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
     const std::string& coordinator, const std::string& token,
-    const JobTls& tls) {
+    const JobTls& tls, std::string* found_at) {
   PODSCOPE_ASSIGN_OR_RETURN(
       auto client, CoordinationClient::Create(coordinator, token, tls));
   PODSCOPE_ASSIGN_OR_RETURN(auto entries,
@@ -30,24 +49,14 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
       if (host.ok() && absl::SimpleAtoi(*master, &port) &&
           port != host->second) {
         return ListJobProfilers(base::JoinHostPort(host->first, port), token,
-                                tls);
+                                tls, found_at);
       }
     }
   }
+  if (found_at != nullptr) *found_at = coordinator;
   std::vector<JobProfiler> ranks;
   for (const auto& [key, value] : entries) {
-    JobProfiler p;
-    std::vector<std::string> parts =
-        absl::StrSplit(value, ' ', absl::SkipEmpty());
-    if (!absl::SimpleAtoi(
-            key.substr(std::string_view(kProfilerKeyPrefix).size()), &p.rank) ||
-        p.rank < 0 || parts.empty()) {
-      continue;
-    }
-    p.address = parts[0];
-    if (parts.size() > 1) p.host = parts[1];
-    if (parts.size() > 2) (void)absl::SimpleAtoi(parts[2], &p.pid);
-    ranks.push_back(std::move(p));
+    if (auto p = ParseJobProfiler(key, value)) ranks.push_back(*std::move(p));
   }
   if (ranks.empty()) {
     return absl::NotFoundError(absl::StrCat(
@@ -63,7 +72,8 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
 }
 
 absl::Status ResolveJobWorkers(const std::string& coordinator,
-                               profiler::CaptureOptions* options) {
+                               profiler::CaptureOptions* options,
+                               std::string* found_at) {
   if (options->connect.token.empty()) {
     if (const char* t = std::getenv("PODSCOPE_JOB_TOKEN")) {
       options->connect.token = t;
@@ -75,7 +85,8 @@ absl::Status ResolveJobWorkers(const std::string& coordinator,
     tls.server_name = options->connect.tls_server_name;
   }
   PODSCOPE_ASSIGN_OR_RETURN(
-      auto ranks, ListJobProfilers(coordinator, options->connect.token, tls));
+      auto ranks,
+      ListJobProfilers(coordinator, options->connect.token, tls, found_at));
   options->job = coordinator;
   options->workers.clear();
   options->ranks.clear();
@@ -84,6 +95,53 @@ absl::Status ResolveJobWorkers(const std::string& coordinator,
     options->ranks.push_back(r.rank);
   }
   return absl::OkStatus();
+}
+
+void RelayThroughCoordinator(const std::string& coordinator,
+                             profiler::CaptureOptions* options) {
+  JobTls tls = DiscoverJobTls();
+  if (!options->connect.tls_ca_file.empty()) {
+    tls.ca_file = options->connect.tls_ca_file;
+    tls.server_name = options->connect.tls_server_name;
+  }
+  const std::string token = options->connect.token;
+  const profiler::CaptureOptions request = *options;
+  const std::atomic<bool>* const stop = options->cancel;
+  options->worker_writes = true;
+  options->relay =
+      [coordinator, token, tls, request, stop](
+          std::vector<profiler::WorkerResult>* results,
+          const std::function<void(const profiler::CaptureProgress&)>& report)
+      -> absl::Status {
+    PODSCOPE_ASSIGN_OR_RETURN(
+        auto client, CoordinationClient::Create(coordinator, token, tls));
+    std::vector<profiler::WorkerResult> ranks;
+    PODSCOPE_RETURN_IF_ERROR(
+        client->CaptureRanks(request, report, stop, &ranks));
+    // By rank: the ranks this side listed, in its order; a rank the
+    // coordinator did not record says so; one it recorded that this side
+    // did not list (it published later) is added.
+    std::vector<bool> used(ranks.size(), false);
+    for (profiler::WorkerResult& w : *results) {
+      bool found = false;
+      for (size_t k = 0; k < ranks.size(); ++k) {
+        if (used[k] || ranks[k].rank != w.rank) continue;
+        used[k] = true;
+        found = true;
+        w = std::move(ranks[k]);
+        break;
+      }
+      if (!found) {
+        w.ok = false;
+        w.error = absl::StrCat(w.address, ": the coordinator recorded no rank ",
+                               w.rank);
+      }
+    }
+    for (size_t k = 0; k < ranks.size(); ++k) {
+      if (!used[k]) results->push_back(std::move(ranks[k]));
+    }
+    return absl::OkStatus();
+  };
 }
 
 }  // namespace podscope::job

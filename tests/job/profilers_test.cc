@@ -66,10 +66,13 @@ TEST(JobProfilers, ARendezvousLeadsToTheJobItLaunched) {
           .ok());
   auto node0 = std::move(RegisterAll(*rendezvous, 1)[0]);
   ASSERT_TRUE(node0->Set(kLaunchMasterPortKey, absl::StrCat(job->port())).ok());
-  auto found = ListJobProfilers(rendezvous->address(), "");
+  std::string found_at;
+  auto found = ListJobProfilers(rendezvous->address(), "", {}, &found_at);
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_EQ(found->size(), 1u);
   EXPECT_EQ((*found)[0].address, "127.0.0.1:9100");
+  // The job's own coordinator, which relays its captures.
+  EXPECT_EQ(found_at, job->address());
 }
 
 TEST(JobProfilers, ResolveMakesTheRanksTheWorkersWithTheJobTokenFromEnv) {

@@ -388,21 +388,19 @@ int ReportCapture(const profiler::CaptureResult& result, const CommandIo& io) {
 int Run(std::span<const std::string> args, const CommandIo& io) {
   profiler::CaptureOptions o;
   std::string job;
+  std::string job_coordinator;  // the job's own (job may be a rendezvous)
   bool stream_only = false;
   if (std::optional<int> done =
           ParseCaptureFlags(args, io, &o, &job, &stream_only)) {
     return *done;
   }
   if (!job.empty()) {
-    if (absl::Status s = podscope::job::ResolveJobWorkers(job, &o); !s.ok()) {
+    if (absl::Status s =
+            podscope::job::ResolveJobWorkers(job, &o, &job_coordinator);
+        !s.ok()) {
       std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
                    std::string(s.message()).c_str());
       return kExitNoneAnswered;
-    }
-    // A job whose every rank can write its own file does.
-    if (!o.worker_writes && !stream_only &&
-        profiler::EveryWorkerWritesItsOwnFile(o.workers, o.connect)) {
-      o.worker_writes = true;
     }
   }
   o.progress = [&](const profiler::CaptureProgress& p) {
@@ -415,6 +413,31 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
       std::fprintf(io.err, "\r%s\033[K", line.c_str());
     }
   };
+  // A job whose every rank can write its own file is recorded through its
+  // coordinator, which relays the start and the stop to the ranks: one
+  // call from here.
+  if (!job.empty() && !stream_only) {
+    profiler::CaptureOptions relayed = o;
+    podscope::job::RelayThroughCoordinator(job_coordinator, &relayed);
+    auto result = profiler::CaptureWorkers(relayed);
+    if (io.err_is_tty) std::fprintf(io.err, "\r\033[K");
+    const absl::StatusCode code =
+        result.ok() ? absl::StatusCode::kOk : result.status().code();
+    const bool streams_instead =
+        code == absl::StatusCode::kFailedPrecondition && !o.worker_writes;
+    const bool older_coordinator = code == absl::StatusCode::kUnimplemented;
+    if (result.ok()) return ReportCapture(*result, io);
+    if (!streams_instead && !older_coordinator) {
+      std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
+                   std::string(result.status().message()).c_str());
+      return code == absl::StatusCode::kInvalidArgument ? kExitUsage
+                                                        : kExitNoneAnswered;
+    }
+    std::fprintf(io.err, "podscope capture: %s; %s\n",
+                 std::string(result.status().message()).c_str(),
+                 older_coordinator ? "capturing every rank from here"
+                                   : "streaming every rank here instead");
+  }
   auto result = profiler::CaptureWorkers(o);
   if (io.err_is_tty) std::fprintf(io.err, "\r\033[K");
   if (!result.ok()) {

@@ -1,5 +1,6 @@
 // CaptureWorkers: one thread per worker (worker_capture.h), a progress
 // reporter, and the manifest once every worker is done.
+#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
@@ -217,6 +218,89 @@ std::vector<WorkerProtocol> FindWorkerProtocols(
   return out;
 }
 
+std::vector<WorkerResult> RelayWorkerCaptures(const CaptureOptions& options) {
+  std::vector<WorkerResult> results(options.workers.size());
+  for (size_t i = 0; i < options.workers.size(); ++i) {
+    results[i].address = options.workers[i];
+    if (i < options.ranks.size()) results[i].rank = options.ranks[i];
+  }
+  CaptureOptions checked = options;
+  checked.logdir = "-";  // none is used; every other field is checked
+  absl::Status s = CheckOptions(checked);
+  if (s.ok() && !IsValidSessionId(options.session)) {
+    s = absl::InvalidArgumentError(absl::StrCat(
+        "capture: session '", base::SafeFileComponent(options.session),
+        "' is not a single folder name"));
+  }
+  if (!s.ok()) {
+    for (WorkerResult& w : results) w.error = std::string(s.message());
+    return results;
+  }
+  CaptureOptions relay = options;
+  relay.logdir.clear();
+  relay.worker_writes = true;
+  const int64_t t0 = MonotonicNs();
+  internal::CaptureShared shared(static_cast<int>(relay.workers.size()), "",
+                                 -1);
+  std::mutex done_mutex;
+  std::condition_variable done_cv;
+  bool all_done = false;  // guarded by done_mutex
+  std::thread reporter;
+  if (relay.progress) {
+    reporter = std::thread([&] {
+      std::unique_lock<std::mutex> lock(done_mutex);
+      while (!done_cv.wait_for(lock, std::chrono::milliseconds(250),
+                               [&] { return all_done; })) {
+        lock.unlock();
+        CaptureProgress p = shared.progress();
+        p.elapsed_ms = (MonotonicNs() - t0) / 1'000'000;
+        relay.progress(p);
+        lock.lock();
+      }
+    });
+  }
+  internal::CaptureWorkersWriting(relay, relay.session, &shared, &results);
+  {
+    std::lock_guard<std::mutex> lock(done_mutex);
+    all_done = true;
+  }
+  done_cv.notify_all();
+  if (reporter.joinable()) reporter.join();
+  return results;
+}
+
+namespace {
+
+// A relayed worker's file, as the relay named it: its name is checked, and
+// the file looked for under logdir (the folder every worker shares, as a
+// worker-side capture of this side's own would).
+void CheckRelayedFile(const CaptureOptions& options, const std::string& session,
+                      WorkerResult* w) {
+  if (w->path.empty()) return;
+  absl::StatusOr<std::string> name =
+      internal::CheckedWorkerFileName(session, w->path);
+  if (!name.ok()) {
+    w->path.clear();
+    w->ok = false;
+    w->error = absl::StrCat(w->address, ": ", name.status().message());
+    return;
+  }
+  w->path = absl::StrCat(options.logdir, "/", session, "/", *name);
+  struct stat st;
+  if (::stat(w->path.c_str(), &st) != 0) return;
+  if (static_cast<uint64_t>(st.st_size) != w->bytes) {
+    if (w->ok) {
+      w->ok = false;
+      w->error = absl::StrCat(w->address, ": ", w->path, " has ", st.st_size,
+                              " bytes; the worker wrote ", w->bytes);
+    }
+    return;
+  }
+  w->file_seen = true;
+}
+
+}  // namespace
+
 absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   CaptureResult result;
@@ -264,7 +348,14 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   // Streamed captures take a thread per worker (each writes its file
   // here); worker-side captures, the pod's path, are driven from this one.
   std::thread fanout;
-  if (options.worker_writes) {
+  absl::Status relayed;
+  if (options.relay) {
+    fanout = std::thread([&] {
+      relayed = options.relay(&result.workers, [&](const CaptureProgress& p) {
+        shared.Set(p);
+      });
+    });
+  } else if (options.worker_writes) {
     fanout = std::thread([&] {
       internal::CaptureWorkersWriting(options, result.session, &shared,
                                       &result.workers);
@@ -306,6 +397,18 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   done_cv.notify_all();
   result.cancelled = options.cancel != nullptr && options.cancel->load();
   if (reporter.joinable()) reporter.join();
+  if (options.relay) {
+    if (!relayed.ok()) {
+      // Nothing was recorded: no folder is left (one that held other
+      // files stays).
+      std::error_code ignored;
+      std::filesystem::remove(dir, ignored);
+      return relayed;
+    }
+    for (WorkerResult& w : result.workers) {
+      CheckRelayedFile(options, result.session, &w);
+    }
+  }
   const int64_t wall_ms = (MonotonicNs() - t0) / 1'000'000;
   // A capture in which no worker answered or wrote anything leaves no
   // folder holding only a manifest that vouches for nothing: the folder is

@@ -28,7 +28,9 @@ std::string ManifestJson(const CaptureOptions& options,
   base::JsonWriter j(&text, base::JsonLayout::kPretty);
   j.BeginObject().Field("session", result.session);
   if (!options.job.empty()) j.Field("job", options.job);
-  if (options.worker_writes) j.Field("mode", "worker_writes");
+  if (options.worker_writes || options.relay) {
+    j.Field("mode", "worker_writes");
+  }
   if (options.by_steps) {
     j.Field("first_step", options.first_step)
         .Field("last_step", options.last_step);
@@ -58,8 +60,9 @@ std::string ManifestJson(const CaptureOptions& options,
       j.Field("file", std::filesystem::path(w.path).filename().string());
     }
     if (w.written_by_worker) {
-      j.Field("written_by", "worker")
-          .Field("crc32", w.crc32)
+      j.Field("written_by", "worker");
+      if (!w.relayed_by.empty()) j.Field("relayed_by", w.relayed_by);
+      j.Field("crc32", w.crc32)
           .Field("file_seen", w.file_seen)
           .Field("clock_source", w.job_clock ? "job" : "capture client");
       if (w.start_at_ns != 0) j.Field("start_at_ns", w.start_at_ns);

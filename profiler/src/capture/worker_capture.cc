@@ -216,6 +216,13 @@ void CaptureShared::Streaming(int delta) {
   progress_.streaming += delta;
 }
 
+void CaptureShared::Set(const CaptureProgress& p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int workers = progress_.workers;
+  progress_ = p;
+  progress_.workers = workers;
+}
+
 void CaptureShared::Received(uint64_t bytes, uint64_t new_events) {
   std::lock_guard<std::mutex> lock(mutex_);
   progress_.bytes += bytes;

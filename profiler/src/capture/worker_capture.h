@@ -83,6 +83,8 @@ class CaptureShared {
                                          std::string* path);
 
   void Streaming(int delta);
+  // Replaces the counts (a relay reports its own), keeping `workers`.
+  void Set(const CaptureProgress& p);
   void Received(uint64_t bytes, uint64_t new_events);
   void Finished(bool ok);
 
@@ -92,6 +94,12 @@ class CaptureShared {
   std::mutex mutex_;
   CaptureProgress progress_;
 };
+
+// The file a worker named for a worker-side capture; it must be
+// `<session>/<one safe name>.podtrace` (a worker cannot make this side look
+// anywhere else). The name alone.
+absl::StatusOr<std::string> CheckedWorkerFileName(const std::string& session,
+                                                  const std::string& path);
 
 // Where the workers of a capture meet once each has been reached (or has
 // failed), so that the XProf ones start recording together: the last to

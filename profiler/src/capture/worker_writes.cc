@@ -41,10 +41,10 @@ namespace {
 
 namespace pb = ::podscope::profiler::proto;
 
-// The worker names its file; it must be `<session>/<one safe name>.podtrace`
-// (a worker cannot make this side look anywhere else).
-absl::StatusOr<std::string> CheckedFileName(const std::string& session,
-                                            const std::string& path) {
+}  // namespace
+
+absl::StatusOr<std::string> CheckedWorkerFileName(const std::string& session,
+                                                  const std::string& path) {
   const std::string prefix = session + "/";
   const std::string_view ext = trace_format::kFileExtension;
   if (path.size() <= prefix.size() + ext.size() ||
@@ -60,6 +60,8 @@ absl::StatusOr<std::string> CheckedFileName(const std::string& session,
   }
   return name;
 }
+
+namespace {
 
 enum class Op { kInfo, kProbe, kUdpProbed, kStarted, kRead, kFinish, kStop };
 constexpr int kOps = 7;
@@ -386,6 +388,13 @@ class Fanout {
                   "this worker has no capture root for worker-side captures "
                   "(PODSCOPE_CAPTURE_ROOT)");
     }
+    // A rank of this process's job: its clock is the job's already.
+    if (options_.start_on_job_clock) {
+      w.result->alignment = "job clock";
+      w.ready = true;
+      ++ready_;
+      return;
+    }
     if (w.info.probe_port() > 0) {
       return udp_probes_.Add(&w, HostOfAddress(w.result->address),
                              w.info.probe_port(), w.info.probe_key());
@@ -467,7 +476,10 @@ class Fanout {
   // clock, then each worker's.
   void StartAll() {
     started_ = true;
-    const int64_t start = CommonStart(MonotonicNs());
+    const int64_t now = MonotonicNs();
+    const int64_t start = CommonStart(now);
+    // The same instant on the job's clock (this process's profiler clock).
+    const int64_t job_start = ProfilerNowNs() + (start - now);
     for (Worker& w : workers_) {
       if (!w.ready || w.finished) continue;
       w.ready = false;
@@ -479,15 +491,22 @@ class Fanout {
       pb::CaptureRequest request = BuildCaptureRequest(options_, session_);
       request.set_worker_writes(true);
       request.set_join_any_session(false);
-      if (!options_.by_steps) {
-        w.result->start_at_ns = start - w.best->offset_ns;
-        request.set_start_at_ns(w.result->start_at_ns);
+      if (options_.start_on_job_clock) {
+        if (!options_.by_steps) {
+          w.result->start_at_ns = job_start;
+          request.set_start_at_job_ns(job_start);
+        }
+      } else {
+        if (!options_.by_steps) {
+          w.result->start_at_ns = start - w.best->offset_ns;
+          request.set_start_at_ns(w.result->start_at_ns);
+        }
+        trace_format::proto::ClockOffset* o = request.add_clock_offsets();
+        o->set_local_monotonic_ns(w.best->local_ns);
+        o->set_offset_ns(w.best->offset_ns);
+        o->set_uncertainty_ns(w.best->uncertainty_ns);
+        o->set_reference("capture client");
       }
-      trace_format::proto::ClockOffset* o = request.add_clock_offsets();
-      o->set_local_monotonic_ns(w.best->local_ns);
-      o->set_offset_ns(w.best->offset_ns);
-      o->set_uncertainty_ns(w.best->uncertainty_ns);
-      o->set_reference("capture client");
       w.ctx = std::make_unique<grpc::ClientContext>();
       w.connection->Prepare(
           w.ctx.get(), options_.start_lead_ms + options_.duration_ms + 60'000);
@@ -524,9 +543,12 @@ class Fanout {
       r.job_clock = w.file->job_clock();
       if (r.job_clock) r.alignment = "job clock";
       absl::StatusOr<std::string> name =
-          CheckedFileName(session_, w.file->path());
+          CheckedWorkerFileName(session_, w.file->path());
       if (!name.ok()) return Fail(w, std::string(name.status().message()));
-      r.path = absl::StrCat(options_.logdir, "/", session_, "/", *name);
+      // Relayed (no folder here): the name under the worker's root.
+      r.path = options_.logdir.empty()
+                   ? absl::StrCat(session_, "/", *name)
+                   : absl::StrCat(options_.logdir, "/", session_, "/", *name);
     }
     if (!w.status.ok()) {
       return Fail(
@@ -537,7 +559,7 @@ class Fanout {
     if (!w.file) return Fail(w, "the worker ended without naming its file");
     // When this side shares the folder, the file is there and whole.
     struct stat st;
-    if (::stat(r.path.c_str(), &st) == 0) {
+    if (!options_.logdir.empty() && ::stat(r.path.c_str(), &st) == 0) {
       if (static_cast<uint64_t>(st.st_size) != r.bytes) {
         return Fail(w, absl::StrCat(r.path, " has ", st.st_size,
                                     " bytes; the worker wrote ", r.bytes));

@@ -201,6 +201,8 @@ TEST(CaptureJob, StepsOnEveryRankWrittenByTheRanks) {
   const std::string manifest = ReadAll(root + "/by-steps/manifest.json");
   EXPECT_THAT(manifest, HasSubstr("\"mode\": \"worker_writes\""));
   EXPECT_THAT(manifest, HasSubstr("\"clock_source\": \"job\""));
+  // The coordinator asked the ranks: one call from the client.
+  EXPECT_THAT(manifest, HasSubstr("\"relayed_by\": \"" + coordinator));
   ExpectStepWindows(root + "/by-steps", 2, kSkew, {60, 61, 62});
   const int status = launcher.Wait(60000);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -415,6 +417,8 @@ TEST(CaptureJob, StepsAcrossThreeHostsWrittenByTheRanks) {
   const std::string manifest = ReadAll(root + "/by-steps/manifest.json");
   EXPECT_THAT(manifest, HasSubstr("\"mode\": \"worker_writes\""));
   EXPECT_THAT(manifest, HasSubstr("\"clock_source\": \"job\""));
+  // Relayed by the job's coordinator, on node 0's host.
+  EXPECT_THAT(manifest, HasSubstr("\"relayed_by\": \"" + hosts.address(0) + ":"));
   ExpectStepWindows(root + "/by-steps", 3, kSkew, {100, 101, 102});
   for (auto& l : launchers) {
     const int status = l->Wait(60000);

@@ -83,14 +83,29 @@ struct CaptureDialog::Outcome {
 
 namespace {
 
-// With a job, its ranks become the workers (and go into the manifest).
+// With a job, its ranks become the workers (and go into the manifest). A
+// job whose every rank can write its own file is recorded through its
+// coordinator (one call from here); otherwise every rank streams here.
 absl::StatusOr<profiler::CaptureResult> ResolveJobAndCapture(
     const std::string& job, profiler::CaptureOptions options) {
   if (!job.empty()) {
-    if (absl::Status s = podscope::job::ResolveJobWorkers(job, &options);
+    std::string coordinator;
+    if (absl::Status s =
+            podscope::job::ResolveJobWorkers(job, &options, &coordinator);
         !s.ok()) {
       return absl::Status(s.code(),
                           "job " + job + ": " + std::string(s.message()));
+    }
+    profiler::CaptureOptions relayed = options;
+    podscope::job::RelayThroughCoordinator(coordinator, &relayed);
+    auto result = profiler::CaptureWorkers(relayed);
+    const absl::StatusCode code =
+        result.ok() ? absl::StatusCode::kOk : result.status().code();
+    if (code != absl::StatusCode::kFailedPrecondition &&
+        code != absl::StatusCode::kUnimplemented) {
+      if (result.ok()) return result;
+      return absl::Status(
+          code, "job " + job + ": " + std::string(result.status().message()));
     }
   }
   return profiler::CaptureWorkers(options);

@@ -30,6 +30,7 @@
 #ifndef PODSCOPE_JOB_COORDINATION_H_
 #define PODSCOPE_JOB_COORDINATION_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -46,6 +47,7 @@
 #include "podscope/job/doctor.h"
 #include "podscope/job/environment.h"
 #include "podscope/job/key_value_store.h"
+#include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock_probe.h"
 
 namespace podscope::job {
@@ -181,6 +183,17 @@ class CoordinationClient : public KeyValueStore {
                                             const RankState* state = nullptr);
   // Every rank's state and the verdict; needs only the job token.
   absl::StatusOr<JobStateView> JobState(absl::Duration timeout);
+  // A capture of every rank relayed by the coordinator (profilers.h,
+  // RelayThroughCoordinator): `request`'s session, duration, level,
+  // sampling, steps and start lead are sent; the coordinator's progress
+  // goes to `progress`, and its last message fills `ranks` (one result per
+  // rank; `path` as the rank named its file, `<session>/<file>`). When
+  // `stop` becomes true (from any thread) the coordinator is asked once to
+  // stop every rank; the call still ends with every outcome.
+  absl::Status CaptureRanks(
+      const profiler::CaptureOptions& request,
+      const std::function<void(const profiler::CaptureProgress&)>& progress,
+      const std::atomic<bool>* stop, std::vector<profiler::WorkerResult>* ranks);
   absl::Status Barrier(std::string_view name, int rank, absl::Duration timeout);
   absl::Status Shutdown(int rank, absl::Duration timeout);
 

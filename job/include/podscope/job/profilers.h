@@ -14,7 +14,9 @@
 #define PODSCOPE_JOB_PROFILERS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,11 +33,18 @@ struct JobProfiler {
   int64_t pid = 0;
 };
 
+// One published entry (key kProfilerKeyPrefix + rank, value "address
+// host pid"); nothing when it does not parse.
+std::optional<JobProfiler> ParseJobProfiler(const std::string& key,
+                                            const std::string& value);
+
 // Every rank of the job at `coordinator` that published a profiler server,
 // sorted by rank.
+// `*found_at`, when given, is the coordinator that listed them (the job's
+// own, when `coordinator` was the rendezvous of its launch).
 absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
     const std::string& coordinator, const std::string& token,
-    const JobTls& tls = {});
+    const JobTls& tls = {}, std::string* found_at = nullptr);
 
 // Makes the ranks of the job at `coordinator` the workers of `options`
 // (workers, ranks and job, for the manifest). The token is
@@ -44,8 +53,25 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
 // token). The coordinator is dialled with TLS when
 // options->connect.tls_ca_file, else $PODSCOPE_JOB_TLS_CA, names a CA.
 // Errors are ListJobProfilers'.
+// `*found_at` as ListJobProfilers'.
 absl::Status ResolveJobWorkers(const std::string& coordinator,
-                               profiler::CaptureOptions* options);
+                               profiler::CaptureOptions* options,
+                               std::string* found_at = nullptr);
+
+// Has the job's coordinator (`coordinator`: ResolveJobWorkers' found_at)
+// record its ranks for a capture that ResolveJobWorkers prepared (sets
+// options->relay, and takes options->cancel as it is): one call from here,
+// the
+// coordinator asks every rank for a worker-side capture starting at one
+// instant on the job's clock and answers with every rank's outcome, and
+// CaptureWorkers writes the manifest beside the ranks' files. The relay
+// fails, with nothing recorded, when the coordinator cannot relay
+// (UNIMPLEMENTED: an older one) or a rank has no capture root
+// (FAILED_PRECONDITION): the capture may then be made from here. A
+// cancelled capture asks the coordinator to stop every rank (files end
+// complete).
+void RelayThroughCoordinator(const std::string& coordinator,
+                             profiler::CaptureOptions* options);
 
 }  // namespace podscope::job
 

@@ -64,6 +64,8 @@ struct CaptureProgress {
   int64_t elapsed_ms = 0;
 };
 
+struct WorkerResult;
+
 struct CaptureOptions {
   std::vector<std::string> workers;  // "host:port"
   std::string logdir;
@@ -131,6 +133,26 @@ struct CaptureOptions {
   bool by_steps = false;
   int64_t first_step = 0;
   int64_t last_step = 0;
+
+  // Worker-side captures that start on the job's clock
+  // (CaptureRequest.start_at_job_ns): this process's profiler clock is the
+  // job's (it is the job's coordinator) and every worker a rank that lines
+  // its clock up with it through its heartbeats, so no worker is probed.
+  // A rank without a job clock yet fails, saying so.
+  bool start_on_job_clock = false;
+  // Set, CaptureWorkers does not reach the workers itself: `relay` has
+  // them recorded elsewhere (a job's coordinator, asked in one call;
+  // job::RelayThroughCoordinator) and fills each result of `results`
+  // (whose addresses and ranks are the options'), passing its progress to
+  // `report`. A worker's `path` is then `<session>/<file>` as the worker
+  // named it; CaptureWorkers checks that name, looks for the file under
+  // logdir and writes the manifest as usual. An error from `relay` means
+  // nothing was recorded: CaptureWorkers returns it and leaves no session
+  // folder.
+  std::function<absl::Status(
+      std::vector<WorkerResult>* results,
+      const std::function<void(const CaptureProgress&)>& report)>
+      relay;
 };
 
 struct WorkerResult {
@@ -187,9 +209,13 @@ struct WorkerResult {
   // lies under `logdir` when that is the worker's capture root too), with
   // this crc32 (zlib's) and size; `file_seen` when this side found it
   // there with that size. Its window on the worker's profiler clock, the
-  // start asked for on that clock, and whether its clock offsets are the
-  // job's (else this side's probes).
+  // start asked for on that clock (on the job's clock when the capture
+  // started on it: CaptureOptions::start_on_job_clock, or relayed by a
+  // job's coordinator), and whether its clock offsets are the job's (else
+  // this side's probes). `relayed_by`: who asked the worker on this
+  // side's behalf (a job's coordinator), else empty.
   bool written_by_worker = false;
+  std::string relayed_by;
   // The bytes of the worker's messages this side received (progress and
   // the file's facts: a small fraction of the file).
   uint64_t received_bytes = 0;
@@ -232,6 +258,14 @@ struct CaptureResult {
 // that cannot be written is reported in the result (manifest_error) and
 // left absent, never partly written.
 absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options);
+
+// A worker-side capture of `options.workers` with no session folder here
+// (logdir unused): what a job's coordinator runs when it relays a capture
+// for a client (with start_on_job_clock). Each result's `path` is
+// `<session>/<file>` under that worker's capture root, checked to be one
+// safe file name; nothing is looked for or written here. Invalid options
+// fail every worker, saying why.
+std::vector<WorkerResult> RelayWorkerCaptures(const CaptureOptions& options);
 
 // Whether every worker has a capture root for worker-side captures (each
 // asked in parallel; false when any cannot be reached or has none).
