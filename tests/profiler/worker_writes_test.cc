@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -400,6 +401,77 @@ TEST(WorkerWrites, AWindowOfStepsHoldsExactlyThoseSteps) {
       EXPECT_LE(s.start_ns, last_end);
     }
   }
+}
+
+// Threads of this process now.
+int ThreadCount() {
+  int n = 0;
+  std::error_code e;
+  for (const auto& t : fs::directory_iterator("/proc/self/task", e)) {
+    (void)t;
+    ++n;
+  }
+  return n;
+}
+
+// A streamed capture (every worker's trace through this side, its file
+// written here) of 48 workers takes a fixed number of threads, not one or
+// more per worker: every file complete, its clock probed through the
+// capture, and one unreachable worker named.
+TEST(StreamedFanout, FortyEightWorkersWithAFixedNumberOfThreads) {
+  const std::string logdir = FreshDir("streamed-48");
+  std::vector<std::unique_ptr<ChildProcess>> processes;
+  std::vector<std::string> addrs;
+  for (int p = 0; p < 2; ++p) {
+    processes.push_back(testing::StartServerProcess(
+        PODSCOPE_CAPTURE_WORKER, 24, {"--rate_hz", "1000"}, &addrs));
+    ASSERT_NE(processes.back(), nullptr);
+  }
+  addrs.push_back("127.0.0.1:1");
+  // A capture of one worker first: gRPC's own threads are then running.
+  {
+    CaptureOptions one;
+    one.workers = {addrs[0]};
+    one.logdir = logdir;
+    one.session = "warm";
+    one.duration_ms = 100;
+    auto warm = CaptureWorkers(one);
+    ASSERT_TRUE(warm.ok()) << warm.status();
+  }
+  const int before = ThreadCount();
+  std::atomic<int> most{0};
+  CaptureOptions o;
+  o.workers = addrs;
+  o.logdir = logdir;
+  o.session = "streamed";
+  o.duration_ms = 1000;
+  o.connect.connect_timeout_ms = 1000;
+  o.progress = [&](const CaptureProgress&) {
+    most = std::max(most.load(), ThreadCount());
+  };
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->answered(), 48);
+  // In all: this one, the pool (8), the queue's thread, the prober and
+  // the reporter, and gRPC's own (about 10 under load): far fewer than the
+  // 48 workers, and the same for any number of them.
+  EXPECT_LE(most.load(), 32) << "threads before: " << before;
+  for (size_t i = 0; i < 48; ++i) {
+    const WorkerResult& w = result->workers[i];
+    ASSERT_TRUE(w.ok) << w.error;
+    EXPECT_FALSE(w.written_by_worker);
+    EXPECT_EQ(fs::path(w.path).parent_path().string(), logdir + "/streamed");
+    // Probed before, through (every 100 ms) and after the capture.
+    EXPECT_GE(w.clock_probes, 4) << w.address;
+    auto f = ReadTraceFile(w.path);
+    ASSERT_NE(f.reader, nullptr);
+    EXPECT_TRUE(f.reader->report().intact()) << f.reader->report().Describe();
+    EXPECT_GT(f.SlicesNamed("step").size(), 200u) << w.path;
+  }
+  EXPECT_FALSE(result->workers[48].ok);
+  EXPECT_NE(result->workers[48].error.find("127.0.0.1:1"), std::string::npos)
+      << result->workers[48].error;
+  for (auto& p : processes) p->WriteLine("quit");
 }
 
 // 64 workers, 5 of them unreachable and 3 dying mid-capture: the other 56

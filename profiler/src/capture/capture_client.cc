@@ -1,4 +1,5 @@
-// CaptureWorkers: one thread per worker (worker_capture.h), a progress
+// CaptureWorkers: the workers driven by a fixed number of threads (streamed,
+// worker_capture.h; worker-side, worker_writes.cc; or relayed), a progress
 // reporter, and the manifest once every worker is done.
 #include <sys/stat.h>
 #include <time.h>
@@ -344,9 +345,8 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   internal::StartGate gate(static_cast<int>(options.workers.size()),
                            options.start_lead_ms);
   std::vector<internal::XProfHost> xprof(options.workers.size());
-  std::vector<std::thread> threads;
-  // Streamed captures take a thread per worker (each writes its file
-  // here); worker-side captures, the pod's path, are driven from this one.
+  // One thread drives the workers, whatever their number: streamed (each
+  // worker's file written here), worker-side (the pod's path) or relayed.
   std::thread fanout;
   absl::Status relayed;
   if (options.relay) {
@@ -361,13 +361,10 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
                                       &result.workers);
     });
   } else {
-    threads.reserve(options.workers.size());
-    for (size_t i = 0; i < options.workers.size(); ++i) {
-      threads.emplace_back([&, i] {
-        internal::CaptureWorker(options, result.session, &result.workers[i],
-                                &shared, &gate, &xprof[i]);
-      });
-    }
+    fanout = std::thread([&] {
+      internal::CaptureWorkersStreaming(options, result.session, &shared,
+                                        &gate, &result.workers, &xprof);
+    });
   }
   // The reporter wakes every 250 ms, and at once when the capture ends.
   std::mutex done_mutex;
@@ -387,7 +384,6 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
       }
     });
   }
-  for (std::thread& t : threads) t.join();
   if (fanout.joinable()) fanout.join();
   WriteXProfHosts(options, result.session, &shared, &xprof, &result);
   {

@@ -4,13 +4,16 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
 #include "podscope/base/time.h"
+#include "podscope/profiler/clock.h"
 #include "podscope/trace_format/clock_model.h"
 #include "podscope/trace_format/format.h"
 #include "podscope/trace_format/streamed_file.h"
@@ -30,86 +33,12 @@ bool IsLocalWriteError(const absl::Status& s) {
   return !s.ok() && s.code() != absl::StatusCode::kDataLoss;
 }
 
-// Probes the worker's clock every `interval` while the capture streams,
-// so that offset and drift are fitted to probes spread over the whole
-// capture rather than to one measurement at each end.
-class ProbesThroughCapture {
- public:
-  ProbesThroughCapture(const WorkerConnection* worker,
-                       std::chrono::milliseconds interval, int burst)
-      : worker_(worker), interval_(interval), burst_(burst) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~ProbesThroughCapture() { End(); }
-
-  // Stops probing; returns the estimates taken.
-  std::vector<ClockEstimate> End() {
-    if (thread_.joinable()) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        over_ = true;
-      }
-      cv_.notify_all();
-      thread_.join();
-    }
-    return std::move(estimates_);
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!cv_.wait_for(lock, interval_, [&] { return over_; })) {
-      lock.unlock();
-      auto e = worker_->Probe(burst_);
-      lock.lock();
-      if (e.ok()) estimates_.push_back(*e);
-    }
-  }
-
-  const WorkerConnection* const worker_;
-  const std::chrono::milliseconds interval_;
-  const int burst_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool over_ = false;
-  std::vector<ClockEstimate> estimates_;  // guarded by mutex_ until End
-  std::thread thread_;
-};
-
 struct StreamOutcome {
   grpc::Status status;       // how the worker ended the stream
   absl::Status file_status;  // the first failure to write what arrived
   bool done = false;         // the last message arrived
   bool receiver_indexes = false;
 };
-
-// Writes every message of the stream into `file` as it arrives.
-StreamOutcome ReceiveStream(
-    grpc::ClientContext* ctx,
-    grpc::ClientReaderInterface<pb::CaptureData>* reader,
-    tf::StreamedFile* file, CancelStopper* stopper, WorkerResult* result,
-    CaptureShared* shared) {
-  StreamOutcome out;
-  pb::CaptureData data;
-  while (reader->Read(&data)) {
-    if (out.file_status.ok()) {
-      out.file_status = file->Append(data.records());
-      // Nothing more can be kept: leave the capture (it goes on for the
-      // worker's other clients).
-      if (IsLocalWriteError(out.file_status)) ctx->TryCancel();
-    }
-    if (!data.session_id().empty()) stopper->SetSession(data.session_id());
-    shared->Received(data.records().size(), data.events() - result->events);
-    result->events = data.events();
-    result->dropped = data.dropped();
-    if (data.done()) {
-      out.done = true;
-      out.receiver_indexes = data.receiver_indexes();
-    }
-  }
-  out.status = reader->Finish();
-  return out;
-}
 
 // Why the stream did not give a complete file, or OK.
 absl::Status StreamError(const WorkerConnection& worker, const StreamOutcome& o,
@@ -268,129 +197,467 @@ tf::proto::ClockRecord ClockRecordOf(
   return clock;
 }
 
-void CaptureWorker(const CaptureOptions& options, const std::string& session,
-                   WorkerResult* result, CaptureShared* shared, StartGate* gate,
-                   XProfHost* xprof) {
-  auto fail = [&](const absl::Status& s) {
+namespace {
+
+// A worker that speaks XProf's protocol: its Profile call starts with every
+// other XProf worker's (the gate) and lasts the capture. Finished once its
+// file is written, after the alignment (WriteXProfHost).
+void CaptureXProfWorker(const CaptureOptions& options,
+                        const std::string& session, WorkerConnection& worker,
+                        CaptureShared* shared, StartGate* gate,
+                        WorkerResult* result, XProfHost* xprof) {
+  const int64_t start_realtime_ns = gate->ArriveAndWait();
+  absl::Status s = ProfileXProfWorker(options, session, start_realtime_ns,
+                                      worker, shared, result, xprof);
+  if (!s.ok()) {
     result->ok = false;
     result->error = std::string(s.message());
     shared->Finished(false);
+  }
+}
+
+// One Podscope worker's streamed capture, from its setup on a pool thread,
+// through its stream on the queue's thread, to its end on a pool thread.
+struct StreamJob {
+  enum Op { kStarted, kRead, kFinish, kStop };
+  struct Tag {
+    StreamJob* job;
+    Op op;
   };
-  auto connected = WorkerConnection::Connect(result->address, options.connect);
-  absl::StatusOr<pb::ProcessInfo> info =
-      connected.ok() ? (*connected)->Info() : connected.status();
-  // A server without Podscope's service may speak XProf's: its Profile
-  // call says.
-  const bool speaks_xprof =
-      connected.ok() &&
-      info.status().code() == absl::StatusCode::kUnimplemented;
-  if (speaks_xprof) {
-    const int64_t start_realtime_ns = gate->ArriveAndWait();
-    absl::Status s = ProfileXProfWorker(options, session, start_realtime_ns,
-                                        **connected, shared, result, xprof);
-    // Finished once its file is written, after the alignment.
-    if (!s.ok()) return fail(s);
-    return;
-  }
-  // Podscope workers start recording as soon as they are asked: only the
-  // XProf ones wait for every worker to be reached.
-  gate->Arrive();
-  if (!info.ok()) return fail(info.status());
-  WorkerConnection& worker = **connected;
-  result->protocol = "podscope";
-  result->producer = info->producer();
-  result->alignment = "probes";
-  result->host = info->host();
-  result->pid = info->pid();
-  auto before = worker.Probe(options.clock_probes);
-  if (!before.ok()) return fail(before.status());
-  result->clock.push_back(*before);
-  if (Cancelled(options)) {
-    return fail(absl::CancelledError(
-        absl::StrCat(result->address, ": cancelled before recording")));
-  }
-  absl::StatusOr<int> fd =
-      shared->CreateFile(info->host(), info->pid(), &result->path);
-  if (!fd.ok()) {
-    result->write_failed = true;
-    return fail(absl::Status(
-        fd.status().code(),
-        absl::StrCat(result->address, ": ", fd.status().message())));
-  }
-  std::unique_ptr<tf::StreamedFile> file =
-      tf::StreamedFile::Adopt(*fd, result->path);
-
-  grpc::ClientContext ctx;
-  // The stream lasts the capture plus the time to drain and close.
-  worker.Prepare(&ctx, options.duration_ms + 60'000);
-  auto reader =
-      worker.stub()->Capture(&ctx, BuildCaptureRequest(options, session));
-  shared->Streaming(+1);
+  WorkerResult* result = nullptr;
+  std::unique_ptr<WorkerConnection> worker;
+  std::vector<ClockEstimate> probes;  // before the capture
+  std::unique_ptr<tf::StreamedFile> file;
+  std::unique_ptr<grpc::ClientContext> ctx;
+  std::unique_ptr<grpc::ClientAsyncReader<pb::CaptureData>> reader;
+  pb::CaptureData data;
   StreamOutcome outcome;
-  std::vector<ClockEstimate> probes = {*before};
-  {
-    CancelStopper stopper(options, options.session.empty() ? "" : session,
-                          [&worker](const std::string& recorded) {
-                            (void)worker.Stop(recorded);
-                          });
-    // Probes through the capture take the lean path only: gRPC probes
-    // would share the stream's connection and threads.
-    std::unique_ptr<ProbesThroughCapture> during;
-    if (worker.lean_probes()) {
-      during = std::make_unique<ProbesThroughCapture>(
-          &worker, std::chrono::milliseconds(100), 4);
-    }
-    outcome =
-        ReceiveStream(&ctx, reader.get(), file.get(), &stopper, result, shared);
-    if (during) {
-      for (const ClockEstimate& e : during->End()) probes.push_back(e);
-    }
-  }
-  shared->Streaming(-1);
-  result->bytes = file->bytes_received();
-  result->write_failed = IsLocalWriteError(outcome.file_status);
-  absl::Status error = StreamError(worker, outcome, *file, result->path);
+  // The session the worker records (one this client may have joined):
+  // what a cancel asks it to stop.
+  std::string recorded;
+  bool finishing = false;
+  // A cancel's Stop in flight, and when the last was sent.
+  bool stop_in_flight = false;
+  int64_t stop_sent_ns = 0;
+  std::unique_ptr<grpc::ClientContext> stop_ctx;
+  pb::StopResponse stop_response;
+  grpc::Status stop_status;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<pb::StopResponse>> stop_call;
+  // Probes through the capture (ThroughCaptureProbes).
+  std::mutex probe_mutex;
+  std::vector<ClockEstimate> during;  // guarded by probe_mutex
+  Tag tags[4];
+  void* tag(Op op) { return &tags[op]; }
+};
 
-  // The last measurement, when the worker is still there; then offset and
-  // drift fitted to every probe (with gRPC probes, the two ends alone).
-  if (outcome.status.ok()) {
-    auto after = worker.Probe(options.clock_probes);
-    if (after.ok()) probes.push_back(*after);
-  }
-  result->clock = worker.lean_probes() ? FitClock(probes) : probes;
-  if (!result->clock.empty()) {
-    result->alignment_uncertainty_ns = result->clock.front().uncertainty_ns;
-    result->alignment_relative_uncertainty_ns =
-        result->alignment_uncertainty_ns;
-  }
-  result->clock_probes = static_cast<int>(probes.size());
-  result->clock_probes_discarded = worker.probes_discarded();
-  const tf::proto::ClockRecord clock = ClockRecordOf(result->clock);
-  result->drift_ppm = tf::ClockModel(clock).DriftPpm();
-  if (!result->write_failed) {
-    absl::Status added = file->bytes_written() > 0
-                             ? file->AddRecord(tf::RecordType::kClock, clock)
-                             : absl::OkStatus();
-    // Durable before the manifest, written after every worker, vouches
-    // for it.
-    absl::Status finished =
-        file->Finish(/*build_index=*/error.ok() && outcome.receiver_indexes,
-                     /*sync=*/true);
-    for (const absl::Status& s : {added, finished}) {
-      if (s.ok() || !error.ok()) continue;
-      result->write_failed = IsLocalWriteError(s);
-      error = absl::Status(s.code(),
-                           absl::StrCat(result->address, ": cannot write ",
-                                        result->path, ": ", s.message()));
+// Probes every recording worker's clock every 100 ms (the best of 4 each,
+// on its UDP probe port: gRPC probes would share the stream's connection),
+// so that offset and drift are fitted to probes spread over the whole
+// capture rather than to one measurement at each end. One thread for all.
+class ThroughCaptureProbes {
+ public:
+  ThroughCaptureProbes() : thread_([this] { Run(); }) {}
+  ~ThroughCaptureProbes() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      over_ = true;
     }
-  } else {
-    // Keep what reached the disk: whole records up to the failure (a torn
-    // last record is dropped by Finish).
-    (void)file->Finish(/*build_index=*/false);
+    cv_.notify_all();
+    thread_.join();
   }
-  if (!error.ok()) return fail(error);
-  result->ok = true;
-  shared->Finished(true);
+  void Add(StreamJob* job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(job);
+  }
+  // Stops probing `job`; its estimates are then its own.
+  void Remove(StreamJob* job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.erase(std::remove(jobs_.begin(), jobs_.end(), job), jobs_.end());
+    }
+    // A probe of it under way ends first.
+    std::lock_guard<std::mutex> wait(job->probe_mutex);
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(100),
+                         [&] { return over_; })) {
+      const std::vector<StreamJob*> jobs = jobs_;
+      for (StreamJob* job : jobs) {
+        // Taken before the list's lock is let go: Remove waits for it.
+        std::unique_lock<std::mutex> probing(job->probe_mutex);
+        lock.unlock();
+        auto e = job->worker->Probe(4);
+        if (e.ok()) job->during.push_back(*e);
+        probing.unlock();
+        lock.lock();
+        if (over_) return;
+        // A job removed meanwhile is not probed again.
+        if (std::find(jobs_.begin(), jobs_.end(), job) == jobs_.end()) {
+          continue;
+        }
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<StreamJob*> jobs_;  // guarded by mutex_
+  bool over_ = false;             // guarded by mutex_
+  std::thread thread_;
+};
+
+// A fixed number of threads for the workers' blocking steps.
+class WorkPool {
+ public:
+  explicit WorkPool(size_t threads) {
+    for (size_t i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] { Run(); });
+    }
+  }
+  ~WorkPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      over_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  void Post(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      cv_.wait(lock, [&] { return over_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mutex_
+  bool over_ = false;                        // guarded by mutex_
+  std::vector<std::thread> threads_;
+};
+
+// Streamed captures of every worker with a fixed number of threads: the
+// pool sets each worker up and ends it, this thread receives every stream
+// into its file through one completion queue and relays a cancel, one
+// thread probes the recording workers' clocks. XProf workers (a unary
+// Profile call that lasts the capture) keep a thread each.
+class StreamFanout {
+ public:
+  static constexpr size_t kPoolThreads = 8;
+
+  StreamFanout(const CaptureOptions& options, const std::string& session,
+               CaptureShared* shared, StartGate* gate,
+               std::vector<WorkerResult>* results,
+               std::vector<XProfHost>* xprof)
+      : options_(options),
+        session_(session),
+        shared_(shared),
+        gate_(gate),
+        results_(results),
+        xprof_(xprof),
+        jobs_(results->size()),
+        pool_(std::min(kPoolThreads, std::max<size_t>(1, results->size()))) {
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      StreamJob& job = jobs_[i];
+      job.result = &(*results)[i];
+      for (int op = 0; op < 4; ++op) {
+        job.tags[op] = {&job, static_cast<StreamJob::Op>(op)};
+      }
+    }
+  }
+
+  void Run() {
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      pool_.Post([this, i] { Setup(i); });
+    }
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (done_ == jobs_.size() && stops_in_flight_ == 0) break;
+      }
+      if (Cancelled(options_)) StopStreams();
+      void* tag = nullptr;
+      bool ok = false;
+      const auto got = cq_.AsyncNext(
+          &tag, &ok,
+          std::chrono::system_clock::now() + std::chrono::milliseconds(50));
+      if (got == grpc::CompletionQueue::SHUTDOWN) break;
+      if (got == grpc::CompletionQueue::TIMEOUT) continue;
+      Handle(*static_cast<StreamJob::Tag*>(tag), ok);
+    }
+    for (std::thread& t : xprof_threads_) t.join();
+    cq_.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+
+ private:
+  void Done() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++done_;
+  }
+
+  void Fail(StreamJob& job, const absl::Status& s) {
+    job.result->ok = false;
+    job.result->error = std::string(s.message());
+    shared_->Finished(false);
+    Done();
+  }
+
+  // On a pool thread: who the worker is, its clock, its file, its stream.
+  void Setup(size_t i) {
+    StreamJob& job = jobs_[i];
+    WorkerResult* result = job.result;
+    auto connected =
+        WorkerConnection::Connect(result->address, options_.connect);
+    absl::StatusOr<pb::ProcessInfo> info =
+        connected.ok() ? (*connected)->Info() : connected.status();
+    // A server without Podscope's service may speak XProf's: its Profile
+    // call says.
+    if (connected.ok() &&
+        info.status().code() == absl::StatusCode::kUnimplemented) {
+      job.worker = *std::move(connected);
+      std::lock_guard<std::mutex> lock(mutex_);
+      xprof_threads_.emplace_back([this, i] {
+        StreamJob& x = jobs_[i];
+        CaptureXProfWorker(options_, session_, *x.worker, shared_, gate_,
+                           x.result, &(*xprof_)[i]);
+        Done();
+      });
+      return;
+    }
+    // Podscope workers start recording as soon as they are asked: only the
+    // XProf ones wait for every worker to be reached.
+    gate_->Arrive();
+    if (!info.ok()) return Fail(job, info.status());
+    job.worker = *std::move(connected);
+    WorkerConnection& worker = *job.worker;
+    result->protocol = "podscope";
+    result->producer = info->producer();
+    result->alignment = "probes";
+    result->host = info->host();
+    result->pid = info->pid();
+    auto before = worker.Probe(options_.clock_probes);
+    if (!before.ok()) return Fail(job, before.status());
+    job.probes = {*before};
+    if (Cancelled(options_)) {
+      return Fail(job, absl::CancelledError(absl::StrCat(
+                           result->address, ": cancelled before recording")));
+    }
+    absl::StatusOr<int> fd =
+        shared_->CreateFile(info->host(), info->pid(), &result->path);
+    if (!fd.ok()) {
+      result->write_failed = true;
+      return Fail(job, absl::Status(fd.status().code(),
+                                    absl::StrCat(result->address, ": ",
+                                                 fd.status().message())));
+    }
+    job.file = tf::StreamedFile::Adopt(*fd, result->path);
+    job.recorded = options_.session.empty() ? "" : session_;
+    if (worker.lean_probes()) probes_.Add(&job);
+    // The stream lasts the capture plus the time to drain and close.
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    worker.Prepare(ctx.get(), options_.duration_ms + 60'000);
+    shared_->Streaming(+1);
+    // What the queue's thread reads once the stream has started.
+    std::lock_guard<std::mutex> lock(handoff_);
+    job.ctx = std::move(ctx);
+    job.reader = worker.stub()->AsyncCapture(
+        job.ctx.get(), BuildCaptureRequest(options_, session_), &cq_,
+        job.tag(StreamJob::kStarted));
+  }
+
+  void Handle(const StreamJob::Tag& tag, bool ok) {
+    StreamJob& job = *tag.job;
+    {
+      // Written by a pool thread before it handed the stream over.
+      std::lock_guard<std::mutex> lock(handoff_);
+    }
+    switch (tag.op) {
+      case StreamJob::kStarted:
+        if (!ok) {
+          return job.reader->Finish(&job.outcome.status,
+                                    job.tag(StreamJob::kFinish));
+        }
+        return job.reader->Read(&job.data, job.tag(StreamJob::kRead));
+      case StreamJob::kRead:
+        if (!ok) {
+          return job.reader->Finish(&job.outcome.status,
+                                    job.tag(StreamJob::kFinish));
+        }
+        OnData(job);
+        return job.reader->Read(&job.data, job.tag(StreamJob::kRead));
+      case StreamJob::kFinish:
+        job.finishing = true;
+        shared_->Streaming(-1);
+        // A Stop in flight completes on this thread first.
+        if (!job.stop_in_flight) pool_.Post([this, &job] { End(job); });
+        return;
+      case StreamJob::kStop:
+        job.stop_in_flight = false;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          --stops_in_flight_;
+        }
+        if (job.finishing) pool_.Post([this, &job] { End(job); });
+        return;
+    }
+  }
+
+  // Writes a message of the stream into the worker's file.
+  void OnData(StreamJob& job) {
+    StreamOutcome& out = job.outcome;
+    WorkerResult* result = job.result;
+    if (out.file_status.ok()) {
+      out.file_status = job.file->Append(job.data.records());
+      // Nothing more can be kept: leave the capture (it goes on for the
+      // worker's other clients).
+      if (IsLocalWriteError(out.file_status)) job.ctx->TryCancel();
+    }
+    if (!job.data.session_id().empty()) job.recorded = job.data.session_id();
+    shared_->Received(job.data.records().size(),
+                      job.data.events() - result->events);
+    result->events = job.data.events();
+    result->dropped = job.data.dropped();
+    if (job.data.done()) {
+      out.done = true;
+      out.receiver_indexes = job.data.receiver_indexes();
+    }
+  }
+
+  // Cancelled: every streaming worker is asked to stop, again every 200 ms
+  // (it may not have started recording yet) until its stream ends; its
+  // file then ends complete, as when the duration runs out.
+  void StopStreams() {
+    const int64_t now = MonotonicNs();
+    for (StreamJob& job : jobs_) {
+      if (job.reader == nullptr || job.finishing || job.stop_in_flight ||
+          now - job.stop_sent_ns < 200'000'000) {
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lock(handoff_);
+        if (job.reader == nullptr) continue;
+      }
+      job.stop_in_flight = true;
+      job.stop_sent_ns = now;
+      job.stop_ctx = std::make_unique<grpc::ClientContext>();
+      job.worker->Prepare(job.stop_ctx.get(), 2000);
+      pb::StopRequest stop;
+      stop.set_session_id(job.recorded);
+      job.stop_call = job.worker->stub()->AsyncStop(job.stop_ctx.get(), stop,
+                                                    &cq_);
+      job.stop_call->Finish(&job.stop_response, &job.stop_status,
+                            job.tag(StreamJob::kStop));
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stops_in_flight_;
+    }
+  }
+
+  // On a pool thread, once the stream has ended: the clock after, the fit,
+  // and the file's last records (durable before the manifest vouches for
+  // it).
+  void End(StreamJob& job) {
+    WorkerConnection& worker = *job.worker;
+    WorkerResult* result = job.result;
+    if (worker.lean_probes()) probes_.Remove(&job);
+    const StreamOutcome& outcome = job.outcome;
+    tf::StreamedFile& file = *job.file;
+    std::vector<ClockEstimate> probes = job.probes;
+    {
+      std::lock_guard<std::mutex> lock(job.probe_mutex);
+      for (const ClockEstimate& e : job.during) probes.push_back(e);
+    }
+    result->bytes = file.bytes_received();
+    result->write_failed = IsLocalWriteError(outcome.file_status);
+    absl::Status error = StreamError(worker, outcome, file, result->path);
+    // The last measurement, when the worker is still there; then offset and
+    // drift fitted to every probe (with gRPC probes, the two ends alone).
+    if (outcome.status.ok()) {
+      auto after = worker.Probe(options_.clock_probes);
+      if (after.ok()) probes.push_back(*after);
+    }
+    result->clock = worker.lean_probes() ? FitClock(probes) : probes;
+    if (!result->clock.empty()) {
+      result->alignment_uncertainty_ns = result->clock.front().uncertainty_ns;
+      result->alignment_relative_uncertainty_ns =
+          result->alignment_uncertainty_ns;
+    }
+    result->clock_probes = static_cast<int>(probes.size());
+    result->clock_probes_discarded = worker.probes_discarded();
+    const tf::proto::ClockRecord clock = ClockRecordOf(result->clock);
+    result->drift_ppm = tf::ClockModel(clock).DriftPpm();
+    if (!result->write_failed) {
+      absl::Status added = file.bytes_written() > 0
+                               ? file.AddRecord(tf::RecordType::kClock, clock)
+                               : absl::OkStatus();
+      absl::Status finished =
+          file.Finish(/*build_index=*/error.ok() && outcome.receiver_indexes,
+                      /*sync=*/true);
+      for (const absl::Status& s : {added, finished}) {
+        if (s.ok() || !error.ok()) continue;
+        result->write_failed = IsLocalWriteError(s);
+        error = absl::Status(s.code(),
+                             absl::StrCat(result->address, ": cannot write ",
+                                          result->path, ": ", s.message()));
+      }
+    } else {
+      // Keep what reached the disk: whole records up to the failure (a torn
+      // last record is dropped by Finish).
+      (void)file.Finish(/*build_index=*/false);
+    }
+    if (!error.ok()) return Fail(job, error);
+    result->ok = true;
+    shared_->Finished(true);
+    Done();
+  }
+
+  const CaptureOptions& options_;
+  const std::string& session_;
+  CaptureShared* const shared_;
+  StartGate* const gate_;
+  std::vector<WorkerResult>* const results_;
+  std::vector<XProfHost>* const xprof_;
+  std::vector<StreamJob> jobs_;
+  grpc::CompletionQueue cq_;
+  std::mutex handoff_;
+  std::mutex mutex_;
+  size_t done_ = 0;             // guarded by mutex_
+  int stops_in_flight_ = 0;     // guarded by mutex_
+  std::vector<std::thread> xprof_threads_;  // guarded by mutex_ until Run ends
+  ThroughCaptureProbes probes_;
+  // Last: its threads end (their tasks done) before anything above goes.
+  WorkPool pool_;
+};
+
+}  // namespace
+
+void CaptureWorkersStreaming(const CaptureOptions& options,
+                             const std::string& session, CaptureShared* shared,
+                             StartGate* gate,
+                             std::vector<WorkerResult>* results,
+                             std::vector<XProfHost>* xprof) {
+  StreamFanout(options, session, shared, gate, results, xprof).Run();
 }
 
 }  // namespace podscope::profiler::internal

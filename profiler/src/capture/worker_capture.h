@@ -142,13 +142,21 @@ void CaptureWorkersWriting(const CaptureOptions& options,
                            const std::string& session, CaptureShared* shared,
                            std::vector<WorkerResult>* results);
 
-// Records the worker `result->address` into the session folder; fills
-// `result`. A complete file is on disk (fdatasync) before it counts as ok.
-// A worker that speaks XProf's protocol instead is profiled into `xprof`
-// (its file is written once every host is aligned, WriteXProfHost).
-void CaptureWorker(const CaptureOptions& options, const std::string& session,
-                   WorkerResult* result, CaptureShared* shared, StartGate* gate,
-                   XProfHost* xprof);
+// Records every worker (`results`, their addresses and ranks set) into
+// the session folder, streamed, with a fixed number of threads whatever
+// their number: a pool of 8 sets each worker up (who it is, its clock
+// before, its file) and ends it (its clock after, the fit, the file's last
+// records), the calling thread receives every stream into its file through
+// one completion queue and relays a cancel as Stop, and one thread probes
+// the recording workers' clocks every 100 ms. A complete file is on disk
+// (fdatasync) before it counts as ok. A worker that speaks XProf's protocol
+// instead is profiled into its `xprof` entry on a thread of its own (its
+// file is written once every host is aligned, WriteXProfHost).
+void CaptureWorkersStreaming(const CaptureOptions& options,
+                             const std::string& session, CaptureShared* shared,
+                             StartGate* gate,
+                             std::vector<WorkerResult>* results,
+                             std::vector<XProfHost>* xprof);
 
 }  // namespace podscope::profiler::internal
 
