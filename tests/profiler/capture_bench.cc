@@ -448,7 +448,9 @@ bool MeasureHonesty(const testing::NetworkHosts* hosts, bool loaded, Honesty* h,
   o.workers = addrs;
   o.logdir = TempDir(hosts != nullptr ? "honesty-netns" : "honesty");
   o.duration_ms = 3000;
-  o.connect.token = "bench";
+  // Workers in namespaces serve with the token "bench"; on loopback, with
+  // this user's token file (which the client then sends by itself).
+  if (hosts != nullptr) o.connect.token = "bench";
   constexpr int kMarks = 20;
   std::vector<std::vector<testing::Mark>> marked;
   std::optional<Load> load;
@@ -464,6 +466,13 @@ bool MeasureHonesty(const testing::NetworkHosts* hosts, bool loaded, Honesty* h,
   for (auto& w : workers) w->WriteLine("quit");
   if (!result.ok() || result->answered() != 3) {
     *why = "the capture failed";
+    if (!result.ok()) {
+      *why += ": " + std::string(result.status().message());
+    } else {
+      for (const WorkerResult& w : result->workers) {
+        if (!w.ok) *why += ": " + w.error;
+      }
+    }
     return false;
   }
   for (int i = 0; i < 3; ++i) {
