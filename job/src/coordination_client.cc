@@ -14,8 +14,8 @@
 #include "podscope/base/net.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/job/coordination.h"
-#include "podscope/profiler/clock.h"
 #include "podscope/job/coordination_service.grpc.pb.h"
+#include "podscope/profiler/clock.h"
 #include "podscope/profiler/grpc_credentials.h"
 #include "src/doctor_wire.h"
 #include "src/rank_credential.h"
@@ -248,10 +248,9 @@ absl::Status CoordinationClient::CaptureRanks(
   req.set_start_lead_ms(request.start_lead_ms);
   req.set_client("podscope capture");
   // The capture, its lead, and a minute for the ranks to reach and end.
-  Impl::Call call(impl_.get(),
-                  After(absl::Milliseconds(request.duration_ms +
-                                           request.start_lead_ms) +
-                        absl::Seconds(60)));
+  Impl::Call call(impl_.get(), After(absl::Milliseconds(request.duration_ms +
+                                                        request.start_lead_ms) +
+                                     absl::Seconds(60)));
   const int64_t t0 = profiler::ProfilerNowNs();
   auto reader = impl_->stub_->CaptureRanks(&call.ctx, req);
   pb::CaptureRanksReply reply;
@@ -277,8 +276,7 @@ absl::Status CoordinationClient::CaptureRanks(
       stop_req.set_session(request.session);
       pb::StopRankCaptureResponse stop_resp;
       Impl::Call stop_call(impl_.get(), After(absl::Seconds(10)));
-      (void)impl_->stub_->StopRankCapture(&stop_call.ctx, stop_req,
-                                          &stop_resp);
+      (void)impl_->stub_->StopRankCapture(&stop_call.ctx, stop_req, &stop_resp);
     }
   }
   if (done) call.ctx.TryCancel();  // nothing more is read

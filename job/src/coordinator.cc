@@ -743,8 +743,8 @@ class Service final : public pb::CoordinationService::Service {
       if (p.protocol == "podscope" && p.writes_own_file) continue;
       if (cannot.size() < 8) {
         cannot.push_back(absl::StrCat(
-            "rank ", o.ranks[i], " (", p.address, "): ",
-            p.protocol.empty() ? p.error : "no capture root"));
+            "rank ", o.ranks[i], " (", p.address,
+            "): ", p.protocol.empty() ? p.error : "no capture root"));
       }
       if (cannot.size() == 8) cannot.push_back("...");
     }

@@ -33,8 +33,8 @@ std::optional<JobProfiler> ParseJobProfiler(const std::string& key,
 }
 
 absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
-    const std::string& coordinator, const std::string& token,
-    const JobTls& tls, std::string* found_at) {
+    const std::string& coordinator, const std::string& token, const JobTls& tls,
+    std::string* found_at) {
   PODSCOPE_ASSIGN_OR_RETURN(
       auto client, CoordinationClient::Create(coordinator, token, tls));
   PODSCOPE_ASSIGN_OR_RETURN(auto entries,

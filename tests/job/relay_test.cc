@@ -72,8 +72,9 @@ RelayJob StartJob(int n, const std::string& root, int rootless = -1) {
     profiler::ServerOptions options;
     if (r != rootless) options.capture_root = root;
     options.host_name = "rank-host-" + std::to_string(r);
-    options.capture_source = std::make_shared<profiler::testing::SyntheticSource>(
-        options.host_name, 2000);
+    options.capture_source =
+        std::make_shared<profiler::testing::SyntheticSource>(options.host_name,
+                                                             2000);
     auto server = profiler::StartServer(0, options);
     EXPECT_TRUE(server.ok()) << server.status();
     if (!server.ok()) return job;

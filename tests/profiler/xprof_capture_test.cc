@@ -309,9 +309,9 @@ TEST(XProfCapture, EachAddressSaysWhichProtocolItSpeaks) {
   // No token named: this user's token file goes to loopback workers.
   ConnectOptions connect;
   connect.connect_timeout_ms = 1000;
-  const std::vector<std::string> addresses = {
-      hosts.addresses()[0], (*podscope)->address(), nothing.address(),
-      "127.0.0.1:1"};
+  const std::vector<std::string> addresses = {hosts.addresses()[0],
+                                              (*podscope)->address(),
+                                              nothing.address(), "127.0.0.1:1"};
   const std::vector<WorkerProtocol> found =
       FindWorkerProtocols(addresses, connect);
   ASSERT_EQ(found.size(), 4u);

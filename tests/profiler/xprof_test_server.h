@@ -301,8 +301,8 @@ class XProfTestServer final : public tensorflow::ProfilerService::Service {
   std::vector<int64_t> true_ends_;
   std::mutex wait_mutex_;
   std::condition_variable wait_cv_;
-  bool terminated_ = false;  // guarded by wait_mutex_
-  int terminates_ = 0;       // guarded by wait_mutex_
+  bool terminated_ = false;        // guarded by wait_mutex_
+  int terminates_ = 0;             // guarded by wait_mutex_
   std::string profiling_session_;  // guarded by wait_mutex_
 };
 

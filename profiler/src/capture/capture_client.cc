@@ -351,9 +351,8 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
   absl::Status relayed;
   if (options.relay) {
     fanout = std::thread([&] {
-      relayed = options.relay(&result.workers, [&](const CaptureProgress& p) {
-        shared.Set(p);
-      });
+      relayed = options.relay(&result.workers,
+                              [&](const CaptureProgress& p) { shared.Set(p); });
     });
   } else if (options.worker_writes) {
     fanout = std::thread([&] {
@@ -362,8 +361,8 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
     });
   } else {
     fanout = std::thread([&] {
-      internal::CaptureWorkersStreaming(options, result.session, &shared,
-                                        &gate, &result.workers, &xprof);
+      internal::CaptureWorkersStreaming(options, result.session, &shared, &gate,
+                                        &result.workers, &xprof);
     });
   }
   // The reporter wakes every 250 ms, and at once when the capture ends.

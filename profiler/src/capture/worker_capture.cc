@@ -1,5 +1,7 @@
 #include "src/capture/worker_capture.h"
 
+#include <grpcpp/alarm.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -219,13 +221,21 @@ void CaptureXProfWorker(const CaptureOptions& options,
 // One Podscope worker's streamed capture, from its setup on a pool thread,
 // through its stream on the queue's thread, to its end on a pool thread.
 struct StreamJob {
-  enum Op { kStarted, kRead, kFinish, kStop };
+  enum Op { kInfo, kStarted, kRead, kFinish, kStop };
+  static constexpr int kOps = 5;
   struct Tag {
     StreamJob* job;
     Op op;
   };
   WorkerResult* result = nullptr;
   std::unique_ptr<WorkerConnection> worker;
+  // Who the worker is (an asynchronous GetInfo), or why its channel could
+  // not be opened (handed to the queue by the alarm).
+  pb::ProcessInfo info;
+  grpc::Status info_status;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<pb::ProcessInfo>> info_call;
+  absl::Status open_status;
+  grpc::Alarm open_failed;
   std::vector<ClockEstimate> probes;  // before the capture
   std::unique_ptr<tf::StreamedFile> file;
   std::unique_ptr<grpc::ClientContext> ctx;
@@ -246,7 +256,11 @@ struct StreamJob {
   // Probes through the capture (ThroughCaptureProbes).
   std::mutex probe_mutex;
   std::vector<ClockEstimate> during;  // guarded by probe_mutex
-  Tag tags[4];
+  // The setup (its first clock probe is taken once the stream has started)
+  // and the stream must both be over before the worker is ended.
+  std::atomic<int> pending{2};
+  absl::Status probe_error;  // of the first probe, when it failed
+  Tag tags[kOps];
   void* tag(Op op) { return &tags[op]; }
 };
 
@@ -286,6 +300,11 @@ class ThroughCaptureProbes {
                          [&] { return over_; })) {
       const std::vector<StreamJob*> jobs = jobs_;
       for (StreamJob* job : jobs) {
+        if (over_) return;
+        // A job removed meanwhile (its worker may be gone) is not probed.
+        if (std::find(jobs_.begin(), jobs_.end(), job) == jobs_.end()) {
+          continue;
+        }
         // Taken before the list's lock is let go: Remove waits for it.
         std::unique_lock<std::mutex> probing(job->probe_mutex);
         lock.unlock();
@@ -293,11 +312,6 @@ class ThroughCaptureProbes {
         if (e.ok()) job->during.push_back(*e);
         probing.unlock();
         lock.lock();
-        if (over_) return;
-        // A job removed meanwhile is not probed again.
-        if (std::find(jobs_.begin(), jobs_.end(), job) == jobs_.end()) {
-          continue;
-        }
       }
     }
   }
@@ -361,7 +375,7 @@ class WorkPool {
 // Profile call that lasts the capture) keep a thread each.
 class StreamFanout {
  public:
-  static constexpr size_t kPoolThreads = 8;
+  static constexpr size_t kPoolThreads = 16;
 
   StreamFanout(const CaptureOptions& options, const std::string& session,
                CaptureShared* shared, StartGate* gate,
@@ -378,16 +392,18 @@ class StreamFanout {
     for (size_t i = 0; i < jobs_.size(); ++i) {
       StreamJob& job = jobs_[i];
       job.result = &(*results)[i];
-      for (int op = 0; op < 4; ++op) {
+      for (int op = 0; op < StreamJob::kOps; ++op) {
         job.tags[op] = {&job, static_cast<StreamJob::Op>(op)};
       }
     }
   }
 
   void Run() {
-    for (size_t i = 0; i < jobs_.size(); ++i) {
-      pool_.Post([this, i] { Setup(i); });
-    }
+    // Opening many channels takes a while: the answers of the first are
+    // taken meanwhile.
+    std::thread opener([this] {
+      for (StreamJob& job : jobs_) Begin(job);
+    });
     while (true) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -403,6 +419,7 @@ class StreamFanout {
       if (got == grpc::CompletionQueue::TIMEOUT) continue;
       Handle(*static_cast<StreamJob::Tag*>(tag), ok);
     }
+    opener.join();
     for (std::thread& t : xprof_threads_) t.join();
     cq_.Shutdown();
     void* tag = nullptr;
@@ -421,22 +438,63 @@ class StreamFanout {
     job.result->ok = false;
     job.result->error = std::string(s.message());
     shared_->Finished(false);
+    Release(job);
     Done();
   }
 
-  // On a pool thread: who the worker is, its clock, its file, its stream.
-  void Setup(size_t i) {
-    StreamJob& job = jobs_[i];
+  // A worker that is done gives back its calls and its channel at once:
+  // tearing down many channels at the end would be waited for.
+  static void Release(StreamJob& job) {
+    job.info_call.reset();
+    job.reader.reset();
+    job.stop_call.reset();
+    job.stop_ctx.reset();
+    job.ctx.reset();
+    job.file.reset();
+    job.worker.reset();
+  }
+
+  // On the opening thread: the worker's channel and its GetInfo.
+  void Begin(StreamJob& job) {
+    auto connection =
+        WorkerConnection::Open(job.result->address, options_.connect);
+    if (!connection.ok()) {
+      std::lock_guard<std::mutex> lock(handoff_);
+      job.open_status = connection.status();
+      job.open_failed.Set(&cq_, gpr_now(GPR_CLOCK_MONOTONIC),
+                          job.tag(StreamJob::kInfo));
+      return;
+    }
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    (*connection)->Prepare(ctx.get(), options_.connect.connect_timeout_ms);
+    ctx->set_wait_for_ready(true);
+    auto call = (*connection)
+                    ->stub()
+                    ->AsyncGetInfo(ctx.get(), pb::GetInfoRequest(), &cq_);
+    // What the queue's thread reads once the answer is in.
+    std::lock_guard<std::mutex> lock(handoff_);
+    job.worker = *std::move(connection);
+    job.ctx = std::move(ctx);
+    job.info_call = std::move(call);
+    job.info_call->Finish(&job.info, &job.info_status,
+                          job.tag(StreamJob::kInfo));
+  }
+
+  // On the queue's thread: who the worker is; then its file and its
+  // stream, and its first clock probe on the pool.
+  void OnInfo(StreamJob& job) {
     WorkerResult* result = job.result;
-    auto connected =
-        WorkerConnection::Connect(result->address, options_.connect);
-    absl::StatusOr<pb::ProcessInfo> info =
-        connected.ok() ? (*connected)->Info() : connected.status();
+    job.info_call.reset();
+    job.ctx.reset();
+    if (!job.open_status.ok()) {
+      gate_->Arrive();
+      return Fail(job, job.open_status);
+    }
+    const grpc::Status& s = job.info_status;
     // A server without Podscope's service may speak XProf's: its Profile
     // call says.
-    if (connected.ok() &&
-        info.status().code() == absl::StatusCode::kUnimplemented) {
-      job.worker = *std::move(connected);
+    if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      const size_t i = static_cast<size_t>(&job - jobs_.data());
       std::lock_guard<std::mutex> lock(mutex_);
       xprof_threads_.emplace_back([this, i] {
         StreamJob& x = jobs_[i];
@@ -449,23 +507,24 @@ class StreamFanout {
     // Podscope workers start recording as soon as they are asked: only the
     // XProf ones wait for every worker to be reached.
     gate_->Arrive();
-    if (!info.ok()) return Fail(job, info.status());
-    job.worker = *std::move(connected);
+    if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+        s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      return Fail(job, WorkerConnection::Unreachable(result->address,
+                                                     options_.connect));
+    }
+    if (!s.ok()) return Fail(job, job.worker->Error("GetInfo", s));
     WorkerConnection& worker = *job.worker;
     result->protocol = "podscope";
-    result->producer = info->producer();
+    result->producer = job.info.producer();
     result->alignment = "probes";
-    result->host = info->host();
-    result->pid = info->pid();
-    auto before = worker.Probe(options_.clock_probes);
-    if (!before.ok()) return Fail(job, before.status());
-    job.probes = {*before};
+    result->host = job.info.host();
+    result->pid = job.info.pid();
     if (Cancelled(options_)) {
       return Fail(job, absl::CancelledError(absl::StrCat(
                            result->address, ": cancelled before recording")));
     }
     absl::StatusOr<int> fd =
-        shared_->CreateFile(info->host(), info->pid(), &result->path);
+        shared_->CreateFile(job.info.host(), job.info.pid(), &result->path);
     if (!fd.ok()) {
       result->write_failed = true;
       return Fail(job, absl::Status(fd.status().code(),
@@ -474,17 +533,38 @@ class StreamFanout {
     }
     job.file = tf::StreamedFile::Adopt(*fd, result->path);
     job.recorded = options_.session.empty() ? "" : session_;
-    if (worker.lean_probes()) probes_.Add(&job);
     // The stream lasts the capture plus the time to drain and close.
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    worker.Prepare(ctx.get(), options_.duration_ms + 60'000);
+    job.ctx = std::make_unique<grpc::ClientContext>();
+    worker.Prepare(job.ctx.get(), options_.duration_ms + 60'000);
     shared_->Streaming(+1);
-    // What the queue's thread reads once the stream has started.
-    std::lock_guard<std::mutex> lock(handoff_);
-    job.ctx = std::move(ctx);
     job.reader = worker.stub()->AsyncCapture(
         job.ctx.get(), BuildCaptureRequest(options_, session_), &cq_,
         job.tag(StreamJob::kStarted));
+    pool_.Post([this, &job] { FirstProbe(job); });
+  }
+
+  // On a pool thread, once the worker records: its probe port and a first
+  // clock probe (waiting for it first would start every worker later, and
+  // the fit takes probes from the whole capture anyway).
+  void FirstProbe(StreamJob& job) {
+    WorkerConnection& worker = *job.worker;
+    worker.LearnProbePort(job.info);
+    auto first = worker.Probe(options_.clock_probes);
+    {
+      std::lock_guard<std::mutex> lock(job.probe_mutex);
+      if (first.ok()) {
+        job.probes = {*first};
+      } else {
+        job.probe_error = first.status();
+      }
+    }
+    if (worker.lean_probes()) probes_.Add(&job);
+    Arrive(job);
+  }
+
+  // The setup or the stream is over; the second ends the worker.
+  void Arrive(StreamJob& job) {
+    if (--job.pending == 0) pool_.Post([this, &job] { End(job); });
   }
 
   void Handle(const StreamJob::Tag& tag, bool ok) {
@@ -494,6 +574,8 @@ class StreamFanout {
       std::lock_guard<std::mutex> lock(handoff_);
     }
     switch (tag.op) {
+      case StreamJob::kInfo:
+        return OnInfo(job);
       case StreamJob::kStarted:
         if (!ok) {
           return job.reader->Finish(&job.outcome.status,
@@ -511,7 +593,7 @@ class StreamFanout {
         job.finishing = true;
         shared_->Streaming(-1);
         // A Stop in flight completes on this thread first.
-        if (!job.stop_in_flight) pool_.Post([this, &job] { End(job); });
+        if (!job.stop_in_flight) Arrive(job);
         return;
       case StreamJob::kStop:
         job.stop_in_flight = false;
@@ -519,7 +601,7 @@ class StreamFanout {
           std::lock_guard<std::mutex> lock(mutex_);
           --stops_in_flight_;
         }
-        if (job.finishing) pool_.Post([this, &job] { End(job); });
+        if (job.finishing) Arrive(job);
         return;
     }
   }
@@ -551,13 +633,11 @@ class StreamFanout {
   void StopStreams() {
     const int64_t now = MonotonicNs();
     for (StreamJob& job : jobs_) {
-      if (job.reader == nullptr || job.finishing || job.stop_in_flight ||
+      // Streams start, end and are released on this thread or after it
+      // saw their end (`finishing`, never touched again here).
+      if (job.finishing || job.reader == nullptr || job.stop_in_flight ||
           now - job.stop_sent_ns < 200'000'000) {
         continue;
-      }
-      {
-        std::lock_guard<std::mutex> lock(handoff_);
-        if (job.reader == nullptr) continue;
       }
       job.stop_in_flight = true;
       job.stop_sent_ns = now;
@@ -565,8 +645,8 @@ class StreamFanout {
       job.worker->Prepare(job.stop_ctx.get(), 2000);
       pb::StopRequest stop;
       stop.set_session_id(job.recorded);
-      job.stop_call = job.worker->stub()->AsyncStop(job.stop_ctx.get(), stop,
-                                                    &cq_);
+      job.stop_call =
+          job.worker->stub()->AsyncStop(job.stop_ctx.get(), stop, &cq_);
       job.stop_call->Finish(&job.stop_response, &job.stop_status,
                             job.tag(StreamJob::kStop));
       std::lock_guard<std::mutex> lock(mutex_);
@@ -583,10 +663,13 @@ class StreamFanout {
     if (worker.lean_probes()) probes_.Remove(&job);
     const StreamOutcome& outcome = job.outcome;
     tf::StreamedFile& file = *job.file;
-    std::vector<ClockEstimate> probes = job.probes;
+    std::vector<ClockEstimate> probes;
+    absl::Status probe_error;
     {
       std::lock_guard<std::mutex> lock(job.probe_mutex);
+      probes = job.probes;
       for (const ClockEstimate& e : job.during) probes.push_back(e);
+      probe_error = job.probe_error;
     }
     result->bytes = file.bytes_received();
     result->write_failed = IsLocalWriteError(outcome.file_status);
@@ -597,6 +680,8 @@ class StreamFanout {
       auto after = worker.Probe(options_.clock_probes);
       if (after.ok()) probes.push_back(*after);
     }
+    // A worker whose clock could not be measured at all is not lined up.
+    if (probes.empty() && !probe_error.ok() && error.ok()) error = probe_error;
     result->clock = worker.lean_probes() ? FitClock(probes) : probes;
     if (!result->clock.empty()) {
       result->alignment_uncertainty_ns = result->clock.front().uncertainty_ns;
@@ -629,6 +714,7 @@ class StreamFanout {
     if (!error.ok()) return Fail(job, error);
     result->ok = true;
     shared_->Finished(true);
+    Release(job);
     Done();
   }
 
@@ -642,8 +728,8 @@ class StreamFanout {
   grpc::CompletionQueue cq_;
   std::mutex handoff_;
   std::mutex mutex_;
-  size_t done_ = 0;             // guarded by mutex_
-  int stops_in_flight_ = 0;     // guarded by mutex_
+  size_t done_ = 0;                         // guarded by mutex_
+  int stops_in_flight_ = 0;                 // guarded by mutex_
   std::vector<std::thread> xprof_threads_;  // guarded by mutex_ until Run ends
   ThroughCaptureProbes probes_;
   // Last: its threads end (their tasks done) before anything above goes.

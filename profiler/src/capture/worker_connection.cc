@@ -95,8 +95,8 @@ absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::Open(
   PODSCOPE_ASSIGN_OR_RETURN(
       auto creds, ChannelCredentialsFromFiles(options.tls_ca_file,
                                               options.tls_server_name, &args));
-  auto channel = grpc::CreateCustomChannel(ChannelTarget(address, &args),
-                                          creds, args);
+  auto channel =
+      grpc::CreateCustomChannel(ChannelTarget(address, &args), creds, args);
   auto token = ClientToken(options.token, address);
   if (!token.ok()) {
     return absl::Status(token.status().code(),
@@ -141,13 +141,16 @@ absl::StatusOr<pb::ProcessInfo> WorkerConnection::Info() {
   pb::ProcessInfo info;
   grpc::Status s = stub_->GetInfo(&ctx, pb::GetInfoRequest(), &info);
   if (!s.ok()) return Error("GetInfo", s);
-  if (info.probe_port() > 0 && !udp_) {
-    // A probe port that cannot be reached (a firewall) leaves gRPC probes.
-    auto udp = UdpProber::Connect(HostOfAddress(address_), info.probe_port(),
-                                  info.probe_key());
-    if (udp.ok() && (*udp)->ProbeOnce(1000).has_value()) udp_ = *std::move(udp);
-  }
+  LearnProbePort(info);
   return info;
+}
+
+void WorkerConnection::LearnProbePort(const pb::ProcessInfo& info) {
+  if (info.probe_port() <= 0 || udp_) return;
+  // A probe port that cannot be reached (a firewall) leaves gRPC probes.
+  auto udp = UdpProber::Connect(HostOfAddress(address_), info.probe_port(),
+                                info.probe_key());
+  if (udp.ok() && (*udp)->ProbeOnce(1000).has_value()) udp_ = *std::move(udp);
 }
 
 absl::StatusOr<ClockEstimate> WorkerConnection::Probe(int probes) const {

@@ -42,6 +42,10 @@ class WorkerConnection {
 
   // Who the worker is; also learns its clock probe port, if it has one.
   absl::StatusOr<proto::ProcessInfo> Info();
+  // Learns the clock probe port from a GetInfo answer had otherwise (an
+  // asynchronous call): probes take it when it answers a first probe
+  // within a second (a firewall leaves the gRPC probes).
+  void LearnProbePort(const proto::ProcessInfo& info);
 
   // `probes` NTP-style clock probes; the one with the smallest round trip.
   // On the worker's UDP probe port when it has one (and it answers), else

@@ -9,11 +9,9 @@
 // the worker names its file. A worker's calls and channel are released as
 // soon as it is done. Failures are the worker's own: each result says
 // what happened.
-#include <sys/stat.h>
-
 #include <grpcpp/alarm.h>
-
 #include <poll.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -220,7 +218,8 @@ class UdpProbes {
           ++f.answered;
           std::optional<ClockEstimate> e = f.prober->Estimate(*t);
           Worker& w = *f.worker;
-          if (e && (!w.udp_best || e->uncertainty_ns < w.udp_best->uncertainty_ns)) {
+          if (e &&
+              (!w.udp_best || e->uncertainty_ns < w.udp_best->uncertainty_ns)) {
             w.udp_best = e;
           }
           moved_on = true;
@@ -352,8 +351,9 @@ class Fanout {
     auto ctx = std::make_unique<grpc::ClientContext>();
     (*connection)->Prepare(ctx.get(), options_.connect.connect_timeout_ms);
     ctx->set_wait_for_ready(true);
-    auto call = (*connection)->stub()->AsyncGetInfo(
-        ctx.get(), pb::GetInfoRequest(), &cq_);
+    auto call = (*connection)
+                    ->stub()
+                    ->AsyncGetInfo(ctx.get(), pb::GetInfoRequest(), &cq_);
     // What the queue's thread reads once the answer is in.
     std::lock_guard<std::mutex> lock(handoff_);
     w.connection = *std::move(connection);

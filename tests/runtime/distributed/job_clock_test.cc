@@ -418,7 +418,8 @@ TEST(CaptureJob, StepsAcrossThreeHostsWrittenByTheRanks) {
   EXPECT_THAT(manifest, HasSubstr("\"mode\": \"worker_writes\""));
   EXPECT_THAT(manifest, HasSubstr("\"clock_source\": \"job\""));
   // Relayed by the job's coordinator, on node 0's host.
-  EXPECT_THAT(manifest, HasSubstr("\"relayed_by\": \"" + hosts.address(0) + ":"));
+  EXPECT_THAT(manifest,
+              HasSubstr("\"relayed_by\": \"" + hosts.address(0) + ":"));
   ExpectStepWindows(root + "/by-steps", 3, kSkew, {100, 101, 102});
   for (auto& l : launchers) {
     const int status = l->Wait(60000);

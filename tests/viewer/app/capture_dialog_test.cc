@@ -5,6 +5,8 @@
 // stops a long capture early with a readable file.
 #include "capture_dialog.h"
 
+#include <unistd.h>
+
 #include <QAbstractButton>
 #include <QCheckBox>
 #include <QComboBox>
@@ -17,8 +19,6 @@
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QtTest>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -185,7 +185,8 @@ class CaptureDialogTest : public QObject {
         30000));
     const QString protocols = d->protocols_label()->text();
     QVERIFY(d->protocols_label()->isVisible());
-    QVERIFY2(protocols.contains(podscope + ": Podscope ("), qPrintable(protocols));
+    QVERIFY2(protocols.contains(podscope + ": Podscope ("),
+             qPrintable(protocols));
     QVERIFY2(protocols.contains(QStringLiteral("pid %1").arg(getpid())),
              qPrintable(protocols));
     QVERIFY2(protocols.contains(other + ": XProf's profiler service"),

@@ -40,13 +40,13 @@ QString Millis(qlonglong ms) {
 
 // "tpu-host-1: lined up by collectives, ±2.1 µs" for an XProf worker.
 QString DescribeAlignment(const profiler::WorkerResult& w) {
-  QString text = CaptureDialog::tr("%1: lined up by %2")
-                     .arg(QString::fromStdString(
-                              w.host.empty() ? w.address : w.host),
-                          QString::fromStdString(w.alignment));
+  QString text =
+      CaptureDialog::tr("%1: lined up by %2")
+          .arg(QString::fromStdString(w.host.empty() ? w.address : w.host),
+               QString::fromStdString(w.alignment));
   if (w.alignment_uncertainty_ns >= 0) {
-    text += QStringLiteral(", ±") + QString::fromStdString(FormatDuration(
-                                        w.alignment_uncertainty_ns));
+    text += QStringLiteral(", ±") +
+            QString::fromStdString(FormatDuration(w.alignment_uncertainty_ns));
   }
   if (!w.alignment_note.empty()) {
     text += QStringLiteral(" (") + QString::fromStdString(w.alignment_note) +
@@ -210,7 +210,8 @@ CaptureDialog::CaptureDialog(QWidget* parent) : QDialog(parent) {
 
   // XProf's own settings, as its capture dialog has them: shown while a
   // worker of the list speaks XProf.
-  xprof_box_ = new QGroupBox(tr("XProf workers (JAX, TensorFlow, PyTorch/XLA)"));
+  xprof_box_ =
+      new QGroupBox(tr("XProf workers (JAX, TensorFlow, PyTorch/XLA)"));
   xprof_box_->setObjectName("capture.xprof");
   host_level_ =
       LevelBox({tr("off"), tr("critical"), tr("info"), tr("verbose")}, 2);
@@ -321,14 +322,14 @@ void CaptureDialog::CheckWorkers() {
       const QString text = DescribeWorkerProtocol(
           protocol, QString::fromStdString(p.host),
           static_cast<qlonglong>(p.pid), QString::fromStdString(p.error));
-      lines << (p.protocol.empty()
-                    ? text
-                    : QString::fromStdString(p.address) +
-                          QStringLiteral(": ") + text);
+      lines << (p.protocol.empty() ? text
+                                   : QString::fromStdString(p.address) +
+                                         QStringLiteral(": ") + text);
       xprof += p.protocol == "xprof" ? 1 : 0;
     }
     QMetaObject::invokeMethod(
-        this, [this, workers, lines, xprof] { OnProtocols(workers, lines, xprof); },
+        this,
+        [this, workers, lines, xprof] { OnProtocols(workers, lines, xprof); },
         Qt::QueuedConnection);
   });
 }
@@ -374,10 +375,9 @@ QString CaptureDialog::errors_text() const { return errors_->toPlainText(); }
 
 void CaptureDialog::SetRunning(bool running) {
   running_ = running;
-  for (QWidget* w : std::initializer_list<QWidget*>{workers_radio_, job_radio_,
-                                                    duration_, logdir_, browse_,
-                                                    session_, token_, start_,
-                                                    xprof_box_}) {
+  for (QWidget* w : std::initializer_list<QWidget*>{
+           workers_radio_, job_radio_, duration_, logdir_, browse_, session_,
+           token_, start_, xprof_box_}) {
     w->setEnabled(!running);
   }
   workers_->setEnabled(!running && workers_radio_->isChecked());

@@ -193,7 +193,8 @@ class CoordinationClient : public KeyValueStore {
   absl::Status CaptureRanks(
       const profiler::CaptureOptions& request,
       const std::function<void(const profiler::CaptureProgress&)>& progress,
-      const std::atomic<bool>* stop, std::vector<profiler::WorkerResult>* ranks);
+      const std::atomic<bool>* stop,
+      std::vector<profiler::WorkerResult>* ranks);
   absl::Status Barrier(std::string_view name, int rank, absl::Duration timeout);
   absl::Status Shutdown(int rank, absl::Duration timeout);
 
