@@ -452,9 +452,9 @@ TEST(StreamedFanout, FortyEightWorkersWithAFixedNumberOfThreads) {
   auto result = CaptureWorkers(o);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->answered(), 48);
-  // In all: this one, the pool (8), the queue's thread, the prober and
-  // the reporter, and gRPC's own (about 10 under load): far fewer than the
-  // 48 workers, and the same for any number of them.
+  // In all: this one, the capture's (the queue's, the opener, the pool of
+  // 8, the prober, the reporter) and gRPC's own (about 10 under load): far
+  // fewer than the 48 workers, and the same for any number of them.
   EXPECT_LE(most.load(), 32) << "threads before: " << before;
   for (size_t i = 0; i < 48; ++i) {
     const WorkerResult& w = result->workers[i];

@@ -375,7 +375,7 @@ class WorkPool {
 // Profile call that lasts the capture) keep a thread each.
 class StreamFanout {
  public:
-  static constexpr size_t kPoolThreads = 16;
+  static constexpr size_t kPoolThreads = 8;
 
   StreamFanout(const CaptureOptions& options, const std::string& session,
                CaptureShared* shared, StartGate* gate,

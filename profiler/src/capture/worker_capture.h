@@ -144,13 +144,14 @@ void CaptureWorkersWriting(const CaptureOptions& options,
 
 // Records every worker (`results`, their addresses and ranks set) into
 // the session folder, streamed, with a fixed number of threads whatever
-// their number: a pool of 8 sets each worker up (who it is, its clock
-// before, its file) and ends it (its clock after, the fit, the file's last
-// records), the calling thread receives every stream into its file through
-// one completion queue and relays a cancel as Stop, and one thread probes
-// the recording workers' clocks every 100 ms. A complete file is on disk
-// (fdatasync) before it counts as ok. A worker that speaks XProf's protocol
-// instead is profiled into its `xprof` entry on a thread of its own (its
+// their number: one opens the channels and sends GetInfo; the calling
+// thread takes every answer, starts each worker's stream into its file,
+// writes every message it receives there, and relays a cancel as Stop; a
+// pool of 8 takes each worker's clock before (once it records) and after,
+// and ends its file; one thread probes the recording workers' clocks every
+// 100 ms. A complete file is on disk (fdatasync) before it counts as ok. A
+// worker that speaks XProf's protocol instead is profiled into its `xprof`
+// entry on a thread of its own (its Profile call lasts the capture; its
 // file is written once every host is aligned, WriteXProfHost).
 void CaptureWorkersStreaming(const CaptureOptions& options,
                              const std::string& session, CaptureShared* shared,
