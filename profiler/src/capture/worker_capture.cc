@@ -1,6 +1,7 @@
 #include "src/capture/worker_capture.h"
 
 #include <grpcpp/alarm.h>
+#include <grpcpp/generic/generic_stub.h>
 
 #include <algorithm>
 #include <atomic>
@@ -71,42 +72,6 @@ bool Cancelled(const CaptureOptions& options) {
          options.cancel->load(std::memory_order_relaxed);
 }
 
-CancelStopper::CancelStopper(const CaptureOptions& options, std::string session,
-                             Stop stop)
-    : options_(options), stop_(std::move(stop)), session_(std::move(session)) {
-  if (options.cancel != nullptr) thread_ = std::thread([this] { Run(); });
-}
-
-void CancelStopper::SetSession(const std::string& session) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  session_ = session;
-}
-
-void CancelStopper::End() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    over_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
-
-void CancelStopper::Run() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!over_) {
-    if (!Cancelled(options_)) {
-      cv_.wait_for(lock, std::chrono::milliseconds(50));
-      continue;
-    }
-    const std::string session = session_;
-    lock.unlock();
-    stop_(session);
-    lock.lock();
-    cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return over_; });
-  }
-}
-
 absl::StatusOr<int> CaptureShared::CreateFile(const std::string& host,
                                               int64_t pid, std::string* path) {
   return CreateFileWithStem(
@@ -131,15 +96,14 @@ void StartGate::Arrive() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (--remaining_ == 0) {
     start_realtime_ns_ = base::RealtimeNs() + lead_ms_ * 1'000'000;
-    cv_.notify_all();
   }
 }
 
-int64_t StartGate::ArriveAndWait() {
-  Arrive();
-  std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return remaining_ <= 0; });
-  return start_realtime_ns_;
+bool StartGate::Ready(int64_t* start_realtime_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (remaining_ > 0) return false;
+  *start_realtime_ns = start_realtime_ns_;
+  return true;
 }
 
 void CaptureShared::Streaming(int delta) {
@@ -201,28 +165,13 @@ tf::proto::ClockRecord ClockRecordOf(
 
 namespace {
 
-// A worker that speaks XProf's protocol: its Profile call starts with every
-// other XProf worker's (the gate) and lasts the capture. Finished once its
-// file is written, after the alignment (WriteXProfHost).
-void CaptureXProfWorker(const CaptureOptions& options,
-                        const std::string& session, WorkerConnection& worker,
-                        CaptureShared* shared, StartGate* gate,
-                        WorkerResult* result, XProfHost* xprof) {
-  const int64_t start_realtime_ns = gate->ArriveAndWait();
-  absl::Status s = ProfileXProfWorker(options, session, start_realtime_ns,
-                                      worker, shared, result, xprof);
-  if (!s.ok()) {
-    result->ok = false;
-    result->error = std::string(s.message());
-    shared->Finished(false);
-  }
-}
-
-// One Podscope worker's streamed capture, from its setup on a pool thread,
-// through its stream on the queue's thread, to its end on a pool thread.
+// One worker's capture: for a Podscope worker, its stream (started on the
+// queue's thread, its clock probed and its file ended on the pool); for an
+// XProf worker, its Profile call (answered on the queue, converted on the
+// pool).
 struct StreamJob {
-  enum Op { kInfo, kStarted, kRead, kFinish, kStop };
-  static constexpr int kOps = 5;
+  enum Op { kInfo, kStarted, kRead, kFinish, kStop, kProfiled };
+  static constexpr int kOps = 6;
   struct Tag {
     StreamJob* job;
     Op op;
@@ -246,13 +195,29 @@ struct StreamJob {
   // what a cancel asks it to stop.
   std::string recorded;
   bool finishing = false;
-  // A cancel's Stop in flight, and when the last was sent.
+  // A cancel's Stop (Terminate for an XProf worker) in flight, and when the
+  // last was sent.
   bool stop_in_flight = false;
   int64_t stop_sent_ns = 0;
   std::unique_ptr<grpc::ClientContext> stop_ctx;
   pb::StopResponse stop_response;
   grpc::Status stop_status;
   std::unique_ptr<grpc::ClientAsyncResponseReader<pb::StopResponse>> stop_call;
+  tensorflow::TerminateResponse terminate_response;
+  std::unique_ptr<
+      grpc::ClientAsyncResponseReader<tensorflow::TerminateResponse>>
+      terminate_call;
+  // An XProf worker: its Profile call.
+  bool xprof = false;
+  // Its answer as bytes, parsed here: a damaged answer is an error of its
+  // own, not an empty one.
+  std::unique_ptr<grpc::GenericStub> generic;
+  grpc::ByteBuffer profile_bytes;
+  grpc::Status profile_status;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<grpc::ByteBuffer>>
+      profile_call;
+  int64_t profile_sent_ns = 0;
+  int64_t profile_received_ns = 0;
   // Probes through the capture (ThroughCaptureProbes).
   std::mutex probe_mutex;
   std::vector<ClockEstimate> during;  // guarded by probe_mutex
@@ -410,6 +375,12 @@ class StreamFanout {
         if (done_ == jobs_.size() && stops_in_flight_ == 0) break;
       }
       if (Cancelled(options_)) StopStreams();
+      // XProf workers start together, once every worker has been reached.
+      int64_t start = 0;
+      if (!xprof_waiting_.empty() && gate_->Ready(&start)) {
+        for (StreamJob* job : xprof_waiting_) StartProfile(*job, start);
+        xprof_waiting_.clear();
+      }
       void* tag = nullptr;
       bool ok = false;
       const auto got = cq_.AsyncNext(
@@ -420,7 +391,6 @@ class StreamFanout {
       Handle(*static_cast<StreamJob::Tag*>(tag), ok);
     }
     opener.join();
-    for (std::thread& t : xprof_threads_) t.join();
     cq_.Shutdown();
     void* tag = nullptr;
     bool ok = false;
@@ -447,7 +417,10 @@ class StreamFanout {
   static void Release(StreamJob& job) {
     job.info_call.reset();
     job.reader.reset();
+    job.profile_call.reset();
+    job.generic.reset();
     job.stop_call.reset();
+    job.terminate_call.reset();
     job.stop_ctx.reset();
     job.ctx.reset();
     job.file.reset();
@@ -493,20 +466,14 @@ class StreamFanout {
     const grpc::Status& s = job.info_status;
     // A server without Podscope's service may speak XProf's: its Profile
     // call says.
+    // XProf workers wait for every worker to be reached, to start
+    // together; Podscope workers start recording as soon as they are asked.
+    gate_->Arrive();
     if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-      const size_t i = static_cast<size_t>(&job - jobs_.data());
-      std::lock_guard<std::mutex> lock(mutex_);
-      xprof_threads_.emplace_back([this, i] {
-        StreamJob& x = jobs_[i];
-        CaptureXProfWorker(options_, session_, *x.worker, shared_, gate_,
-                           x.result, &(*xprof_)[i]);
-        Done();
-      });
+      job.xprof = true;
+      xprof_waiting_.push_back(&job);
       return;
     }
-    // Podscope workers start recording as soon as they are asked: only the
-    // XProf ones wait for every worker to be reached.
-    gate_->Arrive();
     if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
         s.error_code() == grpc::StatusCode::UNAVAILABLE) {
       return Fail(job, WorkerConnection::Unreachable(result->address,
@@ -541,6 +508,65 @@ class StreamFanout {
         job.ctx.get(), BuildCaptureRequest(options_, session_), &cq_,
         job.tag(StreamJob::kStarted));
     pool_.Post([this, &job] { FirstProbe(job); });
+  }
+
+  // On the queue's thread: an XProf worker's Profile call, starting at the
+  // common instant (ProfileOptions.start_timestamp_ns).
+  void StartProfile(StreamJob& job, int64_t start_realtime_ns) {
+    if (Cancelled(options_)) {
+      job.result->protocol = "xprof";
+      return Fail(job,
+                  absl::CancelledError(absl::StrCat(
+                      job.result->address, ": cancelled before recording")));
+    }
+    WorkerConnection& worker = *job.worker;
+    const tensorflow::ProfileRequest request = StartXProfProfile(
+        options_, session_, start_realtime_ns, worker, job.result);
+    job.ctx = std::make_unique<grpc::ClientContext>();
+    worker.Prepare(job.ctx.get(),
+                   XProfCallTimeoutMs(options_, start_realtime_ns));
+    shared_->Streaming(+1);
+    grpc::ByteBuffer bytes;
+    bool own = false;
+    (void)grpc::SerializationTraits<tensorflow::ProfileRequest>::Serialize(
+        request, &bytes, &own);
+    job.generic = std::make_unique<grpc::GenericStub>(worker.channel());
+    job.profile_sent_ns = MonotonicNs();
+    job.profile_call = job.generic->PrepareUnaryCall(
+        job.ctx.get(), "/tensorflow.ProfilerService/Profile", bytes, &cq_);
+    job.profile_call->StartCall();
+    job.profile_call->Finish(&job.profile_bytes, &job.profile_status,
+                             job.tag(StreamJob::kProfiled));
+  }
+
+  // On a pool thread: the XSpace an XProf worker answered with, kept for
+  // the alignment of every host (its file is written after it).
+  void EndProfile(StreamJob& job) {
+    const size_t i = static_cast<size_t>(&job - jobs_.data());
+    tensorflow::ProfileResponse response;
+    if (job.profile_status.ok() &&
+        !grpc::SerializationTraits<tensorflow::ProfileResponse>::Deserialize(
+             &job.profile_bytes, &response)
+             .ok()) {
+      return Fail(job, NotAProfileResponse(*job.worker));
+    }
+    absl::Status s =
+        FinishXProfProfile(options_, *job.worker, job.profile_status, &response,
+                           job.profile_sent_ns, job.profile_received_ns,
+                           shared_, job.result, &(*xprof_)[i]);
+    if (!s.ok()) return Fail(job, s);
+    // Finished once its file is written, after the alignment.
+    Release(job);
+    Done();
+  }
+
+  // The stream or the Profile call is over (and no Stop is in flight).
+  void StreamOver(StreamJob& job) {
+    if (job.xprof) {
+      pool_.Post([this, &job] { EndProfile(job); });
+    } else {
+      Arrive(job);
+    }
   }
 
   // On a pool thread, once the worker records: its probe port and a first
@@ -590,10 +616,14 @@ class StreamFanout {
         OnData(job);
         return job.reader->Read(&job.data, job.tag(StreamJob::kRead));
       case StreamJob::kFinish:
+      case StreamJob::kProfiled:
+        if (tag.op == StreamJob::kProfiled) {
+          job.profile_received_ns = MonotonicNs();
+        }
         job.finishing = true;
         shared_->Streaming(-1);
         // A Stop in flight completes on this thread first.
-        if (!job.stop_in_flight) Arrive(job);
+        if (!job.stop_in_flight) StreamOver(job);
         return;
       case StreamJob::kStop:
         job.stop_in_flight = false;
@@ -601,7 +631,7 @@ class StreamFanout {
           std::lock_guard<std::mutex> lock(mutex_);
           --stops_in_flight_;
         }
-        if (job.finishing) Arrive(job);
+        if (job.finishing) StreamOver(job);
         return;
     }
   }
@@ -635,20 +665,31 @@ class StreamFanout {
     for (StreamJob& job : jobs_) {
       // Streams start, end and are released on this thread or after it
       // saw their end (`finishing`, never touched again here).
-      if (job.finishing || job.reader == nullptr || job.stop_in_flight ||
-          now - job.stop_sent_ns < 200'000'000) {
+      if (job.finishing ||
+          (job.reader == nullptr && job.profile_call == nullptr) ||
+          job.stop_in_flight || now - job.stop_sent_ns < 200'000'000) {
         continue;
       }
       job.stop_in_flight = true;
       job.stop_sent_ns = now;
       job.stop_ctx = std::make_unique<grpc::ClientContext>();
       job.worker->Prepare(job.stop_ctx.get(), 2000);
-      pb::StopRequest stop;
-      stop.set_session_id(job.recorded);
-      job.stop_call =
-          job.worker->stub()->AsyncStop(job.stop_ctx.get(), stop, &cq_);
-      job.stop_call->Finish(&job.stop_response, &job.stop_status,
-                            job.tag(StreamJob::kStop));
+      if (job.xprof) {
+        // The Profile call then answers with what the server recorded.
+        tensorflow::TerminateRequest terminate;
+        terminate.set_session_id(session_);
+        job.terminate_call = job.worker->xprof_stub()->AsyncTerminate(
+            job.stop_ctx.get(), terminate, &cq_);
+        job.terminate_call->Finish(&job.terminate_response, &job.stop_status,
+                                   job.tag(StreamJob::kStop));
+      } else {
+        pb::StopRequest stop;
+        stop.set_session_id(job.recorded);
+        job.stop_call =
+            job.worker->stub()->AsyncStop(job.stop_ctx.get(), stop, &cq_);
+        job.stop_call->Finish(&job.stop_response, &job.stop_status,
+                              job.tag(StreamJob::kStop));
+      }
       std::lock_guard<std::mutex> lock(mutex_);
       ++stops_in_flight_;
     }
@@ -728,9 +769,10 @@ class StreamFanout {
   grpc::CompletionQueue cq_;
   std::mutex handoff_;
   std::mutex mutex_;
-  size_t done_ = 0;                         // guarded by mutex_
-  int stops_in_flight_ = 0;                 // guarded by mutex_
-  std::vector<std::thread> xprof_threads_;  // guarded by mutex_ until Run ends
+  size_t done_ = 0;          // guarded by mutex_
+  int stops_in_flight_ = 0;  // guarded by mutex_
+  // XProf workers reached, waiting for every other (this thread only).
+  std::vector<StreamJob*> xprof_waiting_;
   ThroughCaptureProbes probes_;
   // Last: its threads end (their tasks done) before anything above goes.
   WorkPool pool_;

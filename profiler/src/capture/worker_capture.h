@@ -22,38 +22,6 @@
 
 namespace podscope::profiler::internal {
 
-// While a worker records for a capture, calls `stop(session)` once the
-// capture is cancelled, and again every 200 ms (the worker may not have
-// started recording yet) until End(); the worker then answers with what it
-// recorded, as when the duration runs out. Does nothing without a cancel
-// flag. `stop`'s failures are the caller's to ignore: it is retried, or
-// moot once the worker has answered.
-class CancelStopper {
- public:
-  using Stop = std::function<void(const std::string& session)>;
-  CancelStopper(const CaptureOptions& options, std::string session, Stop stop);
-  ~CancelStopper() { End(); }
-  CancelStopper(const CancelStopper&) = delete;
-  CancelStopper& operator=(const CancelStopper&) = delete;
-
-  // The session the worker actually records (one this client may have
-  // joined), once the worker says.
-  void SetSession(const std::string& session);
-  // The worker has answered.
-  void End();
-
- private:
-  void Run();
-
-  const CaptureOptions& options_;
-  const Stop stop_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::string session_;  // guarded by mutex_
-  bool over_ = false;    // guarded by mutex_
-  std::thread thread_;
-};
-
 // What the workers of one capture share: the session folder and progress.
 class CaptureShared {
  public:
@@ -108,14 +76,13 @@ class StartGate {
  public:
   StartGate(int workers, int64_t lead_ms)
       : remaining_(workers), lead_ms_(lead_ms) {}
-  // Each worker calls one of these once; ArriveAndWait returns the common
-  // start once every worker has arrived.
+  // Each worker calls this once.
   void Arrive();
-  int64_t ArriveAndWait();
+  // Whether every worker has arrived, and then the common start.
+  bool Ready(int64_t* start_realtime_ns);
 
  private:
   std::mutex mutex_;
-  std::condition_variable cv_;
   int remaining_;
   const int64_t lead_ms_;
   int64_t start_realtime_ns_ = 0;
@@ -150,9 +117,10 @@ void CaptureWorkersWriting(const CaptureOptions& options,
 // pool of 8 takes each worker's clock before (once it records) and after,
 // and ends its file; one thread probes the recording workers' clocks every
 // 100 ms. A complete file is on disk (fdatasync) before it counts as ok. A
-// worker that speaks XProf's protocol instead is profiled into its `xprof`
-// entry on a thread of its own (its Profile call lasts the capture; its
-// file is written once every host is aligned, WriteXProfHost).
+// worker that speaks XProf's protocol instead is sent its Profile call on
+// the same queue once every worker has been reached (they start together),
+// and its answer is parsed into its `xprof` entry on the pool (its file is
+// written once every host is aligned, WriteXProfHost).
 void CaptureWorkersStreaming(const CaptureOptions& options,
                              const std::string& session, CaptureShared* shared,
                              StartGate* gate,

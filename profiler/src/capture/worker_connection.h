@@ -65,6 +65,8 @@ class WorkerConnection {
   proto::ProfilerService::Stub* stub() { return stub_.get(); }
   // XProf's service on the same channel.
   tensorflow::ProfilerService::Stub* xprof_stub() { return xprof_stub_.get(); }
+  // The channel, for calls whose answers this side parses itself.
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   // Calls after this carry no token: XProf servers check none, and one
   // sent to them would only be exposed.
   void DropToken() { token_.clear(); }

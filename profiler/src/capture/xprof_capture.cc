@@ -41,6 +41,17 @@ std::string Describe(const grpc::Status& s) {
                       s.error_message());
 }
 
+}  // namespace
+
+absl::Status NotAProfileResponse(const WorkerConnection& worker) {
+  return absl::DataLossError(absl::StrCat(
+      worker.address(),
+      ": answered Profile with bytes that are not a ProfileResponse (a "
+      "damaged answer, or not an XProf server); nothing was written"));
+}
+
+namespace {
+
 // The error of a failed Profile call, in the words a user needs.
 absl::Status ProfileError(const CaptureOptions& options,
                           const WorkerConnection& worker,
@@ -52,12 +63,7 @@ absl::Status ProfileError(const CaptureOptions& options,
   switch (s.error_code()) {
     case grpc::StatusCode::UNIMPLEMENTED:
       // What gRPC reports when the answer did not parse.
-      if (says("no message returned")) {
-        return absl::DataLossError(absl::StrCat(
-            a,
-            ": answered Profile with bytes that are not a ProfileResponse (a "
-            "damaged answer, or not an XProf server); nothing was written"));
-      }
+      if (says("no message returned")) return NotAProfileResponse(worker);
       return WorkerConnection::SpeaksNeither(a);
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       if (says("larger than max") || says("message larger")) {
@@ -176,11 +182,11 @@ AlignInput AlignInputOf(const xp::XSpace& space, int64_t sent_ns,
   return in;
 }
 
-absl::Status ProfileXProfWorker(const CaptureOptions& options,
-                                const std::string& session,
-                                int64_t start_realtime_ns,
-                                WorkerConnection& worker, CaptureShared* shared,
-                                WorkerResult* result, XProfHost* host) {
+tensorflow::ProfileRequest StartXProfProfile(const CaptureOptions& options,
+                                             const std::string& session,
+                                             int64_t start_realtime_ns,
+                                             WorkerConnection& worker,
+                                             WorkerResult* result) {
   result->protocol = "xprof";
   if (worker.has_token()) {
     if (!options.connect.token.empty()) {
@@ -190,41 +196,33 @@ absl::Status ProfileXProfWorker(const CaptureOptions& options,
     worker.DropToken();
   }
   result->start_timestamp_ns = start_realtime_ns;
-  const tensorflow::ProfileRequest request = BuildProfileRequest(
-      options, session, HostOfAddress(worker.address()), start_realtime_ns);
-  tensorflow::ProfileResponse response;
-  grpc::ClientContext ctx;
+  return BuildProfileRequest(options, session, HostOfAddress(worker.address()),
+                             start_realtime_ns);
+}
+
+int64_t XProfCallTimeoutMs(const CaptureOptions& options,
+                           int64_t start_realtime_ns) {
   const int64_t wait_ms = std::max<int64_t>(
       0, (start_realtime_ns - base::RealtimeNs()) / 1'000'000);
-  worker.Prepare(&ctx, wait_ms + options.duration_ms + 60'000);
-  shared->Streaming(+1);
-  const int64_t sent = MonotonicNs();
-  grpc::Status s;
-  {
-    // A cancelled capture sends Terminate; the Profile call then answers
-    // with what the server recorded.
-    CancelStopper terminate(
-        options, session, [&worker](const std::string& recorded) {
-          tensorflow::TerminateRequest request;
-          request.set_session_id(recorded);
-          tensorflow::TerminateResponse response;
-          grpc::ClientContext ctx;
-          worker.Prepare(&ctx, 2000);
-          (void)worker.xprof_stub()->Terminate(&ctx, request, &response);
-        });
-    s = worker.xprof_stub()->Profile(&ctx, request, &response);
-  }
-  const int64_t received = MonotonicNs();
-  shared->Streaming(-1);
+  return wait_ms + options.duration_ms + 60'000;
+}
+
+absl::Status FinishXProfProfile(const CaptureOptions& options,
+                                const WorkerConnection& worker,
+                                const grpc::Status& s,
+                                tensorflow::ProfileResponse* response,
+                                int64_t sent_ns, int64_t received_ns,
+                                CaptureShared* shared, WorkerResult* result,
+                                XProfHost* host) {
   const int64_t wallclock = MonotonicNs() - base::RealtimeNs();
   if (!s.ok()) return ProfileError(options, worker, s);
-  if (absl::Status taken = TakeXSpace(worker, &response, &host->space);
+  if (absl::Status taken = TakeXSpace(worker, response, &host->space);
       !taken.ok()) {
     return taken;
   }
   host->align =
-      AlignInputOf(host->space, sent, received, wallclock, &host->events);
-  if (response.empty_trace() || host->events == 0) {
+      AlignInputOf(host->space, sent_ns, received_ns, wallclock, &host->events);
+  if (response->empty_trace() || host->events == 0) {
     return absl::NotFoundError(absl::StrCat(
         worker.address(),
         ": recorded nothing (empty_trace): was the program running, and "
@@ -234,7 +232,7 @@ absl::Status ProfileXProfWorker(const CaptureOptions& options,
   result->producer = absl::StrCat("tensorflow.ProfilerService, XSpace of ",
                                   host->space.planes_size(), " planes");
   result->events = host->events;
-  shared->Received(response.ByteSizeLong(), host->events);
+  shared->Received(response->ByteSizeLong(), host->events);
   host->captured = true;
   return absl::OkStatus();
 }

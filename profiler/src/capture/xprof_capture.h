@@ -41,14 +41,35 @@ AlignInput AlignInputOf(const tensorflow::profiler::XSpace& space,
                         int64_t sent_ns, int64_t received_ns,
                         int64_t wallclock_offset_ns, uint64_t* events);
 
-// Profiles the XProf worker `worker` into `host`; fills `result` but for
-// the file. A cancelled capture sends Terminate, and the answer holds what
-// was recorded until then. An error names the worker.
-absl::Status ProfileXProfWorker(const CaptureOptions& options,
-                                const std::string& session,
-                                int64_t start_realtime_ns,
-                                WorkerConnection& worker, CaptureShared* shared,
-                                WorkerResult* result, XProfHost* host);
+// The Profile request for the XProf worker `worker`, starting at
+// `start_realtime_ns` (ProfileOptions.start_timestamp_ns); fills what
+// `result` says of the request. The worker's token is dropped: XProf
+// servers check none (a note says so when one was given).
+tensorflow::ProfileRequest StartXProfProfile(const CaptureOptions& options,
+                                             const std::string& session,
+                                             int64_t start_realtime_ns,
+                                             WorkerConnection& worker,
+                                             WorkerResult* result);
+
+// What is said of a Profile answer that does not parse.
+absl::Status NotAProfileResponse(const WorkerConnection& worker);
+
+// The Profile call's deadline: until the start, the capture, and a minute.
+int64_t XProfCallTimeoutMs(const CaptureOptions& options,
+                           int64_t start_realtime_ns);
+
+// What the Profile call answered (`s`, `response`; sent and answered at
+// `sent_ns`/`received_ns` on the client's monotonic clock) into `host` and
+// `result` but for the file. An error names the worker and what to do. A
+// cancelled capture sends Terminate; the answer then holds what was
+// recorded until then.
+absl::Status FinishXProfProfile(const CaptureOptions& options,
+                                const WorkerConnection& worker,
+                                const grpc::Status& s,
+                                tensorflow::ProfileResponse* response,
+                                int64_t sent_ns, int64_t received_ns,
+                                CaptureShared* shared, WorkerResult* result,
+                                XProfHost* host);
 
 // Writes the host's files with its alignment; completes `result`.
 absl::Status WriteXProfHost(const CaptureOptions& options,
