@@ -219,6 +219,46 @@ std::vector<WorkerProtocol> FindWorkerProtocols(
   return out;
 }
 
+namespace {
+
+// Calls `progress` every 250 ms from a thread of its own until Stop (or
+// its end), with the elapsed time since `t0`.
+class ProgressReporter {
+ public:
+  ProgressReporter(const std::function<void(const CaptureProgress&)>& progress,
+                   internal::CaptureShared* shared, int64_t t0) {
+    if (!progress) return;
+    thread_ = std::thread([this, &progress, shared, t0] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (!cv_.wait_for(lock, std::chrono::milliseconds(250),
+                           [&] { return done_; })) {
+        lock.unlock();
+        CaptureProgress p = shared->progress();
+        p.elapsed_ms = (MonotonicNs() - t0) / 1'000'000;
+        progress(p);
+        lock.lock();
+      }
+    });
+  }
+  ~ProgressReporter() { Stop(); }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;  // guarded by mutex_
+  std::thread thread_;
+};
+
+}  // namespace
+
 std::vector<WorkerResult> RelayWorkerCaptures(const CaptureOptions& options) {
   std::vector<WorkerResult> results(options.workers.size());
   for (size_t i = 0; i < options.workers.size(); ++i) {
@@ -243,30 +283,9 @@ std::vector<WorkerResult> RelayWorkerCaptures(const CaptureOptions& options) {
   const int64_t t0 = MonotonicNs();
   internal::CaptureShared shared(static_cast<int>(relay.workers.size()), "",
                                  -1);
-  std::mutex done_mutex;
-  std::condition_variable done_cv;
-  bool all_done = false;  // guarded by done_mutex
-  std::thread reporter;
-  if (relay.progress) {
-    reporter = std::thread([&] {
-      std::unique_lock<std::mutex> lock(done_mutex);
-      while (!done_cv.wait_for(lock, std::chrono::milliseconds(250),
-                               [&] { return all_done; })) {
-        lock.unlock();
-        CaptureProgress p = shared.progress();
-        p.elapsed_ms = (MonotonicNs() - t0) / 1'000'000;
-        relay.progress(p);
-        lock.lock();
-      }
-    });
-  }
+  ProgressReporter reporter(relay.progress, &shared, t0);
   internal::CaptureWorkersWriting(relay, relay.session, &shared, &results);
-  {
-    std::lock_guard<std::mutex> lock(done_mutex);
-    all_done = true;
-  }
-  done_cv.notify_all();
-  if (reporter.joinable()) reporter.join();
+  reporter.Stop();
   return results;
 }
 
@@ -365,33 +384,11 @@ absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
                                         &result.workers, &xprof);
     });
   }
-  // The reporter wakes every 250 ms, and at once when the capture ends.
-  std::mutex done_mutex;
-  std::condition_variable done_cv;
-  bool all_done = false;  // guarded by done_mutex
-  std::thread reporter;
-  if (options.progress) {
-    reporter = std::thread([&] {
-      std::unique_lock<std::mutex> lock(done_mutex);
-      while (!done_cv.wait_for(lock, std::chrono::milliseconds(250),
-                               [&] { return all_done; })) {
-        lock.unlock();
-        CaptureProgress p = shared.progress();
-        p.elapsed_ms = (MonotonicNs() - t0) / 1'000'000;
-        options.progress(p);
-        lock.lock();
-      }
-    });
-  }
+  ProgressReporter reporter(options.progress, &shared, t0);
   if (fanout.joinable()) fanout.join();
   WriteXProfHosts(options, result.session, &shared, &xprof, &result);
-  {
-    std::lock_guard<std::mutex> lock(done_mutex);
-    all_done = true;
-  }
-  done_cv.notify_all();
+  reporter.Stop();
   result.cancelled = options.cancel != nullptr && options.cancel->load();
-  if (reporter.joinable()) reporter.join();
   if (options.relay) {
     if (!relayed.ok()) {
       // Nothing was recorded: no folder is left (one that held other

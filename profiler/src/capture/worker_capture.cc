@@ -429,26 +429,18 @@ class StreamFanout {
 
   // On the opening thread: the worker's channel and its GetInfo.
   void Begin(StreamJob& job) {
-    auto connection =
-        WorkerConnection::Open(job.result->address, options_.connect);
-    if (!connection.ok()) {
-      std::lock_guard<std::mutex> lock(handoff_);
-      job.open_status = connection.status();
+    auto started = StartInfo(job.result->address, options_.connect, &cq_);
+    // What the queue's thread reads once the answer (or the alarm) is in.
+    std::lock_guard<std::mutex> lock(handoff_);
+    if (!started.ok()) {
+      job.open_status = started.status();
       job.open_failed.Set(&cq_, gpr_now(GPR_CLOCK_MONOTONIC),
                           job.tag(StreamJob::kInfo));
       return;
     }
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    (*connection)->Prepare(ctx.get(), options_.connect.connect_timeout_ms);
-    ctx->set_wait_for_ready(true);
-    auto call = (*connection)
-                    ->stub()
-                    ->AsyncGetInfo(ctx.get(), pb::GetInfoRequest(), &cq_);
-    // What the queue's thread reads once the answer is in.
-    std::lock_guard<std::mutex> lock(handoff_);
-    job.worker = *std::move(connection);
-    job.ctx = std::move(ctx);
-    job.info_call = std::move(call);
+    job.worker = std::move(started->connection);
+    job.ctx = std::move(started->ctx);
+    job.info_call = std::move(started->call);
     job.info_call->Finish(&job.info, &job.info_status,
                           job.tag(StreamJob::kInfo));
   }

@@ -222,4 +222,18 @@ absl::Status WorkerConnection::Error(const std::string& call,
       absl::StrCat(address_, ": ", call, " failed: ", Describe(s)));
 }
 
+absl::StatusOr<StartedInfo> StartInfo(const std::string& address,
+                                      const ConnectOptions& options,
+                                      grpc::CompletionQueue* cq) {
+  StartedInfo started;
+  PODSCOPE_ASSIGN_OR_RETURN(started.connection,
+                            WorkerConnection::Open(address, options));
+  started.ctx = std::make_unique<grpc::ClientContext>();
+  started.connection->Prepare(started.ctx.get(), options.connect_timeout_ms);
+  started.ctx->set_wait_for_ready(true);
+  started.call = started.connection->stub()->AsyncGetInfo(
+      started.ctx.get(), pb::GetInfoRequest(), cq);
+  return started;
+}
+
 }  // namespace podscope::profiler::internal

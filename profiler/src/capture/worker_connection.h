@@ -91,6 +91,19 @@ class WorkerConnection {
   mutable std::atomic<int64_t> grpc_discarded_{0};
 };
 
+// A worker's channel opened and its GetInfo started on a completion queue
+// (waiting for the connection within the connect timeout): what the
+// fan-outs begin every worker with. The caller calls `call->Finish` with
+// its tag, and keeps everything here until the tag comes back.
+struct StartedInfo {
+  std::unique_ptr<WorkerConnection> connection;
+  std::unique_ptr<grpc::ClientContext> ctx;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<proto::ProcessInfo>> call;
+};
+absl::StatusOr<StartedInfo> StartInfo(const std::string& address,
+                                      const ConnectOptions& options,
+                                      grpc::CompletionQueue* cq);
+
 }  // namespace podscope::profiler::internal
 
 #endif  // PODSCOPE_PROFILER_SRC_CAPTURE_WORKER_CONNECTION_H_

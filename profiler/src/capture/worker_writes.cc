@@ -340,25 +340,17 @@ class Fanout {
 
   // On the opening thread: only this worker's channel and first call.
   void Begin(Worker& w) {
-    auto connection =
-        WorkerConnection::Open(w.result->address, options_.connect);
-    if (!connection.ok()) {
-      std::lock_guard<std::mutex> lock(handoff_);
-      w.open_status = connection.status();
+    auto started = StartInfo(w.result->address, options_.connect, &cq_);
+    // What the queue's thread reads once the answer (or the alarm) is in.
+    std::lock_guard<std::mutex> lock(handoff_);
+    if (!started.ok()) {
+      w.open_status = started.status();
       w.open_failed.Set(&cq_, gpr_now(GPR_CLOCK_MONOTONIC), w.tag(Op::kInfo));
       return;
     }
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    (*connection)->Prepare(ctx.get(), options_.connect.connect_timeout_ms);
-    ctx->set_wait_for_ready(true);
-    auto call = (*connection)
-                    ->stub()
-                    ->AsyncGetInfo(ctx.get(), pb::GetInfoRequest(), &cq_);
-    // What the queue's thread reads once the answer is in.
-    std::lock_guard<std::mutex> lock(handoff_);
-    w.connection = *std::move(connection);
-    w.ctx = std::move(ctx);
-    w.info_call = std::move(call);
+    w.connection = std::move(started->connection);
+    w.ctx = std::move(started->ctx);
+    w.info_call = std::move(started->call);
     w.info_call->Finish(&w.info, &w.status, w.tag(Op::kInfo));
   }
 
