@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -120,25 +121,29 @@ void RelayThroughCoordinator(const std::string& coordinator,
         client->CaptureRanks(request, report, stop, &ranks));
     // By rank: the ranks this side listed, in its order; a rank the
     // coordinator did not record says so; one it recorded that this side
-    // did not list (it published later) is added.
-    std::vector<bool> used(ranks.size(), false);
+    // did not list (it published later) is added; a rank answered twice
+    // counts once. Linear in the answer.
+    absl::flat_hash_map<int, size_t> answered;
+    for (size_t k = 0; k < ranks.size(); ++k)
+      answered.emplace(ranks[k].rank, k);
+    absl::flat_hash_map<int, bool> listed;
     for (profiler::WorkerResult& w : *results) {
-      bool found = false;
-      for (size_t k = 0; k < ranks.size(); ++k) {
-        if (used[k] || ranks[k].rank != w.rank) continue;
-        used[k] = true;
-        found = true;
-        w = std::move(ranks[k]);
-        break;
-      }
-      if (!found) {
+      listed.emplace(w.rank, true);
+      auto it = answered.find(w.rank);
+      if (it == answered.end()) {
         w.ok = false;
         w.error = absl::StrCat(w.address, ": the coordinator recorded no rank ",
                                w.rank);
+        continue;
       }
+      w = std::move(ranks[it->second]);
+      answered.erase(it);
     }
     for (size_t k = 0; k < ranks.size(); ++k) {
-      if (!used[k]) results->push_back(std::move(ranks[k]));
+      auto it = answered.find(ranks[k].rank);
+      if (it == answered.end() || it->second != k) continue;
+      if (listed.contains(ranks[k].rank)) continue;
+      results->push_back(std::move(ranks[k]));
     }
     return absl::OkStatus();
   };
