@@ -6,6 +6,7 @@
 // synthetic load of its own; this process's clock is the job's (it hosts
 // the coordinator), as a rank's is once its heartbeats have measured it.
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -22,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "job_test_util.h"
 #include "podscope/job/coordination.h"
+#include "podscope/job/coordination_service.grpc.pb.h"
 #include "podscope/job/keys.h"
 #include "podscope/job/profilers.h"
 #include "podscope/profiler/capture.h"
@@ -183,6 +185,84 @@ TEST(JobRelay, ACancelStopsEveryRankAndTheFilesEndComplete) {
     auto reader = trace_format::TraceReader::Open(w.path);
     ASSERT_TRUE(reader.ok()) << reader.status();
     EXPECT_TRUE((*reader)->report().intact());
+  }
+}
+
+// A coordinator that answers CaptureRanks with what a hostile one might:
+// a file outside the session, a rank answered twice, a rank nobody
+// listed, and nothing for a rank that was listed.
+class HostileCoordinator final
+    : public coordination::CoordinationService::Service {
+ public:
+  HostileCoordinator() {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+  }
+  ~HostileCoordinator() override { server_->Shutdown(); }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  grpc::Status CaptureRanks(
+      grpc::ServerContext*, const coordination::CaptureRanksRequest* request,
+      grpc::ServerWriter<coordination::CaptureRanksReply>* writer) override {
+    coordination::CaptureRanksReply reply;
+    reply.set_done(true);
+    auto add = [&](int rank, const std::string& path) {
+      coordination::RankCapture* r = reply.add_ranks();
+      r->set_rank(rank);
+      r->set_address("10.0.0." + std::to_string(rank) + ":9012");
+      r->set_ok(true);
+      r->set_reached(true);
+      r->set_path(path);
+      r->set_bytes(100);
+    };
+    const std::string session = request->session();
+    add(0, session + "/../../escape.podtrace");
+    add(1, session + "/host-1.11.podtrace");
+    add(1, session + "/host-1-again.11.podtrace");
+    add(7, session + "/host-7.17.podtrace");
+    writer->Write(reply);
+    return grpc::Status::OK;
+  }
+
+ private:
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST(JobRelay, AHostileCoordinatorsAnswerIsChecked) {
+  HostileCoordinator hostile;
+  const std::string root = FreshDir("hostile");
+  profiler::CaptureOptions o;
+  o.workers = {"10.0.0.0:9012", "10.0.0.1:9012", "10.0.0.2:9012"};
+  o.ranks = {0, 1, 2};
+  o.job = hostile.address();
+  o.logdir = root;
+  o.session = "hostile";
+  o.duration_ms = 100;
+  RelayThroughCoordinator(hostile.address(), &o);
+  auto result = profiler::CaptureWorkers(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->workers.size(), 4u);
+  // A file outside the session is refused, naming the worker.
+  EXPECT_FALSE(result->workers[0].ok);
+  EXPECT_THAT(result->workers[0].error, HasSubstr("10.0.0.0:9012"));
+  EXPECT_THAT(result->workers[0].error,
+              HasSubstr("not one <host>.<pid>.podtrace file name"));
+  EXPECT_TRUE(result->workers[0].path.empty());
+  // Rank 1 once, with its first answer, under the session folder.
+  EXPECT_TRUE(result->workers[1].ok) << result->workers[1].error;
+  EXPECT_EQ(result->workers[1].path, root + "/hostile/host-1.11.podtrace");
+  EXPECT_FALSE(result->workers[1].file_seen);  // nothing is there
+  // Rank 2 was not recorded, and says so.
+  EXPECT_FALSE(result->workers[2].ok);
+  EXPECT_THAT(result->workers[2].error, HasSubstr("recorded no rank 2"));
+  // Rank 7, which published after this side listed the ranks, is added.
+  EXPECT_EQ(result->workers[3].rank, 7);
+  for (const auto& entry : fs::directory_iterator(root)) {
+    EXPECT_EQ(entry.path().filename(), "hostile") << entry.path();
   }
 }
 
