@@ -350,7 +350,6 @@ class StreamFanout {
         session_(session),
         shared_(shared),
         gate_(gate),
-        results_(results),
         xprof_(xprof),
         jobs_(results->size()),
         pool_(std::min(kPoolThreads, std::max<size_t>(1, results->size()))) {
@@ -456,10 +455,9 @@ class StreamFanout {
       return Fail(job, job.open_status);
     }
     const grpc::Status& s = job.info_status;
-    // A server without Podscope's service may speak XProf's: its Profile
-    // call says.
-    // XProf workers wait for every worker to be reached, to start
-    // together; Podscope workers start recording as soon as they are asked.
+    // A server without Podscope's service may speak XProf's (its Profile
+    // call says). XProf workers wait for every worker to be reached, to
+    // start together; Podscope workers record as soon as they are asked.
     gate_->Arrive();
     if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
       job.xprof = true;
@@ -755,7 +753,6 @@ class StreamFanout {
   const std::string& session_;
   CaptureShared* const shared_;
   StartGate* const gate_;
-  std::vector<WorkerResult>* const results_;
   std::vector<XProfHost>* const xprof_;
   std::vector<StreamJob> jobs_;
   grpc::CompletionQueue cq_;
