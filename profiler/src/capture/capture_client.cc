@@ -1,7 +1,6 @@
 // CaptureWorkers: the workers driven by a fixed number of threads (streamed,
 // worker_capture.h; worker-side, worker_writes.cc; or relayed), a progress
 // reporter, and the manifest once every worker is done.
-#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
@@ -306,17 +305,12 @@ void CheckRelayedFile(const CaptureOptions& options, const std::string& session,
     return;
   }
   w->path = absl::StrCat(options.logdir, "/", session, "/", *name);
-  struct stat st;
-  if (::stat(w->path.c_str(), &st) != 0) return;
-  if (static_cast<uint64_t>(st.st_size) != w->bytes) {
-    if (w->ok) {
-      w->ok = false;
-      w->error = absl::StrCat(w->address, ": ", w->path, " has ", st.st_size,
-                              " bytes; the worker wrote ", w->bytes);
-    }
-    return;
+  absl::Status whole =
+      internal::LookForWorkerFile(w->path, w->bytes, &w->file_seen);
+  if (!whole.ok() && w->ok) {
+    w->ok = false;
+    w->error = absl::StrCat(w->address, ": ", whole.message());
   }
-  w->file_seen = true;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <grpcpp/alarm.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -66,6 +67,19 @@ absl::Status StreamError(const WorkerConnection& worker, const StreamOutcome& o,
 }
 
 }  // namespace
+
+absl::Status LookForWorkerFile(const std::string& path, uint64_t bytes,
+                               bool* seen) {
+  *seen = false;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return absl::OkStatus();
+  if (static_cast<uint64_t>(st.st_size) != bytes) {
+    return absl::DataLossError(absl::StrCat(
+        path, " has ", st.st_size, " bytes; the worker wrote ", bytes));
+  }
+  *seen = true;
+  return absl::OkStatus();
+}
 
 bool Cancelled(const CaptureOptions& options) {
   return options.cancel != nullptr &&
@@ -464,12 +478,7 @@ class StreamFanout {
       xprof_waiting_.push_back(&job);
       return;
     }
-    if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-        s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      return Fail(job, WorkerConnection::Unreachable(result->address,
-                                                     options_.connect));
-    }
-    if (!s.ok()) return Fail(job, job.worker->Error("GetInfo", s));
+    if (!s.ok()) return Fail(job, job.worker->InfoError(s, options_.connect));
     WorkerConnection& worker = *job.worker;
     result->protocol = "podscope";
     result->producer = job.info.producer();

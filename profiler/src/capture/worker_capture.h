@@ -6,12 +6,9 @@
 #ifndef PODSCOPE_PROFILER_SRC_CAPTURE_WORKER_CAPTURE_H_
 #define PODSCOPE_PROFILER_SRC_CAPTURE_WORKER_CAPTURE_H_
 
-#include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,6 +65,12 @@ class CaptureShared {
 // anywhere else). The name alone.
 absl::StatusOr<std::string> CheckedWorkerFileName(const std::string& session,
                                                   const std::string& path);
+
+// A worker-side file at `path`, where this side shares the worker's
+// folder: absent is no error (`*seen` false); present, it must hold the
+// `bytes` the worker wrote (else an error naming the path and both sizes).
+absl::Status LookForWorkerFile(const std::string& path, uint64_t bytes,
+                               bool* seen);
 
 // Where the workers of a capture meet once each has been reached (or has
 // failed), so that the XProf ones start recording together: the last to

@@ -55,21 +55,20 @@ std::string ChannelTarget(const std::string& address,
                           grpc::ChannelArguments* args) {
   auto host_port = base::SplitHostPort(address, "the worker address");
   if (!host_port.ok()) return address;
-  std::string host = host_port->first;
-  if (host == "localhost") {
-    args->SetString(GRPC_ARG_DEFAULT_AUTHORITY, address);
-    return absl::StrCat("ipv4:127.0.0.1:", host_port->second);
-  }
+  const std::string& host = host_port->first;
   unsigned char buf[sizeof(in6_addr)];
-  if (inet_pton(AF_INET, host.c_str(), buf) == 1) {
-    args->SetString(GRPC_ARG_DEFAULT_AUTHORITY, address);
-    return "ipv4:" + address;
+  std::string target;
+  if (host == "localhost") {
+    target = absl::StrCat("ipv4:127.0.0.1:", host_port->second);
+  } else if (inet_pton(AF_INET, host.c_str(), buf) == 1) {
+    target = "ipv4:" + address;
+  } else if (inet_pton(AF_INET6, host.c_str(), buf) == 1) {
+    target = "ipv6:" + address;
+  } else {
+    return address;
   }
-  if (inet_pton(AF_INET6, host.c_str(), buf) == 1) {
-    args->SetString(GRPC_ARG_DEFAULT_AUTHORITY, address);
-    return "ipv6:" + address;
-  }
-  return address;
+  args->SetString(GRPC_ARG_DEFAULT_AUTHORITY, address);
+  return target;
 }
 
 }  // namespace
@@ -220,6 +219,15 @@ absl::Status WorkerConnection::Error(const std::string& call,
   return absl::Status(
       static_cast<absl::StatusCode>(s.error_code()),
       absl::StrCat(address_, ": ", call, " failed: ", Describe(s)));
+}
+
+absl::Status WorkerConnection::InfoError(const grpc::Status& s,
+                                         const ConnectOptions& options) const {
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+      s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return Unreachable(address_, options);
+  }
+  return Error("GetInfo", s);
 }
 
 absl::StatusOr<StartedInfo> StartInfo(const std::string& address,

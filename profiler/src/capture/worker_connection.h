@@ -73,6 +73,11 @@ class WorkerConnection {
   bool has_token() const { return !token_.empty(); }
   const std::string& address() const { return address_; }
 
+  // What a failed GetInfo made asynchronously says: the worker was not
+  // reached (in time), or the call's error.
+  absl::Status InfoError(const grpc::Status& s,
+                         const ConnectOptions& options) const;
+
   // `s` of `call` as a status naming the worker and the gRPC code.
   absl::Status Error(const std::string& call, const grpc::Status& s) const;
 

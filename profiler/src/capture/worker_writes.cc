@@ -11,7 +11,6 @@
 // what happened.
 #include <grpcpp/alarm.h>
 #include <poll.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -357,18 +356,13 @@ class Fanout {
   void OnInfo(Worker& w) {
     w.result->written_by_worker = true;
     if (!w.open_status.ok()) return Fail(w, w.open_status);
+    if (w.status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      return Fail(w,
+                  "it does not serve Podscope's profiler (an XProf "
+                  "server?): worker-side capture needs Podscope's");
+    }
     if (!w.status.ok()) {
-      if (w.status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-          w.status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        return Fail(w, WorkerConnection::Unreachable(w.result->address,
-                                                     options_.connect));
-      }
-      if (w.status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-        return Fail(w,
-                    "it does not serve Podscope's profiler (an XProf "
-                    "server?): worker-side capture needs Podscope's");
-      }
-      return Fail(w, w.connection->Error("GetInfo", w.status));
+      return Fail(w, w.connection->InfoError(w.status, options_.connect));
     }
     w.result->protocol = "podscope";
     w.result->producer = w.info.producer();
@@ -550,13 +544,9 @@ class Fanout {
     }
     if (!w.file) return Fail(w, "the worker ended without naming its file");
     // When this side shares the folder, the file is there and whole.
-    struct stat st;
-    if (!options_.logdir.empty() && ::stat(r.path.c_str(), &st) == 0) {
-      if (static_cast<uint64_t>(st.st_size) != r.bytes) {
-        return Fail(w, absl::StrCat(r.path, " has ", st.st_size,
-                                    " bytes; the worker wrote ", r.bytes));
-      }
-      r.file_seen = true;
+    if (!options_.logdir.empty()) {
+      absl::Status whole = LookForWorkerFile(r.path, r.bytes, &r.file_seen);
+      if (!whole.ok()) return Fail(w, std::string(whole.message()));
     }
     w.finished = true;
     r.ok = true;
