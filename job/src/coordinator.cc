@@ -32,7 +32,6 @@
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/grpc_credentials.h"
-#include "podscope/profiler/session.h"
 #include "src/doctor_wire.h"
 #include "src/key_rules.h"
 #include "src/key_value_table.h"
@@ -329,16 +328,7 @@ class Service final : public pb::CoordinationService::Service {
       grpc::ServerWriter<pb::CaptureRanksReply>* writer) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
     if (Status s = CheckRelayRequest(*req); !s.ok()) return s;
-    std::vector<JobProfiler> ranks = PublishedProfilers();
-    if (ranks.empty()) {
-      return Status(StatusCode::NOT_FOUND,
-                    "no rank of this job published a profiler server");
-    }
     profiler::CaptureOptions o;
-    for (const JobProfiler& r : ranks) {
-      o.workers.push_back(r.address);
-      o.ranks.push_back(r.rank);
-    }
     o.session = req->session();
     o.duration_ms = req->duration_ms();
     o.level = req->level();
@@ -348,6 +338,18 @@ class Service final : public pb::CoordinationService::Service {
     o.last_step = req->last_step();
     o.start_lead_ms = req->start_lead_ms();
     o.start_on_job_clock = true;
+    if (absl::Status s = profiler::CheckRelayOptions(o); !s.ok()) {
+      return ToGrpc(s);
+    }
+    std::vector<JobProfiler> ranks = PublishedProfilers();
+    if (ranks.empty()) {
+      return Status(StatusCode::NOT_FOUND,
+                    "no rank of this job published a profiler server");
+    }
+    for (const JobProfiler& r : ranks) {
+      o.workers.push_back(r.address);
+      o.ranks.push_back(r.rank);
+    }
     // The ranks serve their profilers with the job's token.
     o.connect.token = options_.token;
     o.connect.tls_ca_file = options_.tls.ca_file;
@@ -683,27 +685,19 @@ class Service final : public pb::CoordinationService::Service {
     std::atomic<bool> cancel{false};
   };
 
+  // What only a relay's request bounds; the rest of it is the capture's
+  // own (profiler::CheckRelayOptions).
   static Status CheckRelayRequest(const pb::CaptureRanksRequest& r) {
     auto bad = [](const std::string& why) {
       return Status(StatusCode::INVALID_ARGUMENT,
                     absl::StrCat("CaptureRanks: ", why));
     };
-    if (!profiler::IsValidSessionId(r.session())) {
-      return bad("the session is not a single folder name");
-    }
-    if (r.duration_ms() <= 0 || r.duration_ms() > kMaxRelayDurationMs) {
+    if (r.duration_ms() > kMaxRelayDurationMs) {
       return bad(absl::StrCat("duration_ms must be 1..", kMaxRelayDurationMs));
-    }
-    if (r.start_lead_ms() < 0 || r.start_lead_ms() > 60'000) {
-      return bad("start_lead_ms must be 0..60000");
     }
     if (r.level() < 0 || r.level() > 3) return bad("level must be 0..3");
     if (r.sampling_hz() < 0 || r.sampling_hz() > 10'000) {
       return bad("sampling_hz must be 0..10000");
-    }
-    if (r.by_steps() &&
-        (r.first_step() < 0 || r.last_step() < r.first_step())) {
-      return bad("the steps must be FIRST:LAST with 0 <= FIRST <= LAST");
     }
     if (r.client().size() > 256) return bad("client is over 256 bytes");
     return Status::OK;

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/status_macros.h"
 #include "podscope/base/time.h"
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
@@ -28,13 +29,8 @@
 namespace podscope::profiler {
 namespace {
 
-absl::Status CheckOptions(const CaptureOptions& options) {
-  if (options.workers.empty()) {
-    return absl::InvalidArgumentError("capture: no workers to capture");
-  }
-  if (options.logdir.empty()) {
-    return absl::InvalidArgumentError("capture: no log directory");
-  }
+// What a capture asks of every worker, whoever reaches them.
+absl::Status CheckRequestFields(const CaptureOptions& options) {
   if (options.duration_ms <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("capture: the duration must be positive, not ",
@@ -66,6 +62,17 @@ absl::Status CheckOptions(const CaptureOptions& options) {
         "capture: the steps must be FIRST:LAST with 0 <= FIRST <= LAST, not ",
         options.first_step, ":", options.last_step));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOptions(const CaptureOptions& options) {
+  if (options.workers.empty()) {
+    return absl::InvalidArgumentError("capture: no workers to capture");
+  }
+  if (options.logdir.empty()) {
+    return absl::InvalidArgumentError("capture: no log directory");
+  }
+  PODSCOPE_RETURN_IF_ERROR(CheckRequestFields(options));
   if (!options.ranks.empty() &&
       options.ranks.size() != options.workers.size()) {
     return absl::InvalidArgumentError(
@@ -258,20 +265,23 @@ class ProgressReporter {
 
 }  // namespace
 
+absl::Status CheckRelayOptions(const CaptureOptions& options) {
+  PODSCOPE_RETURN_IF_ERROR(CheckRequestFields(options));
+  if (!IsValidSessionId(options.session)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "capture: session '", base::SafeFileComponent(options.session),
+        "' is not a single folder name"));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<WorkerResult> RelayWorkerCaptures(const CaptureOptions& options) {
   std::vector<WorkerResult> results(options.workers.size());
   for (size_t i = 0; i < options.workers.size(); ++i) {
     results[i].address = options.workers[i];
     if (i < options.ranks.size()) results[i].rank = options.ranks[i];
   }
-  CaptureOptions checked = options;
-  checked.logdir = "-";  // none is used; every other field is checked
-  absl::Status s = CheckOptions(checked);
-  if (s.ok() && !IsValidSessionId(options.session)) {
-    s = absl::InvalidArgumentError(absl::StrCat(
-        "capture: session '", base::SafeFileComponent(options.session),
-        "' is not a single folder name"));
-  }
+  const absl::Status s = CheckRelayOptions(options);
   if (!s.ok()) {
     for (WorkerResult& w : results) w.error = std::string(s.message());
     return results;

@@ -259,6 +259,11 @@ struct CaptureResult {
 // left absent, never partly written.
 absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options);
 
+// What a relay checks of a capture before it reaches any worker: every
+// field CaptureWorkers checks but the workers and the log directory, and
+// that the session is one folder name. INVALID_ARGUMENT naming the field.
+absl::Status CheckRelayOptions(const CaptureOptions& options);
+
 // A worker-side capture of `options.workers` with no session folder here
 // (logdir unused): what a job's coordinator runs when it relays a capture
 // for a client (with start_on_job_clock). Each result's `path` is
