@@ -98,6 +98,12 @@ absl::Status ResolveJobWorkers(const std::string& coordinator,
   return absl::OkStatus();
 }
 
+bool CaptureFromHereInstead(const absl::Status& s, bool worker_writes_asked) {
+  return s.code() == absl::StatusCode::kUnimplemented ||
+         (s.code() == absl::StatusCode::kFailedPrecondition &&
+          !worker_writes_asked);
+}
+
 void RelayThroughCoordinator(const std::string& coordinator,
                              profiler::CaptureOptions* options) {
   JobTls tls = DiscoverJobTls();

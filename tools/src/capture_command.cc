@@ -421,22 +421,18 @@ int Run(std::span<const std::string> args, const CommandIo& io) {
     podscope::job::RelayThroughCoordinator(job_coordinator, &relayed);
     auto result = profiler::CaptureWorkers(relayed);
     if (io.err_is_tty) std::fprintf(io.err, "\r\033[K");
-    const absl::StatusCode code =
-        result.ok() ? absl::StatusCode::kOk : result.status().code();
-    const bool streams_instead =
-        code == absl::StatusCode::kFailedPrecondition && !o.worker_writes;
-    const bool older_coordinator = code == absl::StatusCode::kUnimplemented;
     if (result.ok()) return ReportCapture(*result, io);
-    if (!streams_instead && !older_coordinator) {
+    const absl::Status& s = result.status();
+    if (!podscope::job::CaptureFromHereInstead(s, o.worker_writes)) {
       std::fprintf(io.err, "podscope capture: --job %s: %s\n", job.c_str(),
-                   std::string(result.status().message()).c_str());
-      return code == absl::StatusCode::kInvalidArgument ? kExitUsage
-                                                        : kExitNoneAnswered;
+                   std::string(s.message()).c_str());
+      return s.code() == absl::StatusCode::kInvalidArgument ? kExitUsage
+                                                            : kExitNoneAnswered;
     }
     std::fprintf(io.err, "podscope capture: %s; %s\n",
-                 std::string(result.status().message()).c_str(),
-                 older_coordinator ? "capturing every rank from here"
-                                   : "streaming every rank here instead");
+                 std::string(s.message()).c_str(),
+                 o.worker_writes ? "capturing every rank from here"
+                                 : "streaming every rank here instead");
   }
   auto result = profiler::CaptureWorkers(o);
   if (io.err_is_tty) std::fprintf(io.err, "\r\033[K");

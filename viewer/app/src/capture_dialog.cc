@@ -99,13 +99,12 @@ absl::StatusOr<profiler::CaptureResult> ResolveJobAndCapture(
     profiler::CaptureOptions relayed = options;
     podscope::job::RelayThroughCoordinator(coordinator, &relayed);
     auto result = profiler::CaptureWorkers(relayed);
-    const absl::StatusCode code =
-        result.ok() ? absl::StatusCode::kOk : result.status().code();
-    if (code != absl::StatusCode::kFailedPrecondition &&
-        code != absl::StatusCode::kUnimplemented) {
-      if (result.ok()) return result;
+    if (result.ok()) return result;
+    if (!podscope::job::CaptureFromHereInstead(result.status(),
+                                               options.worker_writes)) {
       return absl::Status(
-          code, "job " + job + ": " + std::string(result.status().message()));
+          result.status().code(),
+          "job " + job + ": " + std::string(result.status().message()));
     }
   }
   return profiler::CaptureWorkers(options);

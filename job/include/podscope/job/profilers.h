@@ -73,6 +73,12 @@ absl::Status ResolveJobWorkers(const std::string& coordinator,
 void RelayThroughCoordinator(const std::string& coordinator,
                              profiler::CaptureOptions* options);
 
+// Whether a relayed capture that failed with `s` (nothing was recorded)
+// is to be made from here instead: the coordinator cannot relay
+// (UNIMPLEMENTED), or a rank cannot write its own file (FAILED_
+// PRECONDITION) and worker-side files were not asked for explicitly.
+bool CaptureFromHereInstead(const absl::Status& s, bool worker_writes_asked);
+
 }  // namespace podscope::job
 
 #endif  // PODSCOPE_JOB_PROFILERS_H_
