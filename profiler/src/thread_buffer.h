@@ -40,9 +40,9 @@ namespace podscope::profiler::internal {
 struct ThreadBuffer;
 
 // The budgets before any session, in blocks, the same as TraceOptions'
-// defaults: 192 MiB for one thread,
+// defaults: 240 MiB for one thread,
 // 256 MiB for all threads together.
-inline constexpr uint32_t kDefaultMaxBlocksPerThread = 4096;
+inline constexpr uint32_t kDefaultMaxBlocksPerThread = 5120;
 inline constexpr uint32_t kDefaultMaxBlocksTotal = 5461;
 
 inline constexpr size_t kCacheLine = 64;

@@ -29,14 +29,14 @@ struct TraceOptions {
   // How often the writer thread drains thread buffers into the file.
   std::chrono::milliseconds flush_interval{100};
   // Memory bounds of the threads' event buffers, in blocks of 2048 events
-  // (48 KiB each), per thread and for all threads together: 192 MiB
-  // (8.4 M events) for one thread, 256 MiB (11.2 M events) in all. Blocks
+  // (48 KiB each), per thread and for all threads together: 240 MiB
+  // (10.5 M events) for one thread, 256 MiB (11.2 M events) in all. Blocks
   // the writer has collected go back to their thread for reuse, so these
   // bound what the writer is behind by, not what a burst records;
   // docs/profiler.md has the arithmetic. When a thread reaches either bound
   // and the writer has not handed a block back yet, its events are dropped
   // and counted, never blocking it.
-  uint32_t max_blocks_per_thread = 4096;
+  uint32_t max_blocks_per_thread = 5120;
   uint32_t max_blocks_total = 5461;
   // CPU stack samples per second of each thread's CPU time; 0 turns the
   // sampler off.
