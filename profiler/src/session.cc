@@ -619,8 +619,8 @@ std::string CurrentTracePath() {
 
 SamplingCost CurrentSamplingCost() {
   const sampling::SamplerCost c = sampling::StackSampler::Cost();
-  return {c.samples, c.timed_samples, c.timed_handler_ns, c.fast_unwinds,
-          c.fallback_unwinds};
+  return {c.samples,      c.timed_samples,    c.timed_handler_ns,
+          c.fast_unwinds, c.fallback_unwinds, c.leaf_only_unwinds};
 }
 
 double SamplingHandlerNs(const SamplingCost& before,

@@ -1,13 +1,20 @@
 // Stack sampling through a session: the file's samples, stacks and frames
 // name the function a thread spends its time in.
 #include <gtest/gtest.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "podscope/base/sanitizers.h"
 #include "podscope/profiler/session.h"
@@ -139,6 +146,67 @@ TEST(SamplingSession, SamplesThreadsThatNeverRecord) {
   const auto& samples = quiet->events.samples;
   ASSERT_GE(samples.size(), 10u);
   ExpectMostSamplesIn(file, samples, "PodscopeHotSpinForSampling");
+}
+
+// Threads that walk the loaded objects (as a thrown exception does, and as
+// the session's own drain does when it maps new code), allocating under the
+// loader's lock, while every thread is sampled fast. The handler unwinds
+// into the loader too; no thread may wait on another forever.
+int AllocateWhileIterating(struct dl_phdr_info*, size_t, void* data) {
+  auto* kept = static_cast<std::vector<std::unique_ptr<char[]>>*>(data);
+  kept->push_back(std::make_unique<char[]>(64 + kept->size() % 512));
+  return 0;
+}
+
+__attribute__((noinline)) void ThrowAndCatch(int i) {
+  try {
+    if (i >= 0) throw std::runtime_error("sampled while unwinding");
+  } catch (const std::runtime_error&) {
+  }
+}
+
+TEST(SamplingSession, ThreadsInTheLoaderWhileSampledNeverDeadlock) {
+  const std::string dir = FreshDir("sampling_loader");
+  TraceOptions options;
+  options.sampling_hz = 4999;
+  ASSERT_TRUE(StartTrace(dir, options).ok());
+  std::atomic<int> finished{0};
+  constexpr int kThreads = 3;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Half the threads never record: the session finds and samples them.
+      if (t % 2 == 0) PODSCOPE_TRACE("loader walk");
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+      for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+        std::vector<std::unique_ptr<char[]>> kept;
+        dl_iterate_phdr(AllocateWhileIterating, &kept);
+        ThrowAndCatch(i);
+      }
+      finished.fetch_add(1);
+    });
+  }
+  // A deadlock would hang the joins: wait with a deadline instead, and end
+  // the process with the failure if it passes.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (finished.load() < kThreads &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (finished.load() < kThreads) {
+    ADD_FAILURE() << kThreads - finished.load()
+                  << " threads still stuck after 60 s: a deadlock";
+    std::_Exit(1);
+  }
+  for (auto& t : threads) t.join();
+  auto path = StopTrace();
+  ASSERT_TRUE(path.ok()) << path.status();
+  const auto file = ReadTraceFile(*path);
+  size_t samples = 0;
+  for (const TrackView& t : file.tracks) samples += t.events.samples.size();
+  EXPECT_GT(samples, 100u);
 }
 
 }  // namespace

@@ -761,11 +761,30 @@ const Range* FindRange(const std::vector<Range>& sorted, uintptr_t address) {
   return address < it->hi ? &*it : nullptr;
 }
 
+// The callbacks below run under the loader's lock. They never allocate:
+// a thread sampled while it holds the allocator's lock may be waiting in
+// its signal handler for the loader's lock (libunwind walks the objects),
+// and allocating here would then wait for that thread forever. The vectors
+// are reserved beforehand; an object that does not fit stops the walk, and
+// Build() walks again with more room.
 struct BuildState {
   std::vector<UnwindMap::Code>* code;
   std::vector<UnwindMap::Object>* objects;
   std::vector<UnwindMap::Segment>* segments;
+  bool out_of_room = false;
 };
+
+struct ObjectCounts {
+  size_t objects = 0;
+  size_t headers = 0;
+};
+
+int CountObjects(struct dl_phdr_info* info, size_t, void* data) {
+  auto* counts = static_cast<ObjectCounts*>(data);
+  ++counts->objects;
+  counts->headers += static_cast<size_t>(info->dlpi_phnum);
+  return 0;
+}
 
 // The search table of an object's .eh_frame_hdr, when it has the layout
 // every linker writes (version 1, a datarel sdata4 table).
@@ -799,6 +818,13 @@ void ReadSearchTable(const UnwindMap::Segment* segments, size_t count,
 
 int CollectObject(struct dl_phdr_info* info, size_t, void* data) {
   auto* state = static_cast<BuildState*>(data);
+  const auto headers = static_cast<size_t>(info->dlpi_phnum);
+  if (state->objects->size() == state->objects->capacity() ||
+      state->segments->capacity() - state->segments->size() < headers ||
+      state->code->capacity() - state->code->size() < headers) {
+    state->out_of_room = true;
+    return 1;
+  }
   UnwindMap::Object object;
   object.first_segment = static_cast<uint32_t>(state->segments->size());
   uintptr_t hdr = 0;
@@ -873,8 +899,21 @@ std::unique_ptr<UnwindMap> UnwindMap::Build() {
   dl_iterate_phdr(ReadCounts, &counts);
   map->adds_ = counts.adds;
   map->subs_ = counts.subs;
-  BuildState state{&map->code_, &map->objects_, &map->segments_};
-  dl_iterate_phdr(CollectObject, &state);
+  // Objects loaded between the count and the walk need room too: a few
+  // spare, and a larger reservation whenever a walk runs out.
+  ObjectCounts sizes;
+  dl_iterate_phdr(CountObjects, &sizes);
+  for (size_t spare = 16;; spare *= 4) {
+    map->code_.clear();
+    map->objects_.clear();
+    map->segments_.clear();
+    map->code_.reserve(sizes.headers + spare * 8);
+    map->objects_.reserve(sizes.objects + spare);
+    map->segments_.reserve(sizes.headers + spare * 8);
+    BuildState state{&map->code_, &map->objects_, &map->segments_};
+    dl_iterate_phdr(CollectObject, &state);
+    if (!state.out_of_room) break;
+  }
   std::sort(map->code_.begin(), map->code_.end(),
             [](const Code& a, const Code& b) { return a.lo < b.lo; });
   map->writable_ = ReadWritableMappings();

@@ -85,6 +85,7 @@ class UnwindMap {
 
 // Registers of the interrupted frame, by DWARF number (0..16, 16 = rip).
 struct UnwindRegisters {
+  static constexpr int kIp = 16;
   uint64_t value[17] = {};
   uint32_t known = 0;  // bit n: value[n] is meaningful
 };

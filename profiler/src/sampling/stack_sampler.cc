@@ -98,10 +98,18 @@ uint64_t SignalValue(int slot, uint32_t generation) {
 
 // Unwinds the interrupted stack into `ips`, leaf first. Async-signal-safe
 // in practice: the cached unwinder reads only memory it has bounds-checked,
-// and libunwind's local unwinder with a per-thread cache takes none
-// of its own locks and does not allocate. On a cache miss it does call
-// dl_iterate_phdr, which takes the loader's recursive lock: a sample taken
-// while another thread is inside dlopen() waits for it, never deadlocks.
+// and libunwind's local unwinder does not allocate. libunwind does take a
+// lock of its own and, holding it, walks the loaded objects
+// (dl_iterate_phdr, under the loader's lock). A thread interrupted while
+// it holds the loader's lock (walking the objects itself, or in dlopen())
+// must then not wait for that lock held by another thread's handler, which
+// waits for the loader's lock in turn: only one handler at a time goes into
+// libunwind (g_in_libunwind), and a handler that finds it taken keeps only
+// the interrupted frame. Such a handler returns at once, so the one inside
+// libunwind always gets the loader's lock in the end.
+std::atomic<bool> g_in_libunwind{false};
+std::atomic<uint64_t> g_libunwind_busy{0};
+
 uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth,
                       StackBounds* stack) {
   unw_cursor_t cursor;
@@ -109,38 +117,50 @@ uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth,
 #if !defined(PODSCOPE_SAMPLING_UNWIND_FROM_HANDLER)
   // The cached unwinder first (see frame_unwinder.h); libunwind for the
   // stacks it cannot vouch for.
-  depth = UnwindFast(RegistersFromUcontext(ucontext), ips, max_depth, stack);
+  const UnwindRegisters registers = RegistersFromUcontext(ucontext);
+  depth = UnwindFast(registers, ips, max_depth, stack);
   if (depth > 0) return depth;
+  if (g_in_libunwind.exchange(true, std::memory_order_acquire)) {
+    g_libunwind_busy.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t leaf = registers.value[UnwindRegisters::kIp];
+    if (leaf == 0 || max_depth == 0) return 0;
+    ips[0] = leaf;
+    return 1;
+  }
   // Straight from the interrupted registers: exact leaf, no handler frames,
   // no trip through the signal trampoline.
   if (unw_init_local2(&cursor, static_cast<unw_context_t*>(ucontext),
-                      UNW_INIT_SIGNAL_FRAME) < 0) {
-    return 0;
+                      UNW_INIT_SIGNAL_FRAME) >= 0) {
+    do {
+      unw_word_t ip = 0;
+      if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+      ips[depth++] = ip;
+    } while (depth < max_depth && unw_step(&cursor) > 0);
   }
-  do {
-    unw_word_t ip = 0;
-    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
-    ips[depth++] = ip;
-  } while (depth < max_depth && unw_step(&cursor) > 0);
+  g_in_libunwind.store(false, std::memory_order_release);
 #else
   // From the handler's own stack. When the kernel's signal frame is found,
   // only the frames below it (the interrupted code) are kept; a deferred
   // TSan delivery has none, and then the handler's frames stay in.
   (void)ucontext;
   (void)stack;
-  unw_context_t context;
-  if (unw_getcontext(&context) < 0 || unw_init_local(&cursor, &context) < 0) {
+  if (g_in_libunwind.exchange(true, std::memory_order_acquire)) {
+    g_libunwind_busy.fetch_add(1, std::memory_order_relaxed);
     return 0;
   }
-  while (depth < max_depth && unw_step(&cursor) > 0) {
-    if (unw_is_signal_frame(&cursor) > 0) {
-      depth = 0;  // drop the handler frames collected so far
-      continue;
+  unw_context_t context;
+  if (unw_getcontext(&context) >= 0 && unw_init_local(&cursor, &context) >= 0) {
+    while (depth < max_depth && unw_step(&cursor) > 0) {
+      if (unw_is_signal_frame(&cursor) > 0) {
+        depth = 0;  // drop the handler frames collected so far
+        continue;
+      }
+      unw_word_t ip = 0;
+      if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+      ips[depth++] = ip;
     }
-    unw_word_t ip = 0;
-    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
-    ips[depth++] = ip;
   }
+  g_in_libunwind.store(false, std::memory_order_release);
 #endif
   return depth;
 }
@@ -565,6 +585,7 @@ SamplerCost StackSampler::Cost() {
   cost.timed_handler_ns = g_timed_ns.load(std::memory_order_relaxed);
   cost.fast_unwinds = fast.unwound;
   cost.fallback_unwinds = fast.declined;
+  cost.leaf_only_unwinds = g_libunwind_busy.load(std::memory_order_relaxed);
   return cost;
 }
 

@@ -75,6 +75,9 @@ struct SamplerCost {
   // Stacks the cached unwinder walked, and those it left to libunwind.
   uint64_t fast_unwinds = 0;
   uint64_t fallback_unwinds = 0;
+  // Stacks cut to the interrupted frame (or, under ThreadSanitizer, left
+  // empty) because another thread's handler was inside libunwind.
+  uint64_t leaf_only_unwinds = 0;
 };
 
 class StackSampler {

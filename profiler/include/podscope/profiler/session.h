@@ -96,13 +96,15 @@ SessionStats CurrentSessionStats();
 // handler (reading a thread's CPU clock is a system call, so the others
 // are not timed). The kernel's part of delivering each signal is not in
 // it. Stacks are walked by a cached unwinder, or by libunwind where it
-// declines.
+// declines; one thread at a time walks with libunwind, and a sample that
+// would need it while another thread does keeps only its leaf frame.
 struct SamplingCost {
   uint64_t samples = 0;
   uint64_t timed_samples = 0;
   uint64_t timed_handler_ns = 0;
   uint64_t fast_unwinds = 0;
   uint64_t fallback_unwinds = 0;
+  uint64_t leaf_only_unwinds = 0;
 };
 SamplingCost CurrentSamplingCost();
 // The handler's CPU time over the samples taken between two readings,
