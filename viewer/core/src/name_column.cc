@@ -6,9 +6,9 @@ namespace podscope::viewer {
 namespace {
 
 // Frees v's memory (`v = {}` would keep its capacity).
-template <typename T>
-void Release(std::vector<T>* v) {
-  std::vector<T>().swap(*v);
+template <typename T, typename A>
+void Release(std::vector<T, A>* v) {
+  std::vector<T, A>().swap(*v);
 }
 
 }  // namespace
@@ -16,7 +16,9 @@ void Release(std::vector<T>* v) {
 void NameColumn::Remap(std::span<const uint32_t> remap) {
   // Only the table when there is one: a code stands for the same name
   // before and after.
-  for (uint32_t& n : bytes_ == 4 ? wide_names_ : table_) {
+  const std::span<uint32_t> ids =
+      bytes_ == 4 ? std::span<uint32_t>(wide_names_) : std::span(table_);
+  for (uint32_t& n : ids) {
     n = n < remap.size() ? remap[n] : 0;
   }
 }

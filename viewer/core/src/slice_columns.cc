@@ -5,6 +5,7 @@
 #include <memory>
 #include <queue>
 
+#include "podscope/base/huge_pages.h"
 #include "podscope/trace_format/chunk_codec.h"
 
 namespace podscope::viewer {
@@ -133,10 +134,11 @@ SliceColumns SliceColumns::BuildFrom(std::vector<Slice>* in,
   // Where each input slice goes, kept only when someone asks.
   std::vector<uint32_t> where;
   const bool keep_where = storage_of_reader != nullptr || c.relaid_;
-  if (keep_where) where.resize(n);
+  if (keep_where) base::ResizeHuge(&where, n);
 
   // Written in full below: no need to zero them first.
   std::unique_ptr<int64_t[]> starts(new int64_t[n]);
+  base::AdviseHugePages(starts.get(), n * sizeof(int64_t));
   c.durations_.resize(n);
   NameColumnBuilder names(n);
   for (size_t i = 0; i < n; ++i) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "podscope/base/huge_pages.h"
 #include "podscope/trace_format/chunk_codec.h"
 
 namespace podscope::viewer::internal {
@@ -23,7 +24,8 @@ void ClearKeepingCapacity(tf::TrackEvents* e) {
 template <typename T>
 void Append(std::vector<T>* out, const std::vector<T>& part) {
   if (out->size() + part.size() > out->capacity()) {
-    out->reserve(std::max(out->size() + part.size(), 2 * out->capacity()));
+    base::ReserveHuge(out,
+                      std::max(out->size() + part.size(), 2 * out->capacity()));
   }
   out->insert(out->end(), part.begin(), part.end());
 }

@@ -12,6 +12,8 @@
 #include <span>
 #include <vector>
 
+#include "podscope/base/huge_pages.h"
+
 namespace podscope::viewer {
 
 class NameColumn {
@@ -43,11 +45,15 @@ class NameColumn {
 
  private:
   friend class NameColumnBuilder;
+  // The codes are a track's size and kept: in huge pages
+  // (base::HugePageAllocator).
+  template <typename T>
+  using Codes = std::vector<T, base::HugePageAllocator<T>>;
   int bytes_ = 1;
-  std::vector<uint8_t> codes8_;       // bytes_ == 1
-  std::vector<uint16_t> codes16_;     // bytes_ == 2
-  std::vector<uint32_t> table_;       // by code: the name's string id
-  std::vector<uint32_t> wide_names_;  // bytes_ == 4
+  Codes<uint8_t> codes8_;        // bytes_ == 1
+  Codes<uint16_t> codes16_;      // bytes_ == 2
+  std::vector<uint32_t> table_;  // by code: the name's string id
+  Codes<uint32_t> wide_names_;   // bytes_ == 4
 };
 
 // Fills a column of `size` names, set in any order, each exactly once.

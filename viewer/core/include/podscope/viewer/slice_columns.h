@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "podscope/base/huge_pages.h"
 #include "podscope/trace_format/events.h"
 #include "podscope/viewer/bucket_tree.h"
 #include "podscope/viewer/name_column.h"
@@ -42,24 +43,12 @@ namespace podscope::viewer {
 std::vector<int64_t> ComputeSelfTimes(
     std::span<const trace_format::Slice> slices);
 
-// Allocates on cache-line boundaries: a bucket of 32 four-byte values then
-// lies in two cache lines rather than three.
+// Allocates on cache-line boundaries (a bucket of 32 four-byte values then
+// lies in two cache lines rather than three), in huge pages shared by the
+// columns a thread builds (base::HugeAllocate): a session's columns are
+// hundreds of MiB in pieces of a few MiB, first touched while it opens.
 template <typename T>
-struct LineAlignedAllocator {
-  using value_type = T;
-  static constexpr std::align_val_t kLine{64};
-  LineAlignedAllocator() = default;
-  template <typename U>
-  LineAlignedAllocator(const LineAlignedAllocator<U>&) {}
-  T* allocate(size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), kLine));
-  }
-  void deallocate(T* p, size_t) { ::operator delete(p, kLine); }
-  friend bool operator==(const LineAlignedAllocator&,
-                         const LineAlignedAllocator&) {
-    return true;
-  }
-};
+using LineAlignedAllocator = base::HugePageAllocator<T>;
 
 class SliceColumns {
  public:
