@@ -9,14 +9,27 @@
 #include "podscope/base/sanitizers.h"
 
 namespace podscope::base {
+namespace {
+
+constexpr uintptr_t kPage = 4096;
+constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+
+// `to` is a power of two.
+constexpr uintptr_t AlignDown(uintptr_t v, uintptr_t to) {
+  return v & ~(to - 1);
+}
+constexpr uintptr_t AlignUp(uintptr_t v, uintptr_t to) {
+  return AlignDown(v + to - 1, to);
+}
+
+}  // namespace
 
 void AdviseHugePages(void* data, size_t bytes) {
 #if defined(MADV_HUGEPAGE)
   if (data == nullptr || bytes < kHugePageAdviceMinBytes) return;
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
   const auto begin = reinterpret_cast<uintptr_t>(data);
-  const uintptr_t lo = (begin + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t hi = (begin + bytes) & ~(kHuge - 1);
+  const uintptr_t lo = AlignUp(begin, kHugePage);
+  const uintptr_t hi = AlignDown(begin + bytes, kHugePage);
   if (hi <= lo) return;
   // EINVAL where the kernel has no transparent huge pages: a hint only.
   madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
@@ -51,7 +64,7 @@ Slab* MapSlab() {
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const auto begin = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (begin + kSlabBytes - 1) & ~(kSlabBytes - 1);
+  const uintptr_t aligned = AlignUp(begin, kSlabBytes);
   if (aligned > begin) munmap(raw, aligned - begin);
   const uintptr_t end = begin + 2 * kSlabBytes;
   if (end > aligned + kSlabBytes) {
@@ -68,15 +81,12 @@ Slab* MapSlab() {
   return header;
 }
 
-constexpr uintptr_t kPage = 4096;
-constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-
 // Gives the whole pages inside [lo, hi) back to the system: the freed
 // middle of a slab, or the rest of the huge page a full slab's last
 // allocation ended in, are never handed out again.
 void Discard(uintptr_t lo, uintptr_t hi) {
-  lo = (lo + kPage - 1) & ~(kPage - 1);
-  hi &= ~(kPage - 1);
+  lo = AlignUp(lo, kPage);
+  hi = AlignDown(hi, kPage);
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
@@ -110,12 +120,12 @@ void* HugeAllocate(size_t bytes) {
     if (bytes > kLargest) AdviseHugePages(p, bytes);
     return p;
   }
-  const size_t rounded = (bytes + kAlign - 1) & ~(kAlign - 1);
+  const size_t rounded = AlignUp(bytes, kAlign);
   Slab*& slab = t_current.slab;
   if (slab == nullptr || kSlabBytes - slab->used < rounded) {
     if (slab != nullptr) {
       const auto used = reinterpret_cast<uintptr_t>(slab) + slab->used;
-      Discard(used, (used + kHugePage - 1) & ~(kHugePage - 1));
+      Discard(used, AlignUp(used, kHugePage));
       Unref(slab);
     }
     slab = MapSlab();
@@ -133,8 +143,8 @@ void HugeFree(void* p, size_t bytes) {
     ::operator delete (p, std::align_val_t{kAlign});
     return;
   }
-  auto* slab = reinterpret_cast<Slab*>(reinterpret_cast<uintptr_t>(p) &
-                                       ~(kSlabBytes - 1));
+  auto* slab = reinterpret_cast<Slab*>(
+      AlignDown(reinterpret_cast<uintptr_t>(p), kSlabBytes));
   // Not the last reference: the slab stays, and the block's pages go.
   if (slab->refs.load(std::memory_order_relaxed) > 1) {
     const auto lo = reinterpret_cast<uintptr_t>(p);

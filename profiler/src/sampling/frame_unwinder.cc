@@ -774,18 +774,6 @@ struct BuildState {
   bool out_of_room = false;
 };
 
-struct ObjectCounts {
-  size_t objects = 0;
-  size_t headers = 0;
-};
-
-int CountObjects(struct dl_phdr_info* info, size_t, void* data) {
-  auto* counts = static_cast<ObjectCounts*>(data);
-  ++counts->objects;
-  counts->headers += static_cast<size_t>(info->dlpi_phnum);
-  return 0;
-}
-
 // The search table of an object's .eh_frame_hdr, when it has the layout
 // every linker writes (version 1, a datarel sdata4 table).
 void ReadSearchTable(const UnwindMap::Segment* segments, size_t count,
@@ -868,6 +856,22 @@ int ReadCounts(struct dl_phdr_info* info, size_t size, void* data) {
   return 1;  // the counts are the same in every entry
 }
 
+// The loader's counts, and the objects and program headers to make room
+// for.
+struct ObjectCounts {
+  LoaderCounts loader;
+  size_t objects = 0;
+  size_t headers = 0;
+};
+
+int CountObjects(struct dl_phdr_info* info, size_t size, void* data) {
+  auto* counts = static_cast<ObjectCounts*>(data);
+  if (counts->objects == 0) ReadCounts(info, size, &counts->loader);
+  ++counts->objects;
+  counts->headers += static_cast<size_t>(info->dlpi_phnum);
+  return 0;
+}
+
 // Private or shared writable mappings, readable too, except device
 // mappings (whose reads may act on hardware); adjacent ones merged. None
 // when the maps cannot be read: every walk then declines.
@@ -895,14 +899,12 @@ std::unique_ptr<UnwindMap> UnwindMap::Build() {
   static std::atomic<uint64_t> serials{0};
   auto map = std::make_unique<UnwindMap>();
   map->serial_ = serials.fetch_add(1) + 1;
-  LoaderCounts counts;
-  dl_iterate_phdr(ReadCounts, &counts);
-  map->adds_ = counts.adds;
-  map->subs_ = counts.subs;
-  // Objects loaded between the count and the walk need room too: a few
-  // spare, and a larger reservation whenever a walk runs out.
   ObjectCounts sizes;
   dl_iterate_phdr(CountObjects, &sizes);
+  map->adds_ = sizes.loader.adds;
+  map->subs_ = sizes.loader.subs;
+  // Objects loaded between the count and the walk need room too: a few
+  // spare, and a larger reservation whenever a walk runs out.
   for (size_t spare = 16;; spare *= 4) {
     map->code_.clear();
     map->objects_.clear();

@@ -108,7 +108,17 @@ uint64_t SignalValue(int slot, uint32_t generation) {
 // the interrupted frame. Such a handler returns at once, so the one inside
 // libunwind always gets the loader's lock in the end.
 std::atomic<bool> g_in_libunwind{false};
-std::atomic<uint64_t> g_libunwind_busy{0};
+std::atomic<uint64_t> g_leaf_only{0};
+
+// Takes libunwind for this handler, or counts a sample cut short.
+bool EnterLibunwind() {
+  if (!g_in_libunwind.exchange(true, std::memory_order_acquire)) return true;
+  g_leaf_only.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+void LeaveLibunwind() {
+  g_in_libunwind.store(false, std::memory_order_release);
+}
 
 uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth,
                       StackBounds* stack) {
@@ -120,8 +130,7 @@ uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth,
   const UnwindRegisters registers = RegistersFromUcontext(ucontext);
   depth = UnwindFast(registers, ips, max_depth, stack);
   if (depth > 0) return depth;
-  if (g_in_libunwind.exchange(true, std::memory_order_acquire)) {
-    g_libunwind_busy.fetch_add(1, std::memory_order_relaxed);
+  if (!EnterLibunwind()) {
     const uint64_t leaf = registers.value[UnwindRegisters::kIp];
     if (leaf == 0 || max_depth == 0) return 0;
     ips[0] = leaf;
@@ -137,17 +146,14 @@ uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth,
       ips[depth++] = ip;
     } while (depth < max_depth && unw_step(&cursor) > 0);
   }
-  g_in_libunwind.store(false, std::memory_order_release);
+  LeaveLibunwind();
 #else
   // From the handler's own stack. When the kernel's signal frame is found,
   // only the frames below it (the interrupted code) are kept; a deferred
   // TSan delivery has none, and then the handler's frames stay in.
   (void)ucontext;
   (void)stack;
-  if (g_in_libunwind.exchange(true, std::memory_order_acquire)) {
-    g_libunwind_busy.fetch_add(1, std::memory_order_relaxed);
-    return 0;
-  }
+  if (!EnterLibunwind()) return 0;
   unw_context_t context;
   if (unw_getcontext(&context) >= 0 && unw_init_local(&cursor, &context) >= 0) {
     while (depth < max_depth && unw_step(&cursor) > 0) {
@@ -160,7 +166,7 @@ uint32_t CaptureStack(void* ucontext, uint64_t* ips, uint32_t max_depth,
       ips[depth++] = ip;
     }
   }
-  g_in_libunwind.store(false, std::memory_order_release);
+  LeaveLibunwind();
 #endif
   return depth;
 }
@@ -585,7 +591,7 @@ SamplerCost StackSampler::Cost() {
   cost.timed_handler_ns = g_timed_ns.load(std::memory_order_relaxed);
   cost.fast_unwinds = fast.unwound;
   cost.fallback_unwinds = fast.declined;
-  cost.leaf_only_unwinds = g_libunwind_busy.load(std::memory_order_relaxed);
+  cost.leaf_only_unwinds = g_leaf_only.load(std::memory_order_relaxed);
   return cost;
 }
 

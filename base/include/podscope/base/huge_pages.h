@@ -29,10 +29,6 @@ void AdviseHugePages(void* data, size_t bytes);
 template <typename T, typename A>
 void ReserveHuge(std::vector<T, A>* v, size_t n) {
   if (n <= v->capacity()) return;
-  if (n * sizeof(T) < kHugePageAdviceMinBytes) {
-    v->reserve(n);
-    return;
-  }
   std::vector<T, A> bigger;
   bigger.reserve(n);
   AdviseHugePages(bigger.data(), n * sizeof(T));
