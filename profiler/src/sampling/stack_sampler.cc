@@ -65,11 +65,14 @@ std::atomic<bool> g_sampler_active{false};
 
 // What the handler has cost the sampled threads so far: samples taken, and
 // for one sample in kTimedEvery, the sampled thread's CPU time from the
-// handler's entry to its exit. CPU time, not wall time: a handler preempted
-// on a busy machine would otherwise count the other process's time. Reading
-// a thread's CPU clock is a system call, so only every kTimedEvery-th
-// sample pays for it.
+// handler's claim of its slot to its exit. CPU time, not wall time: a
+// handler preempted on a busy machine would otherwise count the other
+// process's time. Reading a thread's CPU clock is a system call, so only
+// every kTimedEvery-th claim pays for it. Each claim takes a ticket
+// (g_claims), so that handlers running at once on several threads never
+// both skip, or both take, the same turn.
 constexpr uint64_t kTimedEvery = 16;
+std::atomic<uint64_t> g_claims{0};
 std::atomic<uint64_t> g_handled{0};
 std::atomic<uint64_t> g_timed{0};
 std::atomic<uint64_t> g_timed_ns{0};
@@ -183,15 +186,15 @@ bool HandleTimerSignal(siginfo_t* info, void* ucontext) {
   if (index >= static_cast<uint64_t>(StackSampler::kMaxThreads)) return true;
 
   Slot& slot = g_slots[index];
-  const bool timed =
-      g_handled.load(std::memory_order_relaxed) % kTimedEvery == 0;
-  const int64_t cpu_entered = timed ? ThreadCpuNow() : 0;
   uint64_t expected = SlotWord(generation, kActive);
   if (!slot.word.compare_exchange_strong(
           expected, SlotWord(generation, kInHandler), std::memory_order_acquire,
           std::memory_order_relaxed)) {
     return true;  // stale, unregistered, or already inside the handler
   }
+  const bool timed =
+      g_claims.fetch_add(1, std::memory_order_relaxed) % kTimedEvery == 0;
+  const int64_t cpu_entered = timed ? ThreadCpuNow() : 0;
   SampleRing* ring = slot.ring;
   // SIGEV_THREAD_ID delivers to the registered thread; checking costs one
   // syscall and guarantees the ring only ever has one producer.

@@ -65,9 +65,9 @@ struct SamplerOptions {
 // are serialised internally). The signal handler never takes the sampler's
 // locks, so a registered thread may itself call any method.
 // The signal handler's work on the sampled threads: samples taken, and the
-// sampled thread's CPU time from the handler's entry to its exit, read for
-// one sample in 16 (reading a thread's CPU clock is a system call). The
-// kernel's delivery of the signal is not in it.
+// sampled thread's CPU time from the handler's claim of the sample to its
+// exit, read for one claim in 16 (reading a thread's CPU clock is a system
+// call). The kernel's delivery of the signal is not in it.
 struct SamplerCost {
   uint64_t samples = 0;
   uint64_t timed_samples = 0;
