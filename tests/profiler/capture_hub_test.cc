@@ -129,6 +129,10 @@ TEST(CaptureHub, ManyClientsGetTheSameCompleteFile) {
   // The workload's scopes cover the whole shared capture (it ran until the
   // last client's deadline), with no gap: none was lost between the
   // clients' joins. Each end may lose the scope it cut, a few ms at most.
+  // The trace had started when the first join returned, and it ran until
+  // every client's duration had passed since that client asked; on a slow
+  // machine the first join may return late (starting the trace is the
+  // slow part), so this is the one bound that always holds.
   Clock::time_point first_join = joined[0], last_deadline = asked[0];
   for (int i = 0; i < kClients; ++i) {
     first_join = std::min(first_join, joined[i]);
@@ -139,7 +143,6 @@ TEST(CaptureHub, ManyClientsGetTheSameCompleteFile) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(last_deadline -
                                                            first_join)
           .count();
-  ASSERT_GE(window_ns, 200'000'000) << "the last client asked for 200 ms";
   std::vector<trace_format::Slice> scopes;
   uint64_t events = 0;
   for (const auto& t : (*reader)->ReadAllTracks()) {
