@@ -105,13 +105,26 @@ TEST(CaptureHub, ManyClientsGetTheSameCompleteFile) {
   // client's deadline.
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> asked(kClients), joined(kClients);
+  // The first client asks for long enough that every other one joins while
+  // its capture runs, however late a thread starts on a loaded machine (a
+  // join after the end gets a capture of its own, a different file); the
+  // others join once it has started, each a little later than the one
+  // before, and ask for less.
+  auto duration_ms = [](int i) { return i == 0 ? 1000 : 150 + 10 * i; };
+  std::atomic<bool> first_joined{false};
   std::vector<std::thread> clients;
   for (int i = 0; i < kClients; ++i) {
     clients.emplace_back([&, i] {
+      if (i > 0) {
+        while (!first_joined.load()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20 * i));
       asked[i] = Clock::now();
-      auto c = hub.Join(Request(150 + 10 * i, "shared"), "client");
+      auto c = hub.Join(Request(duration_ms(i), "shared"), "client");
       joined[i] = Clock::now();
+      if (i == 0) first_joined.store(true);
       ASSERT_TRUE(c.ok()) << c.status();
       files[i] = Drain(*c, &ends[i]);
       hub.Leave(*c);
@@ -137,7 +150,7 @@ TEST(CaptureHub, ManyClientsGetTheSameCompleteFile) {
   for (int i = 0; i < kClients; ++i) {
     first_join = std::min(first_join, joined[i]);
     last_deadline = std::max(
-        last_deadline, asked[i] + std::chrono::milliseconds(150 + 10 * i));
+        last_deadline, asked[i] + std::chrono::milliseconds(duration_ms(i)));
   }
   const int64_t window_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(last_deadline -
@@ -254,18 +267,25 @@ TEST(CaptureHub, ClientsShareALocalTraceWhileItRecords) {
     std::vector<std::string> files(kClients);
     std::vector<absl::Status> ends(kClients);
     const int64_t before_join = MonotonicNs();
+    std::atomic<int> joined{0};
     std::vector<std::thread> clients;
     for (int i = 0; i < kClients; ++i) {
       clients.emplace_back([&, i] {
         std::this_thread::sleep_for(std::chrono::milliseconds(30 * i));
         auto c = hub.Join(Request(0), "client");
+        ++joined;
         ASSERT_TRUE(c.ok()) << c.status();
         EXPECT_TRUE((*c)->shares_local_trace);
         files[i] = Drain(*c, &ends[i]);
         hub.Leave(*c);
       });
     }
+    // Stopped once every client is in (a join after the stop would get a
+    // capture of its own, however late its thread started).
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    while (joined.load() < kClients) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     auto stopped = hub.Stop("");
     EXPECT_TRUE(stopped.ok()) << stopped.status();
     for (auto& t : clients) t.join();
