@@ -4,6 +4,9 @@
 #ifndef PODSCOPE_PROFILER_SRC_PROCESS_COUNTERS_H_
 #define PODSCOPE_PROFILER_SRC_PROCESS_COUNTERS_H_
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <optional>
 
@@ -24,9 +27,19 @@ class ProcessCounterSampler {
   static constexpr const char* kCpuName = "process CPU use";
   static constexpr const char* kCpuUnit = "%";
 
+  ProcessCounterSampler() = default;
+  ProcessCounterSampler(const ProcessCounterSampler&) = delete;
+  ProcessCounterSampler& operator=(const ProcessCounterSampler&) = delete;
+  ~ProcessCounterSampler();
+
   Reading Sample();
 
  private:
+  double ResidentBytes();
+
+  int statm_fd_ = -1;
+  pid_t statm_pid_ = 0;
+  const long page_size_ = sysconf(_SC_PAGESIZE);
   int64_t last_ns_ = 0;
   int64_t last_cpu_ns_ = 0;
 };
