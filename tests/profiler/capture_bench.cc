@@ -194,6 +194,20 @@ void BM_Fanout256WorkerWrites(benchmark::State& state) {
       events += w.events;
     }
     spread_us = static_cast<double>(hi - lo) / 1e3;
+    // Where the wall time went (the workers share this machine's clock):
+    // reaching every worker until the common start, the window, and the
+    // end from the last window's close to the capture's return.
+    int64_t last_end = INT64_MIN;
+    for (const WorkerResult& w : result->workers) {
+      if (w.ok) last_end = std::max(last_end, w.window_end_ns);
+    }
+    if (lo != INT64_MAX) {
+      std::fprintf(stderr,
+                   "%d workers: common start %.0f ms after the call, window "
+                   "%.0f ms, return %.0f ms after the last window closed\n",
+                   kWorkers, (lo - t0) / 1e6, (last_end - lo) / 1e6,
+                   (t0 + wall_s * 1e9 - last_end) / 1e6);
+    }
     bytes_per_event = events == 0 ? 0 : static_cast<double>(received) / events;
   }
   state.counters["workers_answered"] = answered;
