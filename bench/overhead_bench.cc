@@ -26,8 +26,11 @@
 // own (the drain and the writer) included: where the cost goes is printed
 // (the program's threads, where recording and the sampler's signal
 // handler run, against the profiler's threads). Wall time is printed
-// beside, never the headline. Hardware instruction counts would be steadier
-// still; the machines this runs on have none (see common/cpu_accounting.h).
+// beside, never the headline. Where the machine counts instructions
+// (ProcessEventCounter, every thread, user and kernel mode), each figure
+// also prints the paired difference of instructions retired, steadier
+// still than CPU time; many virtual machines have no such counter, and the
+// log then says so.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -164,6 +167,9 @@ struct RunCost {
   double fast_share = 0;  // of the stacks, those the cached unwinder walked
   double events = 0;      // recorded per step
   double stop_ns = 0;     // CPU time of StopTrace, not per step
+  // Instructions retired by every thread per step, where the machine has
+  // the counter (else negative).
+  double instructions = -1;
 };
 
 // Per-pair figures of one kind of capture against no capture.
@@ -180,6 +186,7 @@ struct Pairs {
   std::vector<double> fast_share;
   std::vector<double> events;
   std::vector<double> stop_ms;
+  std::vector<double> instructions_pct;  // where the machine counts them
 };
 
 void Add(Pairs& pairs, const RunCost& plain, const RunCost& traced) {
@@ -198,6 +205,10 @@ void Add(Pairs& pairs, const RunCost& plain, const RunCost& traced) {
   pairs.fast_share.push_back(traced.fast_share);
   pairs.events.push_back(traced.events);
   pairs.stop_ms.push_back(traced.stop_ns / 1e6);
+  if (plain.instructions > 0 && traced.instructions >= 0) {
+    pairs.instructions_pct.push_back(
+        (traced.instructions / plain.instructions - 1.0) * 100.0);
+  }
 }
 
 void Report(benchmark::State& state, const char* what, const Pairs& pairs,
@@ -240,6 +251,19 @@ void Report(benchmark::State& state, const char* what, const Pairs& pairs,
   state.counters[prefix + "wall_pct"] = wall.median;
   state.counters[prefix + "wall_ci_low_pct"] = wall.low;
   state.counters[prefix + "wall_ci_high_pct"] = wall.high;
+  // Instructions retired, paired like the CPU time: steadier than it where
+  // the machine has the counter, printed beside the headline.
+  if (pairs.instructions_pct.size() == pairs.accounted_pct.size() &&
+      !pairs.instructions_pct.empty()) {
+    const MedianInterval inst = BootstrapMedian(pairs.instructions_pct);
+    std::printf(
+        "  %s: instructions retired by every thread, paired: %+.2f %% (95 %% "
+        "CI %+.2f .. %+.2f)\n",
+        what, inst.median, inst.low, inst.high);
+    state.counters[prefix + "instructions_paired_pct"] = inst.median;
+    state.counters[prefix + "instructions_paired_ci_low_pct"] = inst.low;
+    state.counters[prefix + "instructions_paired_ci_high_pct"] = inst.high;
+  }
 }
 
 void BM_TrainStepOverheadPaired(benchmark::State& state) {
@@ -281,7 +305,27 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
   // "podscope-*" ones is the server's.
   std::set<pid_t> program_threads;
   const std::string remote_dir = dir + "-remote";
+  // Instructions retired, where the machine counts them: opened on every
+  // thread before each run's capture starts, so that the profiler's threads
+  // are counted too (inherited from the thread that creates them).
+  bool count_instructions = true;
+  if (auto probe = ProcessEventCounter::Open(); !probe.ok()) {
+    count_instructions = false;
+    std::printf(
+        "instructions retired: not counted here (%s); the figures are CPU "
+        "time\n",
+        std::string(probe.status().message()).c_str());
+  } else if (!(*probe)->kernel()) {
+    std::printf(
+        "instructions retired: user mode only (perf_event_paranoid > 1)\n");
+  }
   auto run = [&](int kind) {
+    std::unique_ptr<ProcessEventCounter> instructions;
+    if (count_instructions) {
+      if (auto c = ProcessEventCounter::Open(); c.ok()) {
+        instructions = *std::move(c);
+      }
+    }
     RemoteCapture remote;
     if (kind == kRemote) {
       ok = ok && server != nullptr &&
@@ -295,10 +339,12 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
     ok = ok && (*trainer)->LastLoss().ok();
     const CpuSnapshot before = TakeCpuSnapshot();
     const profiler::SamplingCost sampled0 = profiler::CurrentSamplingCost();
+    const int64_t instructions0 = instructions ? instructions->Read() : 0;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 1; i < kSteps; ++i) one_step();
     ok = ok && (*trainer)->LastLoss().ok();
     const auto t1 = std::chrono::steady_clock::now();
+    const int64_t instructions1 = instructions ? instructions->Read() : 0;
     const profiler::SamplingCost sampled1 = profiler::CurrentSamplingCost();
     const CpuSnapshot after = TakeCpuSnapshot();
     CpuSplit split = SplitCpu(before, after);
@@ -310,6 +356,10 @@ void BM_TrainStepOverheadPaired(benchmark::State& state) {
     }
     RunCost cost;
     constexpr double kTimed = kSteps - 1;
+    if (instructions) {
+      cost.instructions =
+          static_cast<double>(instructions1 - instructions0) / kTimed;
+    }
     cost.cpu_ns = static_cast<double>(split.process_ns) / kTimed;
     cost.program_ns = static_cast<double>(split.program_ns) / kTimed;
     cost.profiler_ns = static_cast<double>(split.profiler_ns) / kTimed;

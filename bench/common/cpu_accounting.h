@@ -3,10 +3,10 @@
 // moves wall time.
 //
 // Hardware counters (instructions, cycles) are the steadier measure where
-// the machine has them; many virtual machines do not (`perf stat -e
-// instructions true` says "not supported"), so the figures here are CPU
-// time: the kernel's per-thread scheduler clock, read through
-// clock_gettime, at nanosecond resolution.
+// the machine has them (ProcessEventCounter below); many virtual machines
+// do not (`perf stat -e instructions true` says "not supported"), so the
+// headline figures are CPU time: the kernel's per-thread scheduler clock,
+// read through clock_gettime, at nanosecond resolution.
 #ifndef PODSCOPE_BENCH_COMMON_CPU_ACCOUNTING_H_
 #define PODSCOPE_BENCH_COMMON_CPU_ACCOUNTING_H_
 
@@ -14,7 +14,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace podscope::bench {
 
@@ -45,6 +49,33 @@ int64_t ProcessCpuNs();
 // The calling thread's CPU time (user and kernel, page faults included;
 // time other work held the core excluded).
 int64_t ThreadCpuNs();
+
+// A hardware (or software) event counted over every thread of this
+// process: one counter per thread alive when opened, each inherited by the
+// threads that thread creates later, whose counts are read with it (live
+// or exited). User and kernel mode where the system allows it
+// (perf_event_paranoid <= 1), else user mode only (`kernel()` says which).
+// Open fails, with the reason, on machines without the event: most
+// virtual machines have no instruction counter.
+class ProcessEventCounter {
+ public:
+  // PERF_TYPE_* and its PERF_COUNT_* (linux/perf_event.h); the default is
+  // instructions retired.
+  static absl::StatusOr<std::unique_ptr<ProcessEventCounter>> Open(
+      uint32_t type = 0, uint64_t config = 1);
+  ~ProcessEventCounter();
+  ProcessEventCounter(const ProcessEventCounter&) = delete;
+  ProcessEventCounter& operator=(const ProcessEventCounter&) = delete;
+
+  // The events counted since Open, over every thread.
+  int64_t Read() const;
+  bool kernel() const { return kernel_; }
+
+ private:
+  ProcessEventCounter() = default;
+  std::vector<int> fds_;
+  bool kernel_ = true;
+};
 
 }  // namespace podscope::bench
 

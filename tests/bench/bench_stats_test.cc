@@ -1,4 +1,5 @@
 // The statistics and the CPU accounting behind the overhead figures.
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -121,6 +122,59 @@ TEST(CpuAccounting, NamedThreadsCountAsTheProfilers) {
   live.join();
   EXPECT_GE(live_split.profiler_ns, 5'000'000);
   EXPECT_LE(live_split.profiler_ns, live_split.process_ns);
+}
+
+// The counter over every thread: one alive before it opened, one created
+// after (and exited before the read), and the caller. The software task
+// clock (ns of CPU) stands in for the instruction counter, which most
+// virtual machines do not have; the plumbing is the same.
+TEST(ProcessEventCounter, CountsEveryThreadAndThoseCreatedLater) {
+  std::atomic<bool> go{false};
+  std::thread existing([&] {
+    while (!go.load()) std::this_thread::yield();
+    const int64_t t0 = ThreadCpuNs();
+    while (ThreadCpuNs() - t0 < 60'000'000) {
+    }
+  });
+  auto counter =
+      ProcessEventCounter::Open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+  if (!counter.ok()) {
+    go = true;
+    existing.join();
+    GTEST_SKIP() << counter.status();
+  }
+  const int64_t c0 = (*counter)->Read();
+  const int64_t cpu0 = ProcessCpuNs();
+  go = true;
+  std::thread later([] {
+    const int64_t t0 = ThreadCpuNs();
+    while (ThreadCpuNs() - t0 < 60'000'000) {
+    }
+  });
+  const int64_t t0 = ThreadCpuNs();
+  while (ThreadCpuNs() - t0 < 60'000'000) {
+  }
+  later.join();
+  existing.join();
+  const int64_t counted = (*counter)->Read() - c0;
+  const int64_t cpu = ProcessCpuNs() - cpu0;
+  EXPECT_GE(counted, 170'000'000) << "process CPU meanwhile " << cpu;
+  EXPECT_LE(counted, cpu + 20'000'000);
+}
+
+// The instruction counter either counts or says why it cannot.
+TEST(ProcessEventCounter, InstructionsCountOrSayWhyNot) {
+  auto counter = ProcessEventCounter::Open();
+  if (!counter.ok()) {
+    EXPECT_NE(counter.status().message().find("perf_event_open"),
+              std::string::npos)
+        << counter.status();
+    return;
+  }
+  const int64_t c0 = (*counter)->Read();
+  volatile uint64_t x = 0;
+  for (int i = 0; i < 1'000'000; ++i) x = x + 1;
+  EXPECT_GE((*counter)->Read() - c0, 1'000'000);
 }
 
 }  // namespace
