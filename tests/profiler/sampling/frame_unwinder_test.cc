@@ -318,17 +318,26 @@ TEST(FrameUnwinder, TheSamplerUsesIt) {
   auto sampler = StackSampler::Create({});
   ASSERT_TRUE(sampler.ok()) << sampler.status();
   const SamplerCost before = StackSampler::Cost();
-  const int64_t burn_ns =
-      std::getenv("PODSCOPE_UNWIND_BURN_MS")
-          ? std::atoll(std::getenv("PODSCOPE_UNWIND_BURN_MS")) * 1'000'000
-          : 600'000'000;
+  // PODSCOPE_UNWIND_BURN_MS burns that much CPU time; by default the
+  // thread burns until it has been sampled 150 times (the kernel's tick
+  // caps the signals, and a loaded machine delivers fewer per second of
+  // CPU), at most 10 s of CPU.
+  const char* burn_env = std::getenv("PODSCOPE_UNWIND_BURN_MS");
+  const int64_t burn_ns = burn_env != nullptr ? std::atoll(burn_env) * 1'000'000
+                                              : int64_t{10'000'000'000};
   std::atomic<pid_t> tid{0};
   std::atomic<bool> registered{false};
   std::atomic<uint64_t> sink{0};
   std::thread worker([&] {
     tid = static_cast<pid_t>(syscall(SYS_gettid));
     while (!registered) std::this_thread::yield();
-    sink = Burn(burn_ns);
+    for (int64_t burnt = 0; burnt < burn_ns; burnt += 100'000'000) {
+      sink += Burn(100'000'000);
+      if (burn_env == nullptr &&
+          StackSampler::Cost().samples - before.samples >= 150) {
+        break;
+      }
+    }
   });
   while (tid == 0) std::this_thread::yield();
   ASSERT_EQ((*sampler)->RegisterUnsampled({tid.load()}), 1u);
