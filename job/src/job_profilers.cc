@@ -1,8 +1,10 @@
 // The profiler servers a job's ranks published (profilers.h).
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -38,9 +40,17 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
     std::string* found_at) {
   PODSCOPE_ASSIGN_OR_RETURN(
       auto client, CoordinationClient::Create(coordinator, token, tls));
-  PODSCOPE_ASSIGN_OR_RETURN(auto entries,
-                            client->GetDirectory(kProfilerKeyPrefix));
-  if (entries.empty()) {
+  // A connection that fails once (a handshake cut short on a busy host) is
+  // tried again for a few seconds before the coordinator is declared
+  // unreachable; any other answer is final.
+  auto entries = client->GetDirectory(kProfilerKeyPrefix);
+  for (int retry = 0; retry < 20 && absl::IsUnavailable(entries.status());
+       ++retry) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    entries = client->GetDirectory(kProfilerKeyPrefix);
+  }
+  if (!entries.ok()) return entries.status();
+  if (entries->empty()) {
     // The rendezvous of `podscope launch --rdzv_endpoint` (node 0's
     // launcher) rather than the job's coordinator: it knows the job's
     // MASTER_PORT, on the same host.
@@ -56,7 +66,7 @@ absl::StatusOr<std::vector<JobProfiler>> ListJobProfilers(
   }
   if (found_at != nullptr) *found_at = coordinator;
   std::vector<JobProfiler> ranks;
-  for (const auto& [key, value] : entries) {
+  for (const auto& [key, value] : *entries) {
     if (auto p = ParseJobProfiler(key, value)) ranks.push_back(*std::move(p));
   }
   if (ranks.empty()) {
