@@ -47,9 +47,14 @@ class CoordinationClient::Impl {
        std::shared_ptr<grpc::ChannelCredentials> creds,
        grpc::ChannelArguments args)
       : address_(std::move(address)), token_(std::move(token)) {
-    // Rank 0 may come up after the others: retry the connection quickly.
+    // Rank 0 may come up after the others: a refused connection is tried
+    // again after 100 ms, growing to 1 s. gRPC reads the "minimum reconnect
+    // backoff" as the least time one attempt (TCP, TLS and HTTP/2 handshakes)
+    // may take; it stays at 20 s, since on a loaded host a TLS handshake can
+    // take far more than 100 ms, and an attempt cut short fails the call
+    // ("tcp handshaker shutdown") while its coordinator is up.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20000);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     // The largest answer is a directory page (4 MiB) or a value (1 MiB).
     args.SetMaxReceiveMessageSize(16 << 20);
