@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "podscope/base/mutex_checks.h"
 #include "podscope/base/net.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/job/coordination.h"
@@ -146,6 +147,7 @@ CoordinationClient::~CoordinationClient() = default;
 
 absl::StatusOr<std::unique_ptr<CoordinationClient>> CoordinationClient::Create(
     const std::string& address, const std::string& token, const JobTls& tls) {
+  base::TurnOffMutexDeadlockDetection();
   PODSCOPE_ASSIGN_OR_RETURN(
       auto split, base::SplitHostPort(address, "coordinator address"));
   grpc::ChannelArguments args;

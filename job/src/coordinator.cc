@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "podscope/base/mutex_checks.h"
 #include "podscope/base/net.h"
 #include "podscope/job/coordination.h"
 #include "podscope/job/coordination_service.grpc.pb.h"
@@ -813,6 +814,7 @@ class CoordinatorImpl final : public Coordinator {
 
 absl::StatusOr<std::unique_ptr<Coordinator>> StartCoordinator(
     const CoordinatorOptions& options) {
+  base::TurnOffMutexDeadlockDetection();
   if (options.world_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "coordinator: world size must be >= 1, got ", options.world_size));

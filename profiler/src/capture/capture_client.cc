@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/mutex_checks.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/base/time.h"
 #include "podscope/profiler/capture.h"
@@ -326,6 +327,7 @@ void CheckRelayedFile(const CaptureOptions& options, const std::string& session,
 }  // namespace
 
 absl::StatusOr<CaptureResult> CaptureWorkers(const CaptureOptions& options) {
+  base::TurnOffMutexDeadlockDetection();
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   CaptureResult result;
   result.session = options.session.empty()

@@ -447,14 +447,19 @@ class Fanout {
   }
 
   // The common start on this side's clock: start_lead_ms after the
-  // capture began, the time it has to reach every worker; when reaching
-  // took longer, as soon as every ready worker can be sent its start (a
-  // margin for the calls, growing with their number), so that none is
-  // told an instant already past.
+  // capture began, the time it has to reach every worker. When reaching
+  // took longer, the start leaves as much time again to send every worker
+  // its Capture: each worker then opens its file and arms its start, work
+  // of the same order as answering GetInfo and the clock probes, so
+  // workers that were slow to reach (a loaded host, many workers sharing
+  // one) are slow to arm too, and a start sooner would find some of them
+  // not ready and start them late. At least a margin for the calls
+  // themselves, growing with their number.
   static constexpr int64_t kSendNsPerWorker = 300'000;
   int64_t CommonStart(int64_t now) const {
-    const int64_t send_ns =
-        20'000'000 + static_cast<int64_t>(ready_) * kSendNsPerWorker;
+    const int64_t send_ns = std::max<int64_t>(
+        20'000'000 + static_cast<int64_t>(ready_) * kSendNsPerWorker,
+        now - t0_);
     return std::max(t0_ + options_.start_lead_ms * 1'000'000, now + send_ns);
   }
 

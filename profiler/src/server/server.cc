@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
+#include "podscope/base/mutex_checks.h"
 #include "podscope/base/net.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/base/time.h"
@@ -300,6 +301,7 @@ void FillProcessInfo(pb::ProcessInfo* info) {
 
 absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
     int port, const ServerOptions& options) {
+  base::TurnOffMutexDeadlockDetection();
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("StartServer: port ", port, " is not 0..65535"));
