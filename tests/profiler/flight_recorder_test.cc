@@ -44,7 +44,6 @@ FlightRecorderOptions ShortWindow(int window_ms, int interval_ms) {
   return o;
 }
 
-// Records scopes named `name` until `until_ns` (NowNs()).
 // Scopes named `name`, each about 1 ms, until `until_ns`; how many.
 size_t RecordUntil(const char* name, int64_t until_ns) {
   size_t n = 0;
@@ -129,7 +128,7 @@ TEST(FlightRecorder, DumpHoldsOnlyTheLastWindow) {
   EXPECT_FALSE(f.SlicesNamed("middle").empty());
   // Every recent scope, up to the last one before the dump (all of them
   // are inside the window).
-  EXPECT_GE(recent, 20u);
+  EXPECT_GE(recent, 50u);
   EXPECT_EQ(f.SlicesNamed("recent").size(), recent);
   // The file covers the whole window and begins where its oldest chunk
   // began; nothing in it ended earlier, however late the recorder's thread
