@@ -105,6 +105,7 @@ class Session {
     internal::BufferRegistry::Get().set_max_blocks_total(
         std::max<uint32_t>(options_.max_blocks_total, 1));
     internal::BufferRegistry::Get().Prefault();
+    internal::BufferRegistry::Get().StartStocking();
     external_drop_base_ = internal::ExternalEvents::Get().dropped();
     // Unless the flight recorder runs and still wants them.
     if (!FlightRecorderRunning()) internal::ExternalEvents::Get().Clear();
@@ -130,6 +131,7 @@ class Session {
     }
     cv_.notify_all();
     thread_.join();
+    internal::BufferRegistry::Get().StopStocking();
     sampling_.reset();
     *tap_owner = 0;
     {

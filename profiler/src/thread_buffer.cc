@@ -1,11 +1,15 @@
 #include "src/thread_buffer.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <new>
 
 #include "absl/container/flat_hash_map.h"
+#include "src/block_arena.h"
 #include "src/sampling_collector.h"
 #include "src/string_registry.h"
 
@@ -37,6 +41,33 @@ struct ThreadOwner {
 };
 thread_local ThreadOwner t_owner;
 
+BlockArena& Arena() {
+  // Free chunks kept for the next burst: as many as the default budget
+  // for all threads holds.
+  static auto* arena = new BlockArena(
+      sizeof(Block),
+      size_t{kDefaultMaxBlocksTotal} * sizeof(Block) / BlockArena::kChunkBytes);
+  return *arena;
+}
+
+// A block from the arena; with `populated`, its pages mapped (the writer's
+// side, ahead of need). nullptr when the system has no memory.
+Block* NewBlock(bool populated) {
+  void* memory = Arena().Allocate(populated);
+  return memory == nullptr ? nullptr : new (memory) Block;
+}
+
+void DeleteBlock(Block* block) {
+  block->~Block();
+  Arena().Free(block);
+}
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 void Push(std::atomic<Block*>* list, Block* block) {
   Block* head = list->load(std::memory_order_relaxed);
   do {
@@ -66,22 +97,39 @@ Block* NextBlock(ThreadBuffer* buffer) {
     Block* b = buffer->spare;
     buffer->spare = b->next;
     b->next = nullptr;
+    // The owner is the only writer of its count: no read-modify-write.
+    buffer->from_stock.store(
+        buffer->from_stock.load(std::memory_order_relaxed) + 1,
+        std::memory_order_relaxed);
+    return b;
+  }
+  // Out of stock: a block the stocking thread mapped, else one of its own.
+  if (Block* b = BufferRegistry::Get().TakeWarmBlock(buffer)) {
+    buffer->drawn.fetch_add(1, std::memory_order_relaxed);
     return b;
   }
   if (BufferRegistry::Get().TryAllocate(buffer)) {
-    buffer->drawn.fetch_add(1, std::memory_order_relaxed);
-    return new Block;
+    if (Block* b = NewBlock(/*populated=*/false)) {
+      buffer->drawn.fetch_add(1, std::memory_order_relaxed);
+      return b;
+    }
+    BufferRegistry::Get().Freed(buffer);
   }
   return nullptr;
 }
 
-// A new block with its pages faulted in (one write per page is enough).
-Block* TouchedBlock() {
-  auto* block = new Block;
-  for (size_t offset = 0; offset < sizeof(block->slots); offset += 4096) {
-    reinterpret_cast<volatile char*>(block->slots)[offset] = 0;
+// Puts a fresh block, its pages mapped, on the thread's stock; false when
+// a budget or the system's memory is spent.
+bool StockFreshBlock(ThreadBuffer* buffer, bool populated) {
+  if (!BufferRegistry::Get().TryAllocate(buffer)) return false;
+  Block* block = NewBlock(populated);
+  if (block == nullptr) {
+    BufferRegistry::Get().Freed(buffer);
+    return false;
   }
-  return block;
+  buffer->given.fetch_add(1, std::memory_order_relaxed);
+  Push(&buffer->free, block);
+  return true;
 }
 
 // Frees a list of blocks; how many there were.
@@ -89,7 +137,7 @@ uint32_t FreeList(Block* b) {
   uint32_t n = 0;
   while (b != nullptr) {
     Block* next = b->next;
-    delete b;
+    DeleteBlock(b);
     b = next;
     ++n;
   }
@@ -149,42 +197,182 @@ void BufferRegistry::Prefault() {
     while (buffer->allocated.load(std::memory_order_relaxed) <
                Block::kPrefaultBlocks &&
            total_.load(std::memory_order_relaxed) < reserve &&
-           TryAllocate(buffer)) {
-      Push(&buffer->free, TouchedBlock());
+           StockFreshBlock(buffer, true)) {
     }
   });
 }
 
 void BufferRegistry::Refill() {
+  const int64_t now = SteadyNs();
+  refilled_at_ns_.store(now, std::memory_order_relaxed);
+  uint64_t pool_want = 0;
   ForEach([&](ThreadBuffer* buffer) {
     if (buffer->exited.load(std::memory_order_acquire)) return;
     const uint32_t drawn = buffer->drawn.exchange(0, std::memory_order_relaxed);
-    uint32_t want = std::min(2 * drawn, Block::kRefillBlocks);
-    while (want > 0 && TryAllocate(buffer)) {
-      Push(&buffer->free, TouchedBlock());
-      --want;
+    const uint32_t taken = buffer->from_stock.load(std::memory_order_relaxed);
+    // Blocks the thread started since the last look, and over how long (a
+    // first look counts as one horizon).
+    const uint64_t started = (taken - buffer->seen_from_stock) + drawn;
+    const int64_t elapsed =
+        buffer->seen_at_ns == 0
+            ? Block::kStockAheadNs
+            : std::max<int64_t>(now - buffer->seen_at_ns, 1'000'000);
+    buffer->seen_from_stock = taken;
+    buffer->seen_at_ns = now;
+    const uint64_t ahead =
+        (started * Block::kStockAheadNs + elapsed - 1) / elapsed;
+    const auto want = static_cast<uint32_t>(std::min<uint64_t>(
+        std::max<uint64_t>(ahead, 2 * uint64_t{drawn}), Block::kRefillBlocks));
+    // What the stock holds: given to it, less what the owner took.
+    // What the stock holds: given to it, less what the owner took (the
+    // owner counts a block only once it took it, after it was given).
+    int64_t stock = static_cast<int32_t>(
+        buffer->given.load(std::memory_order_relaxed) - taken);
+    const bool stocker = stocking_live_.load(std::memory_order_acquire);
+    while (stock < int64_t{want} &&
+           (stocker ? GiveWarmBlock(buffer) : StockFreshBlock(buffer, true))) {
+      ++stock;
     }
+    pool_want += want;
   });
+  // What the threads will start next: the stocking thread maps it ahead.
+  if (stocking_live_.load(std::memory_order_acquire)) {
+    {
+      std::lock_guard<std::mutex> lock(pool_mutex_);
+      warm_target_ = static_cast<uint32_t>(
+          std::min<uint64_t>(pool_want, 2 * uint64_t{Block::kRefillBlocks}));
+    }
+    pool_cv_.notify_one();
+  }
+}
+
+bool BufferRegistry::GiveWarmBlock(ThreadBuffer* buffer) {
+  Block* block = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (warm_.empty() || buffer->allocated.load(std::memory_order_relaxed) >=
+                             max_blocks_per_thread()) {
+      return false;
+    }
+    block = warm_.back();
+    warm_.pop_back();
+  }
+  // Counted against the budget for all threads since it was mapped.
+  buffer->allocated.fetch_add(1, std::memory_order_relaxed);
+  buffer->given.fetch_add(1, std::memory_order_relaxed);
+  Push(&buffer->free, block);
+  pool_cv_.notify_one();
+  return true;
+}
+
+Block* BufferRegistry::TakeWarmBlock(ThreadBuffer* buffer) {
+  if (!stocking_live_.load(std::memory_order_relaxed)) return nullptr;
+  std::unique_lock<std::mutex> lock(pool_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || warm_.empty() ||
+      buffer->allocated.load(std::memory_order_relaxed) >=
+          max_blocks_per_thread()) {
+    return nullptr;
+  }
+  Block* block = warm_.back();
+  warm_.pop_back();
+  buffer->allocated.fetch_add(1, std::memory_order_relaxed);
+  return block;
+}
+
+void BufferRegistry::StartStocking() {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mutex_);
+  if (stocker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    stocking_ = true;
+    warm_target_ = 0;
+  }
+  stocking_live_.store(true, std::memory_order_release);
+  stocker_ = std::thread([this] { StockLoop(); });
+}
+
+void BufferRegistry::StopStocking() {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mutex_);
+  if (!stocker_.joinable()) return;
+  stocking_live_.store(false, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    stocking_ = false;
+  }
+  pool_cv_.notify_all();
+  stocker_.join();
+  std::vector<Block*> left;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    left.swap(warm_);
+  }
+  for (Block* b : left) {
+    DeleteBlock(b);
+    total_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void BufferRegistry::StockLoop() {
+  pthread_setname_np(pthread_self(), "podscope-stock");
+  std::unique_lock<std::mutex> lock(pool_mutex_);
+  while (stocking_) {
+    pool_cv_.wait(lock,
+                  [&] { return !stocking_ || warm_.size() < warm_target_; });
+    if (!stocking_) break;
+    // A few at a time, the lock released while their pages are mapped.
+    const size_t want = std::min<size_t>(warm_target_ - warm_.size(), 8);
+    lock.unlock();
+    Block* made[8];
+    size_t n = 0;
+    while (n < want) {
+      if (total_.fetch_add(1, std::memory_order_relaxed) >=
+          max_blocks_total()) {
+        total_.fetch_sub(1, std::memory_order_relaxed);
+        break;
+      }
+      Block* b = NewBlock(/*populated=*/true);
+      if (b == nullptr) {
+        total_.fetch_sub(1, std::memory_order_relaxed);
+        break;
+      }
+      made[n++] = b;
+    }
+    lock.lock();
+    warm_.insert(warm_.end(), made, made + n);
+    if (n < want) {
+      // The budget is spent: wait for the next Refill's ask.
+      warm_target_ = static_cast<uint32_t>(warm_.size());
+    }
+  }
+}
+
+void BufferRegistry::RefillIfDue() {
+  const int64_t last = refilled_at_ns_.load(std::memory_order_relaxed);
+  if (SteadyNs() - last >= 1'000'000) Refill();
 }
 
 void BufferRegistry::TrimPools() {
   ForEach([&](ThreadBuffer* buffer) {
     Block* pool = buffer->free.exchange(nullptr, std::memory_order_acquire);
-    while (pool != nullptr &&
+    // Kept by address, lowest first: the blocks kept share as few of the
+    // arena's chunks as they can, so that the others are unmapped whole.
+    std::vector<Block*> blocks;
+    for (Block* b = pool; b != nullptr; b = b->next) blocks.push_back(b);
+    std::sort(blocks.begin(), blocks.end());
+    uint32_t removed = 0;
+    while (!blocks.empty() &&
            buffer->allocated.load(std::memory_order_relaxed) >
                Block::kKeptBlocks) {
-      Block* next = pool->next;
-      delete pool;
+      DeleteBlock(blocks.back());
+      blocks.pop_back();
       Freed(buffer);
-      pool = next;
+      ++removed;
     }
+    buffer->given.fetch_sub(removed, std::memory_order_relaxed);
     // The rest goes back for the owner, which may take the list meanwhile.
-    while (pool != nullptr) {
-      Block* next = pool->next;
-      Push(&buffer->free, pool);
-      pool = next;
-    }
+    for (Block* b : blocks) Push(&buffer->free, b);
   });
+  Arena().ReleaseFreePieces();
 }
 
 void BufferRegistry::ForEach(const std::function<void(ThreadBuffer*)>& fn) {
@@ -211,13 +399,14 @@ std::vector<ThreadBuffer*> BufferRegistry::ReleaseExited() {
     n += FreeList(b->free.exchange(nullptr));
     n += FreeList(b->spare);
     if (Block* current = b->current.load()) {
-      delete current;
+      DeleteBlock(current);
       ++n;
     }
     total_.fetch_sub(std::min(n, total_.load(std::memory_order_relaxed)),
                      std::memory_order_relaxed);
     delete b;
   }
+  if (!dead.empty()) Arena().ReleaseFreePieces();
   return dead;
 }
 
@@ -350,6 +539,7 @@ Block* TakeFullBlocks(ThreadBuffer* buffer) {
 void RecycleBlock(ThreadBuffer* buffer, Block* block) {
   block->consumed = 0;
   block->committed.store(0, std::memory_order_relaxed);
+  buffer->given.fetch_add(1, std::memory_order_relaxed);
   Push(&buffer->free, block);
 }
 

@@ -11,10 +11,16 @@
 //
 // While a session records, a block once allocated stays in its thread's
 // pool: a burst reuses the blocks the writer hands back rather than
-// freeing them and faulting fresh pages in (about a tenth of a scope's cost
-// on a cold burst). When the session stops, each pool is trimmed back to
-// kKeptBlocks. Blocks are not zeroed: every slot is written before its
-// count is committed.
+// freeing them and faulting fresh pages in. When the writer falls behind,
+// it also gives each recording thread fresh blocks ahead of need, their
+// pages already mapped (Refill): enough for the next few milliseconds at
+// the rate the thread has been filling blocks. A page fault on the
+// recording thread costs it about 9 us per 4 KiB on the virtual machines
+// this runs on, a third of a cold burst's time when it faulted its own
+// blocks in; blocks come from 2 MiB chunks that the kernel can back with
+// huge pages (block_arena.h). When the session stops, each pool is trimmed
+// back to kKeptBlocks. Blocks are not zeroed: every slot is written before
+// its count is committed.
 //
 // Both lists are stacks whose consumer takes everything at once with an
 // exchange, so no pop races with a push (no ABA). What one side writes for
@@ -27,10 +33,12 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "podscope/profiler/trace.h"
@@ -56,8 +64,11 @@ struct Block {
   // Blocks a session start gives each recording thread, their pages
   // touched, so that the first milliseconds of a burst take no page fault.
   static constexpr uint32_t kPrefaultBlocks = 64;
-  // The most blocks one Refill gives a thread (12 MiB).
+  // The most blocks Refill keeps in a thread's stock (12 MiB).
   static constexpr uint32_t kRefillBlocks = 256;
+  // Refill keeps in a thread's stock what the thread fills in this long at
+  // the rate it has been filling blocks.
+  static constexpr int64_t kStockAheadNs = 6'000'000;
   // Written by the owner for every event.
   alignas(kCacheLine) std::atomic<uint32_t> committed{0};
   // Written by the writer as it drains.
@@ -81,6 +92,13 @@ struct ThreadBuffer {
   // Blocks the owner had to allocate itself since the writer last looked:
   // it outruns what the writer recycles (BufferRegistry::Refill).
   std::atomic<uint32_t> drawn{0};
+  // Blocks the owner took from its stock (`free` and its spares), ever.
+  std::atomic<uint32_t> from_stock{0};
+  // The writer's side: blocks put on `free` (recycled or fresh), ever, less
+  // those taken back off it; and what Refill saw at its last look.
+  alignas(kCacheLine) std::atomic<uint32_t> given{0};
+  uint32_t seen_from_stock = 0;
+  int64_t seen_at_ns = 0;
 
   std::mutex name_mutex;
   std::string name;  // guarded by name_mutex
@@ -122,12 +140,30 @@ class BufferRegistry {
   // pages touched, within the budgets and using at most a quarter of the
   // total (a session's start).
   void Prefault();
-  // Gives each live thread that allocated blocks itself since the last
-  // call twice as many (at most Block::kRefillBlocks), their pages touched,
-  // within the budgets: a burst that outruns the writer then takes its
+  // Tops up each live thread's stock with fresh blocks, their pages
+  // touched, within the budgets: to what the thread fills in
+  // Block::kStockAheadNs at the rate it filled blocks since the last call,
+  // and at least twice what it allocated itself meanwhile (at most
+  // Block::kRefillBlocks). A burst that outruns the writer then takes its
   // fresh blocks without a page fault on the recording thread. The
-  // writer's thread, between drains.
+  // writer's thread, holding BufferDrainMutex(): at each drain pass, and
+  // every millisecond while a pass drains (RefillIfDue).
   void Refill();
+  void RefillIfDue();
+
+  // While a session records, a thread of its own ("podscope-stock") keeps
+  // a pool of blocks with their pages mapped, so that neither the writer
+  // (collecting events) nor a recording thread spends its time on the
+  // kernel's page faults: Refill hands the threads blocks from the pool
+  // and asks for what they will need next; a thread whose stock ran out
+  // takes one from the pool before allocating one itself. Pool blocks
+  // count against max_blocks_total. Without the stocking thread (no
+  // session), Refill maps the blocks' pages itself.
+  void StartStocking();
+  void StopStocking();
+  // A block from the pool for `buffer`'s owner, within its budget;
+  // nullptr when the pool is empty or busy (never waits).
+  Block* TakeWarmBlock(ThreadBuffer* buffer);
   // Frees the drained blocks a thread holds beyond Block::kKeptBlocks (a
   // session's end, after its last drain).
   void TrimPools();
@@ -146,6 +182,21 @@ class BufferRegistry {
   std::atomic<uint32_t> max_blocks_{kDefaultMaxBlocksPerThread};
   std::atomic<uint32_t> max_total_{kDefaultMaxBlocksTotal};
   std::atomic<uint32_t> total_{0};
+  std::atomic<int64_t> refilled_at_ns_{0};
+
+  void StockLoop();
+  // Gives `buffer` a block from the pool (its pages mapped), counted
+  // against its budget; false when there is none or the budget is spent.
+  bool GiveWarmBlock(ThreadBuffer* buffer);
+
+  std::mutex pool_mutex_;
+  std::condition_variable pool_cv_;
+  std::vector<Block*> warm_;  // guarded by pool_mutex_
+  uint32_t warm_target_ = 0;  // guarded by pool_mutex_
+  bool stocking_ = false;     // guarded by pool_mutex_
+  std::atomic<bool> stocking_live_{false};
+  std::thread stocker_;  // started and joined under lifecycle_mutex_
+  std::mutex lifecycle_mutex_;
 };
 
 // Slots a record takes: slices and instants carry their attachments.
@@ -181,6 +232,7 @@ void DrainBuffer(ThreadBuffer* buffer, Fn&& fn) {
     Block* next = b->next;
     DrainBlock(b, b->committed.load(std::memory_order_acquire), fn);
     RecycleBlock(buffer, b);
+    BufferRegistry::Get().RefillIfDue();
     b = next;
   }
   if (Block* current = buffer->current.load(std::memory_order_acquire)) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -153,6 +154,80 @@ TEST_F(ThreadBufferTest, TheWriterFaultsInTheBlocksABurstWillNeed) {
   uint64_t events = 0;
   DrainBuffer(buffer, [&](const RawEvent*) { ++events; });
   EXPECT_EQ(events, uint64_t{3 * kDrawn + 1} * Block::kSlots);
+  EXPECT_EQ(buffer->dropped.load(std::memory_order_relaxed), 0u);
+}
+
+// The writer stocks a thread ahead of its need: after a thread started
+// blocks at some rate, the next refill leaves it what it fills in
+// Block::kStockAheadNs at that rate, pages mapped, and the thread records
+// on into them without allocating a block or faulting a page in.
+TEST_F(ThreadBufferTest, TheWriterStocksAThreadForTheRateItRecordsAt) {
+  constexpr uint32_t kStarted = 20;
+  ThreadBuffer* buffer = nullptr;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int stage = 0;
+  uint32_t stocked = 0, drawn_after = 0;
+  long faults = -1;
+  std::thread recorder([&] {
+    buffer = BufferRegistry::Get().ForThisThread();
+    std::unique_lock<std::mutex> lock(mutex);
+    stage = 1;
+    cv.notify_all();
+    cv.wait(lock, [&] { return stage == 2; });
+    lock.unlock();
+    Record(int64_t{kStarted} * Block::kSlots);
+    lock.lock();
+    stage = 3;
+    cv.notify_all();
+    cv.wait(lock, [&] { return stage == 4; });
+    // What the refill stocked, minus the current block's remainder.
+    rusage before, after;
+    getrusage(RUSAGE_THREAD, &before);
+    Record(int64_t{stocked} * Block::kSlots);
+    getrusage(RUSAGE_THREAD, &after);
+    faults = after.ru_minflt - before.ru_minflt;
+    drawn_after = buffer->drawn.load(std::memory_order_relaxed);
+  });
+  std::unique_lock<std::mutex> lock(mutex);
+  cv.wait(lock, [&] { return stage == 1; });
+  // The first look: from here the thread's rate is measured.
+  const auto first = std::chrono::steady_clock::now();
+  BufferRegistry::Get().Refill();
+  stage = 2;
+  cv.notify_all();
+  cv.wait(lock, [&] { return stage == 3; });
+  BufferRegistry::Get().Refill();
+  const double elapsed_ns = std::max(
+      1e6,
+      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now() - first)
+                              .count()));
+  // The thread started kStarted blocks within elapsed_ns (at most): the
+  // stock covers at least as many for the next kStockAheadNs, or twice
+  // what the thread allocated itself, within the caps.
+  const uint32_t stock = buffer->given.load(std::memory_order_relaxed) -
+                         buffer->from_stock.load(std::memory_order_relaxed);
+  const double ahead = kStarted * (Block::kStockAheadNs / elapsed_ns);
+  const uint32_t at_least = static_cast<uint32_t>(
+      std::min<double>({ahead, static_cast<double>(Block::kRefillBlocks),
+                        static_cast<double>(kPerThread - kStarted - 2)}));
+  EXPECT_GE(stock, at_least);
+  EXPECT_GE(stock, 2 * kStarted) << "twice what the thread drew itself";
+  stocked = stock - 1;
+  stage = 4;
+  cv.notify_all();
+  lock.unlock();
+  recorder.join();
+  EXPECT_EQ(drawn_after, 0u) << "the thread allocated blocks itself";
+#if !PODSCOPE_ASAN && !PODSCOPE_TSAN
+  EXPECT_LT(faults, 12) << "the recording thread faulted its blocks in";
+#else
+  (void)faults;
+#endif
+  uint64_t events = 0;
+  DrainBuffer(buffer, [&](const RawEvent*) { ++events; });
+  EXPECT_EQ(events, uint64_t{kStarted + stocked} * Block::kSlots);
   EXPECT_EQ(buffer->dropped.load(std::memory_order_relaxed), 0u);
 }
 
