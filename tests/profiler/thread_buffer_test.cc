@@ -31,6 +31,15 @@ void Record(int64_t n) {
   }
 }
 
+// Records `n` scopes; the page faults the calling thread took meanwhile.
+long FaultsRecording(int64_t n) {
+  rusage before, after;
+  getrusage(RUSAGE_THREAD, &before);
+  Record(n);
+  getrusage(RUSAGE_THREAD, &after);
+  return after.ru_minflt - before.ru_minflt;
+}
+
 // Records while the test's budgets are in force, then restores the
 // registry as a session would leave it.
 class ThreadBufferTest : public ::testing::Test {
@@ -125,11 +134,7 @@ TEST_F(ThreadBufferTest, TheWriterFaultsInTheBlocksABurstWillNeed) {
     stage = 1;
     cv.notify_all();
     cv.wait(lock, [&] { return stage == 2; });
-    rusage before, after;
-    getrusage(RUSAGE_THREAD, &before);
-    Record(int64_t{2 * kDrawn} * Block::kSlots);
-    getrusage(RUSAGE_THREAD, &after);
-    faults = after.ru_minflt - before.ru_minflt;
+    faults = FaultsRecording(int64_t{2 * kDrawn} * Block::kSlots);
     drawn_after = buffer->drawn.load(std::memory_order_relaxed);
   });
   {
@@ -182,11 +187,7 @@ TEST_F(ThreadBufferTest, TheWriterStocksAThreadForTheRateItRecordsAt) {
     cv.notify_all();
     cv.wait(lock, [&] { return stage == 4; });
     // What the refill stocked, minus the current block's remainder.
-    rusage before, after;
-    getrusage(RUSAGE_THREAD, &before);
-    Record(int64_t{stocked} * Block::kSlots);
-    getrusage(RUSAGE_THREAD, &after);
-    faults = after.ru_minflt - before.ru_minflt;
+    faults = FaultsRecording(int64_t{stocked} * Block::kSlots);
     drawn_after = buffer->drawn.load(std::memory_order_relaxed);
   });
   std::unique_lock<std::mutex> lock(mutex);
