@@ -38,7 +38,7 @@ CpuSnapshot TakeCpuSnapshot();
 // CPU time spent between two snapshots, split by who spent it.
 struct CpuSplit {
   int64_t process_ns = 0;   // everything, exited threads included
-  int64_t profiler_ns = 0;  // threads named "podscope-*" (drain, writer)
+  int64_t profiler_ns = 0;  // threads named "podscope-*" (drain, writer, stock)
   int64_t program_ns = 0;   // every other live thread
 };
 
