@@ -237,12 +237,16 @@ void BufferRegistry::Refill() {
   });
   // What the threads will start next: the stocking thread maps it ahead.
   if (stocking_live_.load(std::memory_order_acquire)) {
+    bool short_of_target = false;
     {
       std::lock_guard<std::mutex> lock(pool_mutex_);
       warm_target_ = static_cast<uint32_t>(
           std::min<uint64_t>(pool_want, 2 * uint64_t{Block::kRefillBlocks}));
+      short_of_target = warm_.size() < warm_target_;
     }
-    pool_cv_.notify_one();
+    // Woken only when there is work: a session recording a few events
+    // between long steps never wakes it.
+    if (short_of_target) pool_cv_.notify_one();
   }
 }
 
@@ -261,7 +265,6 @@ bool BufferRegistry::GiveWarmBlock(ThreadBuffer* buffer) {
   buffer->allocated.fetch_add(1, std::memory_order_relaxed);
   buffer->given.fetch_add(1, std::memory_order_relaxed);
   Push(&buffer->free, block);
-  pool_cv_.notify_one();
   return true;
 }
 
