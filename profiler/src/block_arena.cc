@@ -48,14 +48,11 @@ char* BlockArena::MapChunk() {
     munmap(reinterpret_cast<void*>(base + kChunkBytes),
            end - (base + kChunkBytes));
   }
-  // Where the system has no transparent huge pages this fails, and the
-  // chunk is backed by small pages: still correct.
-  madvise(reinterpret_cast<void*>(base), kChunkBytes, MADV_HUGEPAGE);
   return reinterpret_cast<char*>(base);
 }
 
 void BlockArena::Populate(char* begin, size_t bytes) {
-  // One write per page: in a huge-page chunk the first maps all 2 MiB.
+  // One write per page maps it.
   for (size_t offset = 0; offset < bytes; offset += kPage) {
     reinterpret_cast<volatile char*>(begin)[offset] = 0;
   }

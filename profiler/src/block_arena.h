@@ -1,27 +1,28 @@
 // Where the threads' event blocks live: 2 MiB chunks of address space,
-// aligned so that the kernel can back each with one huge page where it
-// has them (MADV_HUGEPAGE; transparent huge pages in "always" or
-// "madvise" mode). A chunk holds Block-sized pieces back to back.
+// each holding Block-sized pieces back to back, aligned to their size so
+// that a piece finds its chunk by masking its address.
 //
 // Why: the first write to a fresh 4 KiB page is a page fault, and on the
 // virtual machines this runs on one fault costs about 9 us, so a burst
-// that writes 1 GB/s into fresh 4 KiB pages spends a third of its time
-// faulting. One 2 MiB page costs about 50 us for 512 times the memory.
-// Whoever asks for a `populated` block (the session's drain thread, ahead
-// of a burst) pays for the fault of its chunk; a recording thread that
-// runs out of stock takes a block as it is.
+// that writes 1 GB/s into fresh pages spends a third of its time
+// faulting. Whoever asks for a `populated` block (the session's drain or
+// stocking thread, ahead of a burst) pays for the faults of its pages; a
+// recording thread that runs out of stock takes a block as it is.
+//
+// Chunks are not advised for transparent huge pages: in a training process
+// on a machine whose memory is busy (a build beside it), a profiler holding
+// a few huge pages made the program's own compute threads up to a quarter
+// slower, and the stock ahead already keeps the faults off the recording
+// thread (docs/profiler.md).
 //
 // Freed blocks return their memory. A chunk with no live block is kept
 // for the next burst, up to `retained_chunks` of them, its pages marked
 // free for the kernel to take whenever it needs them (MADV_FREE): until it
-// does, writing them again costs nothing, where mapping fresh memory costs
-// the first write to each 2 MiB about 3 ms on the virtual machines this
-// runs on. Beyond that cap a free chunk is unmapped. A freed block inside a
-// chunk that still has live ones stays mapped for the next Allocate until
-// ReleaseFreePieces gives its pages back (MADV_DONTNEED; a session's end):
-// releasing them one by one as a chunk empties would split its huge page. All
-// calls are thread-safe (one mutex; every call is on a slow path: a block holds
-// 2,048 events).
+// does, writing them again costs no fault. Beyond that cap a free chunk is
+// unmapped. A freed block inside a chunk that still has live ones stays
+// mapped for the next Allocate until ReleaseFreePieces gives its pages back
+// (MADV_DONTNEED; a session's end). All calls are thread-safe (one mutex;
+// every call is on a slow path: a block holds 2,048 events).
 #ifndef PODSCOPE_PROFILER_SRC_BLOCK_ARENA_H_
 #define PODSCOPE_PROFILER_SRC_BLOCK_ARENA_H_
 

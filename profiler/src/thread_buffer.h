@@ -17,10 +17,9 @@
 // the rate the thread has been filling blocks. A page fault on the
 // recording thread costs it about 9 us per 4 KiB on the virtual machines
 // this runs on, a third of a cold burst's time when it faulted its own
-// blocks in; blocks come from 2 MiB chunks that the kernel can back with
-// huge pages (block_arena.h). When the session stops, each pool is trimmed
-// back to kKeptBlocks. Blocks are not zeroed: every slot is written before
-// its count is committed.
+// blocks in; blocks come from 2 MiB chunks (block_arena.h). When the session
+// stops, each pool is trimmed back to kKeptBlocks. Blocks are not zeroed: every
+// slot is written before its count is committed.
 //
 // Both lists are stacks whose consumer takes everything at once with an
 // exchange, so no pop races with a push (no ABA). What one side writes for
