@@ -42,6 +42,36 @@ long FaultsRecording(int64_t n) {
 
 // Records while the test's budgets are in force, then restores the
 // registry as a session would leave it.
+// Two threads taking turns: each waits for the stage the other sets.
+class Turns {
+ public:
+  void Set(int stage) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stage_ = stage;
+    cv_.notify_all();
+  }
+  void WaitFor(int stage) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return stage_ == stage; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int stage_ = 0;
+};
+
+// A dozen faults per block allocated on the recording thread; fewer means
+// it allocated none. Under a sanitizer, its shadow of the pages written
+// faults in on the writing thread whatever the blocks.
+void ExpectNoBlockFaultedIn(long faults) {
+#if !PODSCOPE_ASAN && !PODSCOPE_TSAN
+  EXPECT_LT(faults, 12) << "the recording thread faulted its blocks in";
+#else
+  (void)faults;
+#endif
+}
+
 class ThreadBufferTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -120,9 +150,7 @@ TEST_F(ThreadBufferTest, ASecondBurstReusesTheDrainedBlocksOfTheFirst) {
 TEST_F(ThreadBufferTest, TheWriterFaultsInTheBlocksABurstWillNeed) {
   constexpr uint32_t kDrawn = 24;
   ThreadBuffer* buffer = nullptr;
-  std::mutex mutex;
-  std::condition_variable cv;
-  int stage = 0;
+  Turns turns;
   uint32_t drawn_before_refill = 0, drawn_after = 0;
   long faults = -1;
   std::thread recorder([&] {
@@ -130,31 +158,18 @@ TEST_F(ThreadBufferTest, TheWriterFaultsInTheBlocksABurstWillNeed) {
     // Fill the current block and kDrawn more, all allocated here.
     Record(int64_t{kDrawn + 1} * Block::kSlots);
     drawn_before_refill = buffer->drawn.load(std::memory_order_relaxed);
-    std::unique_lock<std::mutex> lock(mutex);
-    stage = 1;
-    cv.notify_all();
-    cv.wait(lock, [&] { return stage == 2; });
+    turns.Set(1);
+    turns.WaitFor(2);
     faults = FaultsRecording(int64_t{2 * kDrawn} * Block::kSlots);
     drawn_after = buffer->drawn.load(std::memory_order_relaxed);
   });
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    cv.wait(lock, [&] { return stage == 1; });
-    BufferRegistry::Get().Refill();  // the writer's pass, draining nothing
-    stage = 2;
-    cv.notify_all();
-  }
+  turns.WaitFor(1);
+  BufferRegistry::Get().Refill();  // the writer's pass, draining nothing
+  turns.Set(2);
   recorder.join();
   EXPECT_GE(drawn_before_refill, kDrawn);
   EXPECT_EQ(drawn_after, 0u) << "the burst allocated blocks itself";
-  // A dozen faults per block allocated on the thread; a few for anything
-  // else the thread touches. Under a sanitizer, its shadow of the pages
-  // written faults in on the writing thread whatever the blocks.
-#if !PODSCOPE_ASAN && !PODSCOPE_TSAN
-  EXPECT_LT(faults, 12) << "the recording thread faulted its blocks in";
-#else
-  (void)faults;
-#endif
+  ExpectNoBlockFaultedIn(faults);
   EXPECT_LE(buffer->allocated.load(std::memory_order_relaxed), kPerThread);
   uint64_t events = 0;
   DrainBuffer(buffer, [&](const RawEvent*) { ++events; });
@@ -169,35 +184,26 @@ TEST_F(ThreadBufferTest, TheWriterFaultsInTheBlocksABurstWillNeed) {
 TEST_F(ThreadBufferTest, TheWriterStocksAThreadForTheRateItRecordsAt) {
   constexpr uint32_t kStarted = 20;
   ThreadBuffer* buffer = nullptr;
-  std::mutex mutex;
-  std::condition_variable cv;
-  int stage = 0;
+  Turns turns;
   uint32_t stocked = 0, drawn_after = 0;
   long faults = -1;
   std::thread recorder([&] {
     buffer = BufferRegistry::Get().ForThisThread();
-    std::unique_lock<std::mutex> lock(mutex);
-    stage = 1;
-    cv.notify_all();
-    cv.wait(lock, [&] { return stage == 2; });
-    lock.unlock();
+    turns.Set(1);
+    turns.WaitFor(2);
     Record(int64_t{kStarted} * Block::kSlots);
-    lock.lock();
-    stage = 3;
-    cv.notify_all();
-    cv.wait(lock, [&] { return stage == 4; });
+    turns.Set(3);
+    turns.WaitFor(4);
     // What the refill stocked, minus the current block's remainder.
     faults = FaultsRecording(int64_t{stocked} * Block::kSlots);
     drawn_after = buffer->drawn.load(std::memory_order_relaxed);
   });
-  std::unique_lock<std::mutex> lock(mutex);
-  cv.wait(lock, [&] { return stage == 1; });
+  turns.WaitFor(1);
   // The first look: from here the thread's rate is measured.
   const auto first = std::chrono::steady_clock::now();
   BufferRegistry::Get().Refill();
-  stage = 2;
-  cv.notify_all();
-  cv.wait(lock, [&] { return stage == 3; });
+  turns.Set(2);
+  turns.WaitFor(3);
   BufferRegistry::Get().Refill();
   const double elapsed_ns = std::max(
       1e6,
@@ -216,16 +222,10 @@ TEST_F(ThreadBufferTest, TheWriterStocksAThreadForTheRateItRecordsAt) {
   EXPECT_GE(stock, at_least);
   EXPECT_GE(stock, 2 * kStarted) << "twice what the thread drew itself";
   stocked = stock - 1;
-  stage = 4;
-  cv.notify_all();
-  lock.unlock();
+  turns.Set(4);
   recorder.join();
   EXPECT_EQ(drawn_after, 0u) << "the thread allocated blocks itself";
-#if !PODSCOPE_ASAN && !PODSCOPE_TSAN
-  EXPECT_LT(faults, 12) << "the recording thread faulted its blocks in";
-#else
-  (void)faults;
-#endif
+  ExpectNoBlockFaultedIn(faults);
   uint64_t events = 0;
   DrainBuffer(buffer, [&](const RawEvent*) { ++events; });
   EXPECT_EQ(events, uint64_t{kStarted + stocked} * Block::kSlots);
