@@ -57,6 +57,15 @@ Block* NewBlock(bool populated) {
   return memory == nullptr ? nullptr : new (memory) Block;
 }
 
+// A new block counted against `buffer`'s budget and the total; nullptr,
+// and nothing counted, when a budget or the system's memory is spent.
+Block* NewCountedBlock(ThreadBuffer* buffer, bool populated) {
+  if (!BufferRegistry::Get().TryAllocate(buffer)) return nullptr;
+  Block* block = NewBlock(populated);
+  if (block == nullptr) BufferRegistry::Get().Freed(buffer);
+  return block;
+}
+
 void DeleteBlock(Block* block) {
   block->~Block();
   Arena().Free(block);
@@ -108,12 +117,9 @@ Block* NextBlock(ThreadBuffer* buffer) {
     buffer->drawn.fetch_add(1, std::memory_order_relaxed);
     return b;
   }
-  if (BufferRegistry::Get().TryAllocate(buffer)) {
-    if (Block* b = NewBlock(/*populated=*/false)) {
-      buffer->drawn.fetch_add(1, std::memory_order_relaxed);
-      return b;
-    }
-    BufferRegistry::Get().Freed(buffer);
+  if (Block* b = NewCountedBlock(buffer, /*populated=*/false)) {
+    buffer->drawn.fetch_add(1, std::memory_order_relaxed);
+    return b;
   }
   return nullptr;
 }
@@ -121,12 +127,8 @@ Block* NextBlock(ThreadBuffer* buffer) {
 // Puts a fresh block, its pages mapped, on the thread's stock; false when
 // a budget or the system's memory is spent.
 bool StockFreshBlock(ThreadBuffer* buffer, bool populated) {
-  if (!BufferRegistry::Get().TryAllocate(buffer)) return false;
-  Block* block = NewBlock(populated);
-  if (block == nullptr) {
-    BufferRegistry::Get().Freed(buffer);
-    return false;
-  }
+  Block* block = NewCountedBlock(buffer, populated);
+  if (block == nullptr) return false;
   buffer->given.fetch_add(1, std::memory_order_relaxed);
   Push(&buffer->free, block);
   return true;
@@ -176,12 +178,17 @@ bool BufferRegistry::TryAllocate(ThreadBuffer* buffer) {
       max_blocks_per_thread()) {
     return false;
   }
-  // Other owners allocate concurrently: reserve the session's share first.
+  if (!ReserveTotal()) return false;
+  buffer->allocated.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool BufferRegistry::ReserveTotal() {
+  // Other owners allocate concurrently: reserve first, then check.
   if (total_.fetch_add(1, std::memory_order_relaxed) >= max_blocks_total()) {
     total_.fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
-  buffer->allocated.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -223,7 +230,6 @@ void BufferRegistry::Refill() {
         (started * Block::kStockAheadNs + elapsed - 1) / elapsed;
     const auto want = static_cast<uint32_t>(std::min<uint64_t>(
         std::max<uint64_t>(ahead, 2 * uint64_t{drawn}), Block::kRefillBlocks));
-    // What the stock holds: given to it, less what the owner took.
     // What the stock holds: given to it, less what the owner took (the
     // owner counts a block only once it took it, after it was given).
     int64_t stock = static_cast<int32_t>(
@@ -250,19 +256,25 @@ void BufferRegistry::Refill() {
   }
 }
 
+Block* BufferRegistry::PopWarmBlock(ThreadBuffer* buffer) {
+  if (warm_.empty() || buffer->allocated.load(std::memory_order_relaxed) >=
+                           max_blocks_per_thread()) {
+    return nullptr;
+  }
+  Block* block = warm_.back();
+  warm_.pop_back();
+  // Counted against the budget for all threads since it was mapped.
+  buffer->allocated.fetch_add(1, std::memory_order_relaxed);
+  return block;
+}
+
 bool BufferRegistry::GiveWarmBlock(ThreadBuffer* buffer) {
   Block* block = nullptr;
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
-    if (warm_.empty() || buffer->allocated.load(std::memory_order_relaxed) >=
-                             max_blocks_per_thread()) {
-      return false;
-    }
-    block = warm_.back();
-    warm_.pop_back();
+    block = PopWarmBlock(buffer);
   }
-  // Counted against the budget for all threads since it was mapped.
-  buffer->allocated.fetch_add(1, std::memory_order_relaxed);
+  if (block == nullptr) return false;
   buffer->given.fetch_add(1, std::memory_order_relaxed);
   Push(&buffer->free, block);
   return true;
@@ -271,15 +283,7 @@ bool BufferRegistry::GiveWarmBlock(ThreadBuffer* buffer) {
 Block* BufferRegistry::TakeWarmBlock(ThreadBuffer* buffer) {
   if (!stocking_live_.load(std::memory_order_relaxed)) return nullptr;
   std::unique_lock<std::mutex> lock(pool_mutex_, std::try_to_lock);
-  if (!lock.owns_lock() || warm_.empty() ||
-      buffer->allocated.load(std::memory_order_relaxed) >=
-          max_blocks_per_thread()) {
-    return nullptr;
-  }
-  Block* block = warm_.back();
-  warm_.pop_back();
-  buffer->allocated.fetch_add(1, std::memory_order_relaxed);
-  return block;
+  return lock.owns_lock() ? PopWarmBlock(buffer) : nullptr;
 }
 
 void BufferRegistry::StartStocking() {
@@ -327,12 +331,7 @@ void BufferRegistry::StockLoop() {
     lock.unlock();
     Block* made[8];
     size_t n = 0;
-    while (n < want) {
-      if (total_.fetch_add(1, std::memory_order_relaxed) >=
-          max_blocks_total()) {
-        total_.fetch_sub(1, std::memory_order_relaxed);
-        break;
-      }
+    while (n < want && ReserveTotal()) {
       Block* b = NewBlock(/*populated=*/true);
       if (b == nullptr) {
         total_.fetch_sub(1, std::memory_order_relaxed);

@@ -187,6 +187,11 @@ class BufferRegistry {
   // Gives `buffer` a block from the pool (its pages mapped), counted
   // against its budget; false when there is none or the budget is spent.
   bool GiveWarmBlock(ThreadBuffer* buffer);
+  // A block off the pool within `buffer`'s budget, counted against it;
+  // nullptr when there is none or the budget is spent. Holding pool_mutex_.
+  Block* PopWarmBlock(ThreadBuffer* buffer);
+  // Counts one more block against max_blocks_total; false when spent.
+  bool ReserveTotal();
 
   std::mutex pool_mutex_;
   std::condition_variable pool_cv_;
