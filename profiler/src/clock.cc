@@ -105,6 +105,11 @@ TickCalibration CalibrateTicks(int sample_ms) {
   return c;
 }
 
+TickCalibration ProcessTickCalibration() {
+  static const TickCalibration first = CalibrateTicks(10);
+  return RefineCalibration(first);
+}
+
 TickCalibration RefineCalibration(const TickCalibration& start) {
   if (!start.tsc) return start;
   const Pair end = TightPair();

@@ -474,6 +474,79 @@ TEST(StreamedFanout, FortyEightWorkersWithAFixedNumberOfThreads) {
   for (auto& p : processes) p->WriteLine("quit");
 }
 
+// A source that records nothing and runs no thread: what is left of a
+// capture's threads is the server's own.
+class QuietSource : public CaptureSource {
+ public:
+  absl::Status Start(std::unique_ptr<trace_format::RecordSink> sink,
+                     const std::string& session_id, int64_t) override {
+    auto writer = trace_format::TraceWriter::Create(std::move(sink));
+    if (!writer.ok()) return writer.status();
+    writer_ = std::move(*writer);
+    trace_format::proto::Metadata metadata;
+    metadata.set_session_id(session_id);
+    writer_->SetMetadata(metadata);
+    return absl::OkStatus();
+  }
+  absl::Status Stop() override {
+    absl::Status s = writer_ != nullptr ? writer_->Close() : absl::OkStatus();
+    writer_.reset();
+    return s;
+  }
+  uint64_t events() const override { return 0; }
+
+ private:
+  std::unique_ptr<trace_format::TraceWriter> writer_;
+};
+
+// Servers hold no thread per capture: 24 servers of this process, all
+// captured at once, add far fewer than 24 threads (a thread per call and
+// one per capture would add 48).
+TEST(WorkerWrites, ServersHoldNoThreadPerCapture) {
+  constexpr int kServers = 24;
+  const std::string shared = FreshDir("ww-quiet");
+  std::vector<std::unique_ptr<ProfilerServer>> servers;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < kServers; ++i) {
+    ServerOptions options;
+    options.capture_root = shared;
+    options.host_name = "quiet-" + std::to_string(i);
+    options.capture_source = std::make_shared<QuietSource>();
+    auto server = StartServer(0, options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    addrs.push_back((*server)->address());
+    servers.push_back(std::move(*server));
+  }
+  CaptureOptions o;
+  o.workers = addrs;
+  o.logdir = shared;
+  o.duration_ms = 300;
+  o.worker_writes = true;
+  o.start_lead_ms = 100;
+  // One capture first: gRPC's and the client's own threads are then
+  // running, as they are for any later capture.
+  o.session = "warm";
+  ASSERT_TRUE(CaptureWorkers(o).ok());
+  const int before = ThreadCount();
+  std::atomic<int> most{0};
+  o.session = "quiet";
+  o.duration_ms = 1000;
+  o.progress = [&](const CaptureProgress&) {
+    most = std::max(most.load(), ThreadCount());
+  };
+  auto result = CaptureWorkers(o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->answered(), kServers);
+  for (const WorkerResult& w : result->workers) {
+    ASSERT_TRUE(w.ok) << w.error;
+    auto f = ReadTraceFile(w.path);
+    ASSERT_NE(f.reader, nullptr) << w.path;
+    EXPECT_TRUE(f.reader->report().intact()) << f.reader->report().Describe();
+  }
+  EXPECT_LT(most.load() - before, kServers / 2)
+      << "threads before: " << before << ", during: " << most.load();
+}
+
 // 64 workers, 5 of them unreachable and 3 dying mid-capture: the other 56
 // complete, and every worker's outcome is in the result and the manifest.
 // The 56 are servers in two processes (capture_worker --servers), each

@@ -15,7 +15,7 @@ bool SameSecret(std::string_view given, std::string_view expected) {
   return diff == 0;
 }
 
-grpc::Status CheckBearerToken(const grpc::ServerContext& ctx,
+grpc::Status CheckBearerToken(const grpc::ServerContextBase& ctx,
                               std::string_view token, std::string_view missing,
                               std::string_view wrong) {
   if (token.empty()) return grpc::Status::OK;

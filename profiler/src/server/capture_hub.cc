@@ -85,7 +85,7 @@ absl::StatusOr<std::shared_ptr<CaptureWindow>> WindowFor(
   *start_ns = std::max(mono, now);
   // The instant in ticks, so that the window's edge is exact rather than
   // when a thread wakes.
-  const TickCalibration cal = CalibrateTicks(2);
+  const TickCalibration cal = ProcessTickCalibration();
   const int64_t ahead = *start_ns - MonotonicNs();
   const uint64_t ticks =
       Ticks() + static_cast<uint64_t>(static_cast<int64_t>(
@@ -114,6 +114,34 @@ void ByteBudget::Holding::Release() {
   held_ = 0;
 }
 
+CaptureHub::CaptureHub(const ServerOptions& options)
+    : options_(options), controller_([this] { ControlLoop(); }) {}
+
+CaptureHub::~CaptureHub() {
+  StopAll();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  cv_.notify_all();
+  controller_.join();
+}
+
+void CaptureHub::ControlLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    cv_.wait(lock, [&] {
+      return closing_ || (current_ != nullptr && !current_->controlled);
+    });
+    if (current_ == nullptr || current_->controlled) return;  // closing
+    std::shared_ptr<Capture> c = current_;
+    c->controlled = true;
+    lock.unlock();
+    Control(std::move(c));
+    lock.lock();
+  }
+}
+
 absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Join(
     const pb::CaptureRequest& r, const std::string& peer) {
   if (absl::Status s = ValidateCaptureRequest(r, options_); !s.ok()) return s;
@@ -134,8 +162,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Join(
       cv_.wait(lock, [&] { return current_.get() != &c || c.finished; });
       continue;
     }
-    // Unlocks while its controller is joined: look again after.
-    JoinFinishedLocked(lock);
+    ForgetFinishedLocked(lock);
   }
 }
 
@@ -271,7 +298,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::StartLocked(
   capture->file.set_path(file_path);
   if (capture->window) capture->window->Arm();
   current_ = capture;
-  capture->controller = std::thread([this, capture] { Control(capture); });
+  cv_.notify_all();  // the controller takes it
   return capture;
 }
 
@@ -305,7 +332,7 @@ void CaptureHub::StopAll() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (current_) current_->stop = true;
   cv_.notify_all();
-  JoinFinishedLocked(lock, /*wait=*/true);
+  ForgetFinishedLocked(lock, /*wait=*/true);
 }
 
 absl::Status CaptureHub::WaitForEnd(
@@ -396,15 +423,11 @@ void CaptureHub::DescribeFile(Capture& c, int64_t stopped_ns) {
   c.file.set_crc32(c.file_state->crc32);
 }
 
-void CaptureHub::JoinFinishedLocked(std::unique_lock<std::mutex>& lock,
-                                    bool wait) {
+void CaptureHub::ForgetFinishedLocked(std::unique_lock<std::mutex>& lock,
+                                      bool wait) {
   if (!current_) return;
   if (wait) cv_.wait(lock, [&] { return current_->finished; });
-  if (!current_->finished) return;
-  std::shared_ptr<Capture> old = std::move(current_);
-  lock.unlock();
-  if (old->controller.joinable()) old->controller.join();
-  lock.lock();
+  if (current_->finished) current_.reset();
 }
 
 }  // namespace podscope::profiler::internal

@@ -30,6 +30,16 @@ namespace podscope::profiler::internal {
 
 namespace pb = ::podscope::profiler::proto;
 
+// Told when a CaptureStream has more bytes or has finished: how a client
+// served without a thread of its own learns that it has something to send.
+class StreamListener {
+ public:
+  virtual ~StreamListener() = default;
+  // Called without the stream's lock held, from the thread that appended
+  // or finished; must not block.
+  virtual void StreamChanged() = 0;
+};
+
 // The bytes a capture's session writes, kept for every client of the
 // capture (a client that joins late replays them from the start).
 class CaptureStream {
@@ -38,12 +48,24 @@ class CaptureStream {
 
   void Append(std::string_view bytes) {
     if (bytes.empty()) return;
+    std::vector<std::shared_ptr<StreamListener>> tell;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      starts_.push_back(static_cast<size_t>(total_));
+      pieces_.emplace_back(bytes);
+      total_ += static_cast<int64_t>(bytes.size());
+      if (total_ > max_bytes_) overflow_ = true;
+      cv_.notify_all();
+      tell = LiveListenersLocked();
+    }
+    for (const auto& l : tell) l->StreamChanged();
+  }
+
+  // Tells `listener` of every change from now on, for as long as it lives
+  // (the stream keeps no reference that would keep it alive).
+  void Listen(std::weak_ptr<StreamListener> listener) {
     std::lock_guard<std::mutex> lock(mutex_);
-    starts_.push_back(static_cast<size_t>(total_));
-    pieces_.emplace_back(bytes);
-    total_ += static_cast<int64_t>(bytes.size());
-    if (total_ > max_bytes_) overflow_ = true;
-    cv_.notify_all();
+    listeners_.push_back(std::move(listener));
   }
 
   void SetProgress(uint64_t events, uint64_t dropped) {
@@ -58,10 +80,15 @@ class CaptureStream {
     receiver_indexes_ = true;
   }
   void Finish(absl::Status status) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    finished_ = true;
-    status_ = std::move(status);
-    cv_.notify_all();
+    std::vector<std::shared_ptr<StreamListener>> tell;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      finished_ = true;
+      status_ = std::move(status);
+      cv_.notify_all();
+      tell = LiveListenersLocked();
+    }
+    for (const auto& l : tell) l->StreamChanged();
   }
 
   bool overflow() {
@@ -107,9 +134,24 @@ class CaptureStream {
   }
 
  private:
+  // The listeners still alive; the others are forgotten.
+  std::vector<std::shared_ptr<StreamListener>> LiveListenersLocked() {
+    std::vector<std::shared_ptr<StreamListener>> live;
+    size_t kept = 0;
+    for (auto& w : listeners_) {
+      if (auto l = w.lock()) {
+        live.push_back(std::move(l));
+        listeners_[kept++] = std::move(w);
+      }
+    }
+    listeners_.resize(kept);
+    return live;
+  }
+
   const int64_t max_bytes_;
   std::mutex mutex_;
   std::condition_variable cv_;
+  std::vector<std::weak_ptr<StreamListener>> listeners_;
   std::vector<std::string> pieces_;
   std::vector<size_t> starts_;  // of each piece, in bytes of the stream
   int64_t total_ = 0;
@@ -161,9 +203,10 @@ class ByteBudget {
   int64_t held_ = 0;  // guarded by mutex_
 };
 
-// One capture: the process's session, recording into a CaptureStream, with
-// a controller thread that ends it at the latest deadline of its clients,
-// on Stop, when every client has gone, or when it outgrows memory. When the
+// One capture: the process's session, recording into a CaptureStream,
+// which the hub's controller thread ends at the latest deadline of its
+// clients, on Stop, when every client has gone, or when it outgrows memory.
+// When the
 // process already records itself (StartTrace), the capture shares that
 // trace instead (ShareLocalSession): its stream gets the events from the
 // capture's start on, in a file of its own, and it also ends when that
@@ -188,17 +231,21 @@ struct Capture {
   bool stop = false;        // guarded by the hub's mutex
   // Its end was reached or asked for: it takes no more clients, and a
   // request then waits for it to finish and gets a capture of its own.
-  bool ending = false;    // guarded by the hub's mutex
-  bool finished = false;  // guarded by the hub's mutex
-  std::thread controller;
+  bool ending = false;      // guarded by the hub's mutex
+  bool finished = false;    // guarded by the hub's mutex
+  bool controlled = false;  // taken by the controller; the hub's mutex
 };
 
+// The hub's one controller thread lives as long as the hub: a capture
+// starts no thread of its own, so that a host serving many captures at
+// once (or a process serving many servers) does not create threads at the
+// moment they all start.
 class CaptureHub {
  public:
-  explicit CaptureHub(const ServerOptions& options) : options_(options) {}
+  explicit CaptureHub(const ServerOptions& options);
   CaptureHub(const CaptureHub&) = delete;
   CaptureHub& operator=(const CaptureHub&) = delete;
-  ~CaptureHub() { StopAll(); }
+  ~CaptureHub();
 
   // Joins the running capture or starts one. A request that breaks a limit
   // (ValidateCaptureRequest) is refused before either.
@@ -221,6 +268,8 @@ class CaptureHub {
   absl::StatusOr<std::shared_ptr<Capture>> StartLocked(
       const pb::CaptureRequest& r, const std::string& peer, int64_t now,
       int64_t deadline_ns);
+  // The controller thread: takes each capture as it starts and ends it.
+  void ControlLoop();
   void Control(std::shared_ptr<Capture> c);
   // The file's facts once its session stopped.
   void DescribeFile(Capture& c, int64_t stopped_ns);
@@ -231,13 +280,17 @@ class CaptureHub {
                           std::chrono::milliseconds interval,
                           const std::function<bool(absl::Status*)>& poll);
 
-  void JoinFinishedLocked(std::unique_lock<std::mutex>& lock,
-                          bool wait = false);
+  // Forgets the current capture once it has finished (waiting for that
+  // first when `wait`).
+  void ForgetFinishedLocked(std::unique_lock<std::mutex>& lock,
+                            bool wait = false);
 
   const ServerOptions options_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::shared_ptr<Capture> current_;
+  bool closing_ = false;  // guarded by mutex_
+  std::thread controller_;
 };
 
 }  // namespace podscope::profiler::internal

@@ -33,6 +33,7 @@
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/user_token.h"
 #include "src/server/capture_hub.h"
+#include "src/server/capture_writer.h"
 #include "src/server/probe_responder.h"
 #include "src/server/server_internal.h"
 #include "src/server/xprof_service.h"
@@ -79,7 +80,10 @@ absl::StatusOr<std::string> ServerToken(const ServerOptions& options,
   return token;
 }
 
-class Service final : public pb::ProfilerService::Service {
+// Capture is served by a callback reactor (capture_writer.h): no thread
+// per client; the short calls keep gRPC's synchronous threads.
+class Service final : public pb::ProfilerService::WithCallbackMethod_Capture<
+                          pb::ProfilerService::Service> {
  public:
   Service(const ServerOptions& options, std::string token,
           std::unique_ptr<internal::ProbeResponder> probes)
@@ -163,65 +167,27 @@ class Service final : public pb::ProfilerService::Service {
     return Status::OK;
   }
 
-  Status Capture(ServerContext* ctx, const pb::CaptureRequest* request,
-                 grpc::ServerWriter<pb::CaptureData>* writer) override {
-    if (Status s = Authorize(ctx); !s.ok()) return s;
+  grpc::ServerWriteReactor<pb::CaptureData>* Capture(
+      grpc::CallbackServerContext* ctx,
+      const pb::CaptureRequest* request) override {
+    if (Status s = Authorize(ctx); !s.ok()) return internal::RefuseCapture(s);
     std::string peer = ctx->peer();
     if (!request->client().empty()) {
       peer = absl::StrCat(std::string(request->client()), " at ", peer);
     }
+    // Starting a capture (its file, its session) takes a few milliseconds
+    // here; only a request that finds a capture ending waits for its end.
     auto joined = hub_.Join(*request, peer);
-    if (!joined.ok()) return ToGrpc(joined.status());
-    std::shared_ptr<internal::Capture> capture = *joined;
-    size_t cursor = 0;
-    bool first = true;
-    std::string bytes;
-    absl::Status end;
-    Status result = Status::OK;
-    // A worker-side capture streams no bytes: progress about every second.
-    int quiet_waits = 0;
-    while (true) {
-      if (ctx->IsCancelled()) {
-        result = Status(StatusCode::CANCELLED, "the client went away");
-        break;
-      }
-      pb::CaptureData data;
-      const bool done =
-          capture->stream->Next(&cursor, &bytes, kMaxMessageBytes,
-                                std::chrono::milliseconds(250), &data, &end);
-      const bool progress = capture->worker_writes && ++quiet_waits >= 4;
-      if (bytes.empty() && !done && !first && !progress) continue;
-      quiet_waits = 0;
-      data.set_records(bytes);
-      if (first) data.set_session_id(capture->session_id);
-      data.set_done(done);
-      if (capture->file_state) {
-        data.set_file_bytes(capture->file_state->bytes.load());
-        // The hub set the file's facts before it finished the stream.
-        if (done) *data.mutable_file() = capture->file;
-      }
-      first = false;
-      if (!writer->Write(data)) {
-        result = Status(StatusCode::CANCELLED, "the client went away");
-        break;
-      }
-      if (done) {
-        if (!end.ok()) result = ToGrpc(end);
-        break;
-      }
-    }
-    hub_.Leave(capture);
-    return result;
+    if (!joined.ok()) return internal::RefuseCapture(ToGrpc(joined.status()));
+    return internal::StartCaptureWriter(&hub_, *std::move(joined));
   }
 
  private:
-  static constexpr size_t kMaxMessageBytes = 1 << 20;
-
   static Status ToGrpc(const absl::Status& s) {
     return Status(static_cast<StatusCode>(s.code()), std::string(s.message()));
   }
 
-  Status Authorize(ServerContext* ctx) const {
+  Status Authorize(grpc::ServerContextBase* ctx) const {
     return CheckBearerToken(*ctx, token_,
                             "this profiler server requires a token "
                             "(authorization: Bearer <token>)",
@@ -334,6 +300,9 @@ absl::StatusOr<std::unique_ptr<ProfilerServer>> StartServer(
         absl::StrCat("StartServer: ", s.message()));
   }
 
+  // A scheduled start turns its instant into ticks with this: calibrated
+  // now rather than when a capture arrives.
+  (void)ProcessTickCalibration();
   auto probes = internal::ProbeResponder::Start(host);
   auto service = std::make_unique<Service>(
       resolved, token, probes.ok() ? *std::move(probes) : nullptr);

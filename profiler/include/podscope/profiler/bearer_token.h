@@ -18,7 +18,7 @@ bool SameSecret(std::string_view given, std::string_view expected);
 
 // OK, or UNAUTHENTICATED with `missing` (no authorization metadata) or
 // `wrong` (a different token) as the message.
-grpc::Status CheckBearerToken(const grpc::ServerContext& ctx,
+grpc::Status CheckBearerToken(const grpc::ServerContextBase& ctx,
                               std::string_view token, std::string_view missing,
                               std::string_view wrong);
 

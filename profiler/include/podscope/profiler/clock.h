@@ -124,6 +124,12 @@ TickCalibration CalibrateTicks(int sample_ms = 20);
 // is exact at both ends of a capture.
 TickCalibration RefineCalibration(const TickCalibration& start);
 
+// This process's map, calibrated once (the first call sleeps about 10 ms)
+// and refined by every later call over the whole time since: for turning
+// an instant a little ahead into ticks without calibrating anew (and
+// sleeping) each time.
+TickCalibration ProcessTickCalibration();
+
 }  // namespace podscope::profiler
 
 #endif  // PODSCOPE_PROFILER_CLOCK_H_
