@@ -180,6 +180,11 @@ class Session {
     std::lock_guard<std::mutex> drain(drain_mutex_);
     return tap_ && tap_->owner() == owner;
   }
+  // The capture sharing this session (0: none).
+  uint64_t TapOwner() {
+    std::lock_guard<std::mutex> drain(drain_mutex_);
+    return tap_ ? tap_->owner() : 0;
+  }
 
   // Ends the capture `owner`: what the threads committed until now goes
   // into its file, which is closed. NotFound when it is not attached.
@@ -383,6 +388,15 @@ std::map<uint64_t, absl::Status>* EndedTaps() {
   static auto* ended = new std::map<uint64_t, absl::Status>();
   return ended;
 }
+// The captures whose shared session is stopping (no longer g_session, its
+// file still closing): they still run until it has stopped, and how they
+// ended is then in EndedTaps. Guarded by g_session_mutex; g_session_cv is
+// told when one is done.
+std::map<uint64_t, int>* StoppingTaps() {
+  static auto* stopping = new std::map<uint64_t, int>();
+  return stopping;
+}
+std::condition_variable g_session_cv;
 
 // Fills in defaults that come from the environment and the process facts.
 TraceOptions ResolveOptions(const TraceOptions& options) {
@@ -426,15 +440,30 @@ absl::Status Install(std::unique_ptr<Session> session) {
   return absl::OkStatus();
 }
 
-// Stops `session` (no longer the process's); remembers how a capture that
-// shared it ended.
+// Takes the process's session out (g_session_mutex held) to be stopped
+// by Uninstall: a capture sharing it counts as running until then.
+std::unique_ptr<Session> TakeSessionLocked() {
+  if (const uint64_t tap = g_session->TapOwner(); tap != 0) {
+    ++(*StoppingTaps())[tap];
+  }
+  return std::move(g_session);
+}
+
+// Stops `session` (taken by TakeSessionLocked); remembers how a capture
+// that shared it ended.
 absl::Status Uninstall(std::unique_ptr<Session> session) {
+  const uint64_t sharing = session->TapOwner();
   uint64_t tap_owner = 0;
   absl::Status tap_status;
   absl::Status s = session->Stop(&tap_owner, &tap_status);
-  if (tap_owner != 0) {
-    std::lock_guard<std::mutex> lock(g_session_mutex);
-    (*EndedTaps())[tap_owner] = tap_status;
+  std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (tap_owner != 0) (*EndedTaps())[tap_owner] = tap_status;
+  if (sharing != 0) {
+    auto it = StoppingTaps()->find(sharing);
+    if (it != StoppingTaps()->end() && --it->second == 0) {
+      StoppingTaps()->erase(it);
+    }
+    g_session_cv.notify_all();
   }
   return s;
 }
@@ -509,7 +538,7 @@ absl::StatusOr<std::string> StopTrace() {
           "') was started by a remote client; it ends when that client's "
           "capture does"));
     }
-    session = std::move(g_session);
+    session = TakeSessionLocked();
   }
   const std::string path = session->path();
   if (absl::Status s = Uninstall(std::move(session)); !s.ok()) return s;
@@ -576,7 +605,9 @@ absl::Status ShareLocalSession(std::unique_ptr<tf::RecordSink> sink,
 absl::Status StopOwnedSession(uint64_t owner) {
   std::unique_ptr<Session> session;
   {
-    std::lock_guard<std::mutex> lock(g_session_mutex);
+    std::unique_lock<std::mutex> lock(g_session_mutex);
+    // The shared session is stopping: its end is the capture's.
+    g_session_cv.wait(lock, [&] { return !StoppingTaps()->count(owner); });
     auto ended = EndedTaps()->find(owner);
     if (ended != EndedTaps()->end()) {
       absl::Status s = ended->second;
@@ -589,13 +620,14 @@ absl::Status StopOwnedSession(uint64_t owner) {
     if (!g_session || g_session->owner() != owner) {
       return absl::NotFoundError("the capture is no longer running");
     }
-    session = std::move(g_session);
+    session = TakeSessionLocked();
   }
   return Uninstall(std::move(session));
 }
 
 bool OwnedSessionRunning(uint64_t owner) {
   std::lock_guard<std::mutex> lock(g_session_mutex);
+  if (StoppingTaps()->count(owner)) return true;
   if (!g_session) return false;
   if (g_session->owner() == owner) return true;
   return g_session->owner() == 0 && g_session->HasTap(owner);
