@@ -61,9 +61,31 @@ void CaptureWindow::OpenNow() {
 }
 
 void CaptureWindow::CloseNow() {
-  end_ticks_.store(Ticks(), std::memory_order_relaxed);
-  end_ns_.store(MonotonicNs(), std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mutex_);
+  CloseNowLocked();
+}
+
+void CaptureWindow::CloseNowLocked() {
+  if (closed()) return;
+  const uint64_t ticks = Ticks();
+  const int64_t ns = MonotonicNs();
+  const bool sooner =
+      !planned_end_.load(std::memory_order_relaxed) ||
+      static_cast<int64_t>(ticks - end_ticks_.load(std::memory_order_relaxed)) <
+          0;
+  if (sooner) {
+    end_ticks_.store(ticks, std::memory_order_relaxed);
+    end_ns_.store(ns, std::memory_order_relaxed);
+  }
   closed_.store(true, std::memory_order_release);
+}
+
+void CaptureWindow::PlanEnd(uint64_t end_ticks, int64_t end_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed()) return;
+  end_ticks_.store(end_ticks, std::memory_order_relaxed);
+  end_ns_.store(end_ns, std::memory_order_relaxed);
+  planned_end_.store(true, std::memory_order_release);
 }
 
 absl::Status CaptureWindow::error() const {
@@ -84,13 +106,13 @@ void CaptureWindow::OnStep(int64_t step, bool begin) {
       error_ = absl::FailedPreconditionError(absl::StrCat(
           "step ", first_step_, " had passed: the program is at step ", step,
           " (ask for a later window)"));
-      CloseNow();
+      CloseNowLocked();
     }
     return;
   }
   // The last step's end, or (its end never marked) a later step's start.
   if ((!begin && step == last_step_) || (begin && step > last_step_)) {
-    CloseNow();
+    CloseNowLocked();
   }
 }
 

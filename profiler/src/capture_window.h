@@ -33,6 +33,7 @@ class CaptureWindow : public std::enable_shared_from_this<CaptureWindow> {
   // Opens when step `first` begins and closes when step `last` ends.
   static std::shared_ptr<CaptureWindow> Steps(int64_t first, int64_t last);
 
+  bool by_steps() const { return by_steps_; }
   bool open() const { return open_.load(std::memory_order_acquire); }
   bool closed() const { return closed_.load(std::memory_order_acquire); }
 
@@ -43,7 +44,7 @@ class CaptureWindow : public std::enable_shared_from_this<CaptureWindow> {
             ticks - start_ticks_.load(std::memory_order_relaxed)) < 0) {
       return false;
     }
-    return !closed() ||
+    return !has_end() ||
            static_cast<int64_t>(
                ticks - end_ticks_.load(std::memory_order_relaxed)) <= 0;
   }
@@ -51,16 +52,24 @@ class CaptureWindow : public std::enable_shared_from_this<CaptureWindow> {
   bool AcceptsNs(int64_t monotonic_ns) const {
     if (!open()) return false;
     if (monotonic_ns < start_ns_.load(std::memory_order_relaxed)) return false;
-    return !closed() || monotonic_ns <= end_ns_.load(std::memory_order_relaxed);
+    return !has_end() ||
+           monotonic_ns <= end_ns_.load(std::memory_order_relaxed);
   }
 
-  // The window's edges in monotonic nanoseconds (0 while not reached).
+  // The window's edges in monotonic nanoseconds (0 while not reached; the
+  // end also while only planned and not yet passed... see PlanEnd).
   int64_t start_ns() const {
     return open() ? start_ns_.load(std::memory_order_relaxed) : 0;
   }
   int64_t end_ns() const {
-    return closed() ? end_ns_.load(std::memory_order_relaxed) : 0;
+    return has_end() ? end_ns_.load(std::memory_order_relaxed) : 0;
   }
+
+  // A scheduled window's end, known ahead (the capture's duration): events
+  // after it are not kept, however late the capture is stopped, so that
+  // the files of every worker cover the same window. A later end (another
+  // client asking for longer) moves it; CloseNow before it ends it sooner.
+  void PlanEnd(uint64_t end_ticks, int64_t end_ns);
 
   // Why the window can no longer open (a later step began first); OK
   // otherwise.
@@ -68,6 +77,9 @@ class CaptureWindow : public std::enable_shared_from_this<CaptureWindow> {
 
   // A step boundary, from the program's thread.
   void OnStep(int64_t step, bool begin);
+  // Ends the window now (when it has a planned end, only if that is
+  // later).
+  void CloseNow();
 
   // Step boundaries reach this window until Disarm (one window at a time:
   // one capture records a process at a time).
@@ -77,14 +89,19 @@ class CaptureWindow : public std::enable_shared_from_this<CaptureWindow> {
  private:
   CaptureWindow() = default;
   void OpenNow();
-  void CloseNow();
+  void CloseNowLocked();  // mutex_ held
+
+  bool has_end() const {
+    return closed() || planned_end_.load(std::memory_order_acquire);
+  }
 
   bool by_steps_ = false;
   int64_t first_step_ = 0, last_step_ = 0;
   std::atomic<uint64_t> start_ticks_{0}, end_ticks_{0};
   std::atomic<int64_t> start_ns_{0}, end_ns_{0};
-  std::atomic<bool> open_{false}, closed_{false};
-  mutable std::mutex mutex_;  // serialises boundaries; guards error_
+  std::atomic<bool> open_{false}, closed_{false}, planned_end_{false};
+  // Serialises boundaries and ends; guards error_.
+  mutable std::mutex mutex_;
   absl::Status error_;
 };
 

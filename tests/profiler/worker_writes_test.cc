@@ -263,11 +263,15 @@ TEST(WorkerWrites, WorkersWriteTheirOwnFilesAndStartTogether) {
     const trace_format::ClockModel clock(f.reader->clock());
     ASSERT_TRUE(clock.has_reference()) << w.path;
     EXPECT_FALSE(w.job_clock);
-    // Nothing before the common start.
+    // Nothing before the common start, nor after the end, which is the
+    // duration after it exactly, however late the worker stopped: every
+    // file covers the same window.
     ASSERT_NE(w.start_at_ns, 0);
     EXPECT_EQ(w.window_start_ns, w.start_at_ns);
+    EXPECT_EQ(w.window_end_ns - w.window_start_ns, 800'000'000);
     for (const auto& s : f.SlicesNamed("step")) {
       EXPECT_GE(s.start_ns, w.start_at_ns);
+      EXPECT_LE(s.start_ns, w.window_end_ns);
     }
     starts.push_back(clock.ToReference(w.window_start_ns));
   }

@@ -56,6 +56,21 @@ int64_t MonotonicAtProfilerNs(int64_t t) {
 
 constexpr int64_t kMaxStartAheadNs = int64_t{60} * 1'000'000'000;
 
+// The tick count at CLOCK_MONOTONIC `ns` (an instant near now).
+uint64_t TicksAtMonotonic(int64_t ns) {
+  const TickCalibration cal = ProcessTickCalibration();
+  const int64_t ahead = ns - MonotonicNs();
+  return Ticks() + static_cast<uint64_t>(static_cast<int64_t>(
+                       static_cast<double>(ahead) / cal.ns_per_tick));
+}
+
+// A scheduled window of the process's own session ends at the capture's
+// deadline exactly (a source records on its own until it is stopped).
+void PlanWindowEnd(Capture& c, bool source) {
+  if (c.window == nullptr || c.window->by_steps() || source) return;
+  c.window->PlanEnd(TicksAtMonotonic(c.deadline_ns), c.deadline_ns);
+}
+
 // The window a request asks for, and when it starts on CLOCK_MONOTONIC
 // (now when at once, or for steps, which start when the program says).
 absl::StatusOr<std::shared_ptr<CaptureWindow>> WindowFor(
@@ -85,12 +100,7 @@ absl::StatusOr<std::shared_ptr<CaptureWindow>> WindowFor(
   *start_ns = std::max(mono, now);
   // The instant in ticks, so that the window's edge is exact rather than
   // when a thread wakes.
-  const TickCalibration cal = ProcessTickCalibration();
-  const int64_t ahead = *start_ns - MonotonicNs();
-  const uint64_t ticks =
-      Ticks() + static_cast<uint64_t>(static_cast<int64_t>(
-                    static_cast<double>(ahead) / cal.ns_per_tick));
-  return CaptureWindow::At(ticks, *start_ns);
+  return CaptureWindow::At(TicksAtMonotonic(*start_ns), *start_ns);
 }
 
 }  // namespace
@@ -201,6 +211,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::JoinRunningLocked(
   c.clients += 1;
   c.deadline_ns = std::min(std::max(c.deadline_ns, deadline_ns),
                            c.started_ns + options_.max_duration_ms * 1'000'000);
+  PlanWindowEnd(c, options_.capture_source != nullptr);
   cv_.notify_all();
   return current_;
 }
@@ -296,6 +307,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::StartLocked(
     return s;
   }
   capture->file.set_path(file_path);
+  PlanWindowEnd(*capture, source != nullptr);
   if (capture->window) capture->window->Arm();
   current_ = capture;
   cv_.notify_all();  // the controller takes it
@@ -387,7 +399,11 @@ void CaptureHub::Control(std::shared_ptr<Capture> c) {
                      });
     c->ending = true;
   }
-  if (c->window) c->window->Disarm();
+  if (c->window) {
+    c->window->Disarm();
+    // Stopped or left before its end: the window ends now.
+    if (source == nullptr) c->window->CloseNow();
+  }
   if (source != nullptr) {
     absl::Status s = source->Stop();
     if (!s.ok() && end.ok()) end = s;
