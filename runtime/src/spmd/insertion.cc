@@ -81,6 +81,16 @@ class Builder {
     // operand-to-output dimensions; -1 otherwise.
     int broadcast_operand = -1;
     std::vector<int64_t> broadcast_dims;
+    // Made by a transpose of `transpose_operand` (a slot) with this
+    // permutation; -1 otherwise.
+    int transpose_operand = -1;
+    std::vector<int64_t> transpose_perm;
+  };
+  // A collective's result: `slot` as `to`, in slot `out`.
+  struct Resharded {
+    int slot;
+    State to;
+    int out;
   };
   struct Open {
     std::unique_ptr<GraphBuilder> builder;
@@ -108,6 +118,11 @@ class Builder {
   // collective step between two segments.
   absl::StatusOr<int> SliceLocally(int slot, const State& to);
   int InsertCollective(int slot, const State& to, const std::string& why);
+  // The slot an earlier collective made of `slot` as `to`, or -1.
+  int FindResharded(int slot, const State& to) const;
+  // A transpose whose operand an earlier collective already made into
+  // the transposed `to`: that result transposed here, or -1.
+  absl::StatusOr<int> TransposeResharded(int slot, const State& to);
   // Whether the `to` tile of a broadcast's slot is the same broadcast of
   // its operand, to the tile's shape.
   bool CanRebroadcast(int slot, const State& to) const;
@@ -160,6 +175,7 @@ class Builder {
   std::vector<Open> closed_;
   std::vector<std::vector<int>> exports_;  // per segment: slots to output
   std::vector<Step> steps_;  // collectives, with segments as placeholders
+  std::vector<Resharded> resharded_;
 };
 
 Value Builder::Get(int slot) {
@@ -215,7 +231,45 @@ absl::StatusOr<int> Builder::Reshard(int slot, const State& to,
     if (!from.dims[d].empty() && from.dims[d] != to.dims[d]) local = false;
   }
   if (local) return SliceLocally(slot, to);
+  // A value needed the same way twice (a weight by the forward op and by
+  // its gradient) is moved once: collective results are slots every later
+  // segment can read.
+  if (const int done = FindResharded(slot, to); done >= 0) return done;
+  PODSCOPE_ASSIGN_OR_RETURN(const int transposed, TransposeResharded(slot, to));
+  if (transposed >= 0) return transposed;
   return InsertCollective(slot, to, why);
+}
+
+int Builder::FindResharded(int slot, const State& to) const {
+  for (const Resharded& r : resharded_) {
+    if (r.slot == slot && r.to == to) return r.out;
+  }
+  return -1;
+}
+
+absl::StatusOr<int> Builder::TransposeResharded(int slot, const State& to) {
+  // The gradient of a dot reads its weight transposed: gathering the
+  // transpose again would move what the forward op's gather already
+  // brought; transposing that copy on the device moves nothing.
+  const Slot& s = slots_[slot];
+  if (s.transpose_operand < 0 || to.has_partial() || s.state.has_partial()) {
+    return -1;
+  }
+  const int operand = s.transpose_operand;
+  const std::vector<int64_t> perm = s.transpose_perm;
+  const Shape global = s.global;
+  State operand_to = slots_[operand].state;
+  operand_to.partial.clear();
+  for (size_t d = 0; d < perm.size(); ++d) {
+    operand_to.dims[perm[d]] = to.dims[d];
+  }
+  const int done = FindResharded(operand, operand_to);
+  if (done < 0) return -1;
+  const Value v = b().Transpose(Get(done), perm);
+  if (!v.valid()) return b().TakeStatus();
+  const int out = Define(v, to, global);
+  Inherit(out, slot);
+  return out;
 }
 
 absl::StatusOr<int> Builder::SliceLocally(int slot, const State& to) {
@@ -303,6 +357,7 @@ int Builder::InsertCollective(int slot, const State& to,
   if (collectives_ != nullptr) {
     collectives_->push_back(Describe(slot, from, to, why));
   }
+  resharded_.push_back({slot, to, out});
   return out;
 }
 
@@ -474,6 +529,10 @@ absl::StatusOr<int> Builder::EmitNode(int id) {
   if (node.op == OpKind::kBroadcast) {
     slots_[slot].broadcast_operand = operand_slots[0];
     slots_[slot].broadcast_dims = node.attrs.axes;
+  }
+  if (node.op == OpKind::kTranspose) {
+    slots_[slot].transpose_operand = operand_slots[0];
+    slots_[slot].transpose_perm = node.attrs.axes;
   }
   return slot;
 }
