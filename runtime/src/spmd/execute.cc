@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "collectives/reduce.h"
+#include "pjrt/buffer_access.h"
 #include "podscope/base/status_macros.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/trace.h"
@@ -200,26 +201,23 @@ absl::StatusOr<std::unique_ptr<SpmdExecutor>> SpmdExecutor::Create(
 
 namespace {
 
-// Every mesh position's shard: the local ones given, the others received
-// from their processes (one all-gather of each process's local bytes).
-absl::StatusOr<std::vector<Literal>> ExchangeAll(
+// Every mesh position's shard: the local ones given (`local`, by
+// position, null where not local), the others received from their
+// processes (one all-gather of each process's local bytes) into `recv`,
+// which the result points into.
+absl::StatusOr<std::vector<const void*>> ExchangeAll(
     Communicator* comm, const std::vector<Device*>& devices,
-    const std::vector<int>& process_of, std::vector<Literal> local,
-    const Shape& shard_shape, int64_t* bytes) {
+    const std::vector<int>& process_of, std::vector<const void*> local,
+    const Shape& shard_shape, int64_t* bytes, std::vector<char>& recv) {
   if (comm == nullptr) return local;
   const int64_t shard_bytes = shard_shape.byte_size();
   std::vector<char> send;
   for (size_t p = 0; p < devices.size(); ++p) {
     if (devices[p] == nullptr) continue;
-    if (local[p].shape() != shard_shape) {
-      return absl::InternalError(
-          absl::StrCat("spmd exchange: shard ", local[p].shape().ToString(),
-                       " is not ", shard_shape.ToString()));
-    }
-    const char* data = static_cast<const char*>(local[p].untyped_data());
+    const char* data = static_cast<const char*>(local[p]);
     send.insert(send.end(), data, data + shard_bytes);
   }
-  std::vector<char> recv(send.size() * comm->world_size());
+  recv.resize(send.size() * comm->world_size());
   if (!send.empty()) {
     PODSCOPE_RETURN_IF_ERROR(comm->AllGather(ElementType::kPred, send.data(),
                                              static_cast<int64_t>(send.size()),
@@ -230,28 +228,13 @@ absl::StatusOr<std::vector<Literal>> ExchangeAll(
   for (int r = 0; r < comm->world_size(); ++r) {
     offset[r] = static_cast<int64_t>(r) * static_cast<int64_t>(send.size());
   }
-  std::vector<Literal> all(devices.size());
+  std::vector<const void*> all(devices.size());
   for (size_t p = 0; p < devices.size(); ++p) {
     const int r = process_of[p];
-    if (devices[p] != nullptr) {
-      all[p] = std::move(local[p]);
-    } else {
-      all[p] = Literal(shard_shape);
-      std::memcpy(all[p].untyped_data(), recv.data() + offset[r], shard_bytes);
-    }
+    all[p] = devices[p] != nullptr ? local[p] : recv.data() + offset[r];
     offset[r] += shard_bytes;
   }
   return all;
-}
-
-// Accumulates `b` into `a` (same shape): sum or max, with the
-// collectives' reductions (pred: a logical or either way).
-void Accumulate(Literal& a, const Literal& b, bool max) {
-  auto reduce = internal::ReduceFunction(a.shape().element_type(),
-                                         max ? ReduceOp::kMax : ReduceOp::kSum);
-  if (!reduce.ok()) return;
-  (*reduce)(a.untyped_data(), a.untyped_data(), b.untyped_data(),
-            static_cast<size_t>(a.shape().num_elements()));
 }
 
 // The positions whose tiles of `from` make up the value `position` sees:
@@ -275,39 +258,67 @@ std::vector<int> GroupOf(const Mesh& mesh, const State& from, int position) {
 
 // The global value of a group: partial tiles are combined over their
 // reduction group (in position order, so every device gets bitwise the
-// same), tiles are assembled. The group's tiles are moved from `tiles`
-// (groups do not overlap, so no other group needs them).
+// same), tiles are assembled. `tiles` (by position, arrays of the shard
+// shape) are only read: the sums go into literals of `pool`.
 template <typename Pool>
-Literal Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
-                 std::vector<Literal>& tiles, const State& from,
-                 const Shape& global, const std::vector<int>& group,
-                 Pool& pool) {
+absl::StatusOr<Literal> Assemble(const std::shared_ptr<const Mesh>& mesh_ptr,
+                                 const std::vector<const void*>& tiles,
+                                 const State& from, const Shape& global,
+                                 const std::vector<int>& group, Pool& pool) {
   const Sharding fs = spmd::ToSharding(from, mesh_ptr);
-  std::map<std::vector<int64_t>, Literal> combined;
+  const Shape shard_shape = fs.ShardShape(global);
+  const size_t count = static_cast<size_t>(shard_shape.num_elements());
+  internal::ReduceFn reduce = nullptr;
+  // Per tile index: the first position holding it, and the sum of its
+  // partial tiles once there is more than one (written in the pass that
+  // reads the first two, so no tile is copied just to be added to).
   std::map<std::vector<int64_t>, int> representative;
+  std::map<std::vector<int64_t>, Literal> sums;
   for (int q : group) {
     std::vector<int64_t> tile;
     for (int d = 0; d < fs.rank(); ++d) tile.push_back(fs.TileIndex(d, q));
-    auto it = combined.find(tile);
-    if (it == combined.end()) {
-      combined.emplace(tile, std::move(tiles[q]));
-      representative[tile] = q;
+    auto first = representative.find(tile);
+    if (first == representative.end()) {
+      representative.emplace(tile, q);
+      continue;
+    }
+    if (reduce == nullptr) {
+      PODSCOPE_ASSIGN_OR_RETURN(
+          reduce, internal::ReduceFunction(
+                      global.element_type(),
+                      from.partial_max ? ReduceOp::kMax : ReduceOp::kSum));
+    }
+    auto sum = sums.find(tile);
+    if (sum == sums.end()) {
+      Literal acc = pool.Take(shard_shape);
+      reduce(acc.untyped_data(), tiles[first->second], tiles[q], count);
+      sums.emplace(tile, std::move(acc));
     } else {
-      Accumulate(it->second, tiles[q], from.partial_max);
+      reduce(sum->second.untyped_data(), sum->second.untyped_data(), tiles[q],
+             count);
     }
   }
   // One tile that is the whole value (partial results, or a replicated
   // source): nothing to place.
-  if (combined.size() == 1 && combined.begin()->second.shape() == global) {
-    return std::move(combined.begin()->second);
+  if (representative.size() == 1 && shard_shape == global) {
+    if (!sums.empty()) return std::move(sums.begin()->second);
+    Literal whole = pool.Take(global);
+    if (whole.size_bytes() > 0) {
+      std::memcpy(whole.untyped_data(), tiles[representative.begin()->second],
+                  whole.size_bytes());
+    }
+    return whole;
   }
   // The group's tiles cover every index of the value: all of it is
   // written.
   Literal full = pool.Take(global);
-  for (auto& [tile, literal] : combined) {
-    InsertShard(literal, fs, representative[tile], full);
-    pool.Put(std::move(literal));
+  for (const auto& [tile, q] : representative) {
+    auto sum = sums.find(tile);
+    spmd::InsertShardFrom(
+        sum != sums.end() ? sum->second.untyped_data() : tiles[q], shard_shape,
+        fs, q, full);
   }
+  for (auto& [tile, literal] : sums) pool.Put(std::move(literal));
   return full;
 }
 
@@ -345,13 +356,19 @@ absl::StatusOr<Literal> SpmdExecutor::Gather(const ShardedValue& value) {
     }
     PODSCOPE_ASSIGN_OR_RETURN(local[p], value.shards[p]->ToLiteral().Await());
   }
+  std::vector<const void*> views(devices_.size(), nullptr);
+  for (size_t p = 0; p < devices_.size(); ++p) {
+    if (devices_[p] != nullptr) views[p] = local[p].untyped_data();
+  }
+  std::vector<char> recv;
   PODSCOPE_ASSIGN_OR_RETURN(
-      std::vector<Literal> all,
-      ExchangeAll(communicator_, devices_, process_of_, std::move(local),
-                  shard_shape, &collective_bytes_));
+      std::vector<const void*> all,
+      ExchangeAll(communicator_, devices_, process_of_, std::move(views),
+                  shard_shape, &collective_bytes_, recv));
   Literal full(value.global_shape);
   for (size_t p = 0; p < devices_.size(); ++p) {
-    InsertShard(all[p], value.sharding, static_cast<int>(p), full);
+    spmd::InsertShardFrom(all[p], shard_shape, value.sharding,
+                          static_cast<int>(p), full);
   }
   return full;
 }
@@ -435,23 +452,27 @@ absl::Status SpmdExecutor::RunCollective(const SpmdProgram& program, size_t k,
                  info.group_size);
   const Shape shard_shape =
       spmd::ToSharding(c.from, mesh_).ShardShape(c.global);
-  // Every local shard straight into the literal the exchange takes, the
-  // devices' copies enqueued at once so that their streams run together.
-  std::vector<Literal> local(n);
-  std::vector<Event> copied(n);
+  // The local shards are read where they lie: a device's memory is host
+  // memory (as for the device collectives), so once a shard is ready it is
+  // summed or placed from there, not first copied to a host literal. The
+  // slots keep the buffers alive until the exchange is done.
+  std::vector<const void*> local(n, nullptr);
   for (int p = 0; p < n; ++p) {
     if (devices_[p] == nullptr) continue;
-    local[p] = host_pool_->Take(slots[p][c.input]->shape());
-    copied[p] = slots[p][c.input]->ToHost(local[p].untyped_data(),
-                                          local[p].size_bytes());
+    const BufferPtr& shard = slots[p][c.input];
+    PODSCOPE_RETURN_IF_ERROR(shard->ready().Await());
+    if (shard->shape() != shard_shape) {
+      return absl::InternalError(
+          absl::StrCat("spmd exchange: shard ", shard->shape().ToString(),
+                       " is not ", shard_shape.ToString()));
+    }
+    local[p] = internal::BufferAccess::Data(*shard);
   }
-  for (int p = 0; p < n; ++p) {
-    if (devices_[p] != nullptr) PODSCOPE_RETURN_IF_ERROR(copied[p].Await());
-  }
+  std::vector<char> recv;
   PODSCOPE_ASSIGN_OR_RETURN(
-      std::vector<Literal> all,
+      std::vector<const void*> all,
       ExchangeAll(communicator_, devices_, process_of_, std::move(local),
-                  shard_shape, &collective_bytes_));
+                  shard_shape, &collective_bytes_, recv));
   // Devices of one group see the same global value: assembled once, and
   // when their shard is all of it, shared by their transfers.
   std::map<std::vector<int>, std::shared_ptr<const Literal>> assembled;
@@ -462,29 +483,34 @@ absl::Status SpmdExecutor::RunCollective(const SpmdProgram& program, size_t k,
     const std::vector<int> group = GroupOf(*mesh_, c.from, p);
     auto it = assembled.find(group);
     if (it == assembled.end()) {
-      // Back to the pool once every transfer that reads it has run.
-      std::shared_ptr<Literal> value(
-          new Literal(
-              Assemble(mesh_, all, c.from, c.global, group, *host_pool_)),
-          [pool = host_pool_](Literal* done) {
-            pool->Put(std::move(*done));
-            delete done;
-          });
-      it = assembled.emplace(group, std::move(value)).first;
+      PODSCOPE_ASSIGN_OR_RETURN(
+          Literal value,
+          Assemble(mesh_, all, c.from, c.global, group, *host_pool_));
+      it = assembled.emplace(group, Pooled(std::move(value))).first;
     }
     if (whole) {
       PODSCOPE_ASSIGN_OR_RETURN(slots[p][c.output],
                                 SharedToDevice(it->second, devices_[p]));
     } else {
+      // The tile goes into a kept literal too: a fresh one every step
+      // cost its zeroing and a page fault per page.
+      Literal tile = host_pool_->Take(to.ShardShape(c.global));
+      spmd::ExtractShardInto(*it->second, to, p, tile);
       PODSCOPE_ASSIGN_OR_RETURN(
           slots[p][c.output],
-          client_->BufferFromLiteral(ExtractShard(*it->second, to, p),
-                                     devices_[p]));
+          SharedToDevice(Pooled(std::move(tile)), devices_[p]));
     }
   }
-  // The tiles accumulated into another one are done with.
-  for (Literal& tile : all) host_pool_->Put(std::move(tile));
   return absl::OkStatus();
+}
+
+std::shared_ptr<const Literal> SpmdExecutor::Pooled(Literal literal) const {
+  // Back to the pool once every transfer that reads it has run.
+  return std::shared_ptr<const Literal>(new Literal(std::move(literal)),
+                                        [pool = host_pool_](Literal* done) {
+                                          pool->Put(std::move(*done));
+                                          delete done;
+                                        });
 }
 
 absl::StatusOr<BufferPtr> SpmdExecutor::SharedToDevice(

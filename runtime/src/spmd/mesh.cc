@@ -12,6 +12,7 @@
 #include "podscope/base/status_macros.h"
 #include "podscope/runtime/lazy/lazy.h"
 #include "podscope/runtime/spmd.h"
+#include "spmd/plan.h"
 
 namespace podscope::runtime {
 namespace {
@@ -281,24 +282,25 @@ absl::StatusOr<Sharding> TranslateSharding(
 
 namespace {
 
-// Copies the box [src_start, src_start + extent) of `src` to
-// [dst_start, ...) of `dst` (same rank and element type).
-void CopyBox(const Literal& src, const std::vector<int64_t>& src_start,
-             Literal& dst, const std::vector<int64_t>& dst_start,
+// Copies the box [src_start, src_start + extent) of `src` (an array of
+// `src_shape`) to [dst_start, ...) of `dst` (same rank and element type).
+void CopyBox(const void* src, const Shape& src_shape,
+             const std::vector<int64_t>& src_start, Literal& dst,
+             const std::vector<int64_t>& dst_start,
              const std::vector<int64_t>& extent) {
-  const int rank = src.shape().rank();
+  const int rank = src_shape.rank();
   for (int64_t e : extent) {
     if (e <= 0) return;
   }
-  const int64_t esize = ElementSize(src.shape().element_type());
+  const int64_t esize = ElementSize(src_shape.element_type());
   if (rank == 0) {
-    std::memcpy(dst.untyped_data(), src.untyped_data(), esize);
+    std::memcpy(dst.untyped_data(), src, esize);
     return;
   }
-  const std::vector<int64_t> ss = RowMajorStrides(src.shape().dims());
+  const std::vector<int64_t> ss = RowMajorStrides(src_shape.dims());
   const std::vector<int64_t> ds = RowMajorStrides(dst.shape().dims());
   std::vector<int64_t> index(rank, 0);
-  const auto* s = static_cast<const char*>(src.untyped_data());
+  const auto* s = static_cast<const char*>(src);
   auto* d = static_cast<char*>(dst.untyped_data());
   const int64_t row = extent[rank - 1] * esize;
   while (true) {
@@ -322,30 +324,50 @@ void CopyBox(const Literal& src, const std::vector<int64_t>& src_start,
 
 Literal ExtractShard(const Literal& global, const Sharding& sharding,
                      int position) {
-  const Shape shard_shape = sharding.ShardShape(global.shape());
-  Literal shard(shard_shape);
-  const std::vector<int64_t> start =
-      sharding.TileStart(global.shape(), position);
-  std::vector<int64_t> extent(shard_shape.rank());
-  for (int d = 0; d < shard_shape.rank(); ++d) {
-    extent[d] = std::min(shard_shape.dim(d), global.shape().dim(d) - start[d]);
-  }
-  CopyBox(global, start, shard, std::vector<int64_t>(shard_shape.rank(), 0),
-          extent);
+  Literal shard(sharding.ShardShape(global.shape()));
+  spmd::ExtractShardInto(global, sharding, position, shard);
   return shard;
 }
 
-void InsertShard(const Literal& shard, const Sharding& sharding, int position,
-                 Literal& global) {
+namespace spmd {
+
+void ExtractShardInto(const Literal& global, const Sharding& sharding,
+                      int position, Literal& shard) {
   const Shape& shard_shape = shard.shape();
   const std::vector<int64_t> start =
       sharding.TileStart(global.shape(), position);
   std::vector<int64_t> extent(shard_shape.rank());
+  bool padded = false;
+  for (int d = 0; d < shard_shape.rank(); ++d) {
+    extent[d] = std::min(shard_shape.dim(d), global.shape().dim(d) - start[d]);
+    padded |= extent[d] < shard_shape.dim(d);
+  }
+  // Only a tile past the value's end has padding; it must read as zeros.
+  if (padded && shard.size_bytes() > 0) {
+    std::memset(shard.untyped_data(), 0, shard.size_bytes());
+  }
+  CopyBox(global.untyped_data(), global.shape(), start, shard,
+          std::vector<int64_t>(shard_shape.rank(), 0), extent);
+}
+
+void InsertShardFrom(const void* shard, const Shape& shard_shape,
+                     const Sharding& sharding, int position, Literal& global) {
+  const std::vector<int64_t> start =
+      sharding.TileStart(global.shape(), position);
+  std::vector<int64_t> extent(shard_shape.rank());
   for (int d = 0; d < shard_shape.rank(); ++d) {
     extent[d] = std::min(shard_shape.dim(d), global.shape().dim(d) - start[d]);
   }
-  CopyBox(shard, std::vector<int64_t>(shard_shape.rank(), 0), global, start,
-          extent);
+  CopyBox(shard, shard_shape, std::vector<int64_t>(shard_shape.rank(), 0),
+          global, start, extent);
+}
+
+}  // namespace spmd
+
+void InsertShard(const Literal& shard, const Sharding& sharding, int position,
+                 Literal& global) {
+  spmd::InsertShardFrom(shard.untyped_data(), shard.shape(), sharding, position,
+                        global);
 }
 
 absl::Status MarkSharding(const Tensor& tensor, const Mesh& mesh,

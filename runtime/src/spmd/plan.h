@@ -106,6 +106,16 @@ absl::StatusOr<Value> RecordLocalOp(GraphBuilder& g, const Node& node,
                                     const std::vector<Shape>& global,
                                     const Shape& local_out, bool partial);
 
+// ExtractShard into `shard` (of the tile's shape, any contents: all of it
+// is written, the padding with zeros), so that a repeated step can reuse
+// its host memory.
+void ExtractShardInto(const Literal& global, const Sharding& sharding,
+                      int position, Literal& shard);
+// InsertShard from a tile that is not a literal (`shard`: an array of
+// `shard_shape`, e.g. a device buffer's memory).
+void InsertShardFrom(const void* shard, const Shape& shard_shape,
+                     const Sharding& sharding, int position, Literal& global);
+
 // Builds the program of the device at mesh `position`; the collectives are
 // appended to `collectives` when it is non-null (the same on every device).
 absl::StatusOr<DeviceProgram> BuildDeviceProgram(

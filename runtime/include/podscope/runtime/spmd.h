@@ -250,6 +250,9 @@ class SpmdExecutor {
   absl::Status RunSegments(const SpmdProgram& program, size_t k, Slots& slots);
   absl::Status RunCollective(const SpmdProgram& program, size_t k,
                              Slots& slots);
+  // `literal`, shared by the transfers that read it and back in the host
+  // pool after the last of them.
+  std::shared_ptr<const Literal> Pooled(Literal literal) const;
   // `value` transferred to `device` without a copy of its own.
   absl::StatusOr<BufferPtr> SharedToDevice(
       const std::shared_ptr<const Literal>& value, Device* device);
