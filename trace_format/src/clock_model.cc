@@ -65,10 +65,18 @@ ClockModel::Piece ClockModel::PieceAt(int64_t local_ns) const {
       offsets_.begin(), offsets_.end(), local_ns,
       [](int64_t t, const Point& p) { return t < p.local_ns; });
   const size_t b = static_cast<size_t>(it - offsets_.begin());
-  if (b == 0) return {0, head_slope_, kMin, offsets_[0].local_ns};
-  if (b == n) return {n - 1, tail_slope_, offsets_[n - 1].local_ns, kMax};
-  return {b - 1, Slope(b - 1, b), offsets_[b - 1].local_ns,
-          offsets_[b].local_ns};
+  Piece piece;
+  if (b == 0) {
+    piece = {0, head_slope_, kMin, offsets_[0].local_ns};
+  } else if (b == n) {
+    piece = {n - 1, tail_slope_, offsets_[n - 1].local_ns, kMax};
+  } else {
+    piece = {b - 1, Slope(b - 1, b), offsets_[b - 1].local_ns,
+             offsets_[b].local_ns};
+  }
+  piece.anchor_local = static_cast<double>(offsets_[piece.anchor].local_ns);
+  piece.anchor_offset = static_cast<double>(offsets_[piece.anchor].offset_ns);
+  return piece;
 }
 
 double ClockModel::Slope(size_t a, size_t b) const {

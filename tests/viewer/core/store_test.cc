@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "podscope/trace_format/clock_model.h"
+#include "podscope/trace_format/reader.h"
 #include "podscope/viewer/clock_mapper.h"
 #include "podscope/viewer/trace_store.h"
 #include "trace_gen.h"
@@ -353,6 +354,94 @@ TEST(StoreTest, FlowsLinkEventsAcrossFiles) {
   EXPECT_EQ(back[0].event, launch);
   EXPECT_TRUE(
       s.Flows({launch_track, trace_format::EventKind::kSlice, 1}).empty());
+}
+
+// A track whose last chunk has been read (the index says which) becomes
+// columns before the file is read to its end, its merged events going to
+// the next track: the store is the same as when the file is read without
+// its index (every track merged to the end), and as when the tracks were
+// written in turn.
+TEST(StoreTest, TracksEndingBeforeTheFileLoadAsWithoutTheIndex) {
+  std::mt19937_64 rng(11);
+  FileSpec spec;
+  spec.host = "h";
+  spec.strings = {"step", "layer", "op", "kernel"};
+  spec.chunk_events = 300;
+  // A drifting clock: the events are moved as they become columns.
+  spec.offsets = {{0, 5'000}, {2'000'000'000, 5'900}};
+  for (int t = 0; t < 3; ++t) {
+    TrackSpec track;
+    track.name = "thread " + std::to_string(t);
+    track.slices =
+        testing::RandomNestedSlices(rng, 400 + 500 * t, 1'000'000'000, 4);
+    for (int i = 0; i < 40 * t; ++i) {
+      track.instants.push_back({static_cast<int64_t>(rng() % 1'000'000'000),
+                                1 + uint32_t(rng() % 4)});
+    }
+    std::sort(track.instants.begin(), track.instants.end(),
+              [](auto& a, auto& b) { return a.ts_ns < b.ts_ns; });
+    spec.tracks.push_back(std::move(track));
+  }
+  // Flows name slices by index: where each slice went is kept for them.
+  spec.tracks[1].flows = {{3, 9, trace_format::FlowPhase::kBegin},
+                          {250, 9, trace_format::FlowPhase::kEnd}};
+  TrackSpec counter;
+  counter.kind = trace_format::proto::TRACK_KIND_COUNTER;
+  counter.name = "memory";
+  for (int i = 0; i < 700; ++i) counter.counters.push_back({i * 1000, 1.0 * i});
+  spec.tracks.push_back(std::move(counter));
+
+  const std::string dir = testing::TempDir("ending");
+  ASSERT_TRUE(testing::WriteFile(dir + "/after.podtrace", spec).ok());
+  spec.interleave_tracks = true;
+  ASSERT_TRUE(testing::WriteFile(dir + "/turns.podtrace", spec).ok());
+  // The same file cut after its last chunk: no index.
+  {
+    auto reader = trace_format::TraceReader::Open(dir + "/after.podtrace");
+    ASSERT_TRUE(reader.ok());
+    ASSERT_GT((*reader)->chunks().size(), 10u);
+    const trace_format::ChunkInfo& last = (*reader)->chunks().back();
+    fs::copy_file(dir + "/after.podtrace", dir + "/cut.podtrace");
+    fs::resize_file(dir + "/cut.podtrace", last.offset + last.length);
+  }
+  auto a = TraceStore::Open(dir + "/after.podtrace");
+  ASSERT_TRUE(a.ok());
+  const TraceStore& x = **a;
+  EXPECT_TRUE(x.problems().empty());
+  ASSERT_EQ(x.tracks().size(), 4u);
+  for (const char* other : {"/cut.podtrace", "/turns.podtrace"}) {
+    SCOPED_TRACE(other);
+    auto b = TraceStore::Open(dir + other);
+    ASSERT_TRUE(b.ok());
+    const TraceStore& y = **b;
+    EXPECT_EQ(x.event_count(), y.event_count());
+    ASSERT_EQ(y.tracks().size(), 4u);
+    for (TrackId t = 0; t < x.tracks().size(); ++t) {
+      EXPECT_EQ(x.tracks()[t].name, y.tracks()[t].name);
+      const SliceColumns& c = x.data(t).slices;
+      const SliceColumns& d = y.data(t).slices;
+      ASSERT_EQ(c.size(), d.size());
+      for (uint32_t i = 0; i < c.size(); ++i) {
+        ASSERT_EQ(c.Get(i), d.Get(i));
+        ASSERT_EQ(x.str(c.name(i)), y.str(d.name(i)));
+      }
+      EXPECT_EQ(x.data(t).instants.ts, y.data(t).instants.ts);
+      EXPECT_EQ(x.data(t).counters.values, y.data(t).counters.values);
+      ASSERT_EQ(x.data(t).flows.size(), y.data(t).flows.size());
+      for (size_t i = 0; i < x.data(t).flows.size(); ++i) {
+        EXPECT_EQ(x.data(t).flows[i].index, y.data(t).flows[i].index);
+      }
+    }
+  }
+  // The flow's ends are the slices it was written on.
+  const TrackId thread1 = x.processes()[0].tracks[1];
+  ASSERT_EQ(x.tracks()[thread1].name, "thread 1");
+  ASSERT_EQ(x.data(thread1).flows.size(), 2u);
+  const trace_format::FlowLink& begin = x.data(thread1).flows[0];
+  const Slice written = spec.tracks[1].slices[3];
+  const EventRef ref{thread1, begin.kind, begin.index};
+  EXPECT_EQ(x.DurationOf(ref), written.duration_ns);
+  EXPECT_EQ(x.str(x.NameOf(ref)), spec.strings[written.name - 1]);
 }
 
 }  // namespace

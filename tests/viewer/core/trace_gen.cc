@@ -109,7 +109,12 @@ absl::Status WriteFile(const std::string& path, const FileSpec& spec) {
     stack_ids.push_back(w.AddStack(frame_ids));
   }
   auto name = [&](uint32_t n) { return n < ids.size() ? ids[n] : 0; };
-  for (const TrackSpec& t : spec.tracks) {
+  // Each track's events as steps, written as the track is added or, all
+  // tracks added, in turn.
+  std::vector<std::vector<std::function<void()>>> steps(spec.tracks.size());
+  std::vector<std::vector<tf::EventRef>> refs(spec.tracks.size());
+  for (size_t k = 0; k < spec.tracks.size(); ++k) {
+    const TrackSpec& t = spec.tracks[k];
     tf::proto::Track track;
     track.set_kind(t.kind);
     track.set_name(t.name);
@@ -124,18 +129,37 @@ absl::Status WriteFile(const std::string& path, const FileSpec& spec) {
       if (x.end_ns() != y.end_ns()) return x.end_ns() < y.end_ns();
       return x.start_ns > y.start_ns;
     });
-    std::vector<tf::EventRef> refs(t.slices.size());
+    refs[k].resize(t.slices.size());
     for (uint32_t i : order) {
-      const auto& s = t.slices[i];
-      refs[i] = w.AddSlice(id, s.start_ns, s.duration_ns, name(s.name));
-      for (const auto& [si, flow, phase] : t.flows) {
-        if (si == i) w.AddFlow(refs[i], flow, phase);
-      }
+      steps[k].push_back([&, k, id, i] {
+        const auto& s = spec.tracks[k].slices[i];
+        refs[k][i] = w.AddSlice(id, s.start_ns, s.duration_ns, name(s.name));
+        for (const auto& [si, flow, phase] : spec.tracks[k].flows) {
+          if (si == i) w.AddFlow(refs[k][i], flow, phase);
+        }
+      });
     }
-    for (const auto& e : t.instants) w.AddInstant(id, e.ts_ns, name(e.name));
-    for (const auto& c : t.counters) w.AddCounter(id, c.ts_ns, c.value);
+    for (const auto& e : t.instants) {
+      steps[k].push_back([&, id] { w.AddInstant(id, e.ts_ns, name(e.name)); });
+    }
+    for (const auto& c : t.counters) {
+      steps[k].push_back([&, id] { w.AddCounter(id, c.ts_ns, c.value); });
+    }
     for (const auto& [ts, stack] : t.samples) {
-      w.AddSample(id, ts, stack_ids[stack]);
+      steps[k].push_back(
+          [&, id, ts, stack] { w.AddSample(id, ts, stack_ids[stack]); });
+    }
+    if (!spec.interleave_tracks) {
+      for (const auto& step : steps[k]) step();
+    }
+  }
+  if (spec.interleave_tracks) {
+    for (size_t i = 0, left = 1; left > 0; ++i) {
+      left = 0;
+      for (const auto& track : steps) {
+        if (i < track.size()) track[i]();
+        left += i + 1 < track.size();
+      }
     }
   }
   return w.Close();

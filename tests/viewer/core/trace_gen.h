@@ -55,6 +55,10 @@ struct FileSpec {
   std::vector<TrackSpec> tracks;
   size_t chunk_events = 1 << 16;
   int compression_level = 1;
+  // The tracks' events written in turn, one of each track at a time, as a
+  // recorder's threads fill its chunks; otherwise one track after another
+  // (each track then ends chunks before the file does).
+  bool interleave_tracks = false;
 };
 
 // Writes `spec` to `path` (slices in end order, as a recorder emits them).

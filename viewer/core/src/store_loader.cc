@@ -135,6 +135,74 @@ std::unique_ptr<TrackData> ToColumns(tf::TrackEvents* events,
   return data;
 }
 
+// Where each track ends in a file, from its index: how many events it has
+// and the last chunk that holds any.
+class TrackPlan {
+ public:
+  static constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  size_t LastChunk(uint32_t track) const {
+    auto it = tracks_.find(track);
+    return it == tracks_.end() ? kNone : it->second.last_chunk;
+  }
+  uint64_t Events(uint32_t track) const {
+    auto it = tracks_.find(track);
+    return it == tracks_.end() ? 0 : it->second.events;
+  }
+  // False without an index (chunks whose tracks are learnt as they are
+  // decoded): nothing is known to end before the file does.
+  bool usable() const { return usable_; }
+
+ private:
+  friend TrackPlan PlanTracks(const tf::TraceReader& reader,
+                              uint64_t file_bytes);
+  struct Track {
+    uint64_t events = 0;
+    size_t last_chunk = 0;
+  };
+  absl::flat_hash_map<uint32_t, Track> tracks_;
+  bool usable_ = true;
+};
+
+// Denser than any file the writer makes (a regular trace takes 0.69 bytes
+// an event): an index that counts more events than this for the file's
+// bytes is not believed about how much room its tracks need.
+constexpr uint64_t kMaxEventsPerFileByte = 8;
+
+TrackPlan PlanTracks(const tf::TraceReader& reader, uint64_t file_bytes) {
+  TrackPlan plan;
+  const std::vector<tf::ChunkInfo>& chunks = reader.chunks();
+  uint64_t total = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (!chunks[i].ranges_known) {
+      plan.tracks_.clear();
+      plan.usable_ = false;
+      break;
+    }
+    for (const tf::proto::TrackRange& r : chunks[i].tracks) {
+      TrackPlan::Track& t = plan.tracks_[r.track_id()];
+      t.events += r.event_count();
+      t.last_chunk = i;
+      // Saturating: the counts are the file's word, not checked yet.
+      total = r.event_count() > std::numeric_limits<uint64_t>::max() - total
+                  ? std::numeric_limits<uint64_t>::max()
+                  : total + r.event_count();
+    }
+  }
+  // Room is taken before the events are seen: never more than the file's
+  // size can hold, whatever its index claims.
+  if (total / kMaxEventsPerFileByte > file_bytes) {
+    for (auto& [id, t] : plan.tracks_) t.events = 0;
+  }
+  return plan;
+}
+
+// A track of a file made columns, before the file's tracks are put in
+// order.
+struct FinishedTrack {
+  TrackInfo info;
+  std::unique_ptr<TrackData> data;
+};
+
 class Progress {
  public:
   Progress(const OpenOptions& options, size_t files)
@@ -218,56 +286,107 @@ void LoadFile(const std::string& path, const OpenOptions& options,
 
   // Each chunk is decoded into the same vectors and copied onto its
   // tracks' merged columns, which come from (and go back to) `buffers`.
-  absl::flat_hash_map<uint32_t, std::unique_ptr<internal::TrackMerger>> parts;
-  {
+  // With an index, a track whose last chunk is decoded becomes columns at
+  // once and gives its merged columns back for the next track, so that a
+  // file whose tracks were written one after another (an import, a
+  // generated trace) holds one track's merged columns instead of all.
+  const TrackPlan plan = PlanTracks(reader, ec ? 0 : file_bytes);
+  std::set<uint32_t> stack_ids;
+  absl::flat_hash_map<uint32_t, FinishedTrack> finished;
+  auto finish = [&](uint32_t id, internal::TrackMerger* merger) {
+    tf::TrackEvents& merged = merger->Finish();
+    FinishedTrack& f = finished[id];
+    f.info = DescribeTrack(reader, id);
+    if (auto it = reader.drop_counts().find(id);
+        it != reader.drop_counts().end()) {
+      f.info.dropped = it->second;
+    }
+    for (const tf::StackSample& s : merged.samples) stack_ids.insert(s.stack);
+    out->events += merged.event_count();
+    f.data = ToColumns(&merged, out->aligned ? &clock : nullptr);
+    buffers->Give(std::move(merged));
+  };
+  // False when a chunk holds a track the index said was over: the file is
+  // then read again without finishing tracks early.
+  size_t disagreement = 0;
+  auto read_chunks = [&](bool early, size_t reported) {
+    absl::flat_hash_map<uint32_t, std::unique_ptr<internal::TrackMerger>> parts;
     std::vector<tf::TrackEvents> chunk;
     tf::Payload payload;
     for (size_t i = 0; i < reader.chunks().size(); ++i) {
-      if (Cancelled(options)) return;
+      if (Cancelled(options)) return true;
       // A damaged chunk is in the recovery report.
       if (!reader.DecodeChunkInto(i, &chunk, &payload).ok()) continue;
+      // The parts of tracks that end here go first, so that their merged
+      // columns are free again before the tracks that begin here take some
+      // (the partition is stable and puts all of a track's parts on one
+      // side, so no track's parts change order).
+      size_t ending = 0;
+      if (early) {
+        ending = std::stable_partition(chunk.begin(), chunk.end(),
+                                       [&](const tf::TrackEvents& e) {
+                                         return plan.LastChunk(e.track_id) == i;
+                                       }) -
+                 chunk.begin();
+      }
       uint64_t n = 0;
-      for (const tf::TrackEvents& e : chunk) {
+      for (size_t k = 0; k < chunk.size(); ++k) {
+        const tf::TrackEvents& e = chunk[k];
+        if (early && finished.contains(e.track_id)) {
+          disagreement = i;
+          return false;
+        }
         n += e.event_count();
         auto& merger = parts[e.track_id];
         if (merger == nullptr) {
-          merger = std::make_unique<internal::TrackMerger>(buffers->Take());
+          merger = std::make_unique<internal::TrackMerger>(
+              buffers->Take(), plan.Events(e.track_id));
         }
         merger->Add(e);
+        if (k + 1 == ending) {
+          for (size_t j = 0; j < ending; ++j) {
+            if (auto it = parts.find(chunk[j].track_id); it != parts.end()) {
+              finish(it->first, it->second.get());
+              parts.erase(it);
+            }
+          }
+        }
       }
-      progress->AddEvents(n);
+      if (i >= reported) progress->AddEvents(n);
     }
+    for (auto& [id, merger] : parts) finish(id, merger.get());
+    return true;
+  };
+  if (!read_chunks(plan.usable(), 0)) {
+    // The index and the chunks disagree: start over, every track merged
+    // to the end (the chunks before the disagreeing one were counted).
+    finished.clear();
+    stack_ids.clear();
+    out->events = 0;
+    read_chunks(false, disagreement);
   }
+  if (Cancelled(options)) return;
+
   std::vector<uint32_t> ids;
   for (const tf::proto::Track& t : reader.tracks()) ids.push_back(t.id());
   std::vector<uint32_t> extra;
-  for (const auto& [id, p] : parts) {
+  for (const auto& [id, f] : finished) {
     if (reader.FindTrack(id) == nullptr) extra.push_back(id);
   }
   std::sort(extra.begin(), extra.end());
   ids.insert(ids.end(), extra.begin(), extra.end());
 
-  std::set<uint32_t> stack_ids;
   for (uint32_t id : ids) {
-    if (Cancelled(options)) return;
-    std::unique_ptr<internal::TrackMerger> merger;
-    if (auto it = parts.find(id); it != parts.end()) {
-      merger = std::move(it->second);
-      parts.erase(it);
-    } else {
-      merger = std::make_unique<internal::TrackMerger>(tf::TrackEvents());
+    auto it = finished.find(id);
+    if (it == finished.end()) {
+      // A track with no events: its (empty) columns.
+      internal::TrackMerger empty{tf::TrackEvents()};
+      finish(id, &empty);
+      it = finished.find(id);
     }
-    tf::TrackEvents& merged = merger->Finish();
-    TrackInfo info = DescribeTrack(reader, id);
-    if (auto it = reader.drop_counts().find(id);
-        it != reader.drop_counts().end()) {
-      info.dropped = it->second;
-    }
-    for (const tf::StackSample& s : merged.samples) stack_ids.insert(s.stack);
-    out->events += merged.event_count();
-    out->data.push_back(ToColumns(&merged, out->aligned ? &clock : nullptr));
-    buffers->Give(std::move(merged));
-    out->tracks.push_back(std::move(info));
+    out->data.push_back(std::move(it->second.data));
+    out->tracks.push_back(std::move(it->second.info));
+    finished.erase(it);  // a track listed twice is empty the second time
   }
   for (uint32_t id : stack_ids) {
     std::vector<uint32_t>& frames = out->stacks[id];

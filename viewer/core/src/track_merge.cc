@@ -48,12 +48,27 @@ void MergeRuns(std::vector<T>* v, const std::vector<size_t>& starts,
 
 }  // namespace
 
-TrackMerger::TrackMerger(tf::TrackEvents buffers) : out_(std::move(buffers)) {
+TrackMerger::TrackMerger(tf::TrackEvents buffers, uint64_t expected)
+    : out_(std::move(buffers)), expected_(expected) {
   ClearKeepingCapacity(&out_);
 }
 
 void TrackMerger::Add(const tf::TrackEvents& part) {
-  if (runs_.empty()) out_.track_id = part.track_id;
+  if (runs_.empty()) {
+    out_.track_id = part.track_id;
+    // A track is nearly always of one kind (a thread's slices, a
+    // counter's samples): the kinds of its first part get the room the
+    // index counted, the others (if any) grow as they come.
+    if (expected_ > 0) {
+      auto reserve = [&](auto& column, const auto& first) {
+        if (!first.empty()) base::ReserveHuge(&column, expected_);
+      };
+      reserve(out_.slices, part.slices);
+      reserve(out_.instants, part.instants);
+      reserve(out_.counters, part.counters);
+      reserve(out_.samples, part.samples);
+    }
+  }
   const RunStart run{out_.slices.size(), out_.instants.size(),
                      out_.counters.size(), out_.samples.size()};
   // Argument and flow indices move with their events, as the reader's

@@ -9,6 +9,7 @@
 #define PODSCOPE_VIEWER_CORE_SRC_TRACK_MERGE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -18,8 +19,13 @@ namespace podscope::viewer::internal {
 
 class TrackMerger {
  public:
-  // Starts from `buffers` (emptied, its allocations kept).
-  explicit TrackMerger(trace_format::TrackEvents buffers);
+  // Starts from `buffers` (emptied, its allocations kept). `expected` is
+  // how many events the track holds, when the file's index says so (0:
+  // unknown): the columns the first part uses are reserved for that many
+  // at once, instead of grown by doubling, which copies the column each
+  // time and holds the old and the new copy at once.
+  explicit TrackMerger(trace_format::TrackEvents buffers,
+                       uint64_t expected = 0);
 
   // Appends one chunk's part of the track (in reader order).
   void Add(const trace_format::TrackEvents& part);
@@ -32,6 +38,7 @@ class TrackMerger {
     size_t slices, instants, counters, samples;
   };
   trace_format::TrackEvents out_;
+  uint64_t expected_;
   std::vector<RunStart> runs_;
 };
 

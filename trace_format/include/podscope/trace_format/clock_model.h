@@ -28,6 +28,10 @@ class ClockModel {
     double slope = 0;
     int64_t lo = 0;  // [lo, hi): the local times the piece serves
     int64_t hi = 0;
+    // The anchor's local time and offset as doubles, converted once for
+    // every timestamp the piece serves.
+    double anchor_local = 0;
+    double anchor_offset = 0;
   };
 
  public:
@@ -71,7 +75,9 @@ class ClockModel {
   class Cursor {
    public:
     explicit Cursor(const ClockModel& model) : model_(&model) {}
-    int64_t ToReference(int64_t local_ns) {
+    // Inlined: a load maps every timestamp of a file through here, and a
+    // call per timestamp costs as much as the interpolation itself.
+    [[gnu::always_inline]] int64_t ToReference(int64_t local_ns) {
       if (model_->offsets_.size() < 2) return model_->ToReference(local_ns);
       if (local_ns < piece_.lo || local_ns >= piece_.hi) {
         piece_ = model_->PieceAt(local_ns);
@@ -93,10 +99,9 @@ class ClockModel {
   // `step` (+1 or -1), as ToReference describes.
   double ExtrapolationSlope(size_t from, int step) const;
   int64_t Interpolate(const Piece& piece, int64_t local_ns) const {
-    const Point& pa = offsets_[piece.anchor];
-    const double offset = static_cast<double>(pa.offset_ns) +
-                          piece.slope * (static_cast<double>(local_ns) -
-                                         static_cast<double>(pa.local_ns));
+    const double offset =
+        piece.anchor_offset +
+        piece.slope * (static_cast<double>(local_ns) - piece.anchor_local);
     return base::WrappingAdd(local_ns, base::SaturatingRound(offset));
   }
 
