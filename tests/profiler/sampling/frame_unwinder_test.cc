@@ -118,7 +118,14 @@ TEST(FrameUnwinder, GivesLibunwindsStacksForSampledFrames) {
   std::thread worker([&] {
     tid = static_cast<pid_t>(syscall(SYS_gettid));
     while (!go) std::this_thread::yield();
-    sink = Burn(1'500'000'000);
+    // Until enough samples are taken: a signal that arrives while the
+    // handler still runs is merged with it, so a slow walk (a sanitizer's
+    // build, a loaded machine) takes fewer samples per second of CPU.
+    uint64_t x = 0;
+    for (int slice = 0; slice < 150 && g_taken.load() < 400; ++slice) {
+      x += Burn(100'000'000);
+    }
+    sink = x;
   });
   while (tid == 0) std::this_thread::yield();
   InstallUnwindMap(UnwindMap::Build());  // after the worker's stack exists

@@ -4,10 +4,15 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "podscope/trace_format/clock_model.h"
 #include "podscope/trace_format/reader.h"
+#include "podscope/trace_format/record_io.h"
+#include "podscope/trace_format/trace.pb.h"
+#include "podscope/trace_format/trailer.h"
 #include "podscope/viewer/clock_mapper.h"
 #include "podscope/viewer/trace_store.h"
 #include "trace_gen.h"
@@ -356,6 +361,28 @@ TEST(StoreTest, FlowsLinkEventsAcrossFiles) {
       s.Flows({launch_track, trace_format::EventKind::kSlice, 1}).empty());
 }
 
+// `y` holds the same tracks and events as `x`, in the same order.
+void ExpectSameEvents(const TraceStore& x, const TraceStore& y) {
+  EXPECT_EQ(x.event_count(), y.event_count());
+  ASSERT_EQ(x.tracks().size(), y.tracks().size());
+  for (TrackId t = 0; t < x.tracks().size(); ++t) {
+    EXPECT_EQ(x.tracks()[t].name, y.tracks()[t].name);
+    const SliceColumns& c = x.data(t).slices;
+    const SliceColumns& d = y.data(t).slices;
+    ASSERT_EQ(c.size(), d.size());
+    for (uint32_t i = 0; i < c.size(); ++i) {
+      ASSERT_EQ(c.Get(i), d.Get(i));
+      ASSERT_EQ(x.str(c.name(i)), y.str(d.name(i)));
+    }
+    EXPECT_EQ(x.data(t).instants.ts, y.data(t).instants.ts);
+    EXPECT_EQ(x.data(t).counters.values, y.data(t).counters.values);
+    ASSERT_EQ(x.data(t).flows.size(), y.data(t).flows.size());
+    for (size_t i = 0; i < x.data(t).flows.size(); ++i) {
+      EXPECT_EQ(x.data(t).flows[i].index, y.data(t).flows[i].index);
+    }
+  }
+}
+
 // A track whose last chunk has been read (the index says which) becomes
 // columns before the file is read to its end, its merged events going to
 // the next track: the store is the same as when the file is read without
@@ -413,25 +440,7 @@ TEST(StoreTest, TracksEndingBeforeTheFileLoadAsWithoutTheIndex) {
     SCOPED_TRACE(other);
     auto b = TraceStore::Open(dir + other);
     ASSERT_TRUE(b.ok());
-    const TraceStore& y = **b;
-    EXPECT_EQ(x.event_count(), y.event_count());
-    ASSERT_EQ(y.tracks().size(), 4u);
-    for (TrackId t = 0; t < x.tracks().size(); ++t) {
-      EXPECT_EQ(x.tracks()[t].name, y.tracks()[t].name);
-      const SliceColumns& c = x.data(t).slices;
-      const SliceColumns& d = y.data(t).slices;
-      ASSERT_EQ(c.size(), d.size());
-      for (uint32_t i = 0; i < c.size(); ++i) {
-        ASSERT_EQ(c.Get(i), d.Get(i));
-        ASSERT_EQ(x.str(c.name(i)), y.str(d.name(i)));
-      }
-      EXPECT_EQ(x.data(t).instants.ts, y.data(t).instants.ts);
-      EXPECT_EQ(x.data(t).counters.values, y.data(t).counters.values);
-      ASSERT_EQ(x.data(t).flows.size(), y.data(t).flows.size());
-      for (size_t i = 0; i < x.data(t).flows.size(); ++i) {
-        EXPECT_EQ(x.data(t).flows[i].index, y.data(t).flows[i].index);
-      }
-    }
+    ExpectSameEvents(x, **b);
   }
   // The flow's ends are the slices it was written on.
   const TrackId thread1 = x.processes()[0].tracks[1];
@@ -442,6 +451,85 @@ TEST(StoreTest, TracksEndingBeforeTheFileLoadAsWithoutTheIndex) {
   const EventRef ref{thread1, begin.kind, begin.index};
   EXPECT_EQ(x.DurationOf(ref), written.duration_ns);
   EXPECT_EQ(x.str(x.NameOf(ref)), spec.strings[written.name - 1]);
+}
+
+
+// The file's index is only a plan: an index that says a track ended
+// chunks before it really does, or that counts more events than the file
+// could hold, loads the same events as the honest one (the loader reads
+// the file again without finishing tracks early, and takes room by what
+// the file's size allows).
+TEST(StoreTest, AnIndexThatLiesAboutTracksLoadsTheSameEvents) {
+  std::mt19937_64 rng(5);
+  FileSpec spec;
+  spec.host = "h";
+  spec.strings = {"step", "op"};
+  spec.chunk_events = 200;
+  for (int t = 0; t < 3; ++t) {
+    TrackSpec track;
+    track.name = "thread " + std::to_string(t);
+    track.slices = testing::RandomNestedSlices(rng, 900, 1'000'000'000, 3);
+    spec.tracks.push_back(std::move(track));
+  }
+  const std::string dir = testing::TempDir("lying_index");
+  const std::string honest_path = dir + "/honest.podtrace";
+  ASSERT_TRUE(testing::WriteFile(honest_path, spec).ok());
+  std::string bytes;
+  {
+    std::ifstream in(honest_path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  trace_format::Trailer trailer;
+  ASSERT_TRUE(trailer.ReadFromEnd(bytes).ok());
+  auto record = trace_format::ReadRecordAt(bytes, trailer.index_offset);
+  ASSERT_TRUE(record.ok());
+  auto payload = trace_format::DecodePayload(*record);
+  ASSERT_TRUE(payload.ok());
+  trace_format::proto::Index honest;
+  ASSERT_TRUE(honest.ParseFromString(*payload));
+  // The same file with `index` in place of its own.
+  auto forge = [&](const std::string& name,
+                   const trace_format::proto::Index& index) {
+    std::string out = bytes.substr(0, trailer.index_offset);
+    out += trace_format::EncodeCompressedRecord(
+        trace_format::RecordType::kIndex, index.SerializeAsString(), 1);
+    std::string t;
+    trace_format::Trailer{trailer.index_offset}.EncodeTo(&t);
+    out += trace_format::EncodeRecord(trace_format::RecordType::kTrailer,
+                                      trace_format::RecordEncoding::kRaw, t);
+    std::ofstream(dir + name, std::ios::binary) << out;
+    return dir + name;
+  };
+  // Every track's range dropped from the last chunk that holds it: each
+  // is said to end a chunk early.
+  trace_format::proto::Index early = honest;
+  std::set<uint32_t> seen;
+  for (int i = early.chunks_size() - 1; i >= 0; --i) {
+    auto* ranges = early.mutable_chunks(i)->mutable_tracks();
+    for (int r = ranges->size() - 1; r >= 0; --r) {
+      if (seen.insert(ranges->Get(r).track_id()).second) {
+        ranges->DeleteSubrange(r, 1);
+      }
+    }
+  }
+  ASSERT_EQ(seen.size(), 3u);
+  // Counts no file of this size could hold.
+  trace_format::proto::Index huge = honest;
+  for (auto& chunk : *huge.mutable_chunks()) {
+    for (auto& range : *chunk.mutable_tracks()) {
+      range.set_event_count(uint64_t{1} << 60);
+    }
+  }
+  auto h = TraceStore::Open(honest_path);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ((*h)->event_count(), 2700u);
+  for (const auto& [name, index] :
+       {std::pair{"/early.podtrace", early}, std::pair{"/huge.podtrace", huge}}) {
+    SCOPED_TRACE(name);
+    auto f = TraceStore::Open(forge(name, index));
+    ASSERT_TRUE(f.ok()) << f.status();
+    ExpectSameEvents(**h, **f);
+  }
 }
 
 }  // namespace
