@@ -195,6 +195,59 @@ TEST(LodTest, DenseWindowsMatchBruteForce) {
   }
 }
 
+// A painting thread keeps its scratch and result vectors from query to
+// query: whatever an earlier query of another track, depth count or width
+// left in them, a query returns exactly what a fresh one does.
+TEST(LodTest, QueriesIntoKeptBuffersMatchFreshOnes) {
+  std::mt19937_64 rng(77);
+  std::vector<SliceColumns> tracks;
+  std::vector<std::pair<int64_t, int64_t>> extent;
+  for (int t = 0; t < 4; ++t) {
+    const auto slices = testing::RandomNestedSlices(
+        rng, 500 + 10000 * t + rng() % 10000, int64_t{1} << 30, 6);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& s : slices) {
+      lo = std::min(lo, s.start_ns);
+      hi = std::max(hi, s.end_ns() + 1);
+    }
+    extent.emplace_back(lo, hi);
+    tracks.push_back(SliceColumns::Build(slices, nullptr));
+  }
+  SliceQueryScratch scratch;
+  scratch.Reserve(64);
+  std::vector<VisibleSlice> out;
+  std::vector<std::vector<float>> busy;
+  ReserveSliceQuery(64, 3, &out, &busy);
+  int shaded = 0;  // rounds with a depth narrower than a pixel
+  for (int round = 0; round < 60; ++round) {
+    const size_t t = rng() % tracks.size();
+    const SliceColumns& c = tracks[t];
+    const auto [lo, hi] = extent[t];
+    const uint32_t pixels =
+        1 + static_cast<uint32_t>(rng() % (round % 2 == 0 ? 40 : 1000));
+    // From the whole track down to a thousandth of it.
+    const int64_t t0 =
+        lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo));
+    const int64_t t1 = t0 + 1 + ((hi - lo) >> (rng() % 10));
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    std::vector<std::vector<float>> fresh_busy;
+    const std::vector<VisibleSlice> fresh =
+        QuerySlices(c, t0, t1, pixels, &fresh_busy);
+    QuerySlicesInto(c, t0, t1, pixels, &scratch, &out, &busy);
+    ASSERT_EQ(out.size(), fresh.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_EQ(out[i].index, fresh[i].index);
+      ASSERT_EQ(out[i].depth, fresh[i].depth);
+      ASSERT_EQ(out[i].representative, fresh[i].representative);
+    }
+    ASSERT_EQ(busy, fresh_busy);
+    shaded += std::any_of(busy.begin(), busy.end(),
+                          [](const auto& b) { return !b.empty(); });
+  }
+  EXPECT_GT(shaded, 10);
+  EXPECT_LT(shaded, 60);
+}
+
 TEST(LodTest, OverlappingSlicesAreLaidOutInLanes) {
   for (uint64_t seed = 100; seed <= 120; ++seed) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);

@@ -1,11 +1,14 @@
 #include "timeline_renderer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "podscope/base/parallel.h"
 #include "podscope/viewer/lod.h"
 #include "render_passes.h"
+#include "track_layout.h"
 
 namespace podscope::viewer::app {
 namespace {
@@ -16,25 +19,40 @@ double MsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-render::TrackQuery Query(const TrackData& data, int64_t t0, int64_t t1,
-                         uint32_t pixels) {
-  render::TrackQuery q;
+// Fills `q` (emptied, its room kept) for the window.
+void Query(const TrackData& data, int64_t t0, int64_t t1, uint32_t pixels,
+           SliceQueryScratch* scratch, render::TrackQuery* q) {
   if (!data.slices.empty()) {
     // With how busy each depth is where a box stands for several slices.
-    q.slices = QuerySlices(data.slices, t0, t1, pixels, &q.busy);
+    QuerySlicesInto(data.slices, t0, t1, pixels, scratch, &q->slices, &q->busy);
   }
   if (data.instants.size() > 0) {
-    q.instants = QueryInstants(data.instants, t0, t1, pixels);
+    q->instants = QueryInstants(data.instants, t0, t1, pixels);
   }
   if (data.counters.size() > 0) {
-    q.counter = QueryCounter(data.counters, t0, t1, pixels);
+    q->counter = QueryCounter(data.counters, t0, t1, pixels);
   }
-  return q;
 }
+
+// Empties `q` for another track or window, keeping its room.
+void Recycle(render::TrackQuery* q) {
+  q->slices.clear();
+  q->instants.clear();
+  q->counter = {};
+  for (std::vector<float>& b : q->busy) b.clear();
+}
+
+// The painting threads: this one and one more where there are cores.
+int PaintingThreads() { return std::min(2, base::HardwareThreads()); }
 
 }  // namespace
 
 void TimelineRenderer::InvalidateCache() {
+  for (std::unique_ptr<render::TrackQuery>& q : queries_) {
+    if (q == nullptr) continue;
+    Recycle(q.get());
+    spare_.push_back(std::move(q));
+  }
   queries_.clear();
   cache_store_ = nullptr;
 }
@@ -52,6 +70,42 @@ void TimelineRenderer::Prepare(const QSize& area) {
     render::PrepareGlyphs(fonts_);
     glyphs_ready_ = true;
   }
+  PrepareQueries(static_cast<uint32_t>(std::max(plot.width(), 0)),
+                 plot.height());
+}
+
+void TimelineRenderer::PrepareQueries(uint32_t pixels, int height) {
+  // The memory a zoomed-out frame's queries fill: written once here, and
+  // kept from frame to frame, so that no frame waits for the system to
+  // hand it fresh pages (on a virtual machine a first touch costs about
+  // 10 us a page, and a zoomed-out frame of 12 deep tracks fills some
+  // 600 pages of results).
+  const TraceStore* store = cache_.store();
+  if (store == nullptr || pixels == 0) return;
+  scratch_.resize(static_cast<size_t>(PaintingThreads()));
+  for (SliceQueryScratch& s : scratch_) s.Reserve(pixels);
+  // As many slice tracks as the height shows, at full lanes, with as many
+  // of their depths as it shows.
+  const int lanes = std::max(height / TrackLayout::kLaneHeight, 1);
+  uint32_t deepest = 0;
+  size_t tracks = 0;
+  for (TrackId t = 0; t < store->tracks().size(); ++t) {
+    const uint32_t depths = store->data(t).slices.depth_count();
+    if (depths == 0) continue;
+    deepest = std::max(deepest, depths);
+    ++tracks;
+  }
+  if (deepest == 0) return;  // no slices to show
+  const uint32_t depths =
+      std::min(deepest, static_cast<uint32_t>(std::min(lanes, 16)));
+  const size_t wanted =
+      std::min(tracks, static_cast<size_t>(lanes + depths - 1) / depths);
+  while (spare_.size() + queries_.size() < wanted) {
+    spare_.push_back(std::make_unique<render::TrackQuery>());
+  }
+  for (std::unique_ptr<render::TrackQuery>& q : spare_) {
+    ReserveSliceQuery(pixels, depths, &q->slices, &q->busy);
+  }
 }
 
 std::vector<render::TrackOut> TimelineRenderer::PaintTracks(
@@ -61,7 +115,7 @@ std::vector<render::TrackOut> TimelineRenderer::PaintTracks(
   const int64_t t0 = s.axis.t0(), t1 = s.axis.t1();
   if (!cache_enabled_ || cache_store_ != s.store || cache_t0_ != t0 ||
       cache_t1_ != t1 || cache_pixels_ != pixels) {
-    queries_.clear();
+    InvalidateCache();
     cache_store_ = s.store;
     cache_t0_ = t0;
     cache_t1_ = t1;
@@ -76,22 +130,41 @@ std::vector<render::TrackOut> TimelineRenderer::PaintTracks(
     shown.push_back(&rows[r]);
     missing.push_back(queries_[rows[r].track] == nullptr);
     if (missing.back()) {
-      queries_[rows[r].track] = std::make_unique<render::TrackQuery>();
+      // The room an earlier query left, when there is one.
+      if (!spare_.empty()) {
+        queries_[rows[r].track] = std::move(spare_.back());
+        spare_.pop_back();
+      } else {
+        queries_[rows[r].track] = std::make_unique<render::TrackQuery>();
+      }
       ++frame_.queried;
     }
   }
   std::vector<render::TrackOut> outs(shown.size());
-  // Two painting threads (this one and one more) where there are cores.
-  base::ParallelFor(
-      std::min(2, base::HardwareThreads()), shown.size(), [&](size_t i) {
-        const LayoutRow& row = *shown[i];
-        render::TrackQuery& q = *queries_[row.track];
-        if (missing[i]) q = Query(s.store->data(row.track), t0, t1, pixels);
-        render::PaintSlices(f, row, q, cache_, &canvas_, &outs[i]);
-        render::PaintInstants(f, row, q, cache_, &canvas_, &outs[i]);
-        render::PaintSamples(f, row, &canvas_, &outs[i]);
-        render::PaintCounter(f, row, q, cache_, &canvas_, &outs[i]);
-      });
+  const size_t threads =
+      std::min(shown.size(), static_cast<size_t>(PaintingThreads()));
+  if (scratch_.size() < threads) scratch_.resize(threads);
+  // Items handed out one at a time; each thread queries in its own
+  // scratch.
+  std::atomic<size_t> next{0};
+  auto work = [&](size_t thread) {
+    for (size_t i;
+         (i = next.fetch_add(1, std::memory_order_relaxed)) < shown.size();) {
+      const LayoutRow& row = *shown[i];
+      render::TrackQuery& q = *queries_[row.track];
+      if (missing[i]) {
+        Query(s.store->data(row.track), t0, t1, pixels, &scratch_[thread], &q);
+      }
+      render::PaintSlices(f, row, q, cache_, &canvas_, &outs[i]);
+      render::PaintInstants(f, row, q, cache_, &canvas_, &outs[i]);
+      render::PaintSamples(f, row, &canvas_, &outs[i]);
+      render::PaintCounter(f, row, q, cache_, &canvas_, &outs[i]);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work, t);
+  if (threads > 0) work(0);
+  for (std::thread& t : helpers) t.join();
   frame_.tracks = shown.size();
   if (!cache_enabled_) InvalidateCache();
   return outs;

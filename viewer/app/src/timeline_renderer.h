@@ -39,8 +39,11 @@ class TimelineRenderer {
 
   // Does ahead of the frames what would otherwise land in the first one:
   // the canvas for an `area` this size is allocated and its pages touched,
-  // and the fonts' glyphs are rasterized. The widget calls it when it is
-  // resized; painting another size later costs that frame the allocation.
+  // the fonts' glyphs are rasterized, and the memory the level-of-detail
+  // queries of a zoomed-out frame fill is allocated and touched (for the
+  // store given to SetStore). The widget calls it when it is resized or a
+  // trace opens; painting another size later costs that frame the
+  // allocation.
   void Prepare(const QSize& area);
 
   QColor ColorOf(StringId name) { return QColor::fromRgb(RgbOf(name)); }
@@ -79,6 +82,9 @@ class TimelineRenderer {
   // The visible tracks queried (unless cached) and painted by the track
   // passes into the canvas; returns their outputs in row order.
   std::vector<render::TrackOut> PaintTracks(const render::Frame& f);
+  // Makes ready the query results and scratch of a frame `pixels` wide
+  // and `height` high (see Prepare).
+  void PrepareQueries(uint32_t pixels, int height);
 
   render::Fonts fonts_;
   render::StoreCache cache_;
@@ -92,6 +98,10 @@ class TimelineRenderer {
   int64_t cache_t1_ = 0;
   uint32_t cache_pixels_ = 0;
   std::vector<std::unique_ptr<render::TrackQuery>> queries_;  // by track
+  // Emptied query results whose room the next queries fill.
+  std::vector<std::unique_ptr<render::TrackQuery>> spare_;
+  // One per painting thread.
+  std::vector<SliceQueryScratch> scratch_;
 };
 
 }  // namespace podscope::viewer::app

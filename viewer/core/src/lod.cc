@@ -6,6 +6,19 @@
 #include <utility>
 
 namespace podscope::viewer {
+namespace internal {
+
+// QuerySlices' buffers, reused from depth to depth (and, in a
+// SliceQueryScratch, from query to query).
+struct DepthScratch {
+  std::vector<uint32_t> wide, picked;
+  std::vector<VisibleSlice> swept;
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
+  std::vector<uint32_t> next;
+  std::vector<float> shares;
+};
+
+}  // namespace internal
 namespace {
 
 // The first index in [lo, hi) where `reached` (false, then true) holds,
@@ -386,14 +399,7 @@ class PixelSweep {
   std::vector<uint32_t>* picked_;
 };
 
-// QuerySlices' buffers, reused from depth to depth.
-struct DepthScratch {
-  std::vector<uint32_t> wide, picked;
-  std::vector<VisibleSlice> swept;
-  std::vector<std::pair<uint32_t, uint32_t>> ranges;
-  std::vector<uint32_t> next;
-  std::vector<float> shares;
-};
+using internal::DepthScratch;
 
 inline VisibleSlice Visible(const SliceColumns& slices, const PixelGrid& grid,
                             uint32_t i, uint32_t d) {
@@ -516,15 +522,69 @@ inline bool MergeWide(const SliceColumns& slices, const PixelGrid& grid,
 
 }  // namespace
 
+SliceQueryScratch::SliceQueryScratch()
+    : s_(std::make_unique<internal::DepthScratch>()) {}
+SliceQueryScratch::~SliceQueryScratch() = default;
+SliceQueryScratch::SliceQueryScratch(SliceQueryScratch&&) noexcept = default;
+SliceQueryScratch& SliceQueryScratch::operator=(SliceQueryScratch&&) noexcept =
+    default;
+
+namespace {
+
+// `v` able to hold `n` elements, every page of its room written once.
+template <typename T>
+void Touch(std::vector<T>* v, size_t n) {
+  if (v->capacity() >= n) return;
+  v->clear();
+  v->resize(n);
+  v->clear();
+}
+
+}  // namespace
+
+void SliceQueryScratch::Reserve(uint32_t pixels) {
+  const size_t n = size_t{pixels} + 1;
+  Touch(&s_->wide, n);
+  Touch(&s_->picked, n);
+  Touch(&s_->swept, n);
+  Touch(&s_->next, n);
+  Touch(&s_->shares, n);
+  Touch(&s_->ranges, 64);
+}
+
+void ReserveSliceQuery(uint32_t pixels, uint32_t depths,
+                       std::vector<VisibleSlice>* out,
+                       std::vector<std::vector<float>>* busy) {
+  Touch(out, size_t{pixels} * depths);
+  if (busy == nullptr) return;
+  if (busy->size() < depths) busy->resize(depths);
+  for (uint32_t d = 0; d < depths; ++d) Touch(&(*busy)[d], pixels);
+}
+
 std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
                                       int64_t t1, uint32_t pixels,
                                       std::vector<std::vector<float>>* busy) {
   std::vector<VisibleSlice> out;
-  if (busy != nullptr) busy->assign(slices.depth_count(), {});
-  if (t1 <= t0 || pixels == 0) return out;
+  SliceQueryScratch scratch;
+  QuerySlicesInto(slices, t0, t1, pixels, &scratch, &out, busy);
+  return out;
+}
+
+void QuerySlicesInto(const SliceColumns& slices, int64_t t0, int64_t t1,
+                     uint32_t pixels, SliceQueryScratch* scratch_holder,
+                     std::vector<VisibleSlice>* out_ptr,
+                     std::vector<std::vector<float>>* busy) {
+  std::vector<VisibleSlice>& out = *out_ptr;
+  out.clear();
+  if (busy != nullptr) {
+    // Each depth's room kept for the next query.
+    busy->resize(slices.depth_count());
+    for (std::vector<float>& b : *busy) b.clear();
+  }
+  if (t1 <= t0 || pixels == 0) return;
   const PixelGrid grid(t0, t1, pixels);
   const uint32_t depths = slices.depth_count();
-  DepthScratch scratch;
+  DepthScratch& scratch = *scratch_holder->s_;
   for (uint32_t d = 0; d < depths; ++d) {
     // The depth's slices that touch the window: one run, as starts and
     // ends both ascend.
@@ -538,11 +598,13 @@ std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
                                     busy != nullptr, &scratch);
     const bool sub_pixel = MergeWide(slices, grid, d, scratch, &out);
     if (busy != nullptr && sub_pixel) {
-      (*busy)[d] =
-          walked ? scratch.shares : QueryBusy(slices, d, t0, t1, pixels);
+      if (walked) {
+        (*busy)[d].assign(scratch.shares.begin(), scratch.shares.end());
+      } else {
+        (*busy)[d] = QueryBusy(slices, d, t0, t1, pixels);
+      }
     }
   }
-  return out;
 }
 
 std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,

@@ -8,6 +8,7 @@
 #define PODSCOPE_VIEWER_LOD_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "podscope/viewer/slice_columns.h"
@@ -36,6 +37,45 @@ struct VisibleSlice {
 std::vector<VisibleSlice> QuerySlices(
     const SliceColumns& slices, int64_t t0, int64_t t1, uint32_t pixels,
     std::vector<std::vector<float>>* busy = nullptr);
+
+namespace internal {
+struct DepthScratch;
+}  // namespace internal
+
+// The buffers a slice query works in. Kept from query to query (a painting
+// thread keeps one), a query allocates nothing once they have grown, and
+// after Reserve a query of up to `pixels` touches no memory it has not
+// touched before.
+class SliceQueryScratch {
+ public:
+  SliceQueryScratch();
+  ~SliceQueryScratch();
+  SliceQueryScratch(SliceQueryScratch&&) noexcept;
+  SliceQueryScratch& operator=(SliceQueryScratch&&) noexcept;
+  void Reserve(uint32_t pixels);
+
+ private:
+  friend void QuerySlicesInto(const SliceColumns&, int64_t, int64_t, uint32_t,
+                              SliceQueryScratch*, std::vector<VisibleSlice>*,
+                              std::vector<std::vector<float>>*);
+  std::unique_ptr<internal::DepthScratch> s_;
+};
+
+// QuerySlices into `out` and `busy` (their contents replaced, their room
+// kept), working in `scratch`.
+void QuerySlicesInto(const SliceColumns& slices, int64_t t0, int64_t t1,
+                     uint32_t pixels, SliceQueryScratch* scratch,
+                     std::vector<VisibleSlice>* out,
+                     std::vector<std::vector<float>>* busy = nullptr);
+
+// Room in `out` for `pixels` slices of each of `depths` depths, and in
+// `busy` for a share per pixel of each, with every page of it written
+// once: what a zoomed-out query of that many depths returns, made ready
+// before the frame that needs it.
+void ReserveSliceQuery(uint32_t pixels, uint32_t depths,
+                       std::vector<VisibleSlice>* out,
+                       std::vector<std::vector<float>>* busy);
+
 inline std::vector<VisibleSlice> QuerySlices(const TraceStore& store,
                                              TrackId track, int64_t t0,
                                              int64_t t1, uint32_t pixels) {
