@@ -33,6 +33,7 @@
 #include "podscope/profiler/capture.h"
 #include "podscope/profiler/clock.h"
 #include "podscope/profiler/grpc_credentials.h"
+#include "podscope/profiler/grpc_status.h"
 #include "src/doctor_wire.h"
 #include "src/key_rules.h"
 #include "src/key_value_table.h"
@@ -50,10 +51,6 @@ using SteadyClock = std::chrono::steady_clock;
 // The longest capture a coordinator relays (a window of steps waits this
 // long at most).
 constexpr int64_t kMaxRelayDurationMs = int64_t{24} * 3600 * 1000;
-
-Status ToGrpc(const absl::Status& s) {
-  return Status(static_cast<StatusCode>(s.code()), std::string(s.message()));
-}
 
 std::string Ranks(const std::vector<int>& ranks) {
   return absl::StrJoin(ranks, ", ");
@@ -144,7 +141,7 @@ class Service final : public pb::CoordinationService::Service {
                                  ") is outside the job's ranks 0..", n - 1));
     }
     std::unique_lock<std::mutex> lock(mu_);
-    if (!job_error_.ok()) return ToGrpc(job_error_);
+    if (!job_error_.ok()) return profiler::ToGrpcStatus(job_error_);
     std::optional<Member>& slot = members_[rank];
     if (slot && slot->incarnation != req->incarnation()) {
       return Status(
@@ -175,7 +172,7 @@ class Service final : public pb::CoordinationService::Service {
                          " of ", n, " never registered"));
       }
     }
-    if (!job_error_.ok()) return ToGrpc(job_error_);
+    if (!job_error_.ok()) return profiler::ToGrpcStatus(job_error_);
     if (stopping_) return Stopped();
     if (!started_) {
       // Every rank is in: the dead-rank watch starts from now.
@@ -249,10 +246,10 @@ class Service final : public pb::CoordinationService::Service {
     const int rank = CallerRank(*ctx);
     if (rank < 0) return NotARank("set key '" + req->key() + "'");
     if (absl::Status s = internal::CheckKeyWriter(rank, req->key()); !s.ok()) {
-      return ToGrpc(s);
+      return profiler::ToGrpcStatus(s);
     }
     if (absl::Status s = kv_.Set(req->key(), req->value()); !s.ok()) {
-      return ToGrpc(s);
+      return profiler::ToGrpcStatus(s);
     }
     cv_.notify_all();
     return Status::OK;
@@ -273,7 +270,7 @@ class Service final : public pb::CoordinationService::Service {
         return Status(StatusCode::NOT_FOUND,
                       absl::StrCat("key '", req->key(), "' is not set"));
       }
-      if (!job_error_.ok()) return ToGrpc(job_error_);
+      if (!job_error_.ok()) return profiler::ToGrpcStatus(job_error_);
       if (stopping_) return Stopped();
       if (WaitSlice(lock, deadline, ctx)) {
         return Status(StatusCode::DEADLINE_EXCEEDED,
@@ -301,7 +298,7 @@ class Service final : public pb::CoordinationService::Service {
     const int rank = CallerRank(*ctx);
     if (rank < 0) return NotARank("delete key '" + req->key() + "'");
     if (absl::Status s = internal::CheckKeyWriter(rank, req->key()); !s.ok()) {
-      return ToGrpc(s);
+      return profiler::ToGrpcStatus(s);
     }
     kv_.Delete(req->key());
     return Status::OK;
@@ -340,7 +337,7 @@ class Service final : public pb::CoordinationService::Service {
     o.start_lead_ms = req->start_lead_ms();
     o.start_on_job_clock = true;
     if (absl::Status s = profiler::CheckRelayOptions(o); !s.ok()) {
-      return ToGrpc(s);
+      return profiler::ToGrpcStatus(s);
     }
     std::vector<JobProfiler> ranks = PublishedProfilers();
     if (ranks.empty()) {
@@ -521,7 +518,7 @@ class Service final : public pb::CoordinationService::Service {
         !s.ok()) {
       return s;
     }
-    if (!job_error_.ok()) return ToGrpc(job_error_);
+    if (!job_error_.ok()) return profiler::ToGrpcStatus(job_error_);
     if (leaving && members_[rank]) members_[rank]->leaving = true;
     std::shared_ptr<BarrierState>& slot = barriers_[name];
     if (slot == nullptr) {
@@ -543,7 +540,7 @@ class Service final : public pb::CoordinationService::Service {
     }
     const auto deadline = Deadline(ctx, timeout_ms);
     while (!b->done) {
-      if (!job_error_.ok()) return ToGrpc(job_error_);
+      if (!job_error_.ok()) return profiler::ToGrpcStatus(job_error_);
       if (stopping_) return Stopped();
       if (WaitSlice(lock, deadline, ctx)) {
         if (b->done) break;

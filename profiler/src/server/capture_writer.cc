@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "podscope/profiler/grpc_status.h"
+
 namespace podscope::profiler::internal {
 namespace {
 
@@ -24,11 +26,6 @@ constexpr auto kLookAtLeastEvery = std::chrono::seconds(1);
 // a worker-side capture's goes at once: it tells the client the worker is
 // ready.
 constexpr auto kFirstWaitsForBytes = std::chrono::milliseconds(250);
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
-                      std::string(s.message()));
-}
 
 grpc::Status ClientWentAway() {
   return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
@@ -177,7 +174,7 @@ class CaptureWriter final : public grpc::ServerWriteReactor<pb::CaptureData> {
     }
     first_ = false;
     sent_last_ = done;
-    if (done && !end.ok()) end_ = ToGrpc(end);
+    if (done && !end.ok()) end_ = ToGrpcStatus(end);
     writing_ = true;
     lock.unlock();
     StartWrite(&data_);

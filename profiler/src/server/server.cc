@@ -29,6 +29,7 @@
 #include "podscope/profiler/clock_sync.h"
 #include "podscope/profiler/flight_recorder.h"
 #include "podscope/profiler/grpc_credentials.h"
+#include "podscope/profiler/grpc_status.h"
 #include "podscope/profiler/profiler_service.grpc.pb.h"
 #include "podscope/profiler/session.h"
 #include "podscope/profiler/user_token.h"
@@ -130,7 +131,7 @@ class Service final : public pb::ProfilerService::WithCallbackMethod_Capture<
               pb::StopResponse* response) override {
     if (Status s = Authorize(ctx); !s.ok()) return s;
     auto stopped = hub_.Stop(request->session_id());
-    if (!stopped.ok()) return ToGrpc(stopped.status());
+    if (!stopped.ok()) return ToGrpcStatus(stopped.status());
     response->set_session_id(*stopped);
     return Status::OK;
   }
@@ -159,7 +160,7 @@ class Service final : public pb::ProfilerService::WithCallbackMethod_Capture<
       if (c < 0x20 || c > 0x7e) c = '?';
     }
     auto dump = profiler::DumpFlightRecorder(root + "/" + session, reason);
-    if (!dump.ok()) return ToGrpc(dump.status());
+    if (!dump.ok()) return ToGrpcStatus(dump.status());
     response->set_path(absl::StrCat(
         session, "/", std::filesystem::path(dump->path).filename().string()));
     response->set_events(dump->events);
@@ -178,15 +179,12 @@ class Service final : public pb::ProfilerService::WithCallbackMethod_Capture<
     // Starting a capture (its file, its session) takes a few milliseconds
     // here; only a request that finds a capture ending waits for its end.
     auto joined = hub_.Join(*request, peer);
-    if (!joined.ok()) return internal::RefuseCapture(ToGrpc(joined.status()));
+    if (!joined.ok())
+      return internal::RefuseCapture(ToGrpcStatus(joined.status()));
     return internal::StartCaptureWriter(&hub_, *std::move(joined));
   }
 
  private:
-  static Status ToGrpc(const absl::Status& s) {
-    return Status(static_cast<StatusCode>(s.code()), std::string(s.message()));
-  }
-
   Status Authorize(grpc::ServerContextBase* ctx) const {
     return CheckBearerToken(*ctx, token_,
                             "this profiler server requires a token "

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "podscope/base/file_names.h"
 #include "podscope/profiler/bearer_token.h"
+#include "podscope/profiler/grpc_status.h"
 #include "podscope/trace_format/reader.h"
 #include "podscope/trace_format/xspace.h"
 
@@ -27,10 +28,6 @@ namespace tf = ::tensorflow;
 using grpc::ServerContext;
 using grpc::Status;
 using grpc::StatusCode;
-
-Status ToGrpc(const absl::Status& s) {
-  return Status(static_cast<StatusCode>(s.code()), std::string(s.message()));
-}
 
 // `path` is `root` or below it, component by component.
 bool Inside(const fs::path& root, const fs::path& path) {
@@ -112,7 +109,7 @@ class XprofService final : public tf::ProfilerService::Service {
     auto stopped = hub_->Stop("");
     if (!stopped.ok() &&
         stopped.status().code() != absl::StatusCode::kNotFound) {
-      return ToGrpc(stopped.status());
+      return ToGrpcStatus(stopped.status());
     }
     (void)request;
     return Status::OK;
@@ -153,7 +150,7 @@ class XprofService final : public tf::ProfilerService::Service {
     if (repository.empty()) repository = opts.repository_path();
     if (!request.emit_xspace() && !repository.empty()) {
       auto dir = ResolveRepository(root_, repository);
-      if (!dir.ok()) return ToGrpc(dir.status());
+      if (!dir.ok()) return ToGrpcStatus(dir.status());
       settings->repo_dir = *dir;
     }
     return Status::OK;
@@ -177,7 +174,7 @@ class XprofService final : public tf::ProfilerService::Service {
         absl::StrCat("XProf ProfilerService at ", ctx->peer()));
     capture_request.set_join_any_session(true);
     auto joined = hub_->Join(capture_request, ctx->peer());
-    if (!joined.ok()) return ToGrpc(joined.status());
+    if (!joined.ok()) return ToGrpcStatus(joined.status());
     std::shared_ptr<Capture> capture = *joined;
     std::string bytes;
     size_t cursor = 0;
@@ -205,7 +202,7 @@ class XprofService final : public tf::ProfilerService::Service {
       return Status(StatusCode::RESOURCE_EXHAUSTED,
                     absl::StrCat("XProf Profile: ", refused.message()));
     }
-    return end.ok() ? Status::OK : ToGrpc(end);
+    return end.ok() ? Status::OK : ToGrpcStatus(end);
   }
 
   // The trace as XSpace: in the answer, or written to the repository.
@@ -214,14 +211,14 @@ class XprofService final : public tf::ProfilerService::Service {
                 const std::string& session, tf::ProfileResponse* response) {
     auto reader = trace_format::TraceReader::OpenBuffer(std::move(trace),
                                                         "capture " + session);
-    if (!reader.ok()) return ToGrpc(reader.status());
+    if (!reader.ok()) return ToGrpcStatus(reader.status());
     trace_format::XSpaceExportOptions export_options;
     export_options.host_tracer_level = static_cast<int>(settings.host_level);
     export_options.device_tracer_level =
         static_cast<int>(settings.device_level);
     export_options.max_events = request.max_events();
     auto space = trace_format::ToXSpace(**reader, export_options);
-    if (!space.ok()) return ToGrpc(space.status());
+    if (!space.ok()) return ToGrpcStatus(space.status());
     if (request.opts().python_tracer_level() > 0) {
       space->add_warnings(
           "python_tracer_level: this process has no Python tracer");
@@ -259,11 +256,11 @@ class XprofService final : public tf::ProfilerService::Service {
     // Checked again now that it exists: a symlink swapped in meanwhile must
     // not lead out of the root.
     auto again = ResolveRepository(root_, dir.string());
-    if (!again.ok()) return ToGrpc(again.status());
+    if (!again.ok()) return ToGrpcStatus(again.status());
     if (absl::Status s =
             WriteNoFollow(*again / file, space->SerializeAsString());
         !s.ok()) {
-      return ToGrpc(s);
+      return ToGrpcStatus(s);
     }
     return Status::OK;
   }
