@@ -115,8 +115,8 @@ void BM_TraceEnabled(benchmark::State& state) {
       break;
     }
     for (int r = 0; r < 3; ++r) {
-      floor_ns = std::min(floor_ns, UndisturbedNsPerIteration(
-                                        FloorLoop, kRound, 4, &disturbed));
+      floor_ns = std::min(floor_ns, UndisturbedNsPerIteration(FloorLoop, kRound,
+                                                              4, &disturbed));
       enabled_ns = std::min(enabled_ns, UndisturbedNsPerIteration(
                                             TracedLoop, kRound, 4, &disturbed));
       // Let the writer recycle blocks between rounds.
