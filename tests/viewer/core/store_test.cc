@@ -453,7 +453,6 @@ TEST(StoreTest, TracksEndingBeforeTheFileLoadAsWithoutTheIndex) {
   EXPECT_EQ(x.str(x.NameOf(ref)), spec.strings[written.name - 1]);
 }
 
-
 // The file's index is only a plan: an index that says a track ended
 // chunks before it really does, or that counts more events than the file
 // could hold, loads the same events as the honest one (the loader reads
@@ -523,8 +522,8 @@ TEST(StoreTest, AnIndexThatLiesAboutTracksLoadsTheSameEvents) {
   auto h = TraceStore::Open(honest_path);
   ASSERT_TRUE(h.ok());
   ASSERT_EQ((*h)->event_count(), 2700u);
-  for (const auto& [name, index] :
-       {std::pair{"/early.podtrace", early}, std::pair{"/huge.podtrace", huge}}) {
+  for (const auto& [name, index] : {std::pair{"/early.podtrace", early},
+                                    std::pair{"/huge.podtrace", huge}}) {
     SCOPED_TRACE(name);
     auto f = TraceStore::Open(forge(name, index));
     ASSERT_TRUE(f.ok()) << f.status();
