@@ -145,9 +145,9 @@ absl::Status WriteFile(const std::string& path, const FileSpec& spec) {
     for (const auto& c : t.counters) {
       steps[k].push_back([&, id] { w.AddCounter(id, c.ts_ns, c.value); });
     }
-    for (const auto& [ts, stack] : t.samples) {
+    for (const auto& sample : t.samples) {
       steps[k].push_back(
-          [&, id, ts, stack] { w.AddSample(id, ts, stack_ids[stack]); });
+          [&, id] { w.AddSample(id, sample.first, stack_ids[sample.second]); });
     }
     if (!spec.interleave_tracks) {
       for (const auto& step : steps[k]) step();
