@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -90,6 +91,37 @@ TEST(ThreadCount, ZeroMeansEveryCore) {
   EXPECT_EQ(ThreadCount(0), HardwareThreads());
   EXPECT_EQ(ThreadCount(-3), HardwareThreads());
   EXPECT_EQ(ThreadCount(5), 5);
+}
+
+// Each call knows its thread: one worker index per thread, the caller's 0,
+// fewer than WorkerCount, so that per-thread buffers are never shared.
+TEST(ParallelFor, WorkersNameTheirThreads) {
+  for (int threads : {1, 2, 4}) {
+    const size_t n = 200;
+    ASSERT_EQ(WorkerCount(threads, n), static_cast<size_t>(threads));
+    ASSERT_EQ(WorkerCount(threads, 1), 1u);
+    std::mutex mu;
+    std::map<size_t, std::set<std::thread::id>> threads_of;
+    std::vector<std::atomic<int>> calls(n);
+    ParallelForWorkers(threads, n, [&](size_t worker, size_t i) {
+      calls[i].fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::lock_guard<std::mutex> lock(mu);
+      threads_of[worker].insert(std::this_thread::get_id());
+    });
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(calls[i].load(), 1);
+    for (const auto& [worker, ids] : threads_of) {
+      EXPECT_LT(worker, WorkerCount(threads, n));
+      EXPECT_EQ(ids.size(), 1u) << "worker " << worker << " ran on two threads";
+    }
+    // The caller is worker 0 (helpers may, in principle, take every item).
+    if (threads == 1) {
+      ASSERT_TRUE(threads_of.count(0));
+    }
+    if (threads_of.count(0)) {
+      EXPECT_EQ(*threads_of[0].begin(), std::this_thread::get_id());
+    }
+  }
 }
 
 }  // namespace

@@ -1,9 +1,7 @@
 #include "timeline_renderer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <thread>
 
 #include "podscope/base/parallel.h"
 #include "podscope/viewer/lod.h"
@@ -141,30 +139,22 @@ std::vector<render::TrackOut> TimelineRenderer::PaintTracks(
     }
   }
   std::vector<render::TrackOut> outs(shown.size());
-  const size_t threads =
-      std::min(shown.size(), static_cast<size_t>(PaintingThreads()));
+  const size_t threads = base::WorkerCount(PaintingThreads(), shown.size());
   if (scratch_.size() < threads) scratch_.resize(threads);
-  // Items handed out one at a time; each thread queries in its own
-  // scratch.
-  std::atomic<size_t> next{0};
-  auto work = [&](size_t thread) {
-    for (size_t i;
-         (i = next.fetch_add(1, std::memory_order_relaxed)) < shown.size();) {
-      const LayoutRow& row = *shown[i];
-      render::TrackQuery& q = *queries_[row.track];
-      if (missing[i]) {
-        Query(s.store->data(row.track), t0, t1, pixels, &scratch_[thread], &q);
-      }
-      render::PaintSlices(f, row, q, cache_, &canvas_, &outs[i]);
-      render::PaintInstants(f, row, q, cache_, &canvas_, &outs[i]);
-      render::PaintSamples(f, row, &canvas_, &outs[i]);
-      render::PaintCounter(f, row, q, cache_, &canvas_, &outs[i]);
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work, t);
-  if (threads > 0) work(0);
-  for (std::thread& t : helpers) t.join();
+  // Each painting thread queries in its own scratch.
+  base::ParallelForWorkers(
+      PaintingThreads(), shown.size(), [&](size_t worker, size_t i) {
+        const LayoutRow& row = *shown[i];
+        render::TrackQuery& q = *queries_[row.track];
+        if (missing[i]) {
+          Query(s.store->data(row.track), t0, t1, pixels, &scratch_[worker],
+                &q);
+        }
+        render::PaintSlices(f, row, q, cache_, &canvas_, &outs[i]);
+        render::PaintInstants(f, row, q, cache_, &canvas_, &outs[i]);
+        render::PaintSamples(f, row, &canvas_, &outs[i]);
+        render::PaintCounter(f, row, q, cache_, &canvas_, &outs[i]);
+      });
   frame_.tracks = shown.size();
   if (!cache_enabled_) InvalidateCache();
   return outs;
