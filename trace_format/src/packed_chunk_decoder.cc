@@ -4,6 +4,7 @@
 // bytes of their sections before anything is allocated.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,27 @@ struct TrackHeader {
   uint64_t slices = 0, instants = 0, counters = 0, samples = 0, args = 0,
            flows = 0;
 };
+
+// A hash of Mix and the table slots the loop takes of it and of its
+// complement. Mix's final fold, x ^ (x >> 32), leaves the high 32 bits of
+// its product as they are, and a layout 1.2 slot is high bits: taken from
+// the product, a slot need not wait for the fold.
+struct Mixed {
+  uint64_t hash;
+  uint32_t slot, not_slot;
+};
+template <uint32_t kExactBits>
+inline Mixed MixAndSlot(uint64_t a, uint32_t b, uint32_t bits) {
+  static_assert(kMaxTableBits <= 32);
+  const uint64_t product = MixProduct(a, b);
+  const uint64_t hash = MixFold(product);
+  if constexpr (kExactBits == kCoding11.exact_bits) {
+    return {hash, Slot<kExactBits>(hash, bits), Slot<kExactBits>(~hash, bits)};
+  } else {
+    return {hash, static_cast<uint32_t>(product >> (64 - bits)),
+            static_cast<uint32_t>(~product >> (64 - bits))};
+  }
+}
 
 class Decoder {
  public:
@@ -104,12 +126,17 @@ class Decoder {
         h.args > sec_[kArgIndexSection].left()) {
       return Malformed("event counts exceed the sections");
     }
-    if (h.slices > 0) {
+    if (h.slices == 0) {
+      e->slices.clear();
+    } else {
       absl::Status s = flat ? Flat(h.slices, e)
                        : coding_.exact_bits == kCoding11.exact_bits
                            ? Nested<kCoding11.exact_bits>(h.slices, bits, e)
                            : Nested<kCoding12.exact_bits>(h.slices, bits, e);
-      if (!s.ok()) return s;
+      if (!s.ok()) {
+        e->slices.clear();
+        return s;
+      }
     }
     if (auto s = Timed(h, e); !s.ok()) return s;
     if (auto s = Args(h, e); !s.ok()) return s;
@@ -155,8 +182,10 @@ class Decoder {
     return absl::OkStatus();
   }
 
+  // Empties a reused track but for its slices, which the slice decoders
+  // size and overwrite whole (DecodeTrack empties them for a track with
+  // none, or on an error).
   static void Clear(TrackEvents* e) {
-    e->slices.clear();
     e->instants.clear();
     e->counters.clear();
     e->samples.clear();
@@ -271,37 +300,43 @@ class Decoder {
 
   // One function, over 100 lines, on purpose: the reader's per-slice loop,
   // kept whole so that its cursors and predictor state stay in registers
-  // (format.read_events_per_s), as the encoder's Nested.
+  // (format.read_events_per_s), as the encoder's Nested. The loop has more
+  // state than a CPU has registers, so what it keeps is chosen: the slice
+  // and close sections are read by index, the tables from one pointer, and
+  // slices are written in place.
   template <uint32_t kExactBits>
   absl::Status Nested(uint64_t n, BitReader* bit_reader, TrackEvents* e) {
     constexpr DeltaCoding kCoding{kExactBits};
-    // Every section cursor lives in a local for the loop (the compiler
-    // keeps them in registers) and is written back at the end.
-    Cursor bytes = sec_[kSliceSection];
-    Cursor names = sec_[kNameSection];
-    Cursor closes = sec_[kCloseSection];
-    Cursor misc = sec_[kMiscSection];
-    BitReader bits = *bit_reader;
-    // Each slice takes a byte of the slice section, half of one of the
-    // close section.
-    if (n > 2 * closes.left() || n > bytes.left()) {
+    // Each slice takes a byte of the slice section and, as every slice is
+    // closed exactly once, a nibble of the close section: with that
+    // checked here, neither section is checked again in the loop.
+    if (n > 2 * sec_[kCloseSection].left() || n > sec_[kSliceSection].left()) {
       return Malformed("slice counts exceed the sections");
     }
-    const uint32_t tb = predictor_.Reset(n);
-    uint32_t* const name_table = predictor_.names.data();
-    uint16_t* const open_table = predictor_.opens.data();
-    uint16_t* const close_table = predictor_.closes.data();
-    uint16_t* const pops_table = predictor_.pops.data();
+    const uint8_t* const shapes = sec_[kSliceSection].p;
+    const uint8_t* const close_nibbles = sec_[kCloseSection].p;
+    uint64_t closed = 0;
+    // Cursors live in locals for the loop and are written back at the end.
+    Cursor names = sec_[kNameSection];
+    Cursor misc = sec_[kMiscSection];
+    BitReader bits = *bit_reader;
+    // The four tables at fixed offsets from one pointer.
+    const uint32_t tb = ResetTables(n);
+    Tables* const tables = tables_.get();
+    uint32_t* const name_table = tables->names;
+    uint16_t* const open_table = tables->opens;
+    uint16_t* const close_table = tables->closes;
+    uint16_t* const pops_table = tables->pops;
     uint32_t last_open = 0, last_close = 0;
-    uint64_t last_path = kRootPath;
-    // Each slice is made where the loop reaches it, not zeroed in a pass
-    // of its own first; the reserve keeps `slices` valid throughout.
-    e->slices.clear();
-    e->slices.reserve(n);
+    // The vector holds what an earlier chunk's track left (Clear keeps
+    // it): growing it zeroes only the new room, and the loop writes every
+    // field of every slice (a slice's duration when it closes).
+    e->slices.resize(n);
     Slice* const slices = e->slices.data();
     // The stack of open slices, grown as deep nesting needs.
     if (open_.size() < 64) open_.resize(64);
     OpenSlice* stack = open_.data();
+    size_t stack_size = open_.size();
     size_t depth = 0;
     int64_t time = 0;
     bool bad = false;
@@ -319,35 +354,28 @@ class Decoder {
       const uint32_t length = static_cast<uint32_t>(b) - kCoding.shift();
       return (uint64_t{1} << (length - 1)) | bits.GetWide(length - 1);
     };
-    // Close symbols are nibbles, two to a byte; 15 continues in misc.
-    bool half = false;
-    uint8_t close_byte = 0;
+    // Close symbols are nibbles, low one first; 15 continues in misc.
     auto close_one = [&]() __attribute__((always_inline))->bool {
-      uint32_t symbol;
-      if (half) {
-        symbol = close_byte >> 4;
-      } else {
-        if (!closes.Byte(&close_byte)) return false;
-        symbol = close_byte & 15;
-      }
-      half = !half;
+      uint32_t symbol =
+          (close_nibbles[closed >> 1] >> ((closed & 1) << 2)) & 15;
+      ++closed;
       if (symbol == kCloseField) {
         uint64_t more;
         if (!misc.Varint(&more) || more > (1u << 31)) return false;
         symbol += static_cast<uint32_t>(more);
       }
       --depth;
-      Slice& s = slices[stack[depth].index];
+      const OpenSlice& open = stack[depth];
       time = AddDelta(
-          time,
-          delta(symbol, &close_table[Slot<kExactBits>(stack[depth].path, tb)],
-                &last_close));
-      s.duration_ns = static_cast<int64_t>(static_cast<uint64_t>(time) -
-                                           static_cast<uint64_t>(s.start_ns));
+          time, delta(symbol, &close_table[Slot<kExactBits>(open.path, tb)],
+                      &last_close));
+      slices[open.index].duration_ns = static_cast<int64_t>(
+          static_cast<uint64_t>(time) - static_cast<uint64_t>(open.start_ns));
       return true;
     };
     // A field of the slice byte, continued in the misc section when full.
-    auto field = [&](uint32_t value, uint32_t limit, uint32_t* out) {
+    auto field = [&](uint32_t value, uint32_t limit, uint32_t * out)
+        __attribute__((always_inline)) {
       *out = value;
       if (value < limit) return true;
       uint64_t more;
@@ -355,67 +383,102 @@ class Decoder {
       *out += static_cast<uint32_t>(more);
       return true;
     };
+    // The path of the innermost open slice: the last one opened, unless
+    // slices closed since (then it is read back from the stack).
+    uint64_t top_path = kRootPath;
+    uint32_t pops_slot = Slot<kExactBits>(~kRootPath, tb);
     for (uint64_t i = 0; i < n; ++i) {
-      const uint8_t b = *bytes.p++;  // n <= bytes.left()
+      const uint8_t b = shapes[i];
       uint32_t pops_code, open_code;
       if (!field((b >> 1) & 3, kPopsField, &pops_code)) {
         return Malformed("slice shapes");
       }
-      uint16_t& predicted_pops = pops_table[Slot<kExactBits>(~last_path, tb)];
+      uint16_t& predicted_pops = pops_table[pops_slot];
       const uint32_t pops = pops_code == 0 ? predicted_pops : pops_code - 1;
       predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops > depth) return Malformed("slices close unopened slices");
       uint32_t sibling = kNoName;
-      for (uint32_t p = 0; p < pops; ++p) {
-        sibling = slices[stack[depth - 1].index].name;
-        if (!close_one()) return Malformed("slice closes");
+      if (pops > 0) {
+        for (uint32_t p = 0; p < pops; ++p) {
+          sibling = stack[depth - 1].name;
+          if (!close_one()) return Malformed("slice closes");
+        }
+        top_path = depth == 0 ? kRootPath : stack[depth - 1].path;
       }
-      const uint64_t parent = depth == 0 ? kRootPath : stack[depth - 1].path;
-      const uint64_t context = Mix(parent, sibling);
-      uint32_t& predicted = name_table[Slot<kExactBits>(context, tb)];
-      Slice& s = e->slices.emplace_back();
+      const uint64_t parent = top_path;
+      const Mixed context = MixAndSlot<kExactBits>(parent, sibling, tb);
+      uint32_t& predicted = name_table[context.slot];
       if (b & 1) {
         if (!names.Varint32(&predicted)) return Malformed("slice names");
       }
-      s.name = predicted;
+      const uint32_t name = predicted;
       if (!field(b >> 3, kOpenField, &open_code)) {
         return Malformed("slice opens");
       }
       time = AddDelta(
-          time, delta(open_code,
-                      &open_table[Slot<kExactBits>(Mix(context, s.name), tb)],
-                      &last_open));
+          time,
+          delta(
+              open_code,
+              &open_table[MixAndSlot<kExactBits>(context.hash, name, tb).slot],
+              &last_open));
+      Slice& s = slices[i];
       s.start_ns = time;
+      s.name = name;
       s.depth = static_cast<uint32_t>(depth);
-      last_path = Mix(~parent, s.name);
-      if (depth == open_.size()) {
+      const Mixed path = MixAndSlot<kExactBits>(~parent, name, tb);
+      top_path = path.hash;
+      pops_slot = path.not_slot;
+      if (depth == stack_size) {
         open_.resize(2 * depth);
         stack = open_.data();
+        stack_size = open_.size();
       }
-      stack[depth].path = last_path;
-      stack[depth].index = static_cast<uint32_t>(i);
+      stack[depth] = {path.hash, time, static_cast<uint32_t>(i), name};
       ++depth;
     }
     while (depth > 0) {
       if (!close_one()) return Malformed("slice closes");
     }
     if (bad) return Malformed("a time delta's size is out of range");
-    sec_[kSliceSection] = bytes;
+    sec_[kSliceSection].p += n;
+    sec_[kCloseSection].p += (closed + 1) / 2;
     sec_[kNameSection] = names;
-    sec_[kCloseSection] = closes;
     sec_[kMiscSection] = misc;
     *bit_reader = bits;
     return absl::OkStatus();
   }
 
+  // An open slice as the loop needs it again when it closes, and when its
+  // next sibling takes its name as context: read from here, not from the
+  // slice itself, they are one load and not two in a row.
   struct OpenSlice {
     uint64_t path;
-    uint32_t index;
+    int64_t start_ns;
+    uint32_t index, name;
   };
+  // SlicePredictor's tables, each with room for the largest track, so that
+  // every table lies at a constant offset from the first.
+  struct Tables {
+    uint32_t names[size_t{1} << kMaxTableBits];
+    uint16_t opens[size_t{1} << kMaxTableBits];
+    uint16_t closes[size_t{1} << kMaxTableBits];
+    uint16_t pops[size_t{1} << kMaxTableBits];
+  };
+  // As SlicePredictor::Reset: the first 2^bits entries of each table.
+  uint32_t ResetTables(size_t slices) {
+    if (tables_ == nullptr) tables_ = std::make_unique<Tables>();
+    const uint32_t bits = TableBits(slices);
+    const size_t size = size_t{1} << bits;
+    std::fill_n(tables_->names, size, 0u);
+    std::fill_n(tables_->opens, size, kUnknownBucket);
+    std::fill_n(tables_->closes, size, kUnknownBucket);
+    std::fill_n(tables_->pops, size, uint16_t{0});
+    return bits;
+  }
   Cursor sec_[kSectionCount];
   DeltaCoding coding_ = kCoding12;
   std::vector<OpenSlice> open_;
-  SlicePredictor predictor_;
+  std::unique_ptr<Tables> tables_;
 };
 
 // The decoder's entry points, compiled for each instruction set of

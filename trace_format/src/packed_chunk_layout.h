@@ -92,10 +92,14 @@ inline uint32_t TableBits(size_t slices) {
 // that runs the same call trees again and again repeats contexts, names and
 // timings.
 inline constexpr uint64_t kRootPath = 0;
+// Mix in two steps, a product and its fold, for a reader that wants the
+// product's high bits before the fold is done.
+inline uint64_t MixProduct(uint64_t a, uint32_t b) {
+  return (a ^ (uint64_t{b} + 0x632BE59BD9B4E019ull)) * 0x9E3779B97F4A7C15ull;
+}
+inline uint64_t MixFold(uint64_t x) { return x ^ (x >> 32); }
 inline uint64_t Mix(uint64_t a, uint32_t b) {
-  uint64_t x =
-      (a ^ (uint64_t{b} + 0x632BE59BD9B4E019ull)) * 0x9E3779B97F4A7C15ull;
-  return x ^ (x >> 32);
+  return MixFold(MixProduct(a, b));
 }
 // A table slot. Layout 1 mixed the hash once more; Mix's high bits are
 // already the high bits of a product, so layout 2 takes them as they are
