@@ -112,7 +112,7 @@ class Huffman {
         uint32_t reversed = 0;
         for (uint32_t b = 0; b < len; ++b)
           reversed |= ((code >> b) & 1) << (len - 1 - b);
-        const auto entry = static_cast<uint16_t>((symbol_[k] << 4) | len);
+        const auto entry = static_cast<uint16_t>((symbol_[k] << 6) | len);
         for (uint32_t j = reversed; j < (1u << kTableBits); j += 1u << len) {
           table_[j] = entry;
         }
@@ -122,7 +122,8 @@ class Huffman {
     return true;
   }
 
-  // The table entry of the next kTableBits bits: symbol << 4 | length, or
+  // The table entry of the next kTableBits bits: symbol << 6 | length (the
+  // low six bits, as a shift takes its count), or
   // 0 for a longer code.
   uint16_t entry(uint32_t bits) const { return table_[bits]; }
 
@@ -130,8 +131,8 @@ class Huffman {
   uint32_t Decode(BitIn* in) const {
     const uint32_t entry = table_[in->Peek(kTableBits)];
     if (entry != 0) [[likely]] {
-      in->Drop(entry & 15);
-      return entry >> 4;
+      in->Drop(entry & 63);
+      return entry >> 6;
     }
     return DecodeLong(in);
   }
@@ -156,7 +157,7 @@ class Huffman {
     return 0xFFFF;  // unreachable for a complete code
   }
 
-  uint16_t table_[1u << kTableBits];  // symbol << 4 | length; 0: longer
+  uint16_t table_[1u << kTableBits];  // symbol << 6 | length; 0: longer
   uint16_t count_[kMaxCodeBits + 1];
   uint16_t symbol_[288];
 };
@@ -170,17 +171,17 @@ class LiteralPairs {
     for (uint32_t bits = 0; bits < (1u << kTableBits); ++bits) {
       pairs_[bits] = 0;
       const uint32_t first = code.entry(bits);
-      const uint32_t len1 = first & 15;
-      if (first == 0 || (first >> 4) >= 256) continue;
+      const uint32_t len1 = first & 63;
+      if (first == 0 || (first >> 6) >= 256) continue;
       // The bits after the first code; those past kTableBits read as 0, so
       // the second code counts only if it ends within kTableBits.
       const uint32_t second = code.entry(bits >> len1);
-      const uint32_t len2 = second & 15;
-      if (second == 0 || (second >> 4) >= 256 || len1 + len2 > kTableBits) {
+      const uint32_t len2 = second & 63;
+      if (second == 0 || (second >> 6) >= 256 || len1 + len2 > kTableBits) {
         continue;
       }
       pairs_[bits] =
-          ((second >> 4) << 16) | ((first >> 4) << 8) | (len1 + len2);
+          ((second >> 6) << 16) | ((first >> 6) << 8) | (len1 + len2);
     }
   }
   // second << 16 | first << 8 | bits used, or 0. The bits used are the
