@@ -322,17 +322,15 @@ class Decoder {
     BitReader bits = *bit_reader;
     // The four tables at fixed offsets from one pointer.
     const uint32_t tb = ResetTables(n);
+    // Read as tables->x[slot] in the loop, each a constant displacement
+    // from the one pointer, not four pointers of their own.
     Tables* const tables = tables_.get();
-    uint32_t* const name_table = tables->names;
-    uint16_t* const open_table = tables->opens;
-    uint16_t* const close_table = tables->closes;
-    uint16_t* const pops_table = tables->pops;
     uint32_t last_open = 0, last_close = 0;
     // The vector holds what an earlier chunk's track left (Clear keeps
     // it): growing it zeroes only the new room, and the loop writes every
     // field of every slice (a slice's duration when it closes).
     e->slices.resize(n);
-    Slice* const slices = e->slices.data();
+    Slice* out = e->slices.data();
     // The stack of open slices, grown as deep nesting needs.
     if (open_.size() < 64) open_.resize(64);
     OpenSlice* stack = open_.data();
@@ -367,9 +365,9 @@ class Decoder {
       --depth;
       const OpenSlice& open = stack[depth];
       time = AddDelta(
-          time, delta(symbol, &close_table[Slot<kExactBits>(open.path, tb)],
+          time, delta(symbol, &tables->closes[Slot<kExactBits>(open.path, tb)],
                       &last_close));
-      slices[open.index].duration_ns = static_cast<int64_t>(
+      open.slice->duration_ns = static_cast<int64_t>(
           static_cast<uint64_t>(time) - static_cast<uint64_t>(open.start_ns));
       return true;
     };
@@ -387,13 +385,13 @@ class Decoder {
     // slices closed since (then it is read back from the stack).
     uint64_t top_path = kRootPath;
     uint32_t pops_slot = Slot<kExactBits>(~kRootPath, tb);
-    for (uint64_t i = 0; i < n; ++i) {
-      const uint8_t b = shapes[i];
+    for (const uint8_t* shape = shapes; shape != shapes + n; ++shape, ++out) {
+      const uint8_t b = *shape;
       uint32_t pops_code, open_code;
       if (!field((b >> 1) & 3, kPopsField, &pops_code)) {
         return Malformed("slice shapes");
       }
-      uint16_t& predicted_pops = pops_table[pops_slot];
+      uint16_t& predicted_pops = tables->pops[pops_slot];
       const uint32_t pops = pops_code == 0 ? predicted_pops : pops_code - 1;
       predicted_pops = static_cast<uint16_t>(std::min<uint32_t>(pops, 0xFFFF));
       if (pops > depth) return Malformed("slices close unopened slices");
@@ -407,7 +405,7 @@ class Decoder {
       }
       const uint64_t parent = top_path;
       const Mixed context = MixAndSlot<kExactBits>(parent, sibling, tb);
-      uint32_t& predicted = name_table[context.slot];
+      uint32_t& predicted = tables->names[context.slot];
       if (b & 1) {
         if (!names.Varint32(&predicted)) return Malformed("slice names");
       }
@@ -419,12 +417,12 @@ class Decoder {
           time,
           delta(
               open_code,
-              &open_table[MixAndSlot<kExactBits>(context.hash, name, tb).slot],
+              &tables
+                   ->opens[MixAndSlot<kExactBits>(context.hash, name, tb).slot],
               &last_open));
-      Slice& s = slices[i];
-      s.start_ns = time;
-      s.name = name;
-      s.depth = static_cast<uint32_t>(depth);
+      out->start_ns = time;
+      out->name = name;
+      out->depth = static_cast<uint32_t>(depth);
       const Mixed path = MixAndSlot<kExactBits>(~parent, name, tb);
       top_path = path.hash;
       pops_slot = path.not_slot;
@@ -433,7 +431,7 @@ class Decoder {
         stack = open_.data();
         stack_size = open_.size();
       }
-      stack[depth] = {path.hash, time, static_cast<uint32_t>(i), name};
+      stack[depth] = {path.hash, time, out, name};
       ++depth;
     }
     while (depth > 0) {
@@ -454,7 +452,8 @@ class Decoder {
   struct OpenSlice {
     uint64_t path;
     int64_t start_ns;
-    uint32_t index, name;
+    Slice* slice;
+    uint32_t name;
   };
   // SlicePredictor's tables, each with room for the largest track, so that
   // every table lies at a constant offset from the first.
