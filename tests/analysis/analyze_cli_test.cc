@@ -183,7 +183,8 @@ TEST(AnalyzeCliTest, AnalyzeAndSummaryStateTheSameVerdict) {
              return 1'000'000 + ((k + rank) % 2) * 100'000;
            }),
        "No consistent straggler: rank 0 caused the most waiting, 600 µs, at "
-       "most 600 µs for any other rank (p = 1 over 6 steps); ranks wait ",
+       "most 600 µs for any other rank (p = 1 over 6 steps, corrected for "
+       "picking 1 of 2 ranks); ranks wait ",
        -1},
   };
   for (const Case& c : cases) {

@@ -116,7 +116,8 @@ TEST(StragglerVerdictTest, BalancedRanksWithNoiseNameNoOne) {
   const std::string v = StragglerVerdict(a.steps, s);
   EXPECT_THAT(v, StartsWith("No consistent straggler: rank "));
   EXPECT_THAT(v, HasSubstr(" caused the most waiting, "));
-  EXPECT_THAT(v, HasSubstr("over 12 steps)"));
+  EXPECT_THAT(v,
+              HasSubstr("over 12 steps, corrected for picking 1 of 3 ranks)"));
   EXPECT_TRUE(std::regex_search(
       v, std::regex("; ranks wait [0-9.]+–[0-9.]+% of step time in "
                     "collectives; last to arrive: rank [0-2] ×[0-9]+, rank "
@@ -154,10 +155,12 @@ TEST(StragglerVerdictTest, PValueIsAPairedTTestOverSteps) {
   EXPECT_NEAR(t.t, 2 * std::sqrt(3.0), 1e-9);
   EXPECT_NEAR(t.p_value, 1 - 2 * std::sqrt(3.0) / std::sqrt(14.0), 1e-9);
   EXPECT_FALSE(a.stragglers.straggler.has_value());
-  EXPECT_THAT(StragglerVerdict(a.steps, a.stragglers),
-              StartsWith("No consistent straggler: rank 1 caused the most "
-                         "waiting, 600 µs, at most 0 ns for any other rank "
-                         "(p = 0.074 over 3 steps)"));
+  EXPECT_THAT(
+      StragglerVerdict(a.steps, a.stragglers),
+      StartsWith(
+          "No consistent straggler: rank 1 caused the most "
+          "waiting, 600 µs, at most 0 ns for any other rank "
+          "(p = 0.074 over 3 steps, corrected for picking 1 of 2 ranks)"));
 }
 
 // Eleven steps: rank 1 is last by 300 µs in the first seven, rank 0 by

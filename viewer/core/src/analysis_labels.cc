@@ -46,7 +46,15 @@ std::string WhoWasWaitedFor(const StepBreakdown& steps,
   absl::StrAppend(&out, ", at most ", FormatDuration(others_max),
                   " for any other rank (", FormatP(t.p_value), " over ",
                   t.units, " ", t.by_steps ? "step" : "collective",
-                  t.units == 1 ? "" : "s", ")");
+                  t.units == 1 ? "" : "s");
+  // The p-value is multiplied by the number of ranks, as the candidate was
+  // picked after looking, and capped at 1: said, so that "p = 1" reads as
+  // "no evidence once the choice is counted", not as a certainty.
+  if (t.p_value >= 0.0001) {
+    absl::StrAppend(&out, ", corrected for picking 1 of ", report.ranks.size(),
+                    " ranks");
+  }
+  absl::StrAppend(&out, ")");
   if (report.straggler && !report.straggler->longer_scopes.empty()) {
     const LongerScope& l = report.straggler->longer_scopes.front();
     absl::StrAppend(&out, "; longer on it than on the others: ", l.name, " (+",
