@@ -4,7 +4,6 @@
 // bytes of their sections before anything is allocated.
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -320,11 +319,10 @@ class Decoder {
     Cursor names = sec_[kNameSection];
     Cursor misc = sec_[kMiscSection];
     BitReader bits = *bit_reader;
-    // The four tables at fixed offsets from one pointer.
-    const uint32_t tb = ResetTables(n);
+    const uint32_t tb = predictor_.Reset(n);
     // Read as tables->x[slot] in the loop, each a constant displacement
     // from the one pointer, not four pointers of their own.
-    Tables* const tables = tables_.get();
+    SlicePredictor::Tables* const tables = predictor_.tables();
     uint32_t last_open = 0, last_close = 0;
     // The vector holds what an earlier chunk's track left (Clear keeps
     // it): growing it zeroes only the new room, and the loop writes every
@@ -455,29 +453,10 @@ class Decoder {
     Slice* slice;
     uint32_t name;
   };
-  // SlicePredictor's tables, each with room for the largest track, so that
-  // every table lies at a constant offset from the first.
-  struct Tables {
-    uint32_t names[size_t{1} << kMaxTableBits];
-    uint16_t opens[size_t{1} << kMaxTableBits];
-    uint16_t closes[size_t{1} << kMaxTableBits];
-    uint16_t pops[size_t{1} << kMaxTableBits];
-  };
-  // As SlicePredictor::Reset: the first 2^bits entries of each table.
-  uint32_t ResetTables(size_t slices) {
-    if (tables_ == nullptr) tables_ = std::make_unique<Tables>();
-    const uint32_t bits = TableBits(slices);
-    const size_t size = size_t{1} << bits;
-    std::fill_n(tables_->names, size, 0u);
-    std::fill_n(tables_->opens, size, kUnknownBucket);
-    std::fill_n(tables_->closes, size, kUnknownBucket);
-    std::fill_n(tables_->pops, size, uint16_t{0});
-    return bits;
-  }
   Cursor sec_[kSectionCount];
   DeltaCoding coding_ = kCoding12;
   std::vector<OpenSlice> open_;
-  std::unique_ptr<Tables> tables_;
+  SlicePredictor predictor_;
 };
 
 // The decoder's entry points, compiled for each instruction set of

@@ -225,10 +225,11 @@ class Encoder {
 
     const uint32_t reset_bits = predictor_.Reset(n);
     const uint32_t tb = kTableBits != 0 ? kTableBits : reset_bits;
-    uint32_t* const name_table = predictor_.names.data();
-    uint16_t* const open_table = predictor_.opens.data();
-    uint16_t* const close_table = predictor_.closes.data();
-    uint16_t* const pops_table = predictor_.pops.data();
+    SlicePredictor::Tables* const tables = predictor_.tables();
+    uint32_t* const name_table = tables->names;
+    uint16_t* const open_table = tables->opens;
+    uint16_t* const close_table = tables->closes;
+    uint16_t* const pops_table = tables->pops;
     uint32_t last_open = 0, last_close = 0;
     uint64_t last_path = kRootPath;
 

@@ -14,6 +14,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,22 +120,36 @@ uint32_t Slot(uint64_t hash, uint32_t bits) {
 inline constexpr uint16_t kUnknownBucket = 0xFFFF;
 
 // The prediction tables of one track's slices. The encoder and the decoder
-// start every track from this same state, so both reset it here.
-struct SlicePredictor {
-  std::vector<uint32_t> names;
-  // uint16_t, not uint8_t: a store through a char type may alias anything.
-  std::vector<uint16_t> opens, closes, pops;
-  // Sizes and clears the tables for a track of `slices`; returns the bits
-  // of a slot index.
+// start every track from this same state, so both reset it here. Each table
+// has room for the largest track, so that every table lies at a constant
+// offset from the first: a loop short of registers reads them all through
+// one pointer.
+class SlicePredictor {
+ public:
+  struct Tables {
+    uint32_t names[size_t{1} << kMaxTableBits];
+    // uint16_t, not uint8_t: a store through a char type may alias anything.
+    uint16_t opens[size_t{1} << kMaxTableBits];
+    uint16_t closes[size_t{1} << kMaxTableBits];
+    uint16_t pops[size_t{1} << kMaxTableBits];
+  };
+  // Clears the first 2^bits entries of each table for a track of
+  // `slices`; returns the bits of a slot index.
   uint32_t Reset(size_t slices) {
+    if (tables_ == nullptr) tables_ = std::make_unique<Tables>();
     const uint32_t bits = TableBits(slices);
     const size_t size = size_t{1} << bits;
-    names.assign(size, 0);
-    opens.assign(size, kUnknownBucket);
-    closes.assign(size, kUnknownBucket);
-    pops.assign(size, 0);
+    std::fill_n(tables_->names, size, 0u);
+    std::fill_n(tables_->opens, size, kUnknownBucket);
+    std::fill_n(tables_->closes, size, kUnknownBucket);
+    std::fill_n(tables_->pops, size, uint16_t{0});
     return bits;
   }
+  // After a Reset.
+  Tables* tables() { return tables_.get(); }
+
+ private:
+  std::unique_ptr<Tables> tables_;
 };
 inline uint32_t PredictBucket(uint16_t average, uint32_t last) {
   return average == kUnknownBucket ? last : (average + 8u) >> 4;
