@@ -561,6 +561,25 @@ void ReserveSliceQuery(uint32_t pixels, uint32_t depths,
   for (uint32_t d = 0; d < depths; ++d) Touch(&(*busy)[d], pixels);
 }
 
+namespace {
+
+// QueryBusy into `out`, reusing its room and `next`'s.
+void BusyInto(const SliceColumns& slices, uint32_t depth, int64_t t0,
+              int64_t t1, uint32_t pixels, std::vector<float>* out,
+              std::vector<uint32_t>* next) {
+  out->clear();
+  if (t1 <= t0 || pixels == 0 || depth >= slices.depth_count()) return;
+  out->assign(pixels, 0.0f);
+  const uint32_t lo = slices.depth_begin(depth);
+  const uint32_t hi = slices.depth_end(depth);
+  if (lo >= hi) return;
+  next->resize(size_t{pixels} + 1);
+  WalkBounds(slices, lo, hi, PixelGrid(t0, t1, pixels), next->data(),
+             out->data(), [](uint32_t) {});
+}
+
+}  // namespace
+
 std::vector<VisibleSlice> QuerySlices(const SliceColumns& slices, int64_t t0,
                                       int64_t t1, uint32_t pixels,
                                       std::vector<std::vector<float>>* busy) {
@@ -601,7 +620,7 @@ void QuerySlicesInto(const SliceColumns& slices, int64_t t0, int64_t t1,
       if (walked) {
         (*busy)[d].assign(scratch.shares.begin(), scratch.shares.end());
       } else {
-        (*busy)[d] = QueryBusy(slices, d, t0, t1, pixels);
+        BusyInto(slices, d, t0, t1, pixels, &(*busy)[d], &scratch.next);
       }
     }
   }
@@ -610,14 +629,8 @@ void QuerySlicesInto(const SliceColumns& slices, int64_t t0, int64_t t1,
 std::vector<float> QueryBusy(const SliceColumns& slices, uint32_t depth,
                              int64_t t0, int64_t t1, uint32_t pixels) {
   std::vector<float> out;
-  if (t1 <= t0 || pixels == 0 || depth >= slices.depth_count()) return out;
-  out.assign(pixels, 0.0f);
-  const uint32_t lo = slices.depth_begin(depth);
-  const uint32_t hi = slices.depth_end(depth);
-  if (lo >= hi) return out;
-  std::vector<uint32_t> next(size_t{pixels} + 1);
-  WalkBounds(slices, lo, hi, PixelGrid(t0, t1, pixels), next.data(), out.data(),
-             [](uint32_t) {});
+  std::vector<uint32_t> next;
+  BusyInto(slices, depth, t0, t1, pixels, &out, &next);
   return out;
 }
 
