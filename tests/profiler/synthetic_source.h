@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -31,12 +32,20 @@ class SyntheticSource : public CaptureSource {
   // second, on a track of host `host`.
   SyntheticSource(std::string host, int64_t scopes_per_s)
       : host_(std::move(host)), rate_(std::max<int64_t>(scopes_per_s, 100)) {}
-  ~SyntheticSource() override { (void)Stop(); }
+  ~SyntheticSource() override {
+    (void)Stop();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
 
   absl::Status Start(std::unique_ptr<trace_format::RecordSink> sink,
                      const std::string& session_id, int64_t start_ns) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (thread_.joinable()) {
+    std::lock_guard<std::mutex> control(control_);
+    if (writer_ != nullptr) {
       return absl::FailedPreconditionError("the source is already recording");
     }
     auto writer = trace_format::TraceWriter::Create(std::move(sink));
@@ -58,15 +67,28 @@ class SyntheticSource : public CaptureSource {
     inner_ = writer_->InternString("inner");
     events_ = 0;
     stop_ = false;
-    thread_ = std::thread([this, start_ns] { Run(start_ns); });
+    // The recording thread is the source's for its whole life: a stop
+    // waits for the recording to end, not for a thread to exit (hundreds
+    // of threads of one process exiting at the same instant take tens of
+    // milliseconds on two cores).
+    if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      start_ns_ = start_ns;
+      recording_ = true;
+    }
+    cv_.notify_all();
     return absl::OkStatus();
   }
 
   absl::Status Stop() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!thread_.joinable()) return absl::OkStatus();
+    std::lock_guard<std::mutex> control(control_);
+    if (writer_ == nullptr) return absl::OkStatus();
     stop_ = true;
-    thread_.join();
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return !recording_; });
+    }
     absl::Status s = writer_->Close();
     writer_.reset();
     return s;
@@ -82,6 +104,21 @@ class SyntheticSource : public CaptureSource {
     ts.tv_sec = t_ns / 1'000'000'000;
     ts.tv_nsec = t_ns % 1'000'000'000;
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+    }
+  }
+
+  // Records each time Start asks, until the source goes.
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      cv_.wait(lock, [&] { return closing_ || recording_; });
+      if (!recording_) return;
+      const int64_t start_ns = start_ns_;
+      lock.unlock();
+      Run(start_ns);
+      lock.lock();
+      recording_ = false;
+      cv_.notify_all();
     }
   }
 
@@ -113,8 +150,13 @@ class SyntheticSource : public CaptureSource {
 
   const std::string host_;
   const int64_t rate_;
-  std::mutex mutex_;
+  std::mutex control_;  // Start and Stop, one at a time
   std::unique_ptr<trace_format::TraceWriter> writer_;
+  std::mutex mutex_;  // what the recording thread is asked to do
+  std::condition_variable cv_;
+  bool recording_ = false;
+  bool closing_ = false;
+  int64_t start_ns_ = 0;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> events_{0};
