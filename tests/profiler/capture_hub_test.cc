@@ -73,6 +73,37 @@ TEST(CaptureStream, APieceOverTheMessageSizeIsSplit) {
   EXPECT_EQ(messages, 5);
 }
 
+// How a client served without a thread of its own learns of new bytes: a
+// listener is told of every change for as long as it lives (not only the
+// first), of progress when the stream says so, and never once it is gone.
+TEST(CaptureStream, ListenersAreToldOfEveryChangeWhileTheyLive) {
+  struct Counter : StreamListener {
+    std::atomic<int> told{0};
+    void StreamChanged() override { told.fetch_add(1); }
+  };
+  CaptureStream stream(int64_t{1} << 20);
+  auto first = std::make_shared<Counter>();
+  auto second = std::make_shared<Counter>();
+  auto gone = std::make_shared<Counter>();
+  stream.Listen(first);
+  stream.Listen(gone);
+  stream.Listen(second);
+  stream.Append("a");
+  EXPECT_EQ(gone->told.load(), 1);
+  gone.reset();
+  stream.Append("b");
+  stream.Append("c");
+  // Progress is a change only for a stream that tells of it.
+  stream.SetProgress(10, 0);
+  EXPECT_EQ(first->told.load(), 3);
+  stream.TellProgress();
+  stream.SetProgress(20, 1);
+  stream.SetProgress(20, 1);  // the same counts: nothing new
+  stream.Finish(absl::OkStatus());
+  EXPECT_EQ(first->told.load(), 5);
+  EXPECT_EQ(second->told.load(), 5);
+}
+
 TEST(ByteBudget, CopiesShareOneLimitNamedWhenPassed) {
   ByteBudget budget(1000, "max_capture_bytes");
   ByteBudget::Holding a(&budget), b(&budget);

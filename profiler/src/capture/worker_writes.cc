@@ -581,6 +581,11 @@ class Fanout {
       case Op::kRead:
         if (!ok) return w.capture_call->Finish(&w.status, w.tag(Op::kFinish));
         OnData(w);
+        // The last message (the worker sends it with the call's status):
+        // the status next, with no read of the stream's end first.
+        if (w.data.done()) {
+          return w.capture_call->Finish(&w.status, w.tag(Op::kFinish));
+        }
         return w.capture_call->Read(&w.data, w.tag(Op::kRead));
       case Op::kFinish:
         return OnFinish(w);

@@ -239,6 +239,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::StartLocked(
   CaptureExtras extras;
   extras.window = capture->window;
   capture->worker_writes = r.worker_writes();
+  if (capture->worker_writes) capture->stream->TellProgress();
   // Makes the sink: the capture's stream, or the worker's own file.
   std::string file_path;
   auto make_sink = [&]() -> absl::StatusOr<std::unique_ptr<tf::RecordSink>> {

@@ -68,10 +68,23 @@ class CaptureStream {
     listeners_.push_back(std::move(listener));
   }
 
-  void SetProgress(uint64_t events, uint64_t dropped) {
+  // Listeners are told of progress too (a worker-side capture's stream,
+  // which carries no bytes: its progress is all its client hears).
+  void TellProgress() {
     std::lock_guard<std::mutex> lock(mutex_);
-    events_ = events;
-    dropped_ = dropped;
+    tells_progress_ = true;
+  }
+
+  void SetProgress(uint64_t events, uint64_t dropped) {
+    std::vector<std::shared_ptr<StreamListener>> tell;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (events == events_ && dropped == dropped_) return;
+      events_ = events;
+      dropped_ = dropped;
+      if (tells_progress_) tell = LiveListenersLocked();
+    }
+    for (const auto& l : tell) l->StreamChanged();
   }
 
   // The stream will end without an index (see CaptureData.receiver_indexes).
@@ -138,10 +151,12 @@ class CaptureStream {
   std::vector<std::shared_ptr<StreamListener>> LiveListenersLocked() {
     std::vector<std::shared_ptr<StreamListener>> live;
     size_t kept = 0;
-    for (auto& w : listeners_) {
-      if (auto l = w.lock()) {
+    for (size_t i = 0; i < listeners_.size(); ++i) {
+      if (auto l = listeners_[i].lock()) {
         live.push_back(std::move(l));
-        listeners_[kept++] = std::move(w);
+        // Never moved onto itself: that would empty it.
+        if (kept != i) listeners_[kept] = std::move(listeners_[i]);
+        ++kept;
       }
     }
     listeners_.resize(kept);
@@ -158,6 +173,7 @@ class CaptureStream {
   bool overflow_ = false;
   bool finished_ = false;
   bool receiver_indexes_ = false;
+  bool tells_progress_ = false;
   absl::Status status_;
   uint64_t events_ = 0, dropped_ = 0;
 };

@@ -54,6 +54,13 @@ class WriterWaker final : public StreamListener {
 // reactor's own callbacks from inside them.
 class CaptureWriter final : public grpc::ServerWriteReactor<pb::CaptureData> {
  public:
+  // What Prepare made ready: nothing, a message, the last message (sent
+  // with the call's status), or the end of a call the client cancelled.
+  struct Ready {
+    enum Kind { kNone, kWrite, kLast, kFinish } kind = kNone;
+    grpc::Status status;  // kLast's and kFinish's
+  };
+
   CaptureWriter(CaptureHub* hub, std::shared_ptr<Capture> capture)
       : hub_(hub),
         capture_(std::move(capture)),
@@ -67,26 +74,47 @@ class CaptureWriter final : public grpc::ServerWriteReactor<pb::CaptureData> {
     Step(lock);
   }
 
-  // The stream changed (any thread): look again at once, on gRPC's
-  // threads rather than the one that appended.
-  void Wake() {
+  // The stream changed (any thread). A worker-side capture's writer looks
+  // at once, on the calling thread: its messages are small (progress, and
+  // the file's facts at the end), and the thread that tells it is the
+  // hub's controller, which ends the capture, so no gRPC thread has to
+  // wake for it (hundreds of servers in one process ending together share
+  // a few). What it makes ready, the caller sends with Send, holding no
+  // lock: a write in flight keeps the call, and so the writer, alive. A
+  // streamed capture's writer looks on gRPC's threads rather than on the
+  // one that appended (the session's drainer).
+  Ready Wake() {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (finishing_ || writing_) return;  // OnWriteDone looks again
+    if (finishing_ || writing_) return {};  // OnWriteDone looks again
+    if (capture_->worker_writes) return Prepare(lock);
     if (alarm_set_) {
       // Its callback looks at once.
       std::shared_ptr<grpc::Alarm> alarm = alarm_;
       lock.unlock();
       alarm->Cancel();
-      return;
+      return {};
     }
     SetAlarm(Clock::now());
+    return {};
+  }
+
+  // Starts the write Prepare made ready (no lock held).
+  void Send(Ready ready) {
+    if (ready.kind == Ready::kLast) {
+      // One batch with the status: no OnWriteDone, then OnDone.
+      StartWriteAndFinish(&data_, grpc::WriteOptions(),
+                          std::move(ready.status));
+    } else if (ready.kind == Ready::kWrite) {
+      StartWrite(&data_);
+    } else if (ready.kind == Ready::kFinish) {
+      ServerWriteReactor::Finish(std::move(ready.status));
+    }
   }
 
   void OnWriteDone(bool ok) override {
     std::unique_lock<std::mutex> lock(mutex_);
     writing_ = false;
     if (!ok) return Finish(lock, ClientWentAway());
-    if (sent_last_) return Finish(lock, end_);
     Step(lock);
   }
 
@@ -144,8 +172,22 @@ class CaptureWriter final : public grpc::ServerWriteReactor<pb::CaptureData> {
   // Sends what there is to send, or sleeps until there is (mutex_ held;
   // may be released).
   void Step(std::unique_lock<std::mutex>& lock) {
-    if (finishing_ || writing_) return;
-    if (cancelled_) return Finish(lock, ClientWentAway());
+    Ready ready = Prepare(lock);
+    if (ready.kind == Ready::kNone) return;
+    lock.unlock();
+    Send(std::move(ready));
+  }
+
+  // The next message, when there is one to send now (mutex_ held
+  // throughout). Else sets the alarm for the next look: a worker-side
+  // capture's stream tells of its progress, so its writer needs none.
+  Ready Prepare(std::unique_lock<std::mutex>& lock) {
+    (void)lock;
+    if (finishing_ || writing_) return {};
+    if (cancelled_) {
+      finishing_ = true;
+      return {Ready::kFinish, ClientWentAway()};
+    }
     data_.Clear();
     absl::Status end;
     const bool done =
@@ -155,12 +197,12 @@ class CaptureWriter final : public grpc::ServerWriteReactor<pb::CaptureData> {
     const bool progress = capture_->worker_writes && now >= next_progress_;
     if (bytes_.empty() && !done && !progress &&
         !(first_ && now >= first_due_)) {
-      if (!alarm_set_) {
+      if (!alarm_set_ && !(capture_->worker_writes && !first_)) {
         SetAlarm(first_                    ? first_due_
                  : capture_->worker_writes ? next_progress_
                                            : now + kLookAtLeastEvery);
       }
-      return;
+      return {};
     }
     next_progress_ = now + kProgressEvery;
     data_.set_records(std::move(bytes_));
@@ -173,11 +215,10 @@ class CaptureWriter final : public grpc::ServerWriteReactor<pb::CaptureData> {
       if (done) *data_.mutable_file() = capture_->file;
     }
     first_ = false;
-    sent_last_ = done;
-    if (done && !end.ok()) end_ = ToGrpcStatus(end);
     writing_ = true;
-    lock.unlock();
-    StartWrite(&data_);
+    if (!done) return {Ready::kWrite, grpc::Status()};
+    finishing_ = true;
+    return {Ready::kLast, end.ok() ? grpc::Status() : ToGrpcStatus(end)};
   }
 
   CaptureHub* const hub_;
@@ -191,8 +232,6 @@ class CaptureWriter final : public grpc::ServerWriteReactor<pb::CaptureData> {
   pb::CaptureData data_;
   bool first_ = true;
   bool writing_ = false;
-  bool sent_last_ = false;
-  grpc::Status end_;
   bool cancelled_ = false;
   bool finishing_ = false;
   bool done_ = false;
@@ -203,8 +242,17 @@ class CaptureWriter final : public grpc::ServerWriteReactor<pb::CaptureData> {
 };
 
 void WriterWaker::StreamChanged() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (writer_ != nullptr) writer_->Wake();
+  CaptureWriter* writer = nullptr;
+  CaptureWriter::Ready ready;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (writer_ == nullptr) return;
+    writer = writer_;
+    ready = writer->Wake();
+  }
+  // The write made ready is not started yet: the call cannot end before
+  // it is, so the writer is still there.
+  writer->Send(std::move(ready));
 }
 
 class Refusal final : public grpc::ServerWriteReactor<pb::CaptureData> {
