@@ -8,8 +8,10 @@
 #include <QAction>
 #include <QApplication>
 #include <QContextMenuEvent>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <QTimer>
 #include <QtTest>
@@ -107,6 +109,7 @@ class FirstScreenTest : public QObject {
   void initTestCase();
   void ThreeRanksShowEveryRankOnTheFirstScreen();
   void SixteenRanksSideBySideFitCompactRows();
+  void ShortWindowShowsRanksSideBySideReadably();
   void ContextMenuHidesAndShowsOnlyATrack();
   void StepsAreAnalyzesStepsPerRank();
   void ZoomAndPanKeysWorkFromAnyPanel();
@@ -187,6 +190,52 @@ void FirstScreenTest::ThreeRanksShowEveryRankOnTheFirstScreen() {
   QCOMPARE(listed, 3);
 }
 
+// When every thread of every rank does not fit at full height, the first
+// screen shows every rank's main thread and device streams at full height,
+// where their names can be read, rather than rows too low to name; the
+// status says so, and the View action brings every thread back.
+void FirstScreenTest::ShortWindowShowsRanksSideBySideReadably() {
+  MainWindow w;
+  Open(w, three_, QSize(1600, 800));
+  TimelineWidget* t = w.timeline();
+  QVERIFY(t->first_screen_fits());
+  QVERIFY(t->layout().ranks_side_by_side());
+  QVERIFY(!t->layout().compact());
+  auto* side = w.findChild<QAction*>("action.sideBySide");
+  QVERIFY(side != nullptr && side->isChecked());
+  const auto ranks = TracksByRank(*w.store());
+  const int text_height = QFontMetrics(t->font()).height();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    QVERIFY2(RowOnScreen(*t, ranks[r].main), qPrintable(QString::number(r)));
+    const LayoutRow& main =
+        t->layout().rows()[t->layout().RowOfTrack(ranks[r].main)];
+    QVERIFY(main.height >= text_height);
+    for (TrackId s : ranks[r].streams) {
+      QVERIFY(RowOnScreen(*t, s));
+      QVERIFY(t->layout().rows()[t->layout().RowOfTrack(s)].height >=
+              text_height);
+    }
+    for (TrackId o : ranks[r].others) QCOMPARE(t->layout().RowOfTrack(o), -1);
+  }
+  bool says_so = false;
+  for (QLabel* label : w.statusBar()->findChildren<QLabel*>()) {
+    says_so |= label->text().contains("ranks side by side");
+  }
+  QVERIFY(says_so);
+  // Every thread again.
+  side->trigger();
+  QVERIFY(!t->layout().ranks_side_by_side());
+  for (const RankTracks& r : ranks) {
+    for (TrackId o : r.others) {
+      const TrackInfo& info = w.store()->tracks()[o];
+      if (info.kind == proto::TRACK_KIND_THREAD &&
+          w.store()->data(o).event_count() > 0) {
+        QVERIFY(t->layout().RowOfTrack(o) >= 0);
+      }
+    }
+  }
+}
+
 void FirstScreenTest::SixteenRanksSideBySideFitCompactRows() {
   const std::string sixteen = testing::WriteRankSession(dir_, 16, 4);
   MainWindow w;
@@ -195,7 +244,7 @@ void FirstScreenTest::SixteenRanksSideBySideFitCompactRows() {
   auto* side = w.findChild<QAction*>("action.sideBySide");
   auto* compact = w.findChild<QAction*>("action.compact");
   QVERIFY(side != nullptr && compact != nullptr);
-  side->trigger();
+  if (!side->isChecked()) side->trigger();
   if (!compact->isChecked()) compact->trigger();
   QVERIFY(t->layout().ranks_side_by_side());
   QVERIFY(t->layout().compact());

@@ -309,7 +309,25 @@ void ViewModelTest::LayoutFitsTheFirstScreen() {
   QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, levels);
   QVERIFY(layout.ToggleRow(layout.RowOfTrack(thread)));
   QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, row.depths);
+  // One level at full height, names readable, before compact rows.
+  layout.SetDepthLimit(1);
+  const int one_level = layout.total_height();
+  QVERIFY(layout.FitFirstScreen(one_level));
+  QVERIFY(!layout.compact());
+  QVERIFY(!layout.ranks_side_by_side());
+  QCOMPARE(layout.rows()[layout.RowOfTrack(thread)].depths, 1u);
+  // Less room: every rank's main thread (and device streams) at full
+  // height, the other threads left out.
+  layout.SetRanksSideBySide(true);
+  const int side_one_level = layout.total_height();
+  QVERIFY(side_one_level < one_level);
+  QVERIFY(layout.FitFirstScreen(one_level - 1));
+  QVERIFY(layout.ranks_side_by_side());
+  QVERIFY(!layout.compact());
+  QVERIFY(layout.total_height() <= one_level - 1);
+  QVERIFY(layout.RowOfTrack(thread) >= 0);
   // Compact rows: short lanes, two levels.
+  layout.SetRanksSideBySide(false);
   layout.SetDepthLimit(0);
   layout.SetCompact(true);
   row = layout.rows()[layout.RowOfTrack(thread)];
@@ -317,7 +335,14 @@ void ViewModelTest::LayoutFitsTheFirstScreen() {
   QCOMPARE(row.depths, static_cast<uint32_t>(TrackLayout::kCompactDepths));
   const int compact = layout.total_height();
   QVERIFY(compact < full);
-  QVERIFY(layout.FitFirstScreen(compact));
+  layout.SetRanksSideBySide(true);
+  const int side_compact = layout.total_height();
+  // Less room than the main threads take at full height: compact rows.
+  QVERIFY(layout.FitFirstScreen(side_one_level - 1));
+  QVERIFY(layout.compact());
+  QVERIFY(layout.total_height() <= side_one_level - 1);
+  QCOMPARE(layout.ranks_side_by_side(), compact > side_one_level - 1);
+  QVERIFY(layout.FitFirstScreen(side_compact));
   QVERIFY(layout.compact());
   // No room at all: full-height rows of two levels, and it says so.
   QVERIFY(!layout.FitFirstScreen(10));

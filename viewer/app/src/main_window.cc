@@ -310,6 +310,10 @@ void MainWindow::OnLoadFinished() {
     text +=
         tr(" · View › Ranks Side by Side and Compact Rows show every "
            "rank on one screen");
+  } else if (timeline_->layout().ranks_side_by_side()) {
+    text +=
+        tr(" · ranks side by side: main threads and device streams "
+           "(View › Ranks Side by Side shows every thread)");
   }
   status_->setText(text);
   emit loaded(true);

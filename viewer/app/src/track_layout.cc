@@ -312,18 +312,34 @@ void TrackLayout::SetDepthLimit(uint32_t levels) {
 
 bool TrackLayout::FitFirstScreen(int visible) {
   if (store_ == nullptr || store_->processes().size() < 2) return true;
-  compact_ = false;
-  for (uint32_t limit : {0u, 8u, 6u, 4u, 3u, 2u}) {
-    depth_limit_ = limit;
+  const auto fits_at_full_height = [&] {
+    compact_ = false;
+    for (uint32_t limit : {0u, 8u, 6u, 4u, 3u, 2u, 1u}) {
+      depth_limit_ = limit;
+      Relayout();
+      if (total_height_ <= visible) return true;
+    }
+    return false;
+  };
+  const auto fits_compact = [&] {
+    compact_ = true;
+    depth_limit_ = 0;
     Relayout();
-    if (total_height_ <= visible) return true;
-  }
-  compact_ = true;
-  depth_limit_ = 0;
-  Relayout();
-  if (total_height_ <= visible) return true;
+    return total_height_ <= visible;
+  };
+  // Every track, then every rank's main thread and device streams, at full
+  // height, where every name can be read; then compact rows.
+  side_by_side_ = false;
+  if (fits_at_full_height()) return true;
+  side_by_side_ = true;
+  if (fits_at_full_height()) return true;
+  side_by_side_ = false;
+  if (fits_compact()) return true;
+  side_by_side_ = true;
+  if (fits_compact()) return true;
   // Nothing fits (too many ranks, or an overview's hosts): rows that keep
   // their names, with the fewest levels.
+  side_by_side_ = false;
   compact_ = false;
   depth_limit_ = 2;
   Relayout();

@@ -132,9 +132,12 @@ class TrackLayout {
   void SetDepthLimit(uint32_t levels);
   uint32_t depth_limit() const { return depth_limit_; }
   // The first screen of a session of several ranks: the deepest levels
-  // that let every row fit `visible` pixels, else compact rows; when even
-  // those do not fit, two levels per track at full height. Returns
-  // whether it all fits.
+  // (down to one) that let every track's row fit `visible` pixels at full
+  // height, where every name can be read; else the same with only every
+  // rank's main thread and device streams (ranks side by side); else
+  // compact rows, of every track, then side by side. When even those do
+  // not fit, two levels per track at full height. Returns whether it all
+  // fits.
   bool FitFirstScreen(int visible);
 
   // A process's main thread: the thread whose tid is the pid, else the
