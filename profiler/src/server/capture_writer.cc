@@ -250,6 +250,9 @@ void WriterWaker::StreamChanged() {
     writer = writer_;
     ready = writer->Wake();
   }
+  // Nothing to send: the writer may be gone as soon as the lock is
+  // released, so it is not touched again.
+  if (ready.kind == CaptureWriter::Ready::kNone) return;
   // The write made ready is not started yet: the call cannot end before
   // it is, so the writer is still there.
   writer->Send(std::move(ready));
