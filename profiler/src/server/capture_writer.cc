@@ -197,10 +197,9 @@ class CaptureWriter final : public grpc::ServerWriteReactor<pb::CaptureData> {
     const bool progress = capture_->worker_writes && now >= next_progress_;
     if (bytes_.empty() && !done && !progress &&
         !(first_ && now >= first_due_)) {
-      if (!alarm_set_ && !(capture_->worker_writes && !first_)) {
-        SetAlarm(first_                    ? first_due_
-                 : capture_->worker_writes ? next_progress_
-                                           : now + kLookAtLeastEvery);
+      // (A worker-side capture's first message is due at once.)
+      if (!alarm_set_ && !capture_->worker_writes) {
+        SetAlarm(first_ ? first_due_ : now + kLookAtLeastEvery);
       }
       return {};
     }
